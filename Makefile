@@ -1,0 +1,40 @@
+# Commands of the project; README.md documents them.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' deps/kafka/pom.xml)
+KAFKA_LIBS := .cache/kafka-$(KAFKA_VERSION)/libs
+PYTEST_ARGS ?=
+
+.PHONY: setup test test-unit demo broker clean
+
+setup: $(VENV)/.installed $(KAFKA_LIBS)/.complete
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+# Broker jars from Maven Central, copied into a git-ignored cache; re-run only when the pom changes.
+$(KAFKA_LIBS)/.complete: deps/kafka/pom.xml
+	rm -rf $(KAFKA_LIBS)
+	mvn -B -q -f deps/kafka/pom.xml dependency:copy-dependencies \
+	    -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(KAFKA_LIBS)
+	touch $@
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-unit: setup
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+broker: setup
+	$(PY) -m streams_core.testing.broker --port 9092 --data-dir .cache/demo-broker
+
+demo: setup
+	$(PY) -m app demo
+
+clean:
+	rm -rf $(VENV) .cache

@@ -1,0 +1,1 @@
+"""kstream package."""
