@@ -1,0 +1,640 @@
+"""A local single-node Kafka broker (KRaft, broker+controller in one JVM) for tests and demos.
+
+The broker runs from the Maven Central jars that ``make setup`` copies into
+``.cache/kafka-<version>/libs``; no Kafka distribution, Docker or ZooKeeper is needed.
+
+Usage::
+
+    with LocalKafkaBroker(data_dir="/tmp/k") as broker:
+        broker.bootstrap_servers        # "127.0.0.1:<port>"
+
+or from a shell (prints ``READY 127.0.0.1:<port>`` once a client can connect, stops on
+SIGTERM/SIGINT)::
+
+    python -m streams_core.testing.broker --port 0 --data-dir /tmp/k
+
+The JVM can never outlive its Python parent: it is started with ``PR_SET_PDEATHSIG=SIGKILL``
+(so even ``kill -9`` of Python kills it), in its own process group (a terminal's Ctrl-C reaches
+only Python, which then stops the broker cleanly), and an ``atexit`` handler stops any broker
+still running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import base64
+import contextlib
+import ctypes
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Self
+
+__all__ = ["BrokerError", "LocalKafkaBroker", "find_kafka_libs", "main"]
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+NODE_ID = 1
+#: JVM flags chosen for a fast start on a small (2-core) machine; see docs/broker.md.
+DEFAULT_JVM_OPTS: tuple[str, ...] = (
+    "-Xms256m",
+    "-Xmx1g",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:-UsePerfData",
+    "-Djava.awt.headless=true",
+    "-Djava.net.preferIPv4Stack=true",
+)
+#: Environment variables: the libs dir, and extra/replacement JVM flags.
+ENV_LIBS = "STREAMS_KAFKA_LIBS"
+ENV_JVM_OPTS = "STREAMS_KAFKA_JVM_OPTS"
+
+_PR_SET_PDEATHSIG = 1
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+_live_brokers: set[LocalKafkaBroker] = set()
+_live_lock = threading.Lock()
+
+
+class BrokerError(RuntimeError):
+    """The local broker could not be found, started or stopped."""
+
+
+def _kafka_version(repo_root: Path) -> str:
+    """Read ``<kafka.version>`` from deps/kafka/pom.xml, the single source of the version."""
+    pom = repo_root / "deps" / "kafka" / "pom.xml"
+    try:
+        match = re.search(r"<kafka\.version>\s*([^<\s]+)\s*</kafka\.version>", pom.read_text())
+    except OSError as exc:
+        raise BrokerError(f"cannot read the Kafka version from {pom}: {exc}") from exc
+    if not match:
+        raise BrokerError(f"no <kafka.version> in {pom}")
+    return match.group(1)
+
+
+def find_kafka_libs() -> Path:
+    """Return the directory of broker jars: ``$STREAMS_KAFKA_LIBS`` or the repo's ``.cache``."""
+    env = os.environ.get(ENV_LIBS)
+    if env:
+        libs = Path(env).expanduser().resolve()
+        hint = f"(from ${ENV_LIBS})"
+    else:
+        libs = _REPO_ROOT / ".cache" / f"kafka-{_kafka_version(_REPO_ROOT)}" / "libs"
+        hint = "(from deps/kafka/pom.xml)"
+    if not libs.is_dir() or not any(libs.glob("kafka_2.13-*.jar")):
+        raise BrokerError(
+            f"Kafka broker jars not found in {libs} {hint}: run `make setup` in {_REPO_ROOT} "
+            f"(it fetches them from Maven Central), or point ${ENV_LIBS} at a directory of them"
+        )
+    return libs
+
+
+def _check_logging_backend(libs: Path) -> None:
+    """Warn when the jars hold no working slf4j binding, since the broker log is then empty."""
+    names = [p.name for p in libs.glob("*.jar")]
+    slf4j_1 = any(n.startswith("slf4j-api-1.") for n in names)
+    only_slf4j2_binding = any(n.startswith("log4j-slf4j2-impl-") for n in names) and not any(
+        n.startswith("log4j-slf4j-impl-") for n in names
+    )
+    if slf4j_1 and only_slf4j2_binding:
+        log.warning(
+            "broker logging is off: %s has slf4j-api 1.x with only the slf4j 2 binding "
+            "(log4j-slf4j2-impl); use log4j-slf4j-impl in deps/kafka/pom.xml",
+            libs,
+        )
+
+
+def _free_port() -> int:
+    """Ask the kernel for a free TCP port on 127.0.0.1 (released at once; tiny race)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _bindable(port: int | None) -> bool:
+    """True if ``port`` on 127.0.0.1 can be bound now (after the JVM died: nobody else has it)."""
+    if port is None:
+        return True
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def _random_cluster_id() -> str:
+    """A Kafka cluster id, the format of ``StorageTool random-uuid``, without starting a JVM."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def _java() -> str:
+    """The java executable: ``$JAVA_HOME/bin/java`` or ``java`` on the PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise BrokerError("java not found (Kafka 4.x needs Java 17+): install it or set JAVA_HOME")
+    return found
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < size:
+        chunk = sock.recv(size - len(buf))
+        if not chunk:
+            raise ConnectionError("connection closed by the broker")
+        buf += chunk
+    return bytes(buf)
+
+
+def probe_metadata(host: str, port: int, timeout: float = 2.0) -> int:
+    """Send a real MetadataRequest (v4, no topics) and return how many brokers it lists.
+
+    The broker answers requests only once it has caught up with the metadata log and is
+    unfenced, so a response listing a broker means a client can work with it. Raw protocol
+    keeps this module free of aiokafka and usable from inside or outside an event loop.
+    """
+    client_id = b"streams-core-probe"
+    correlation_id = 7
+    header = struct.pack(">hhih", 3, 4, correlation_id, len(client_id)) + client_id
+    body = struct.pack(">i?", 0, False)  # topics: empty array; allow_auto_topic_creation=false
+    request = header + body
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        sock.sendall(struct.pack(">i", len(request)) + request)
+        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+        data = _recv_exact(sock, size)
+    got_id, _throttle_ms, n_brokers = struct.unpack_from(">iii", data, 0)
+    if got_id != correlation_id:
+        raise ConnectionError(f"unexpected correlation id {got_id}")
+    return int(n_brokers)
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    """The last lines of a text file, or a note that it is missing/empty."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return f"({path} does not exist)"
+    if not text.strip():
+        return f"({path} is empty)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _first_errors(path: Path, limit: int = 6) -> str:
+    """The first ERROR/FATAL log entries (each with its exception line): usually the cause."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    entries: list[str] = []
+    for i, line in enumerate(lines):
+        if "] ERROR " in line or "] FATAL " in line:
+            entry = line
+            if i + 1 < len(lines) and not lines[i + 1].startswith("["):
+                entry += "\n    " + lines[i + 1]
+            entries.append(entry)
+            if len(entries) == limit:
+                break
+    return "\n".join(entries)
+
+
+def _preexec_child() -> None:
+    """In the forked child: die with the parent (PDEATHSIG) and leave its process group."""
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        os._exit(127)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+    os.setpgid(0, 0)
+
+
+class LocalKafkaBroker:
+    """One local KRaft Kafka broker (combined broker+controller) in a child JVM.
+
+    ``start()`` formats the storage when needed, starts the JVM and blocks until a Kafka
+    MetadataRequest succeeds; ``stop()`` sends SIGTERM, waits, then SIGKILLs. A data dir that
+    already holds formatted storage is reused (topics survive a restart) unless ``fresh``.
+
+    PR_SET_PDEATHSIG fires when the *thread* that started the JVM exits: call ``start()`` from a
+    long-lived thread (the main thread, or the event loop's thread), not a throw-away one.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        port: int = 0,
+        *,
+        controller_port: int = 0,
+        libs_dir: str | os.PathLike[str] | None = None,
+        auto_create_topics: bool = False,
+        fresh: bool = False,
+        overrides: Mapping[str, str | int | bool] | None = None,
+        jvm_opts: Sequence[str] | None = None,
+        start_timeout: float = 60.0,
+        stop_timeout: float = 20.0,
+    ) -> None:
+        self.data_dir = Path(data_dir).expanduser().resolve()
+        self._requested_port = port
+        self._requested_controller_port = controller_port
+        self._libs_dir = Path(libs_dir).resolve() if libs_dir is not None else None
+        self.auto_create_topics = auto_create_topics
+        self.fresh = fresh
+        self.overrides: dict[str, str] = {k: _prop(v) for k, v in (overrides or {}).items()}
+        if jvm_opts is None:
+            env_opts = os.environ.get(ENV_JVM_OPTS)
+            jvm_opts = env_opts.split() if env_opts else DEFAULT_JVM_OPTS
+        self.jvm_opts: list[str] = list(jvm_opts)
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self.port: int | None = None
+        self.controller_port: int | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.startup_seconds: float | None = None
+
+    # -- paths -------------------------------------------------------------------------------
+    @property
+    def log_dir(self) -> Path:
+        """Kafka's ``log.dirs`` (topic data and the KRaft metadata log)."""
+        return self.data_dir / "kafka-data"
+
+    @property
+    def server_log(self) -> Path:
+        """The broker's log4j2 log file."""
+        return self.data_dir / "server.log"
+
+    @property
+    def console_log(self) -> Path:
+        """The JVM's stdout and stderr (early failures, before logging is set up)."""
+        return self.data_dir / "jvm-console.log"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``127.0.0.1:<port>`` of the running broker."""
+        if self.port is None:
+            raise BrokerError("the broker is not started")
+        return f"{HOST}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        """The JVM's process id while it runs."""
+        return self.process.pid if self.process is not None else None
+
+    def is_running(self) -> bool:
+        """True while the JVM process is alive."""
+        return self.process is not None and self.process.poll() is None
+
+    # -- configuration -----------------------------------------------------------------------
+    def server_properties(self) -> dict[str, str]:
+        """The broker's ``server.properties``: single node, loopback only, fast to start."""
+        assert self.port is not None and self.controller_port is not None
+        props: dict[str, str] = {
+            "process.roles": "broker,controller",
+            "node.id": str(NODE_ID),
+            "controller.quorum.voters": f"{NODE_ID}@{HOST}:{self.controller_port}",
+            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.log_dir),
+            "num.partitions": "1",
+            "default.replication.factor": "1",
+            "min.insync.replicas": "1",
+            "auto.create.topics.enable": _prop(self.auto_create_topics),
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "share.coordinator.state.topic.num.partitions": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "group.min.session.timeout.ms": "1000",
+            "num.network.threads": "2",
+            "num.io.threads": "4",
+            "background.threads": "4",
+            "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
+            "log.cleaner.threads": "1",
+        }
+        props.update(self.overrides)
+        return props
+
+    def _log4j2_properties(self) -> str:
+        """A log4j2 config that writes the broker log to a file in the data dir, not the console."""
+        return "\n".join(
+            [
+                "status = warn",
+                "shutdownHook = disable",  # else log4j stops before Kafka's own shutdown hook logs
+                "name = streams-core-local-broker",
+                "appender.file.type = File",
+                "appender.file.name = FILE",
+                f"appender.file.fileName = {self.server_log}",
+                "appender.file.append = true",
+                "appender.file.layout.type = PatternLayout",
+                "appender.file.layout.pattern = [%d] %p %m (%c)%n",
+                "rootLogger.level = INFO",
+                "rootLogger.appenderRef.file.ref = FILE",
+                "logger.statechange.name = state.change.logger",
+                "logger.statechange.level = WARN",
+                "logger.request.name = kafka.request.logger",
+                "logger.request.level = WARN",
+                "",
+            ]
+        )
+
+    def _write_configs(self) -> Path:
+        props_file = self.data_dir / "server.properties"
+        props_file.write_text(
+            "# written by streams_core.testing.broker\n"
+            + "".join(f"{k}={v}\n" for k, v in self.server_properties().items())
+        )
+        (self.data_dir / "log4j2.properties").write_text(self._log4j2_properties())
+        return props_file
+
+    def _classpath(self, libs: Path) -> str:
+        return str(libs / "*")
+
+    def _java_cmd(self, libs: Path, main_class: str, *args: str) -> list[str]:
+        log4j = self.data_dir / "log4j2.properties"
+        return [
+            _java(),
+            *self.jvm_opts,
+            f"-Dlog4j2.configurationFile={log4j}",
+            f"-Dkafka.logs.dir={self.data_dir}",
+            "-cp",
+            self._classpath(libs),
+            main_class,
+            *args,
+        ]
+
+    def _format_storage(self, libs: Path, props_file: Path) -> None:
+        """Format KRaft storage once (``StorageTool format``) with a fresh cluster id."""
+        if (self.log_dir / "meta.properties").exists():
+            log.info("reusing formatted storage in %s", self.log_dir)
+            return
+        cluster_id = _random_cluster_id()
+        cmd = self._java_cmd(
+            libs, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props_file)
+        )
+        log.info("formatting KRaft storage in %s (cluster id %s)", self.log_dir, cluster_id)
+        proc = subprocess.run(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, check=False
+        )
+        if proc.returncode != 0:
+            raise BrokerError(
+                f"kafka.tools.StorageTool format failed ({proc.returncode}):\n"
+                + proc.stdout.decode(errors="replace")[-4000:]
+            )
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> Self:
+        """Start the broker and block until it answers a MetadataRequest (or raise BrokerError)."""
+        if self.is_running():
+            return self
+        libs = self._libs_dir or find_kafka_libs()
+        _check_logging_backend(libs)
+        # Ports picked here may be grabbed by someone else before the JVM binds them: retry.
+        auto_ports = self._requested_port == 0 and self._requested_controller_port == 0
+        attempts = 3 if auto_ports else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start_once(libs, retry_on_bind_error=attempt < attempts)
+                return self
+            except _PortTaken as exc:
+                log.warning("%s; retrying with other free ports", exc)
+        raise AssertionError("unreachable")
+
+    def _start_once(self, libs: Path, retry_on_bind_error: bool) -> None:
+        began = time.monotonic()
+        if self.fresh and self.data_dir.exists():
+            shutil.rmtree(self.data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port = self._requested_port or _free_port()
+        self.controller_port = self._requested_controller_port or _free_port()
+        while self.controller_port == self.port:
+            self.controller_port = _free_port()
+        props_file = self._write_configs()
+        self._format_storage(libs, props_file)
+        cmd = self._java_cmd(libs, "kafka.Kafka", str(props_file))
+        log.info(
+            "starting Kafka broker on %s:%s (controller %s)", HOST, self.port, self.controller_port
+        )
+        with open(self.console_log, "ab") as console:
+            self.process = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=console,
+                stderr=subprocess.STDOUT,
+                cwd=self.data_dir,
+                preexec_fn=_preexec_child,  # noqa: PLW1509 - prctl(PR_SET_PDEATHSIG) must run in the child
+                close_fds=True,
+            )
+        with _live_lock:
+            _live_brokers.add(self)
+        try:
+            self._wait_ready(began, retry_on_bind_error)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - began
+        log.info("Kafka broker ready at %s in %.1f s", self.bootstrap_servers, self.startup_seconds)
+
+    def _wait_ready(self, began: float, retry_on_bind_error: bool) -> None:
+        assert self.process is not None and self.port is not None
+        deadline = began + self.start_timeout
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            code = self.process.poll()
+            if code is not None:
+                diagnostics = self._diagnostics()
+                lost_port = "Address already in use" in diagnostics or not all(
+                    _bindable(p) for p in (self.port, self.controller_port)
+                )
+                if retry_on_bind_error and lost_port:
+                    raise _PortTaken(f"port {self.port} or {self.controller_port} is taken")
+                raise BrokerError(
+                    f"the Kafka broker on {HOST}:{self.port} (controller port "
+                    f"{self.controller_port}) exited with code {code} during start-up.\n"
+                    + diagnostics
+                )
+            try:
+                if probe_metadata(HOST, self.port, timeout=2.0) > 0:
+                    return
+            except OSError as exc:
+                last_error = exc
+            time.sleep(0.1)
+        raise BrokerError(
+            f"the Kafka broker did not become ready within {self.start_timeout:.0f} s "
+            f"(last probe error: {last_error!r}).\n" + self._diagnostics()
+        )
+
+    def _diagnostics(self) -> str:
+        """First errors and the tails of the broker log and the JVM console, for error messages."""
+        errors = _first_errors(self.server_log)
+        return (
+            (f"--- first errors in {self.server_log} ---\n{errors}\n" if errors else "")
+            + f"--- tail of {self.server_log} ---\n{_tail(self.server_log, 15)}\n"
+            f"--- tail of {self.console_log} ---\n{_tail(self.console_log)}"
+        )
+
+    def stop(self) -> int | None:
+        """Stop the JVM: SIGTERM (clean shutdown), wait ``stop_timeout``, then SIGKILL.
+
+        Returns the JVM's exit code (None if it was not started). Safe to call twice.
+        """
+        proc = self.process
+        if proc is None:
+            return None
+        try:
+            if proc.poll() is None:
+                log.info("stopping Kafka broker (pid %s)", proc.pid)
+                _signal_group(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(self.stop_timeout)
+                except subprocess.TimeoutExpired:
+                    log.warning("Kafka broker did not stop in %.0f s: SIGKILL", self.stop_timeout)
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    proc.wait(10)
+            return proc.returncode
+        finally:
+            with _live_lock:
+                _live_brokers.discard(self)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.is_running() else "stopped"
+        return f"LocalKafkaBroker({HOST}:{self.port}, {self.data_dir}, {state})"
+
+
+class _PortTaken(Exception):
+    """The JVM could not bind a port that was free a moment before."""
+
+
+def _prop(value: object) -> str:
+    """A Python value as a Java properties value (booleans in lower case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """Signal the JVM's process group (the JVM leads it); a no-op once it is gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, sig)
+
+
+@atexit.register
+def _stop_all_at_exit() -> None:
+    """Never leave a broker JVM behind when the interpreter exits."""
+    with _live_lock:
+        brokers = list(_live_brokers)
+    for broker in brokers:
+        broker.stop_timeout = min(broker.stop_timeout, 10.0)
+        try:
+            broker.stop()
+        except Exception:
+            log.exception("could not stop %r at exit", broker)
+
+
+# -- CLI ---------------------------------------------------------------------------------------
+class _Shutdown(Exception):
+    """Raised from the SIGTERM/SIGINT handler to leave the start-up wait or the idle loop."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a broker in the foreground, print ``READY 127.0.0.1:<port>``, stop on SIGTERM/SIGINT."""
+    parser = argparse.ArgumentParser(
+        prog="python -m streams_core.testing.broker",
+        description="Run a local single-node KRaft Kafka broker bound to 127.0.0.1.",
+    )
+    parser.add_argument("--port", type=int, default=9092, help="client port (0: a free one)")
+    parser.add_argument("--data-dir", required=True, help="storage, configs and logs")
+    parser.add_argument("--controller-port", type=int, default=0, help="KRaft controller port")
+    parser.add_argument("--fresh", action="store_true", help="wipe the data dir first")
+    parser.add_argument(
+        "--auto-create-topics", action="store_true", help="auto.create.topics.enable=true"
+    )
+    parser.add_argument("--timeout", type=float, default=60.0, help="start-up timeout (s)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+    stopping = False
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        if stopping:
+            return
+        stopping = True
+        raise _Shutdown(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    broker = LocalKafkaBroker(
+        args.data_dir,
+        args.port,
+        controller_port=args.controller_port,
+        auto_create_topics=args.auto_create_topics,
+        fresh=args.fresh,
+        start_timeout=args.timeout,
+    )
+    try:
+        try:
+            broker.start()
+            sys.stdout.write(f"READY {broker.bootstrap_servers}\n")
+            sys.stdout.flush()
+            assert broker.process is not None
+            code = broker.process.wait()  # a signal interrupts this with _Shutdown
+            stopping = True
+            log.error("the Kafka broker exited unexpectedly with code %s", code)
+            sys.stderr.write(broker._diagnostics() + "\n")
+            return 1
+        except _Shutdown as sig:
+            log.info("%s received: stopping the broker", sig)
+            stopping = True
+            broker.stop()
+            return 0
+    except BrokerError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
+    finally:
+        stopping = True
+        broker.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

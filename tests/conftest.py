@@ -1,0 +1,54 @@
+"""Shared pytest fixtures.
+
+Kept lean on purpose: unit tests must never start a broker. The local Kafka broker starts lazily,
+once per session, only when a test (or a fixture it uses) asks for ``kafka_broker`` or
+``bootstrap_servers``; such tests get the ``broker`` marker automatically, so
+``pytest -m 'not broker'`` runs everything that needs no broker.
+
+``STREAMS_TEST_BOOTSTRAP_SERVERS=host:port`` makes ``bootstrap_servers`` use an already running
+broker (e.g. ``python -m streams_core.testing.broker --port 9092 ...``) instead of starting one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from streams_core.testing.broker import LocalKafkaBroker
+
+BROKER_FIXTURES = frozenset({"kafka_broker", "bootstrap_servers"})
+ENV_BOOTSTRAP = "STREAMS_TEST_BOOTSTRAP_SERVERS"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that (directly or through other fixtures) uses the broker."""
+    for item in items:
+        if BROKER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.broker)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaBroker]:
+    """One local KRaft broker for the whole session, always stopped at the end."""
+    from streams_core.testing.broker import LocalKafkaBroker
+
+    broker = LocalKafkaBroker(tmp_path_factory.mktemp("kafka-broker"), port=0)
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def bootstrap_servers(request: pytest.FixtureRequest) -> str:
+    """``host:port`` of the test broker (an external one if $STREAMS_TEST_BOOTSTRAP_SERVERS)."""
+    external = os.environ.get(ENV_BOOTSTRAP)
+    if external:
+        return external
+    broker: LocalKafkaBroker = request.getfixturevalue("kafka_broker")
+    return broker.bootstrap_servers
