@@ -132,9 +132,18 @@ def _required_str(key: str, value: Any) -> str:
     return text
 
 
+def _path(key: str, value: Any) -> str:
+    """A directory given as a string or an `os.PathLike` (pathlib.Path is the usual Python form)."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if isinstance(value, bytes):
+        raise ConfigError(key, "expected a str or os.PathLike path, got bytes")
+    return _required_str(key, value)
+
+
 def _application_id(key: str, value: Any) -> str:
     text = _required_str(key, value)
-    bad = sorted({c for c in text if not (c.isalnum() or c in "._-")})
+    bad = sorted({c for c in text if not ((c.isascii() and c.isalnum()) or c in "._-")})
     if bad:
         raise ConfigError(
             key, f"may hold only letters, digits, '.', '_' and '-' (it names topics); found {bad}"
@@ -179,12 +188,20 @@ def _object(key: str, value: Any) -> Any:
             raise ConfigError(key, f"expected a dotted path such as 'pkg.module.Name', got {value!r}")
         try:
             obj = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
+        except (ImportError, AttributeError, ValueError, TypeError) as exc:
             raise ConfigError(key, f"cannot import {value!r}: {exc}") from exc
-        return obj() if isinstance(obj, type) else obj
-    if isinstance(value, type):
+        return _instantiate(key, obj)
+    return _instantiate(key, value)
+
+
+def _instantiate(key: str, value: Any) -> Any:
+    """A class is instantiated with no arguments; a failure names the key instead of escaping raw."""
+    if not isinstance(value, type):
+        return value
+    try:
         return value()
-    return value
+    except Exception as exc:
+        raise ConfigError(key, f"cannot instantiate {value.__qualname__}() without arguments: {exc}") from exc
 
 
 def _deserialization_handler(key: str, value: Any) -> Any:
@@ -217,7 +234,7 @@ _KEYS: dict[str, _Key] = {
         _Key("application.id", None, _application_id, "Names the consumer group, internal topics and state directory."),
         _Key("bootstrap.servers", None, _bootstrap_servers, "host:port[,host:port...] of the Kafka brokers."),
         _Key("application.server", "", _application_server, "host:port where this instance serves interactive queries."),
-        _Key("state.dir", os.path.join(tempfile.gettempdir(), "kafka-streams"), _required_str, "Root directory of local state."),
+        _Key("state.dir", os.path.join(tempfile.gettempdir(), "kafka-streams"), _path, "Root directory of local state."),
         _Key("num.stream.threads", 1, _int(1), "Stream threads (asyncio tasks) per instance."),
         _Key("num.standby.replicas", 0, _int(0), "Standby replicas per stateful task."),
         _Key("commit.interval.ms", 30_000, _int(0), "How often to commit (100 ms under exactly-once unless set)."),
@@ -247,7 +264,7 @@ class StreamsConfig(Mapping[str, Any]):
     """Validated Kafka Streams configuration; reads as a mapping of property names to values."""
 
     def __init__(self, props: Mapping[str, Any] | None = None, *, required: tuple[str, ...] = ("application.id",)) -> None:
-        given = dict(props or {})
+        given = props.explicit() if isinstance(props, StreamsConfig) else dict(props or {})
         values: dict[str, Any] = {}
         client: dict[str, Any] = {}
         for raw_key, value in given.items():
@@ -264,6 +281,7 @@ class StreamsConfig(Mapping[str, Any]):
         for key in required:
             if values.get(key) in (None, ""):
                 raise ConfigError(key, "is required")
+        explicit = frozenset(values)
         if "commit.interval.ms" not in values and values.get("processing.guarantee", AT_LEAST_ONCE) != AT_LEAST_ONCE:
             values["commit.interval.ms"] = 100
         if values.get("default.deserialization.exception.handler") == "dead_letter" and not values.get(
@@ -274,7 +292,7 @@ class StreamsConfig(Mapping[str, Any]):
                 "is required when default.deserialization.exception.handler is dead_letter",
             )
         self._values = {name: spec.default for name, spec in _KEYS.items()} | values
-        self._explicit = frozenset(values)
+        self._explicit = explicit
         self._client = client
 
     def __getitem__(self, key: str) -> Any:
@@ -332,7 +350,7 @@ class StreamsConfig(Mapping[str, Any]):
 
 def _unknown_key_message(key: str) -> str:
     close = difflib.get_close_matches(key, [*_KEYS, *CLIENT_KEYS], n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    hint = f"; did you mean {close[0]!r}?" if close else "."
     return (
         f"unknown configuration key{hint} Known keys: the Kafka Streams properties "
         f"({', '.join(sorted(_KEYS))}), common client keys, or client keys with a prefix "

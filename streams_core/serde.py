@@ -58,12 +58,14 @@ class _StringSerde(Serde[str]):
     def serialize(self, topic: str | None, data: str | None) -> bytes | None:
         if data is None:
             return None
+        if not isinstance(data, str):
+            raise SerializationError(f"String serde expects str, got {type(data).__name__}", topic=topic)
         try:
             return data.encode("utf-8")
-        except AttributeError:
+        except UnicodeEncodeError as exc:
             raise SerializationError(
-                f"String serde expects str, got {type(data).__name__}", topic=topic
-            ) from None
+                f"String serde cannot encode to UTF-8: {exc.reason} at index {exc.start}", topic=topic
+            ) from exc
 
     def deserialize(self, topic: str | None, data: bytes | None) -> str | None:
         if data is None:
@@ -113,7 +115,8 @@ class _JsonSerde(Serde[Any]):
         if data is None:
             return None
         try:
-            return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            return text.encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise SerializationError(f"Json serde cannot encode: {exc}", topic=topic) from exc
 
@@ -141,9 +144,16 @@ class _FunctionSerde(Serde[T]):
         if data is None:
             return None
         try:
-            return self._serializer(data)
+            out = self._serializer(data)
         except Exception as exc:
             raise SerializationError(f"{self.name} serializer failed: {exc}", topic=topic) from exc
+        if isinstance(out, bytes):
+            return out
+        if isinstance(out, (bytearray, memoryview)):
+            return bytes(out)
+        raise SerializationError(
+            f"{self.name} serializer must return bytes, returned {type(out).__name__}", topic=topic
+        )
 
     def deserialize(self, topic: str | None, data: bytes | None) -> T | None:
         if data is None:
@@ -251,7 +261,7 @@ def _import_dotted(path: str, key: str) -> object:
     for split in range(len(parts) - 1, 0, -1):
         try:
             obj: object = importlib.import_module(".".join(parts[:split]))
-        except ImportError:
+        except (ImportError, ValueError, TypeError):
             continue
         try:
             for attr in parts[split:]:
