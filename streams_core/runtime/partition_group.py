@@ -1,0 +1,244 @@
+"""PartitionGroup: the record queues of one task, which pick the next record by partition time.
+
+Definitions (KIP-28 "Stream Time and Sync."; as Kafka's original `PartitionGroup`):
+
+- the next record is the head of the non-empty queue with the lowest partition time (ties: the
+  lower `TopicPartition`, so the choice is deterministic);
+- stream time is the lowest partition time among the partitions that have buffered records,
+  re-evaluated after every add and poll and kept monotonic (never decreases). A partition with
+  nothing buffered does not hold stream time back; `max.task.idle.ms` decides whether the task
+  waits for it (`ready_to_process`).
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+from collections.abc import Iterable, Mapping
+from typing import Any, Generic
+
+from streams_core.runtime.record_queue import UNKNOWN, R, RecordQueue
+from streams_core.runtime.topic_partition import TopicPartition
+
+__all__ = ["PartitionGroup", "PauseReason"]
+
+
+class PauseReason(enum.Enum):
+    """Why flow control paused a partition."""
+
+    BUFFER_FULL = "buffer_full"
+    TIME_LAG = "time_lag"
+
+
+class PartitionGroup(Generic[R]):
+    """The queues of one task: next record by partition time, stream time, idling, flow control.
+
+    `max_task_idle_ms`: how long the task waits, once some partition is empty while others have
+    data, before it processes without the empty ones; 0 and -1 both mean never wait (Kafka's
+    0 additionally waits for already-known lag; we have no lag information here).
+    """
+
+    __slots__ = (
+        "max_task_idle_ms",
+        "enforced_processing_count",
+        "pause_counts",
+        "resume_counts",
+        "_queues",
+        "_non_empty",
+        "_stream_time",
+        "_total_buffered",
+        "_idle_start_ms",
+        "_paused",
+    )
+
+    def __init__(self, queues: Mapping[TopicPartition, RecordQueue[R]], *, max_task_idle_ms: int = 0) -> None:
+        for partition, queue in queues.items():
+            if queue.partition != partition:
+                raise ValueError(f"queue of {queue.partition} registered under {partition}")
+        self.max_task_idle_ms = max_task_idle_ms
+        self.enforced_processing_count = 0
+        self.pause_counts: dict[PauseReason, int] = dict.fromkeys(PauseReason, 0)
+        self.resume_counts: dict[PauseReason, int] = dict.fromkeys(PauseReason, 0)
+        self._queues: dict[TopicPartition, RecordQueue[R]] = dict(queues)
+        self._non_empty: list[tuple[int, TopicPartition, RecordQueue[R]]] = []
+        self._stream_time = UNKNOWN
+        self._total_buffered = 0
+        self._idle_start_ms: int | None = None
+        self._paused: dict[TopicPartition, PauseReason] = {}
+        for partition, queue in self._queues.items():
+            self._total_buffered += len(queue)
+            if len(queue):
+                self._non_empty.append((queue.partition_time, partition, queue))
+        heapq.heapify(self._non_empty)
+        self._advance_stream_time()
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionGroup(partitions={len(self._queues)}, buffered={self._total_buffered}, "
+            f"stream_time={self._stream_time})"
+        )
+
+    def add_raw_records(self, partition: TopicPartition, raw_records: Iterable[Any]) -> int:
+        """Buffer raw records of one partition; returns that queue's new size."""
+        queue = self._queues.get(partition)
+        if queue is None:
+            raise KeyError(f"{partition} does not belong to this partition group")
+        before = len(queue)
+        size = queue.add_raw_records(raw_records)
+        self._total_buffered += size - before
+        if before == 0 and size:
+            heapq.heappush(self._non_empty, (queue.partition_time, partition, queue))
+            self._advance_stream_time()
+        return size
+
+    def next_record(self) -> tuple[R, RecordQueue[R]] | None:
+        """Poll the head of the queue with the lowest partition time; None when nothing is buffered.
+
+        O(log n) in the number of non-empty partitions. Only a queue that was empty can change
+        partition time on add (a buffered minimum bounds it), so heap keys stay exact.
+        """
+        heap = self._non_empty
+        if not heap:
+            return None
+        entry = heap[0]
+        queue = entry[2]
+        record: R = queue.poll()  # type: ignore[assignment]  # a queue in the heap is never empty
+        self._total_buffered -= 1
+        if queue.is_empty:
+            heapq.heappop(heap)
+        else:
+            partition_time = queue.partition_time
+            if partition_time != entry[0]:
+                heapq.heapreplace(heap, (partition_time, entry[1], queue))
+        if heap:
+            lowest = heap[0][0]
+            if lowest > self._stream_time:
+                self._stream_time = lowest
+        return record, queue
+
+    def _advance_stream_time(self) -> None:
+        if self._non_empty:
+            lowest = self._non_empty[0][0]
+            if lowest > self._stream_time:
+                self._stream_time = lowest
+
+    @property
+    def stream_time(self) -> int:
+        """Lowest partition time over partitions with buffered records, never decreasing."""
+        return self._stream_time
+
+    @property
+    def partitions(self) -> frozenset[TopicPartition]:
+        return frozenset(self._queues)
+
+    def queue(self, partition: TopicPartition) -> RecordQueue[R]:
+        return self._queues[partition]
+
+    def partition_time(self, partition: TopicPartition) -> int:
+        return self._queues[partition].partition_time
+
+    def num_buffered(self, partition: TopicPartition | None = None) -> int:
+        """Records buffered in one partition, or in all of them."""
+        return self._total_buffered if partition is None else len(self._queues[partition])
+
+    def all_partitions_buffered(self) -> bool:
+        """True when every partition of the task has at least one buffered record."""
+        return bool(self._queues) and len(self._non_empty) == len(self._queues)
+
+    @property
+    def skipped_records(self) -> int:
+        """Records the deserializer skipped, over all partitions."""
+        return sum(queue.skipped_records for queue in self._queues.values())
+
+    def ready_to_process(self, now_ms: int) -> bool:
+        """Whether the task should process now (Kafka's StreamTask.isProcessable).
+
+        1. Every partition has data: ready; the idle timer resets.
+        2. No partition has data: not ready; the idle timer resets.
+        3. Some are empty: ready at once when max_task_idle_ms <= 0, else once now_ms is
+           max_task_idle_ms past the moment this call first saw the task partly empty. Each
+           ready answer of this kind counts in `enforced_processing_count`.
+        """
+        non_empty = len(self._non_empty)
+        if non_empty and non_empty == len(self._queues):
+            self._idle_start_ms = None
+            return True
+        if not non_empty:
+            self._idle_start_ms = None
+            return False
+        if self.max_task_idle_ms > 0:
+            if self._idle_start_ms is None:
+                self._idle_start_ms = now_ms
+            if now_ms - self._idle_start_ms < self.max_task_idle_ms:
+                return False
+        self.enforced_processing_count += 1
+        return True
+
+    def _lag_exceeded(self, queue: RecordQueue[R], max_lag_ms: int) -> bool:
+        """Buffered partition whose partition time runs ahead of stream time beyond the limit.
+
+        Empty queues never count: pausing one could stall the task (its stream time would
+        only move with data the pause withholds).
+        """
+        return (
+            self._stream_time != UNKNOWN
+            and len(queue) > 0
+            and queue.partition_time - self._stream_time > max_lag_ms
+        )
+
+    def partitions_to_pause(self, buffered_limit: int, max_lag_ms: int) -> list[TopicPartition]:
+        """Partitions to pause now (and mark paused): queue size >= buffered_limit, or ahead.
+
+        `buffered_limit` is buffered.records.per.partition and `max_lag_ms` is
+        max.partition.time.lag.ms. Already paused partitions are not returned again.
+        """
+        paused = self._paused
+        out: list[TopicPartition] = []
+        for partition, queue in self._queues.items():
+            if partition in paused:
+                continue
+            if len(queue) >= buffered_limit:
+                reason = PauseReason.BUFFER_FULL
+            elif self._lag_exceeded(queue, max_lag_ms):
+                reason = PauseReason.TIME_LAG
+            else:
+                continue
+            paused[partition] = reason
+            self.pause_counts[reason] += 1
+            out.append(partition)
+        return out
+
+    def partitions_to_resume(self, buffered_limit: int, max_lag_ms: int) -> list[TopicPartition]:
+        """Paused partitions to resume now (and mark resumed), with hysteresis.
+
+        A partition paused for a full buffer resumes once it drained to buffered_limit // 2 or
+        fewer records; one paused for time lag once it is no more than max_lag_ms ahead (or
+        empty). Neither resumes while the other condition holds, so it is not paused again at
+        once.
+        """
+        out: list[TopicPartition] = []
+        for partition, reason in list(self._paused.items()):
+            queue = self._queues[partition]
+            size = len(queue)
+            limit = buffered_limit // 2 if reason is PauseReason.BUFFER_FULL else buffered_limit - 1
+            if size > limit or self._lag_exceeded(queue, max_lag_ms):
+                continue
+            del self._paused[partition]
+            self.resume_counts[reason] += 1
+            out.append(partition)
+        return out
+
+    @property
+    def paused_partitions(self) -> dict[TopicPartition, PauseReason]:
+        """Partitions flow control holds paused, with why (re-apply them after a rebalance)."""
+        return dict(self._paused)
+
+    def clear(self) -> None:
+        """Empty every queue and forget partition, stream and idle times and pauses."""
+        for queue in self._queues.values():
+            queue.clear()
+        self._non_empty.clear()
+        self._total_buffered = 0
+        self._stream_time = UNKNOWN
+        self._idle_start_ms = None
+        self._paused.clear()

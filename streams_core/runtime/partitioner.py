@@ -1,0 +1,52 @@
+"""The default partitioner: murmur2 exactly as Java's `Utils.murmur2`, so keys land where any
+Kafka producer (Java, aiokafka, librdkafka's murmur2_random) puts them."""
+
+from __future__ import annotations
+
+from struct import unpack_from
+
+__all__ = ["murmur2", "to_positive", "default_partition"]
+
+_MASK = 0xFFFFFFFF
+_SEED = 0x9747B28C
+_M = 0x5BD1E995
+
+
+def murmur2(data: bytes | bytearray | memoryview) -> int:
+    """The 32-bit murmur2 hash of `data` as Java computes it: a signed int in [-2**31, 2**31)."""
+    length = len(data)
+    h = (_SEED ^ length) & _MASK
+    blocks = length >> 2
+    if blocks:
+        for k in unpack_from(f"<{blocks}I", data):
+            k = (k * _M) & _MASK
+            k ^= k >> 24
+            k = (k * _M) & _MASK
+            h = ((h * _M) & _MASK) ^ k
+    tail = length & 3
+    if tail:
+        base = length & ~3
+        if tail == 3:
+            h ^= data[base + 2] << 16
+        if tail >= 2:
+            h ^= data[base + 1] << 8
+        h ^= data[base]
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def to_positive(number: int) -> int:
+    """Java's `Utils.toPositive`: clear the sign bit of a 32-bit int (not abs)."""
+    return number & 0x7FFFFFFF
+
+
+def default_partition(key_bytes: bytes | bytearray | memoryview, num_partitions: int) -> int:
+    """The partition Kafka's default partitioner picks for a serialized, non-null key."""
+    if key_bytes is None:
+        raise ValueError("the default partitioner needs a serialized key; got None")
+    if num_partitions <= 0:
+        raise ValueError(f"num_partitions must be positive, got {num_partitions}")
+    return to_positive(murmur2(key_bytes)) % num_partitions

@@ -1,0 +1,132 @@
+"""RecordQueue: the FIFO buffer of one partition and its partition time (KIP-28 "Stream Time").
+
+Partition time is the lowest timestamp among the buffered records, and it never decreases: a
+record that arrives with a lower timestamp than the current partition time leaves it unchanged,
+and when the queue drains it keeps its last value. Records are polled strictly in offset order
+(FIFO); only the choice between partitions is by time (see `PartitionGroup`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
+
+from streams_core.runtime.stamped_record import Stamped, StampedRecord
+from streams_core.runtime.topic_partition import TopicPartition
+
+__all__ = ["UNKNOWN", "RecordDeserializer", "RecordQueue", "StampedRecord"]
+
+UNKNOWN = -1
+"""Partition or stream time before any record was seen (Kafka's RecordQueue.UNKNOWN)."""
+
+R = TypeVar("R", bound=Stamped)
+
+RecordDeserializer = Callable[[Any], R | None]
+"""Turns a raw consumer record into a new record (e.g. a StampedRecord), or None when an error
+policy skipped it."""
+
+
+class RecordQueue(Generic[R]):
+    """The buffered records of one partition of a task, with the partition's time.
+
+    Records are StampedRecords, or of any type with `timestamp` and `offset` (`Stamped`).
+
+    The lowest buffered timestamp is tracked with a monotonic deque of the records themselves
+    (strictly increasing timestamps, in offset order), so add and poll are amortised O(1) and
+    allocate nothing beyond the deque slots. `record_deserializer` must return a new object per
+    call. `source` is free for the owner (e.g. the task's source node for this topic).
+    """
+
+    __slots__ = ("partition", "source", "skipped_records", "_deserialize", "_fifo", "_minima", "_partition_time")
+
+    def __init__(
+        self,
+        partition: TopicPartition,
+        record_deserializer: RecordDeserializer[R],
+        source: Any = None,
+    ) -> None:
+        self.partition = partition
+        self.source = source
+        self.skipped_records = 0
+        self._deserialize = record_deserializer
+        self._fifo: deque[R] = deque()
+        self._minima: deque[R] = deque()
+        self._partition_time = UNKNOWN
+
+    def __repr__(self) -> str:
+        return f"RecordQueue({self.partition}, size={len(self._fifo)}, partition_time={self._partition_time})"
+
+    def __len__(self) -> int:
+        return len(self._fifo)
+
+    def add_raw_records(self, raw_records: Iterable[Any]) -> int:
+        """Deserialize and buffer raw records in order; returns the new queue size.
+
+        Records the deserializer skips (returns None for) are counted in `skipped_records`.
+        """
+        deserialize = self._deserialize
+        append = self._fifo.append
+        minima = self._minima
+        skipped = 0
+        for raw in raw_records:
+            record = deserialize(raw)
+            if record is None:
+                skipped += 1
+                continue
+            timestamp = record.timestamp
+            while minima and minima[-1].timestamp >= timestamp:
+                minima.pop()
+            minima.append(record)
+            append(record)
+        if skipped:
+            self.skipped_records += skipped
+        if minima:
+            lowest = minima[0].timestamp
+            if lowest > self._partition_time:
+                self._partition_time = lowest
+        return len(self._fifo)
+
+    def poll(self) -> R | None:
+        """Remove and return the head (lowest offset) record, or None when empty."""
+        fifo = self._fifo
+        if not fifo:
+            return None
+        record = fifo.popleft()
+        minima = self._minima
+        if minima[0] is record:
+            minima.popleft()
+            if minima:
+                lowest = minima[0].timestamp
+                if lowest > self._partition_time:
+                    self._partition_time = lowest
+        return record
+
+    @property
+    def partition_time(self) -> int:
+        """Lowest buffered timestamp, never decreasing; UNKNOWN before the first record."""
+        return self._partition_time
+
+    @property
+    def peek_head_timestamp(self) -> int:
+        """Timestamp of the head record (the next `poll`), or UNKNOWN when empty."""
+        return self._fifo[0].timestamp if self._fifo else UNKNOWN
+
+    @property
+    def head_record_offset(self) -> int | None:
+        """Offset of the head record, or None when empty."""
+        return self._fifo[0].offset if self._fifo else None
+
+    @property
+    def size(self) -> int:
+        return len(self._fifo)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self._fifo
+
+    def clear(self) -> None:
+        """Drop every buffered record and forget the partition time (task closed or reset)."""
+        self._fifo.clear()
+        self._minima.clear()
+        self._partition_time = UNKNOWN

@@ -1,0 +1,273 @@
+"""PartitionGroup: next record by partition time, stream time, max.task.idle.ms, flow control."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from streams_core.runtime.partition_group import PartitionGroup, PauseReason
+from streams_core.runtime.record_queue import UNKNOWN, RecordQueue
+from streams_core.runtime.stamped_record import StampedRecord
+from streams_core.runtime.topic_partition import TopicPartition
+
+A = TopicPartition("a", 0)
+B = TopicPartition("b", 0)
+C = TopicPartition("c", 0)
+
+
+def make_group(*partitions: TopicPartition, max_task_idle_ms: int = 0) -> PartitionGroup:
+    def queue(tp: TopicPartition) -> RecordQueue:
+        def deserialize(raw: tuple[int, int]) -> StampedRecord:
+            return StampedRecord(tp.topic, tp.partition, raw[0], raw[1], None, None)
+
+        return RecordQueue(tp, deserialize, source=f"source-{tp.topic}")
+
+    return PartitionGroup({tp: queue(tp) for tp in partitions}, max_task_idle_ms=max_task_idle_ms)
+
+
+_offsets = itertools.count()
+
+
+def add(group: PartitionGroup, tp: TopicPartition, *timestamps: int) -> int:
+    return group.add_raw_records(tp, [(next(_offsets), ts) for ts in timestamps])
+
+
+def next_record(group: PartitionGroup) -> tuple[StampedRecord, RecordQueue]:
+    item = group.next_record()
+    assert item is not None
+    return item
+
+
+def drain(group: PartitionGroup) -> list[tuple[TopicPartition, int]]:
+    out = []
+    while (item := group.next_record()) is not None:
+        record, queue = item
+        out.append((queue.partition, record.timestamp))
+    return out
+
+
+def test_interleaved_partitions_come_out_in_timestamp_order() -> None:
+    group = make_group(A, B, C)
+    add(group, A, 1, 4, 7)
+    add(group, B, 2, 5, 8)
+    add(group, C, 3, 6, 9)
+    assert [ts for _, ts in drain(group)] == list(range(1, 10))
+
+
+def test_next_record_returns_queue_with_its_source() -> None:
+    group = make_group(A)
+    add(group, A, 1)
+    record, queue = next_record(group)
+    assert (record.topic, record.timestamp, queue.source) == ("a", 1, "source-a")
+    assert group.next_record() is None
+
+
+def test_ties_go_to_the_lower_partition() -> None:
+    group = make_group(B, A)
+    add(group, B, 5)
+    add(group, A, 5)
+    assert drain(group) == [(A, 5), (B, 5)]
+
+
+def test_choice_is_by_partition_time_not_head_timestamp() -> None:
+    group = make_group(A, B)
+    add(group, A, 10, 1)  # partition time 1, head record 10
+    add(group, B, 5)
+    assert drain(group) == [(A, 10), (A, 1), (B, 5)]
+
+
+def test_add_returns_queue_size_and_counts_buffered() -> None:
+    group = make_group(A, B)
+    assert add(group, A, 1, 2) == 2
+    assert add(group, A, 3) == 3
+    assert add(group, B, 1) == 1
+    assert group.num_buffered() == 4 and group.num_buffered(A) == 3
+    group.next_record()
+    assert group.num_buffered() == 3
+
+
+def test_unknown_partition_is_rejected() -> None:
+    with pytest.raises(KeyError, match="x-0"):
+        make_group(A).add_raw_records(TopicPartition("x", 0), [(0, 1)])
+
+
+def test_stream_time_is_lowest_partition_time_of_buffered_partitions() -> None:
+    group = make_group(A, B)
+    assert group.stream_time == UNKNOWN
+    add(group, A, 10, 20)
+    assert group.stream_time == 10  # B has nothing buffered: it does not hold stream time back
+    add(group, B, 3)
+    assert group.stream_time == 10  # never decreases
+    assert drain(group)[0] == (B, 3)
+    assert group.stream_time == 20
+
+
+def test_stream_time_never_decreases_and_matches_model() -> None:
+    rng = random.Random(3)
+    partitions = [TopicPartition("t", p) for p in range(4)]
+    for _ in range(100):
+        group = make_group(*partitions)
+        last = UNKNOWN
+        buffers: dict[TopicPartition, list[int]] = {tp: [] for tp in partitions}
+        model_pt = dict.fromkeys(partitions, UNKNOWN)
+        model_stream = UNKNOWN
+        for _ in range(60):
+            if rng.random() < 0.4:
+                tp = rng.choice(partitions)
+                batch = [rng.randrange(100) for _ in range(rng.randrange(1, 4))]
+                add(group, tp, *batch)
+                buffers[tp].extend(batch)
+            else:
+                item = group.next_record()
+                non_empty = [tp for tp in partitions if buffers[tp]]
+                if not non_empty:
+                    assert item is None
+                else:
+                    expected_tp = min(non_empty, key=lambda tp: (model_pt[tp], tp))
+                    assert item is not None
+                    record, queue = item
+                    assert queue.partition == expected_tp
+                    assert record.timestamp == buffers[expected_tp].pop(0)
+            for tp in partitions:
+                if buffers[tp]:
+                    model_pt[tp] = max(model_pt[tp], min(buffers[tp]))
+            if any(buffers.values()):
+                model_stream = max(model_stream, min(model_pt[tp] for tp in partitions if buffers[tp]))
+            assert group.stream_time == model_stream >= last
+            last = group.stream_time
+
+
+def test_all_partitions_buffered() -> None:
+    group = make_group(A, B)
+    assert not group.all_partitions_buffered()
+    add(group, A, 1)
+    assert not group.all_partitions_buffered()
+    add(group, B, 1)
+    assert group.all_partitions_buffered()
+    assert not make_group().all_partitions_buffered()
+
+
+def test_ready_to_process_waits_max_task_idle_ms_for_empty_partitions() -> None:
+    group = make_group(A, B, max_task_idle_ms=100)
+    assert not group.ready_to_process(now_ms=0)  # nothing buffered
+    add(group, A, 1)
+    assert not group.ready_to_process(now_ms=1000)  # B empty: the wait starts now
+    assert not group.ready_to_process(now_ms=1099)
+    assert group.ready_to_process(now_ms=1100)
+    assert group.ready_to_process(now_ms=1101)
+    assert group.enforced_processing_count == 2
+    add(group, B, 2)
+    assert group.ready_to_process(now_ms=1102)  # all buffered: timer reset
+    assert group.enforced_processing_count == 2
+    group.next_record()
+    assert not group.ready_to_process(now_ms=2000)  # A empty now: a new wait
+    assert group.ready_to_process(now_ms=2100)
+
+
+def test_idle_timer_resets_when_nothing_is_buffered() -> None:
+    group = make_group(A, B, max_task_idle_ms=100)
+    add(group, A, 1)
+    assert not group.ready_to_process(now_ms=0)
+    group.next_record()
+    assert not group.ready_to_process(now_ms=50)
+    add(group, A, 2)
+    assert not group.ready_to_process(now_ms=120)  # waits a full 100 ms again
+    assert group.ready_to_process(now_ms=220)
+
+
+@pytest.mark.parametrize("idle", [0, -1])
+def test_zero_or_negative_idle_never_waits(idle: int) -> None:
+    group = make_group(A, B, max_task_idle_ms=idle)
+    assert not group.ready_to_process(now_ms=0)
+    add(group, A, 1)
+    assert group.ready_to_process(now_ms=0)
+    assert group.enforced_processing_count == 1
+
+
+def test_pause_when_buffer_full_and_resume_below_half() -> None:
+    group = make_group(A, B)
+    add(group, A, *range(10))
+    add(group, B, *range(9))
+    assert group.partitions_to_pause(buffered_limit=10, max_lag_ms=1000) == [A]
+    assert group.partitions_to_pause(buffered_limit=10, max_lag_ms=1000) == []  # not twice
+    assert group.paused_partitions == {A: PauseReason.BUFFER_FULL}
+    for _ in range(10):  # 5 from A, 5 from B (interleaved by time)
+        group.next_record()
+    assert group.num_buffered(A) == 5
+    assert group.partitions_to_resume(buffered_limit=10, max_lag_ms=1000) == [A]
+    assert group.paused_partitions == {}
+    assert group.pause_counts[PauseReason.BUFFER_FULL] == 1
+    assert group.resume_counts[PauseReason.BUFFER_FULL] == 1
+
+
+def test_buffer_full_pause_holds_until_half_drained() -> None:
+    group = make_group(A)
+    add(group, A, *range(10))
+    group.partitions_to_pause(10, 1000)
+    for _ in range(4):
+        group.next_record()
+    assert group.partitions_to_resume(10, 1000) == []  # 6 left > 10 // 2
+    group.next_record()
+    assert group.partitions_to_resume(10, 1000) == [A]
+
+
+def test_pause_partition_running_ahead_of_stream_time_and_resume_when_caught_up() -> None:
+    group = make_group(A, B)
+    add(group, A, 0, 10, 20)
+    add(group, B, 500, 600)
+    assert group.stream_time == 0
+    assert group.partitions_to_pause(buffered_limit=100, max_lag_ms=100) == [B]
+    assert group.paused_partitions == {B: PauseReason.TIME_LAG}
+    assert group.partitions_to_resume(100, 100) == []
+    group.next_record()
+    group.next_record()
+    assert group.stream_time == 20
+    add(group, A, 450)
+    group.next_record()  # A's partition time becomes 450, stream time 450
+    assert group.stream_time == 450
+    assert group.partitions_to_resume(100, 100) == [B]
+    assert group.pause_counts[PauseReason.TIME_LAG] == 1
+    assert group.resume_counts[PauseReason.TIME_LAG] == 1
+
+
+def test_empty_partition_is_never_paused_for_time_lag() -> None:
+    group = make_group(A, B)
+    add(group, B, 1000)
+    group.next_record()  # B empty, partition time 1000
+    add(group, A, 0)
+    assert group.partitions_to_pause(100, 10) == []
+
+
+def test_time_lag_pause_lifts_when_the_partition_drains() -> None:
+    group = make_group(A, B)
+    add(group, A, 0)
+    add(group, B, 500)
+    assert group.partitions_to_pause(100, 10) == [B]
+    drain(group)
+    assert group.partitions_to_resume(100, 10) == [B]
+
+
+def test_clear_resets_everything() -> None:
+    group = make_group(A, B, max_task_idle_ms=10)
+    add(group, A, *range(5))
+    group.partitions_to_pause(5, 100)
+    group.clear()
+    assert group.num_buffered() == 0 and group.next_record() is None
+    assert group.stream_time == UNKNOWN and group.partition_time(A) == UNKNOWN
+    assert group.paused_partitions == {}
+
+
+def test_queues_must_be_registered_under_their_partition() -> None:
+    queue: RecordQueue[StampedRecord] = RecordQueue(A, lambda raw: None)
+    with pytest.raises(ValueError):
+        PartitionGroup({B: queue})
+
+
+def test_skipped_records_summed_over_partitions() -> None:
+    queues: dict[TopicPartition, RecordQueue[StampedRecord]] = {tp: RecordQueue(tp, lambda raw: None) for tp in (A, B)}
+    group = PartitionGroup(queues)
+    group.add_raw_records(A, [1, 2])
+    group.add_raw_records(B, [3])
+    assert group.skipped_records == 3 and group.num_buffered() == 0
