@@ -1,0 +1,95 @@
+"""MeteredStateStore: what the typed (serde) layers of every store kind share.
+
+Serdes may be missing when the builder is made (`Stores.key_value_store_builder(supplier)`):
+the task fills them from `default.key.serde` / `default.value.serde` with
+`set_serdes_if_missing(key_serde, value_serde)` before `init`; failing that, `init` takes the
+context's `key_serde` / `value_serde` attributes if it has them (`StoreContext` does), and
+raises ProcessorStateError if a serde is still missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from streams_core.errors import ProcessorStateError
+from streams_core.serde import Serde
+from streams_core.state.internals.not_open import NotOpen
+from streams_core.state.internals.state_serdes import StateSerdes
+from streams_core.state.internals.store_metrics import StoreMetrics
+from streams_core.state.internals.wrapped_state_store import WrappedStateStore
+from streams_core.state.store import StateStore, StateStoreContext
+
+S = TypeVar("S", bound=StateStore)
+K = TypeVar("K")
+V = TypeVar("V")
+
+__all__ = ["MeteredStateStore"]
+
+
+class MeteredStateStore(WrappedStateStore[S], Generic[S, K, V]):
+    """Holds the serdes (bound at init) and the metrics of a typed store layer."""
+
+    OPERATIONS: tuple[str, ...] = ()
+    """Names of the methods timed when latency recording is on."""
+
+    def __init__(
+        self,
+        wrapped: S,
+        key_serde: Serde[K] | None,
+        value_serde: Serde[V] | None,
+        metrics_scope: str = "",
+        *,
+        record_latency: bool = False,
+    ) -> None:
+        super().__init__(wrapped)
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._serdes: StateSerdes[K, V] | NotOpen = NotOpen(wrapped.name)
+        self._metrics = StoreMetrics(metrics_scope, wrapped.name)
+        self._counts = self._metrics.counts
+        if record_latency:
+            self.set_record_latency(True)
+
+    @property
+    def key_serde(self) -> Serde[K] | None:
+        return self._key_serde
+
+    @property
+    def value_serde(self) -> Serde[V] | None:
+        return self._value_serde
+
+    @property
+    def metrics(self) -> StoreMetrics:
+        return self._metrics
+
+    def set_record_latency(self, enabled: bool) -> None:
+        """Turn per-operation latency recording on or off (off by default: it costs a timer per call)."""
+        self._metrics.set_timed(self, self.OPERATIONS, enabled)
+
+    def set_serdes_if_missing(self, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None) -> None:
+        """Fill in serdes not given at construction (the application defaults); call before init."""
+        if self._key_serde is None:
+            self._key_serde = key_serde
+        if self._value_serde is None:
+            self._value_serde = value_serde
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        """Bind the serdes to the changelog topic, then initialise the layers below."""
+        self.set_serdes_if_missing(getattr(context, "key_serde", None), getattr(context, "value_serde", None))
+        for what, serde in (("key", self._key_serde), ("value", self._value_serde)):
+            if serde is None:
+                raise ProcessorStateError(
+                    f"store {self.name!r} has no {what} serde: give one to the store builder or set "
+                    f"default.{what}.serde"
+                )
+        topic = f"{context.application_id}-{self.name}-changelog"
+        self._serdes = StateSerdes(self.name, topic, self._key_serde, self._value_serde)  # type: ignore[arg-type]
+        super().init(context, root)
+
+    def flush(self) -> None:
+        self._counts["flush"] += 1
+        super().flush()
+
+    def close(self) -> None:
+        super().close()
+        self._serdes = NotOpen(self.name)

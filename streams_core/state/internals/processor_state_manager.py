@@ -1,0 +1,164 @@
+"""ProcessorStateManager: the stores of one task, their directory, lock and lifecycle.
+
+A task creates one manager for its directory `state.dir/<application.id>/<task id>/`, builds its
+stores and calls `store.init(manager.context, store)`; each store registers itself (with a
+restore callback) through the context. The manager flushes and closes them in registration
+order. Changelog restore and the `.checkpoint` file (`OffsetCheckpoint`, `checkpoint_file`) hook
+in here later; `StateStoreMetadata` is where per-store changelog state will live.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from streams_core.errors import ProcessorStateError
+from streams_core.processor.task_id import TaskId
+from streams_core.serde import Serde
+from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
+from streams_core.state.internals.store_context import StoreContext
+from streams_core.state.internals.store_names import store_changelog_topic
+from streams_core.state.internals.task_directory_lock import TaskDirectoryLock
+from streams_core.state.store import RestoreCallback, StateStore
+
+__all__ = ["ProcessorStateManager", "StateStoreMetadata"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class StateStoreMetadata:
+    """A registered store, how to restore it and its changelog topic."""
+
+    store: StateStore
+    restore_callback: RestoreCallback | None
+    changelog_topic: str
+
+
+class ProcessorStateManager:
+    """Owns a task directory (locked) and the stores registered in it."""
+
+    def __init__(
+        self,
+        task_id: TaskId,
+        application_id: str,
+        task_dir: Path,
+        *,
+        default_key_serde: Serde[Any] | None = None,
+        default_value_serde: Serde[Any] | None = None,
+    ) -> None:
+        """Create the directory and lock it; ProcessorStateError if another process holds it."""
+        self._task_id = task_id
+        self._application_id = application_id
+        self._task_dir = Path(task_dir)
+        try:
+            self._task_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ProcessorStateError(f"task {task_id}: cannot create state directory {self._task_dir}: {exc}") from exc
+        self._lock = TaskDirectoryLock(self._task_dir)
+        self._lock.acquire()
+        self._stores: dict[str, StateStoreMetadata] = {}
+        self._closed = False
+        self._context = StoreContext(self, default_key_serde, default_value_serde)
+        self._checkpoint = OffsetCheckpoint(self._task_dir / CHECKPOINT_FILE_NAME)
+        log.debug("task %s: state manager opened %s", task_id, self._task_dir)
+
+    @property
+    def task_id(self) -> TaskId:
+        return self._task_id
+
+    @property
+    def application_id(self) -> str:
+        return self._application_id
+
+    @property
+    def task_dir(self) -> Path:
+        return self._task_dir
+
+    @property
+    def context(self) -> StoreContext:
+        """What the task passes to `store.init(context, root)`."""
+        return self._context
+
+    @property
+    def checkpoint_file(self) -> OffsetCheckpoint:
+        """The task's `.checkpoint` (changelog offsets of its stores)."""
+        return self._checkpoint
+
+    @property
+    def stores(self) -> dict[str, StateStore]:
+        """Registered stores by name, in registration order (a copy)."""
+        return {name: meta.store for name, meta in self._stores.items()}
+
+    def register(self, store: StateStore, restore_callback: RestoreCallback | None = None) -> None:
+        """Register an initialised store; a second store of the same name is an error."""
+        if self._closed:
+            raise ProcessorStateError(
+                f"task {self._task_id}: cannot register store {store.name!r}: the state manager is closed"
+            )
+        name = store.name
+        if name in self._stores:
+            raise ProcessorStateError(f"task {self._task_id}: store {name!r} is already registered")
+        try:
+            topic = store_changelog_topic(self._application_id, name)
+        except ValueError as exc:
+            raise ProcessorStateError(f"task {self._task_id}: {exc}") from exc
+        self._stores[name] = StateStoreMetadata(store, restore_callback, topic)
+        log.debug("task %s: registered store %s", self._task_id, name)
+
+    def get_store(self, name: str) -> StateStore | None:
+        """The registered store of that name, or None."""
+        meta = self._stores.get(name)
+        return None if meta is None else meta.store
+
+    def store_metadata(self, name: str) -> StateStoreMetadata | None:
+        """Registration details of a store (restore callback, changelog topic), or None."""
+        return self._stores.get(name)
+
+    def flush(self) -> None:
+        """Flush every store in registration order; the first failure is raised after trying all."""
+        self._for_each_store("flush", lambda store: store.flush())
+
+    def close(self) -> None:
+        """Close every store in registration order, then release the directory lock.
+
+        Stores commit what they hold when closed. The first failure is raised (as
+        ProcessorStateError) after every store was tried and the lock released. Idempotent.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._for_each_store("close", lambda store: store.close())
+        finally:
+            self._stores.clear()
+            self._lock.release()
+            log.debug("task %s: state manager closed", self._task_id)
+
+    def _for_each_store(self, action: str, call: Callable[[StateStore], None]) -> None:
+        first: BaseException | None = None
+        failed = ""
+        for name, meta in list(self._stores.items()):
+            try:
+                call(meta.store)
+            except Exception as exc:
+                log.error("task %s: failed to %s store %s: %s", self._task_id, action, name, exc)
+                if first is None:
+                    first, failed = exc, name
+        if first is not None:
+            raise ProcessorStateError(f"task {self._task_id}: failed to {action} store {failed!r}: {first}") from first
+
+    def __enter__(self) -> ProcessorStateManager:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ProcessorStateManager(task {self._task_id}, {self._task_dir}, stores={list(self._stores)})"

@@ -1,0 +1,124 @@
+"""The SQLite file of a persistent store: opened with the store pragmas, read in ordered pages.
+
+One connection per store, used for reads and writes alike, so reads see the store's own
+uncommitted writes. Writes open a transaction implicitly (the sqlite3 module's default) and
+`flush()` commits it: a commit per flush, not per put. Pragmas: WAL journal, synchronous=NORMAL
+(a crash can lose the last commits but never corrupts the file; the changelog restores them).
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from streams_core.errors import ProcessorStateError
+from streams_core.state.internals.not_open import NotOpen
+
+__all__ = ["FORMAT_VERSION", "PAGE_SIZE", "LeadingBounds", "open_database", "paged_rows"]
+
+FORMAT_VERSION = 1
+"""Stored as `PRAGMA user_version`; a file with another non-zero version is refused."""
+
+PAGE_SIZE = 1000
+"""Rows read per query by iterators; no SQLite cursor stays open between two pages."""
+
+
+def open_database(path: Path, schema: Sequence[str], store_name: str) -> sqlite3.Connection:
+    """Open (creating if needed) the store file at `path` and apply `schema` (idempotent DDL)."""
+    try:
+        conn = sqlite3.connect(path, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise ProcessorStateError(f"store {store_name!r}: cannot open {path}: {exc}") from exc
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, FORMAT_VERSION):
+            raise ProcessorStateError(
+                f"store {store_name!r}: {path} has format version {version}, this library reads "
+                f"version {FORMAT_VERSION}; delete the file to rebuild it from the changelog"
+            )
+        for ddl in schema:
+            conn.execute(ddl)
+        conn.execute(f"PRAGMA user_version={FORMAT_VERSION}")
+        conn.commit()
+    except sqlite3.Error as exc:
+        conn.close()
+        raise ProcessorStateError(f"store {store_name!r}: {path} is not a usable store file: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+class LeadingBounds(NamedTuple):
+    """Inclusive (or exclusive-upper) bounds on the leading order column of a paged scan.
+
+    `begin` is the bound where the scan starts (lower when forward, upper when reverse): only the
+    first page needs it, later pages seek to their position instead, which keeps SQLite from
+    rescanning from the bound on every page. `end` is where the scan stops, on every page.
+    """
+
+    begin: tuple[str, ...]
+    begin_params: tuple[Any, ...]
+    end: tuple[str, ...]
+    end_params: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, column: str, lower: Any, upper: Any, reverse: bool, upper_exclusive: bool = False) -> LeadingBounds:
+        """Bounds `lower <= column <= upper` (None: unbounded) for a scan in that direction."""
+        low = ((f"{column} >= ?",), (lower,)) if lower is not None else ((), ())
+        high = ((f"{column} {'<' if upper_exclusive else '<='} ?",), (upper,)) if upper is not None else ((), ())
+        begin, end = (high, low) if reverse else (low, high)
+        return cls(begin[0], begin[1], end[0], end[1])
+
+
+@functools.lru_cache(maxsize=256)
+def _page_queries(
+    table: str,
+    columns: tuple[str, ...],
+    order: tuple[str, ...],
+    reverse: bool,
+    begin: tuple[str, ...],
+    end: tuple[str, ...],
+    where: tuple[str, ...],
+) -> tuple[str, str]:
+    direction, after = (" DESC", "<") if reverse else ("", ">")
+    head = f"SELECT {', '.join(columns)} FROM {table}"
+    tail = f" ORDER BY {', '.join(c + direction for c in order)} LIMIT {PAGE_SIZE}"
+    position = f"({', '.join(order)}) {after} ({', '.join('?' * len(order))})"
+    first_conditions = (*begin, *end, *where)
+    first = head + (f" WHERE {' AND '.join(first_conditions)}" if first_conditions else "") + tail
+    following = head + f" WHERE {' AND '.join((position, *end, *where))}" + tail
+    return first, following
+
+
+def paged_rows(
+    connection: Callable[[], sqlite3.Connection | NotOpen],
+    table: str,
+    columns: tuple[str, ...],
+    order: tuple[str, ...],
+    reverse: bool,
+    bounds: LeadingBounds,
+    where: tuple[str, ...] = (),
+    params: tuple[Any, ...] = (),
+) -> Iterator[tuple[Any, ...]]:
+    """Rows ordered by `order` (columns unique together, a prefix of `columns`), a page per query.
+
+    Keyset pagination: each page starts after the last row yielded, so writes made by the caller
+    between pages never break the iteration; rows written ahead of the position may or may not
+    be seen. `bounds` limit the first order column, `where` adds other conditions. `connection`
+    is called per page, so closing the store mid-iteration raises InvalidStateStoreError at the
+    next page.
+    """
+    first, following = _page_queries(table, columns, order, reverse, bounds.begin, bounds.end, where)
+    width = len(order)
+    rows = connection().execute(first, (*bounds.begin_params, *bounds.end_params, *params)).fetchall()
+    while rows:
+        yield from rows
+        if len(rows) < PAGE_SIZE:
+            return
+        rows = connection().execute(following, (*rows[-1][:width], *bounds.end_params, *params)).fetchall()

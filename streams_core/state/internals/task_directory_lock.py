@@ -1,0 +1,71 @@
+"""TaskDirectoryLock: one process at a time owns a task's state directory (`fcntl.flock`).
+
+The lock is on `<task dir>/.lock` and lasts while the file descriptor is open, so it goes
+away with the process however it ends. The owner's pid is written into the file to make the
+"locked by another process" error say who holds it. The file is never deleted (deleting a lock
+file races with a process about to lock it).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from pathlib import Path
+
+from streams_core.errors import ProcessorStateError
+
+__all__ = ["TaskDirectoryLock", "LOCK_FILE_NAME"]
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE_NAME = ".lock"
+
+
+class TaskDirectoryLock:
+    """An exclusive, non-blocking lock on a task directory."""
+
+    def __init__(self, task_dir: Path) -> None:
+        self._path = Path(task_dir) / LOCK_FILE_NAME
+        self._fd: int | None = None
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> None:
+        """Take the lock or raise ProcessorStateError naming the holder; re-acquiring is a no-op."""
+        if self._fd is not None:
+            return
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise ProcessorStateError(
+                f"state directory {self._path.parent} is locked by another process (pid {holder}); "
+                "two instances with the same application.id must not share a state.dir"
+            ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._fd = fd
+        log.debug("locked %s", self._path)
+
+    def release(self) -> None:
+        """Give the lock up; releasing a lock not held does nothing."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+        log.debug("unlocked %s", self._path)

@@ -1,0 +1,141 @@
+"""ProcessorStateManager: task directory and lock, registration, flush/close order and failures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from streams_core.errors import ProcessorStateError
+from streams_core.processor.task_id import TaskId
+from streams_core.serde import Serdes
+from streams_core.state import Stores
+from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
+from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+
+HOLDER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from streams_core.processor.task_id import TaskId
+    from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+    manager = ProcessorStateManager(TaskId(0, 0), "app", Path(sys.argv[1]))
+    print("locked", flush=True)
+    sys.stdin.readline()
+    manager.close()
+    """
+)
+
+
+class RecordingStore(InMemoryKeyValueStore):
+    """Records flush and close calls in a shared log; can be told to fail."""
+
+    def __init__(self, name: str, log: list[str], fail: str = "") -> None:
+        super().__init__(name)
+        self.log = log
+        self.fail = fail
+
+    def flush(self) -> None:
+        self.log.append(f"flush {self.name}")
+        if self.fail == "flush":
+            raise OSError(f"{self.name} cannot flush")
+
+    def close(self) -> None:
+        self.log.append(f"close {self.name}")
+        super().close()
+        if self.fail == "close":
+            raise OSError(f"{self.name} cannot close")
+
+
+def test_creates_and_locks_the_task_directory(tmp_path: Path) -> None:
+    task_dir = tmp_path / "app" / "1_2"
+    manager = ProcessorStateManager(TaskId(1, 2), "app", task_dir)
+    assert task_dir.is_dir() and (task_dir / ".lock").exists()
+    assert manager.task_dir == task_dir and manager.task_id == TaskId(1, 2) and manager.application_id == "app"
+    assert manager.checkpoint_file.path == task_dir / ".checkpoint"
+    context = manager.context
+    assert (context.application_id, context.task_id, context.state_dir) == ("app", TaskId(1, 2), task_dir)
+    with pytest.raises(ProcessorStateError, match="locked by another process"):
+        ProcessorStateManager(TaskId(1, 2), "app", task_dir)
+    manager.close()
+    ProcessorStateManager(TaskId(1, 2), "app", task_dir).close()
+
+
+def test_a_lock_held_by_another_process_blocks_until_it_exits(tmp_path: Path) -> None:
+    task_dir = tmp_path / "0_0"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(task_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with pytest.raises(ProcessorStateError, match=rf"locked by another process \(pid {holder.pid}\)"):
+            ProcessorStateManager(TaskId(0, 0), "app", task_dir)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    assert holder.returncode == 0
+    ProcessorStateManager(TaskId(0, 0), "app", task_dir).close()
+
+
+def test_register_get_store_and_registration_order(tmp_path: Path) -> None:
+    with ProcessorStateManager(TaskId(0, 0), "app", tmp_path / "t") as manager:
+        for name in ("b", "a", "c"):
+            store = Stores.key_value_store_builder(
+                Stores.persistent_key_value_store(name), Serdes.String(), Serdes.String()
+            ).build()
+            store.init(manager.context, store)
+        assert list(manager.stores) == ["b", "a", "c"]
+        assert manager.get_store("a") is manager.stores["a"]
+        assert manager.get_store("nope") is None
+        assert (tmp_path / "t" / "a.sqlite").exists()
+        duplicate = InMemoryKeyValueStore("a")
+        with pytest.raises(ProcessorStateError, match="'a' is already registered"):
+            duplicate.init(manager.context, duplicate)
+
+
+def test_flush_and_close_go_in_registration_order(tmp_path: Path) -> None:
+    log: list[str] = []
+    manager = ProcessorStateManager(TaskId(0, 0), "app", tmp_path / "t")
+    for name in ("second", "first", "third"):
+        store = RecordingStore(name, log)
+        store.init(manager.context, store)
+    manager.flush()
+    manager.close()
+    manager.close()
+    assert log == ["flush second", "flush first", "flush third", "close second", "close first", "close third"]
+    assert manager.stores == {}
+    with pytest.raises(ProcessorStateError, match="closed"):
+        InMemoryKeyValueStore("late").init(manager.context, InMemoryKeyValueStore("late"))
+
+
+def test_a_failing_store_does_not_stop_the_others(tmp_path: Path) -> None:
+    log: list[str] = []
+    manager = ProcessorStateManager(TaskId(0, 0), "app", tmp_path / "t")
+    for name, fail in (("ok", ""), ("bad", "flush"), ("worse", "close"), ("last", "")):
+        store = RecordingStore(name, log, fail)
+        store.init(manager.context, store)
+    with pytest.raises(ProcessorStateError, match="failed to flush store 'bad'"):
+        manager.flush()
+    assert log[-1] == "flush last"
+    with pytest.raises(ProcessorStateError, match="failed to close store 'worse'"):
+        manager.close()
+    assert log[-1] == "close last"
+    ProcessorStateManager(TaskId(0, 0), "app", tmp_path / "t").close()
+
+
+def test_a_changelog_topic_over_the_limit_is_refused(tmp_path: Path) -> None:
+    with ProcessorStateManager(TaskId(0, 0), "a" * 200, tmp_path / "t") as manager:
+        store = InMemoryKeyValueStore("s" * 40)
+        with pytest.raises(ProcessorStateError, match="over Kafka's limit"):
+            store.init(manager.context, store)
+
+
+def test_an_uncreatable_directory_is_a_processor_state_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ProcessorStateError, match="cannot create state directory"):
+        ProcessorStateManager(TaskId(0, 0), "app", tmp_path / "file" / "0_0")

@@ -1,0 +1,115 @@
+"""What only the SQLite stores do: files, pragmas, commit on flush, persistence across reopen."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from streams_core.errors import ProcessorStateError
+from streams_core.processor.task_id import TaskId
+from streams_core.state import KeyValue, SessionWindow, TimeWindow, Windowed
+from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.state.internals.sqlite_key_value_store import SqliteKeyValueStore
+from streams_core.state.internals.sqlite_session_store import SqliteSessionStore
+from streams_core.state.internals.sqlite_window_store import SqliteWindowStore
+
+
+def open_store(store, task_dir: Path):  # type: ignore[no-untyped-def]
+    manager = ProcessorStateManager(TaskId(0, 0), "app", task_dir)
+    store.init(manager.context, store)
+    return manager, store
+
+
+def test_one_file_per_store_in_the_task_directory(tmp_path: Path) -> None:
+    manager, store = open_store(SqliteKeyValueStore("counts"), tmp_path / "0_0")
+    assert store.path == tmp_path / "0_0" / "counts.sqlite"
+    assert store.path.exists()
+    conn = sqlite3.connect(store.path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    manager.close()
+
+
+def test_writes_are_committed_on_flush_not_per_put(tmp_path: Path) -> None:
+    manager, store = open_store(SqliteKeyValueStore("kv"), tmp_path / "0_0")
+    store.put(b"a", b"1")
+    assert store.get(b"a") == b"1"
+    reader = sqlite3.connect(store.path)
+    assert reader.execute("SELECT count(*) FROM key_value").fetchone()[0] == 0
+    store.flush()
+    assert reader.execute("SELECT key, value FROM key_value").fetchall() == [(b"a", b"1")]
+    reader.close()
+    manager.close()
+
+
+def test_key_value_store_survives_close_and_reopen(tmp_path: Path) -> None:
+    manager, store = open_store(SqliteKeyValueStore("kv"), tmp_path / "0_0")
+    store.put_all([(b"b", b"2"), (b"a", b"1"), (b"c", b"3")])
+    store.delete(b"c")
+    manager.close()
+    assert not store.is_open
+    manager, store = open_store(SqliteKeyValueStore("kv"), tmp_path / "0_0")
+    assert list(store.all()) == [KeyValue(b"a", b"1"), KeyValue(b"b", b"2")]
+    manager.close()
+
+
+def test_window_store_survives_reopen_and_resumes_stream_time(tmp_path: Path) -> None:
+    manager, store = open_store(SqliteWindowStore("w", 1000, 100, retain_duplicates=True), tmp_path / "0_0")
+    store.put(b"k", b"1", 500)
+    store.put(b"k", b"2", 500)
+    manager.close()
+    manager, store = open_store(SqliteWindowStore("w", 1000, 100, retain_duplicates=True), tmp_path / "0_0")
+    assert store.observed_stream_time == 500
+    store.put(b"k", b"3", 500)
+    assert [kv.value for kv in store.fetch(b"k", 0, 1000)] == [b"1", b"2", b"3"]
+    store.put(b"k", b"late", 500 - 1000)
+    assert store.expired_records_dropped == 1
+    manager.close()
+
+
+def test_session_store_survives_reopen(tmp_path: Path) -> None:
+    manager, store = open_store(SqliteSessionStore("s", 1000), tmp_path / "0_0")
+    store.put(Windowed(b"k", SessionWindow(10, 20)), b"v")
+    manager.close()
+    manager, store = open_store(SqliteSessionStore("s", 1000), tmp_path / "0_0")
+    assert store.observed_stream_time == 20
+    assert list(store.fetch(b"k")) == [KeyValue(Windowed(b"k", SessionWindow(10, 20)), b"v")]
+    manager.close()
+
+
+def test_a_file_of_another_format_version_is_refused(tmp_path: Path) -> None:
+    task_dir = tmp_path / "0_0"
+    task_dir.mkdir()
+    conn = sqlite3.connect(task_dir / "kv.sqlite")
+    conn.execute("PRAGMA user_version=99")
+    conn.close()
+    manager = ProcessorStateManager(TaskId(0, 0), "app", task_dir)
+    with pytest.raises(ProcessorStateError, match="format version 99"):
+        SqliteKeyValueStore("kv").init(manager.context, SqliteKeyValueStore("kv"))
+    manager.close()
+
+
+def test_a_corrupt_file_is_a_processor_state_error(tmp_path: Path) -> None:
+    task_dir = tmp_path / "0_0"
+    task_dir.mkdir()
+    (task_dir / "w.sqlite").write_bytes(b"this is not a database" * 100)
+    manager = ProcessorStateManager(TaskId(0, 0), "app", task_dir)
+    store = SqliteWindowStore("w", 10, 10)
+    with pytest.raises(ProcessorStateError, match="not a usable store file"):
+        store.init(manager.context, store)
+    assert not store.is_open
+    manager.close()
+
+
+def test_window_rows_in_the_file_are_keyed_by_key_start_and_seq(tmp_path: Path) -> None:
+    manager, store = open_store(SqliteWindowStore("w", 100, 10), tmp_path / "0_0")
+    store.put(b"k", b"v", 40)
+    store.flush()
+    conn = sqlite3.connect(store.path)
+    assert conn.execute("SELECT key, start_ms, seq, value FROM window_store").fetchall() == [(b"k", 40, 0, b"v")]
+    conn.close()
+    assert list(store.all()) == [KeyValue(Windowed(b"k", TimeWindow(40, 50)), b"v")]
+    manager.close()
