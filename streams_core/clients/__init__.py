@@ -14,6 +14,7 @@ from streams_core.clients.client_config import (
     producer_kwargs,
     validate_client_configs,
 )
+from streams_core.clients.streams_assignor_adapter import StreamsAssignorAdapter
 from streams_core.clients.kafka_clients import (
     AbstractPartitionAssignor,
     AIOKafkaAdminClient,
@@ -49,6 +50,7 @@ from streams_core.clients.kafka_clients import (
 )
 
 __all__ = [
+    "StreamsAssignorAdapter",
     "AIOKafkaAdminClient",
     "AIOKafkaConsumer",
     "AIOKafkaProducer",

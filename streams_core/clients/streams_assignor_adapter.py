@@ -1,0 +1,70 @@
+"""The aiokafka side of the Streams assignor: translates aiokafka's structs for the runtime's assignor.
+
+aiokafka calls `metadata`, `assign` and `on_assignment` on the instance it was given (the base
+class declares them as classmethods, but per-instance state works), so each stream thread passes
+its own adapter around its own `StreamsPartitionAssignor`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from aiokafka.cluster import ClusterMetadata
+from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
+
+__all__ = ["StreamsAssignorAdapter"]
+
+
+class _MemberAssignment(Protocol):
+    @property
+    def partitions(self) -> Iterable[tuple[str, int]]: ...
+
+    @property
+    def user_data(self) -> bytes: ...
+
+
+class _Assignor(Protocol):
+    def subscription(self) -> bytes: ...
+
+    def assign(self, partition_counts: Mapping[str, int], subscriptions: Mapping[str, bytes]) -> Mapping[str, _MemberAssignment]: ...
+
+    def on_assignment(self, user_data: bytes) -> None: ...
+
+
+class StreamsAssignorAdapter(AbstractPartitionAssignor):
+    """The single assignor a stream thread's consumer is given (protocol name "stream")."""
+
+    name = "stream"
+    version = 0
+
+    def __init__(self, assignor: _Assignor) -> None:
+        self._assignor = assignor
+
+    def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:  # type: ignore[override]
+        return ConsumerProtocolMemberMetadata(self.version, sorted(topics), self._assignor.subscription())
+
+    def assign(  # type: ignore[override]
+        self, cluster: ClusterMetadata, members: Mapping[str, ConsumerProtocolMemberMetadata]
+    ) -> dict[str, ConsumerProtocolMemberAssignment]:
+        topics = {topic for metadata in members.values() for topic in metadata.subscription}
+        counts = {}
+        for topic in topics:
+            partitions = cluster.partitions_for_topic(topic)
+            if partitions:
+                counts[topic] = len(partitions)
+        result = self._assignor.assign(counts, {member: m.user_data for member, m in members.items()})
+        out = {}
+        for member, assignment in result.items():
+            by_topic: defaultdict[str, list[int]] = defaultdict(list)
+            for topic, partition in assignment.partitions:
+                by_topic[topic].append(partition)
+            out[member] = ConsumerProtocolMemberAssignment(
+                self.version, sorted((t, sorted(p)) for t, p in by_topic.items()), assignment.user_data
+            )
+        return out
+
+    def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:  # type: ignore[override]
+        self._assignor.on_assignment(assignment.user_data)

@@ -1,0 +1,344 @@
+"""KafkaStreams: a running application instance (the client of KIP-28), on asyncio and aiokafka.
+
+`await start()` checks the source topics (existence, co-partitioning), creates the internal
+topics, then starts `num.stream.threads` stream threads whose consumers join the group
+`application.id`. `state` follows Kafka Streams' state machine; `all_metadata()` and friends
+answer KIP-67 discovery from the assignment every member receives. `run()` blocks until
+SIGINT/SIGTERM. CPU parallelism comes from more instances (processes), as in Kafka Streams'
+scale-out: stream threads share one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import signal
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from streams_core import clients
+from streams_core.config import StreamsConfig
+from streams_core.errors import StreamsError, StreamsNotStartedError
+from streams_core.processor.topology import Topology
+from streams_core.runtime.assignment import (
+    HostInfo,
+    KeyQueryMetadata,
+    MissingSourceTopicError,
+    StreamPartitioner,
+    StreamsMetadata,
+    StreamsMetadataState,
+    ensure_copartitioning,
+)
+from streams_core.runtime.stream_thread import StreamThread, ThreadState
+from streams_core.runtime.topology_metadata import TopologyMetadata
+
+__all__ = ["KafkaStreams", "State", "StreamThreadExceptionResponse"]
+
+log = logging.getLogger(__name__)
+
+
+class State(enum.Enum):
+    """Kafka Streams' client states."""
+
+    CREATED = "CREATED"
+    REBALANCING = "REBALANCING"
+    RUNNING = "RUNNING"
+    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
+    NOT_RUNNING = "NOT_RUNNING"
+    PENDING_ERROR = "PENDING_ERROR"
+    ERROR = "ERROR"
+
+    def is_running_or_rebalancing(self) -> bool:
+        return self in (State.RUNNING, State.REBALANCING)
+
+
+class StreamThreadExceptionResponse(enum.Enum):
+    """What to do when a stream thread dies of an exception."""
+
+    REPLACE_THREAD = "REPLACE_THREAD"
+    SHUTDOWN_CLIENT = "SHUTDOWN_CLIENT"
+    SHUTDOWN_APPLICATION = "SHUTDOWN_APPLICATION"
+
+
+StateListener = Callable[[State, State], None]
+UncaughtExceptionHandler = Callable[[BaseException], StreamThreadExceptionResponse]
+
+_REBALANCING_THREAD_STATES = frozenset(
+    {ThreadState.CREATED, ThreadState.STARTING, ThreadState.PARTITIONS_REVOKED, ThreadState.PARTITIONS_ASSIGNED}
+)
+
+
+class KafkaStreams:
+    """One instance of a Kafka Streams application."""
+
+    State = State
+
+    def __init__(self, topology: Topology, config: Mapping[str, Any] | StreamsConfig) -> None:
+        props = config.explicit() if isinstance(config, StreamsConfig) else dict(config)
+        self.config = StreamsConfig(props, required=("application.id", "bootstrap.servers"))
+        clients.validate_client_configs(self.config)
+        self.topology = topology
+        self.application_id: str = self.config["application.id"]
+        self.metadata = TopologyMetadata(topology.internal_topology_builder, self.application_id)
+        self.process_id = str(uuid.uuid4())
+        server = self.config["application.server"]
+        self.metadata_state = StreamsMetadataState(
+            self.metadata.store_source_topics, HostInfo.parse(server) if server else None
+        )
+        self._state = State.CREATED
+        self._state_listener: StateListener | None = None
+        self._exception_handler: UncaughtExceptionHandler | None = None
+        self._threads: list[StreamThread] = []
+        self._partition_counts: dict[str, int] = {}
+        self._state_changed = asyncio.Condition() if _has_loop() else None
+        self._closing: asyncio.Task[bool] | None = None
+        self._errors: list[BaseException] = []
+
+    def __repr__(self) -> str:
+        return f"KafkaStreams({self.application_id!r}, {self._state.name})"
+
+    # -- state --------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def errors(self) -> list[BaseException]:
+        """Exceptions that killed stream threads, oldest first."""
+        return list(self._errors)
+
+    def set_state_listener(self, listener: StateListener | None) -> None:
+        """Called with (new, old) on every state change, on the event loop."""
+        self._state_listener = listener
+
+    def set_uncaught_exception_handler(self, handler: UncaughtExceptionHandler | None) -> None:
+        """Decides what a thread's fatal exception does (default: shut down this client)."""
+        self._exception_handler = handler
+
+    def _set_state(self, new: State) -> None:
+        old = self._state
+        if old is new:
+            return
+        if old in (State.NOT_RUNNING, State.ERROR):
+            return
+        if old in (State.PENDING_SHUTDOWN, State.PENDING_ERROR) and new not in (State.NOT_RUNNING, State.ERROR):
+            return
+        self._state = new
+        log.info("stream-client [%s] state %s -> %s", self.application_id, old.name, new.name)
+        if new is State.REBALANCING:
+            self.metadata_state.reset()
+        if self._state_listener is not None:
+            try:
+                self._state_listener(new, old)
+            except Exception:
+                log.exception("state listener failed")
+        self._notify()
+
+    def _notify(self) -> None:
+        condition = self._state_changed
+        if condition is None:
+            return
+
+        async def wake() -> None:
+            async with condition:
+                condition.notify_all()
+
+        asyncio.get_running_loop().create_task(wake())
+
+    async def wait_for_state(self, *states: State, timeout: float = 60.0) -> State:
+        """Wait until the client is in one of `states` (e.g. RUNNING); TimeoutError otherwise."""
+        assert self._state_changed is not None
+        async with asyncio.timeout(timeout):
+            async with self._state_changed:
+                await self._state_changed.wait_for(lambda: self._state in states)
+        return self._state
+
+    # -- start and stop -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Check topics, create internal topics and start the stream threads (state REBALANCING)."""
+        if self._state is not State.CREATED:
+            raise StreamsError(f"KafkaStreams can be started once, from CREATED; it is {self._state.name}")
+        if self._state_changed is None:
+            self._state_changed = asyncio.Condition()
+        await self._prepare_topics()
+        self._set_state(State.REBALANCING)
+        for index in range(1, self.config["num.stream.threads"] + 1):
+            await self._start_thread(index)
+
+    async def _prepare_topics(self) -> None:
+        admin = clients.create_admin(self.config)
+        await admin.start()
+        try:
+            manager = clients.InternalTopicManager(admin, replication_factor=self.config["replication.factor"])
+            sources = self.metadata.external_source_topics
+            counts = await manager.partition_counts(sorted(sources))
+            missing = sorted(t for t, n in counts.items() if not n)
+            if missing:
+                raise MissingSourceTopicError.for_topics(missing)
+            self._partition_counts = {t: n for t, n in counts.items() if n}
+            ensure_copartitioning(self.metadata.copartition_groups, self._partition_counts)
+            specs = [
+                clients.NewTopicSpec(topic, partitions, {"cleanup.policy": "compact", **spec.config})
+                for spec in self.metadata.changelogs.values()
+                for topic, partitions in [(spec.topic, self.metadata.num_tasks(spec.subtopology, self._partition_counts))]
+            ]
+            if specs:
+                created = await manager.ensure_topics(specs)
+                if created:
+                    log.info("stream-client [%s] created internal topics %s", self.application_id, created)
+        finally:
+            await admin.close()
+
+    async def _start_thread(self, index: int) -> StreamThread:
+        thread = StreamThread(
+            index,
+            self.metadata,
+            self.config,
+            process_id=self.process_id,
+            on_state_change=self._on_thread_state,
+            on_assignment=self._on_thread_assignment,
+            on_error=self._on_thread_error,
+        )
+        self._threads = [t for t in self._threads if t.index != index] + [thread]
+        self._threads.sort(key=lambda t: t.index)
+        await thread.start()
+        return thread
+
+    async def close(self, timeout: float | None = None) -> bool:
+        """Stop every thread cleanly (commit, flush, close clients, leave the group).
+
+        Returns False when the threads did not stop within `timeout` seconds (they are then
+        cancelled without a final commit).
+        """
+        if self._state is State.CREATED:
+            self._set_state(State.NOT_RUNNING)
+            return True
+        if self._closing is None:
+            self._closing = asyncio.get_running_loop().create_task(self._close(timeout))
+        return await asyncio.shield(self._closing)
+
+    async def _close(self, timeout: float | None, *, error: bool = False) -> bool:
+        self._set_state(State.PENDING_ERROR if error else State.PENDING_SHUTDOWN)
+        stops = [asyncio.create_task(t.stop()) for t in self._threads]
+        done = True
+        if stops:
+            finished, pending = await asyncio.wait(stops, timeout=timeout)
+            if pending:
+                done = False
+                log.warning("stream-client [%s] threads did not stop in %ss; cancelling", self.application_id, timeout)
+                for thread in self._threads:
+                    await thread.kill()
+        self._set_state(State.ERROR if error or self._state is State.PENDING_ERROR else State.NOT_RUNNING)
+        return done
+
+    def run(self) -> None:
+        """Start, block until SIGINT or SIGTERM, then close cleanly (for `python -m` apps)."""
+
+        async def main() -> None:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            self._state_changed = asyncio.Condition()
+            await self.start()
+            waiter = asyncio.create_task(stop.wait())
+            ended = asyncio.create_task(self.wait_for_state(State.ERROR, State.NOT_RUNNING, State.PENDING_ERROR, timeout=10**9))
+            await asyncio.wait([waiter, ended], return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            ended.cancel()
+            await self.close()
+
+        asyncio.run(main())
+
+    # -- thread callbacks ---------------------------------------------------------------------
+
+    def _on_thread_state(self, thread: StreamThread, old: ThreadState, new: ThreadState) -> None:
+        if self._state not in (State.RUNNING, State.REBALANCING):
+            return
+        live = [t for t in self._threads if t.state is not ThreadState.DEAD]
+        if any(t.state in _REBALANCING_THREAD_STATES for t in live):
+            self._set_state(State.REBALANCING)
+        elif live and all(t.state is ThreadState.RUNNING for t in live):
+            self._set_state(State.RUNNING)
+
+    def _on_thread_assignment(self, thread: StreamThread) -> None:
+        info = thread.assignor.assignment
+        if info is not None:
+            self.metadata_state.on_change(
+                info.partitions_by_host, info.standby_partitions_by_host, self._partition_counts
+            )
+
+    def _on_thread_error(self, thread: StreamThread, error: BaseException) -> None:
+        self._errors.append(error)
+        response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT
+        if self._exception_handler is not None:
+            try:
+                response = self._exception_handler(error)
+            except Exception:
+                log.exception("uncaught exception handler failed; shutting down the client")
+        log.error("stream-client [%s] %s died: %r; response %s", self.application_id, thread.name, error, response.name)
+        loop = asyncio.get_running_loop()
+        if response is StreamThreadExceptionResponse.REPLACE_THREAD and self._state.is_running_or_rebalancing():
+            loop.create_task(self._start_thread(thread.index))
+            return
+        if self._closing is None:
+            self._closing = loop.create_task(self._close(None, error=True))
+
+    # -- discovery (KIP-67) -------------------------------------------------------------------
+
+    def _require_started(self) -> None:
+        if self._state is State.CREATED:
+            raise StreamsNotStartedError("KafkaStreams is not started: call start() first")
+
+    def all_metadata(self) -> list[StreamsMetadata]:
+        """Every instance of the application with its application.server, stores and partitions."""
+        self._require_started()
+        return self.metadata_state.all_metadata()
+
+    def all_metadata_for_store(self, store_name: str) -> list[StreamsMetadata]:
+        """The instances that host `store_name`."""
+        self._require_started()
+        return self.metadata_state.all_metadata_for_store(store_name)
+
+    def metadata_for_key(
+        self, store_name: str, key: Any, key_serializer: Any = None, partitioner: StreamPartitioner | None = None
+    ) -> StreamsMetadata:
+        """The instance whose store holds `key` (serialized with `key_serializer` or the default key serde)."""
+        self._require_started()
+        return self.metadata_state.metadata_for_key(store_name, self._lookup_key(key, key_serializer, partitioner), partitioner)
+
+    def query_metadata_for_key(
+        self, store_name: str, key: Any, key_serializer: Any = None, partitioner: StreamPartitioner | None = None
+    ) -> KeyQueryMetadata:
+        """Active host, standby hosts and partition of `key` in `store_name`."""
+        self._require_started()
+        return self.metadata_state.query_metadata_for_key(store_name, self._lookup_key(key, key_serializer, partitioner), partitioner)
+
+    def _lookup_key(self, key: Any, key_serializer: Any, partitioner: StreamPartitioner | None) -> Any:
+        """The key as the metadata lookup wants it: the object for a partitioner, else its bytes."""
+        if partitioner is not None or (isinstance(key, bytes) and key_serializer is None):
+            return key
+        serde = key_serializer or self.config["default.key.serde"]
+        return serde.serialize(None, key)
+
+    # -- introspection ------------------------------------------------------------------------
+
+    @property
+    def threads(self) -> list[StreamThread]:
+        return list(self._threads)
+
+    def metrics(self) -> dict[str, Any]:
+        """Per-thread counters (processed, dropped, pauses, commits) and the client state."""
+        return {"state": self._state.name, "threads": [t.metrics() for t in self._threads]}
+
+
+def _has_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

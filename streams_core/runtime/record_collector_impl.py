@@ -1,0 +1,139 @@
+"""RecordCollectorImpl: the runtime's RecordCollector over an aiokafka producer.
+
+Sinks run inside synchronous processing, so `send` only queues the record; the stream thread
+hands the queue to the producer (`send_pending`, awaited between batches) and waits for every
+delivery at commit (`flush`). Delivery errors follow `default.production.exception.handler`:
+`fail` raises at the next flush, `continue` logs and counts the lost record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from streams_core.errors import StreamsError
+from streams_core.processor.processor import Headers
+
+__all__ = ["ProductionError", "RecordCollectorImpl"]
+
+log = logging.getLogger(__name__)
+
+
+class ProductionError(StreamsError):
+    """A record could not be delivered to Kafka and the production handler says fail."""
+
+
+class Producer(Protocol):
+    async def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Any = None,
+    ) -> asyncio.Future[Any]: ...
+
+    async def flush(self) -> None: ...
+
+    async def partitions_for(self, topic: str) -> set[int]: ...
+
+
+class RecordCollectorImpl:
+    """Queues the records of a thread's tasks (or of one task under exactly-once) for one producer."""
+
+    def __init__(self, producer: Producer, *, production_handler: Any = "fail", log_prefix: str = "") -> None:
+        self.producer = producer
+        self.sent_records = 0
+        self.dropped_records = 0
+        self._handler = production_handler
+        self._pending: list[tuple[str, bytes | None, bytes | None, int, Headers, int | None]] = []
+        self._partition_counts: dict[str, int] = {}
+        self._error: BaseException | None = None
+        self._log_prefix = log_prefix
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers,
+        partition: int | None,
+    ) -> None:
+        self._pending.append((topic, key, value, timestamp, headers, partition))
+
+    def partitions_for(self, topic: str) -> int:
+        try:
+            return self._partition_counts[topic]
+        except KeyError:
+            raise StreamsError(
+                f"partition count of topic {topic!r} unknown: sinks with a custom partitioner need "
+                "their topic to exist when the task starts"
+            ) from None
+
+    async def prefetch_partition_counts(self, topics: Mapping[str, Any] | set[str] | frozenset[str]) -> None:
+        """Learn the partition counts of sink topics (for custom partitioners) before processing."""
+        for topic in topics:
+            if topic not in self._partition_counts:
+                partitions = await self.producer.partitions_for(topic)
+                if partitions:
+                    self._partition_counts[topic] = len(partitions)
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    async def send_pending(self) -> None:
+        """Hand the queued records to the producer (does not wait for their delivery)."""
+        self._raise_error()
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        send = self.producer.send
+        on_done = self._on_delivery
+        for topic, key, value, timestamp, headers, partition in pending:
+            future = await send(
+                topic,
+                value=value,
+                key=key,
+                partition=partition,
+                timestamp_ms=timestamp,
+                headers=list(headers) if headers else None,
+            )
+            future.add_done_callback(on_done)
+        self.sent_records += len(pending)
+
+    async def flush(self) -> None:
+        """Send what is queued and wait until the producer has delivered everything."""
+        await self.send_pending()
+        await self.producer.flush()
+        self._raise_error()
+
+    def clear_pending(self) -> None:
+        """Forget queued records (their task is closed without commit; they will be reprocessed)."""
+        self._pending.clear()
+
+    def _on_delivery(self, future: asyncio.Future[Any]) -> None:
+        if future.cancelled():
+            return
+        error = future.exception()
+        if error is None:
+            return
+        if self._handler == "continue":
+            self.dropped_records += 1
+            log.warning("%sdropping a record the producer could not deliver: %r", self._log_prefix, error)
+            return
+        handle = getattr(self._handler, "handle", self._handler)
+        if callable(handle) and handle(error):
+            self.dropped_records += 1
+            return
+        if self._error is None:
+            self._error = error
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise ProductionError(f"{self._log_prefix}failed to deliver a record: {error!r}") from error

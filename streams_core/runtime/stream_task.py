@@ -1,0 +1,156 @@
+"""StreamTask: an active task of the Kafka runtime (KIP-28 "Workflow Summary").
+
+It owns the task's PartitionGroup (one RecordQueue per source partition) and the TaskProcessor
+that runs records through the sub-topology, and tracks the consumed offsets it will commit.
+Records are deserialized and timestamped as they arrive (`add_records`), then processed in
+partition-time order (`process`); stream time is the partition group's, never decreasing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from streams_core.config import StreamsConfig
+from streams_core.processor.consumer_record import ConsumerRecord
+from streams_core.processor.internals.processor_topology import ProcessorTopology
+from streams_core.processor.internals.record_collector import RecordCollector
+from streams_core.processor.internals.record_deserializer import DeserializationHandler
+from streams_core.processor.internals.task_processor import StateManager, TaskProcessor
+from streams_core.processor.task_id import TaskId
+from streams_core.runtime.partition_group import PartitionGroup
+from streams_core.runtime.record_queue import RecordQueue
+from streams_core.runtime.topic_partition import TopicPartition
+
+__all__ = ["StreamTask"]
+
+log = logging.getLogger(__name__)
+
+
+class StreamTask:
+    """One sub-topology over one partition group, processed in timestamp order."""
+
+    def __init__(
+        self,
+        task_id: TaskId,
+        partitions: Iterable[TopicPartition],
+        topology: ProcessorTopology,
+        config: StreamsConfig,
+        state_manager: StateManager,
+        record_collector: RecordCollector,
+        *,
+        deserialization_handler: DeserializationHandler | None = None,
+        wall_clock: Callable[[], int] | None = None,
+    ) -> None:
+        self.id = task_id
+        self.partitions = frozenset(partitions)
+        self.state_manager = state_manager
+        self.record_collector = record_collector
+        kwargs: dict[str, Any] = {"deserialization_handler": deserialization_handler}
+        if wall_clock is not None:
+            kwargs["wall_clock"] = wall_clock
+        self.processor = TaskProcessor(task_id, topology, config, state_manager, record_collector, **kwargs)
+        queues = {tp: self._new_queue(tp) for tp in sorted(self.partitions)}
+        self.partition_group: PartitionGroup[ConsumerRecord] = PartitionGroup(
+            queues, max_task_idle_ms=config["max.task.idle.ms"]
+        )
+        self.consumed_offsets: dict[TopicPartition, int] = {}
+        self.processed_records = 0
+
+    def __repr__(self) -> str:
+        return f"StreamTask({self.id}, partitions={sorted(self.partitions)})"
+
+    def _new_queue(self, tp: TopicPartition) -> RecordQueue[ConsumerRecord]:
+        deserialize = self.processor.deserialize
+        extract = self.processor.extract_timestamp
+        topic = tp.topic
+        queue: RecordQueue[ConsumerRecord]
+
+        def to_record(raw: Any) -> ConsumerRecord | None:
+            record = deserialize(topic, raw.partition, raw.offset, raw.timestamp, raw.key, raw.value, raw.headers)
+            if record is None:
+                return None
+            timestamp = extract(record, queue.partition_time)
+            if timestamp is None:
+                return None
+            record.timestamp = timestamp
+            return record
+
+        queue = RecordQueue(tp, to_record, self.processor.source_node(topic))
+        return queue
+
+    @property
+    def dropped_records(self) -> int:
+        """Records skipped by the deserialization handler or for an invalid timestamp."""
+        return self.processor.dropped_records
+
+    @property
+    def stream_time(self) -> int:
+        return self.processor.stream_time
+
+    @property
+    def commit_needed(self) -> bool:
+        return self.processor.commit_needed
+
+    @property
+    def commit_requested(self) -> bool:
+        return self.processor.commit_requested
+
+    def initialize(self) -> None:
+        """Initialise the stores (restored by the owner in between, later) and the processors."""
+        self.processor.init()
+
+    def add_records(self, tp: TopicPartition, raw_records: Iterable[Any]) -> int:
+        """Buffer consumed records of one partition; returns that partition's queue size."""
+        return self.partition_group.add_raw_records(tp, raw_records)
+
+    def process(self, max_records: int, now_ms: int) -> int:
+        """Process up to `max_records` buffered records in partition-time order; returns how many.
+
+        Stops early when nothing is processable or a processor asked for a commit.
+        """
+        group = self.partition_group
+        if not group.ready_to_process(now_ms):
+            return 0
+        processor = self.processor
+        offsets = self.consumed_offsets
+        done = 0
+        while done < max_records:
+            nxt = group.next_record()
+            if nxt is None:
+                break
+            record, queue = nxt
+            stream_time = group.stream_time
+            if stream_time > processor.stream_time:
+                processor.stream_time = stream_time
+            processor.process(record, record.timestamp)
+            offsets[queue.partition] = record.offset
+            done += 1
+            processor.maybe_punctuate_stream_time()
+            if processor.commit_requested:
+                break
+            if group.num_buffered() and not group.ready_to_process(now_ms):
+                break
+        self.processed_records += done
+        return done
+
+    def punctuate_wall_clock(self, now_ms: int | None = None) -> bool:
+        return self.processor.maybe_punctuate_wall_clock(now_ms)
+
+    def prepare_commit(self) -> dict[TopicPartition, int]:
+        """Flush the stores; returns the offsets to commit (next offset to read per partition)."""
+        self.processor.prepare_commit()
+        return {tp: offset + 1 for tp, offset in self.consumed_offsets.items()}
+
+    def post_commit(self) -> None:
+        self.processor.post_commit()
+
+    def suspend(self) -> None:
+        """Drop buffered records (the consumer re-fetches from the committed offsets)."""
+        self.partition_group.clear()
+
+    def close(self) -> None:
+        """Close processors and stores and release the task directory."""
+        self.partition_group.clear()
+        self.processor.close()

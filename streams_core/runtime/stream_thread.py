@@ -1,0 +1,358 @@
+"""StreamThread: one consumer, one producer and their tasks, run as an asyncio task.
+
+The loop (KIP-28 "Workflow Summary"): poll a batch, buffer it in the tasks' record queues,
+apply flow control (pause/resume), process in timestamp order, punctuate, hand produced records
+to the producer, and commit every `commit.interval.ms` or on request. Processing is synchronous;
+the loop yields to the event loop between batches so heartbeats, queries and other threads run.
+Rebalance callbacks take the same lock as a loop iteration, so tasks change only between batches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from streams_core import clients
+from streams_core.config import StreamsConfig
+from streams_core.processor.internals.record_deserializer import RawRecord, resolve_deserialization_handler
+from streams_core.runtime.record_collector_impl import RecordCollectorImpl
+from streams_core.runtime.streams_partition_assignor import StreamsPartitionAssignor, TaskStates
+from streams_core.runtime.task_manager import TaskManager
+from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topology_metadata import TopologyMetadata
+
+__all__ = ["StreamThread", "ThreadState"]
+
+log = logging.getLogger(__name__)
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class ThreadState(enum.Enum):
+    """Kafka Streams' StreamThread states."""
+
+    CREATED = "CREATED"
+    STARTING = "STARTING"
+    PARTITIONS_REVOKED = "PARTITIONS_REVOKED"
+    PARTITIONS_ASSIGNED = "PARTITIONS_ASSIGNED"
+    RUNNING = "RUNNING"
+    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
+    DEAD = "DEAD"
+
+
+class _RebalanceListener(clients.ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, thread: StreamThread) -> None:
+        self._thread = thread
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._thread.on_partitions_revoked()
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self._thread.on_partitions_assigned()
+
+
+class StreamThread:
+    """A stream thread of one KafkaStreams instance (an asyncio task, not an OS thread)."""
+
+    def __init__(
+        self,
+        index: int,
+        topology: TopologyMetadata,
+        config: StreamsConfig,
+        *,
+        process_id: str,
+        on_state_change: Callable[[StreamThread, ThreadState, ThreadState], None],
+        on_assignment: Callable[[StreamThread], None],
+        on_error: Callable[[StreamThread, BaseException], None],
+    ) -> None:
+        self.index = index
+        self.name = f"{config['application.id']}-StreamThread-{index}"
+        self.log_prefix = f"stream-thread [{self.name}] "
+        self.topology = topology
+        self.config = config
+        self.state = ThreadState.CREATED
+        self._on_state_change = on_state_change
+        self._on_assignment = on_assignment
+        self._on_error = on_error
+        self._lock = asyncio.Lock()
+        self._stopping = False
+        self._runner: asyncio.Task[None] | None = None
+        self._consumer: Any = None
+        self._producer: Any = None
+        self._pending_error: BaseException | None = None
+        self._last_commit_ms = 0
+        self.assignor = StreamsPartitionAssignor(
+            topology,
+            process_id=process_id,
+            application_server=config["application.server"],
+            num_standby_replicas=config["num.standby.replicas"],
+            task_states=self._task_states,
+            log_prefix=self.log_prefix,
+        )
+        self.collector: RecordCollectorImpl | None = None
+        self.task_manager: TaskManager | None = None
+        self.pause_count = 0
+        self.resume_count = 0
+        self.commit_count = 0
+        self.commit_latency_ms_total = 0.0
+        self.poll_count = 0
+
+    def __repr__(self) -> str:
+        return f"StreamThread({self.name}, {self.state.name})"
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Create and start the clients, subscribe, and start the processing loop."""
+        self._set_state(ThreadState.STARTING)
+        config = self.config
+        self._producer = clients.create_producer(config, thread_index=self.index)
+        await self._producer.start()
+        self.collector = RecordCollectorImpl(
+            self._producer,
+            production_handler=config["default.production.exception.handler"],
+            log_prefix=self.log_prefix,
+        )
+        handler = resolve_deserialization_handler(
+            config["default.deserialization.exception.handler"], self._send_to_dead_letter_topic
+        )
+        self.task_manager = TaskManager(
+            self.topology, config, self.collector, deserialization_handler=handler, log_prefix=self.log_prefix
+        )
+        self._consumer = clients.create_main_consumer(
+            config,
+            assignor=clients.StreamsAssignorAdapter(self.assignor),
+            thread_index=self.index,
+            topics=sorted(self.topology.source_topics),
+            rebalance_listener=_RebalanceListener(self),
+        )
+        await self._consumer.start()
+        self._last_commit_ms = wall_clock_ms()
+        self._runner = asyncio.create_task(self._run(), name=self.name)
+
+    async def stop(self) -> None:
+        """Ask the loop to stop after its current batch and wait for the clean shutdown."""
+        self._stopping = True
+        if self._runner is not None:
+            await asyncio.shield(self._runner)
+
+    async def kill(self) -> None:
+        """Cancel the loop at once (no commit); for closes that ran out of time."""
+        self._stopping = True
+        if self._runner is not None and not self._runner.done():
+            self._runner.cancel()
+            try:
+                await self._runner
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    @property
+    def alive(self) -> bool:
+        return self._runner is not None and not self._runner.done()
+
+    async def _run(self) -> None:
+        error: BaseException | None = None
+        try:
+            await self._run_loop()
+        except asyncio.CancelledError:
+            log.warning("%sprocessing cancelled", self.log_prefix)
+        except Exception as exc:
+            error = exc
+            log.error("%sfailed: %r", self.log_prefix, exc, exc_info=exc)
+        self._set_state(ThreadState.PENDING_SHUTDOWN)
+        await self._shutdown(clean=error is None)
+        self._set_state(ThreadState.DEAD)
+        if error is not None:
+            self._on_error(self, error)
+
+    async def _shutdown(self, *, clean: bool) -> None:
+        """Commit (when clean), close tasks, then the producer and the consumer (leaves the group)."""
+        tm = self.task_manager
+        async with self._lock:
+            if tm is not None:
+                if clean:
+                    try:
+                        await self._commit()
+                    except Exception:
+                        log.exception("%sfinal commit failed", self.log_prefix)
+                try:
+                    tm.close_all()
+                except Exception:
+                    log.exception("%sclosing tasks failed", self.log_prefix)
+        for client in (self._producer, self._consumer):
+            if client is not None:
+                try:
+                    await client.stop()
+                except Exception:
+                    log.exception("%sstopping a client failed", self.log_prefix)
+        log.info("%sshut down (%s)", self.log_prefix, "clean" if clean else "after an error")
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    async def _run_loop(self) -> None:
+        config = self.config
+        consumer = self._consumer
+        poll_ms = config["poll.ms"]
+        max_records = 1000
+        commit_interval = config["commit.interval.ms"]
+        tm = self.task_manager
+        collector = self.collector
+        assert tm is not None and collector is not None
+        from_aiokafka = clients.from_aiokafka
+        idle_rounds = 0
+        while not self._stopping:
+            busy = tm.has_buffered()
+            timeout = 0 if busy and idle_rounds == 0 else (10 if busy else poll_ms)
+            batch = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
+            self.poll_count += 1
+            async with self._lock:
+                self._raise_pending_error()
+                for kafka_tp, records in batch.items():
+                    tm.add_records(from_aiokafka(kafka_tp), records)
+                now = wall_clock_ms()
+                processed = tm.process(max_records, now)
+                idle_rounds = 0 if processed else idle_rounds + 1
+                self._flow_control()
+                tm.punctuate(now)
+                await collector.send_pending()
+                if tm.commit_requested() or now - self._last_commit_ms >= commit_interval:
+                    await self._commit()
+            await asyncio.sleep(0)
+
+    def _flow_control(self) -> None:
+        """Pause partitions whose queue is full or that run ahead in time; resume drained ones."""
+        tm = self.task_manager
+        assert tm is not None
+        limit = self.config["buffered.records.per.partition"]
+        max_lag = self.config["max.partition.time.lag.ms"]
+        to_pause: list[TopicPartition] = []
+        to_resume: list[TopicPartition] = []
+        for task in tm.tasks.values():
+            to_pause += task.partition_group.partitions_to_pause(limit, max_lag)
+            to_resume += task.partition_group.partitions_to_resume(limit, max_lag)
+        if to_pause:
+            self._consumer.pause(*clients.to_aiokafka_partitions(to_pause))
+            self.pause_count += len(to_pause)
+            log.debug("%spaused %s", self.log_prefix, to_pause)
+        if to_resume:
+            self._consumer.resume(*clients.to_aiokafka_partitions(to_resume))
+            self.resume_count += len(to_resume)
+            log.debug("%sresumed %s", self.log_prefix, to_resume)
+
+    async def _commit(self) -> None:
+        """Flush stores, flush the producer, then commit the consumed offsets (at-least-once)."""
+        tm = self.task_manager
+        assert tm is not None and self.collector is not None
+        started = time.perf_counter()
+        tasks, offsets = tm.prepare_commit()
+        await self.collector.flush()
+        if offsets:
+            try:
+                await self._consumer.commit(clients.to_aiokafka_offsets(offsets))
+            except (clients.CommitFailedError, clients.RebalanceInProgressError, clients.IllegalStateError) as exc:
+                log.warning("%scommit failed (a rebalance is under way; records will be reprocessed): %r", self.log_prefix, exc)
+                return
+        for task in tasks:
+            task.post_commit()
+        self._last_commit_ms = wall_clock_ms()
+        if tasks:
+            self.commit_count += 1
+            self.commit_latency_ms_total += (time.perf_counter() - started) * 1000
+
+    def _raise_pending_error(self) -> None:
+        if self._pending_error is not None:
+            error, self._pending_error = self._pending_error, None
+            raise error
+
+    # -- rebalance ----------------------------------------------------------------------------
+
+    async def on_partitions_revoked(self) -> None:
+        """Eager rebalance: commit and close every task before the group reassigns."""
+        async with self._lock:
+            self._set_state(ThreadState.PARTITIONS_REVOKED)
+            tm = self.task_manager
+            if tm is None or not tm.tasks:
+                return
+            try:
+                await self._commit()
+            except Exception as exc:
+                log.exception("%scommit before rebalance failed", self.log_prefix)
+                self._pending_error = self._pending_error or exc
+            assert self.collector is not None
+            self.collector.clear_pending()
+            try:
+                tm.close_all()
+            except Exception as exc:
+                self._pending_error = self._pending_error or exc
+
+    async def on_partitions_assigned(self) -> None:
+        """Create the tasks of the new assignment; errors surface in the loop, not inside aiokafka."""
+        async with self._lock:
+            self._set_state(ThreadState.PARTITIONS_ASSIGNED)
+            info = self.assignor.assignment
+            tm = self.task_manager
+            if info is None or tm is None:
+                return
+            try:
+                info.raise_if_error()
+                tm.handle_assignment(info.active_tasks)
+                assert self.collector is not None
+                sink_topics = {t for sid in {t.subtopology for t in tm.tasks} for t in self.topology.topic_groups[sid].sink_topics}
+                await self.collector.prefetch_partition_counts(sink_topics)
+            except Exception as exc:
+                log.error("%sassignment failed: %s", self.log_prefix, exc)
+                self._pending_error = self._pending_error or exc
+                return
+            self._last_commit_ms = wall_clock_ms()
+            self._on_assignment(self)
+            self._set_state(ThreadState.RUNNING)
+
+    def _task_states(self) -> TaskStates:
+        tm = self.task_manager
+        if tm is None:
+            return TaskStates()
+        return TaskStates(prev_active=tm.prev_active, with_local_state=tm.local_state_tasks())
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _set_state(self, new: ThreadState) -> None:
+        old, self.state = self.state, new
+        if old is not new:
+            log.info("%sstate %s -> %s", self.log_prefix, old.name, new.name)
+            self._on_state_change(self, old, new)
+
+    def _send_to_dead_letter_topic(self, record: RawRecord) -> None:
+        """Forward a record that failed to deserialize, with its original bytes and where it came from."""
+        assert self.collector is not None
+        topic = self.config["errors.dead.letter.queue.topic.name"]
+        headers = [
+            *record.headers,
+            ("__streams.errors.topic", record.topic.encode()),
+            ("__streams.errors.partition", str(record.partition).encode()),
+            ("__streams.errors.offset", str(record.offset).encode()),
+            ("__streams.errors.exception", b"DeserializationError"),
+        ]
+        self.collector.send(topic, record.key, record.value, record.timestamp, tuple(headers), None)
+
+    def metrics(self) -> dict[str, Any]:
+        tm = self.task_manager
+        return {
+            "thread": self.name,
+            "state": self.state.name,
+            "tasks": sorted(str(t) for t in tm.tasks) if tm else [],
+            "processed_records": tm.processed_records if tm else 0,
+            "dropped_records": tm.dropped_records if tm else 0,
+            "produced_records": self.collector.sent_records if self.collector else 0,
+            "production_dropped_records": self.collector.dropped_records if self.collector else 0,
+            "pause_count": self.pause_count,
+            "resume_count": self.resume_count,
+            "commit_count": self.commit_count,
+            "commit_latency_ms_avg": self.commit_latency_ms_total / self.commit_count if self.commit_count else 0.0,
+            "poll_count": self.poll_count,
+        }

@@ -1,0 +1,103 @@
+"""TopologyMetadata: what the runtime needs to know about a topology, computed once at start.
+
+Sub-topologies with their source topics, the co-partition groups, the stateful sub-topologies,
+the changelog topics of logged stores, internal topics, and which source topics feed each store
+(for KIP-67 key lookups). Co-partitioning rule: the topics of two or more source nodes that feed
+one sub-topology must be co-partitioned (they are combined, e.g. joined, in one task); the
+topics of a single source node (a merge) need not be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from streams_core.errors import TopologyError
+from streams_core.processor.internals.internal_topology_builder import InternalTopologyBuilder, TopicsInfo
+from streams_core.processor.task_id import TaskId
+
+__all__ = ["ChangelogSpec", "TopologyMetadata", "changelog_topic_name"]
+
+
+def changelog_topic_name(application_id: str, store_name: str) -> str:
+    """`<application.id>-<store>-changelog`, as Kafka Streams names it."""
+    return f"{application_id}-{store_name}-changelog"
+
+
+@dataclass(frozen=True, slots=True)
+class ChangelogSpec:
+    """A logged store's changelog topic and the topic configs its builder asks for."""
+
+    store_name: str
+    topic: str
+    subtopology: int
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+class TopologyMetadata:
+    """The runtime's read-only view of one topology for one application id."""
+
+    def __init__(self, builder: InternalTopologyBuilder, application_id: str) -> None:
+        builder.validate()
+        self.builder = builder
+        self.application_id = application_id
+        self.topic_groups: dict[int, TopicsInfo] = builder.topic_groups()
+        if any(info.source_patterns for info in self.topic_groups.values()):
+            raise TopologyError("pattern subscriptions are not supported by the Kafka runtime yet; name the topics")
+        self.subtopologies: dict[int, frozenset[str]] = {
+            sid: info.source_topics for sid, info in self.topic_groups.items()
+        }
+        self.stateful_subtopologies = frozenset(sid for sid, info in self.topic_groups.items() if info.state_stores)
+        self.copartition_groups = self._copartition_groups()
+        self.changelogs: dict[str, ChangelogSpec] = {}
+        for sid, info in self.topic_groups.items():
+            for store in info.state_stores:
+                store_builder = builder.store_builder(store)
+                if getattr(store_builder, "logging_enabled", False):
+                    config = dict(getattr(store_builder, "log_config", dict)())
+                    topic = changelog_topic_name(application_id, store)
+                    self.changelogs[store] = ChangelogSpec(store, topic, sid, config)
+        self.store_source_topics: dict[str, frozenset[str]] = {
+            store: info.source_topics for info in self.topic_groups.values() for store in info.state_stores
+        }
+        self.internal_topics: frozenset[str] = frozenset(getattr(builder, "internal_topics", ()))
+
+    @property
+    def source_topics(self) -> frozenset[str]:
+        return frozenset().union(*self.subtopologies.values()) if self.subtopologies else frozenset()
+
+    @property
+    def external_source_topics(self) -> frozenset[str]:
+        """Source topics the user must create (internal repartition topics excluded)."""
+        return self.source_topics - self.internal_topics
+
+    def _copartition_groups(self) -> list[frozenset[str]]:
+        groups: list[frozenset[str]] = []
+        explicit = getattr(self.builder, "copartition_groups", None)
+        if callable(explicit):
+            groups.extend(frozenset(g) for g in explicit())
+        for info in self.topic_groups.values():
+            by_source: dict[str | None, set[str]] = {}
+            for topic in info.source_topics:
+                by_source.setdefault(self.builder.source_for_topic(topic), set()).add(topic)
+            if len(by_source) > 1:
+                groups.append(frozenset(info.source_topics))
+        return groups
+
+    def num_tasks(self, subtopology: int, partition_counts: Mapping[str, int]) -> int:
+        """Tasks of a sub-topology: the largest partition count among its source topics."""
+        return max((partition_counts.get(t, 0) for t in self.subtopologies[subtopology]), default=0)
+
+    def changelog_partition_counts(self, partition_counts: Mapping[str, int]) -> dict[str, int]:
+        """Each changelog topic needs one partition per task of its sub-topology."""
+        return {spec.topic: self.num_tasks(spec.subtopology, partition_counts) for spec in self.changelogs.values()}
+
+    def stores_of(self, subtopology: int) -> tuple[str, ...]:
+        return self.topic_groups[subtopology].state_stores
+
+    def changelog_partitions(self, task: TaskId) -> dict[str, tuple[str, int]]:
+        """store name -> (changelog topic, partition) for a task's logged stores."""
+        return {
+            store: (self.changelogs[store].topic, task.partition)
+            for store in self.stores_of(task.subtopology)
+            if store in self.changelogs
+        }
