@@ -1,0 +1,125 @@
+"""RecordDeserializer: consumed bytes to a ConsumerRecord, applying the deserialization error policy.
+
+The policy is `default.deserialization.exception.handler`: `log_and_fail` (raise the located
+`DeserializationError`), `log_and_continue` (log, count and skip the record), `dead_letter`
+(write the raw record to `errors.dead.letter.queue.topic.name` through a sender the owner
+provides, then skip), or a custom handler: a callable `(error, raw_record) -> bool` or an object
+with such a `handle` method, where True means "skip and go on" and False "fail".
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from streams_core.errors import ConfigError, DeserializationError
+from streams_core.processor.consumer_record import ConsumerRecord
+from streams_core.processor.internals.processor_node import SourceNode
+from streams_core.processor.processor import Headers
+
+__all__ = [
+    "DeserializationHandler",
+    "RawRecord",
+    "RecordDeserializer",
+    "log_and_continue",
+    "resolve_deserialization_handler",
+]
+
+log = logging.getLogger(__name__)
+
+
+class RawRecord(NamedTuple):
+    """A consumed record as bytes; what a deserialization handler (and a dead-letter topic) gets."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers
+
+
+DeserializationHandler = Callable[[DeserializationError, RawRecord], bool]
+"""Decides about a record that failed to deserialize: True skips it, False fails the task."""
+
+
+def log_and_continue(error: DeserializationError, record: RawRecord) -> bool:
+    """The `log_and_continue` policy: log a warning and skip the record."""
+    log.warning("Skipping record that failed to deserialize: %s", error)
+    return True
+
+
+def resolve_deserialization_handler(
+    setting: Any, dead_letter: Callable[[RawRecord], None] | None = None
+) -> DeserializationHandler | None:
+    """The handler for a `default.deserialization.exception.handler` value; None means fail.
+
+    `dead_letter` sends a raw record to the dead-letter topic; it is required by `dead_letter`.
+    """
+    if setting in (None, "log_and_fail"):
+        return None
+    if setting == "log_and_continue":
+        return log_and_continue
+    if setting == "dead_letter":
+        if dead_letter is None:
+            raise ConfigError(
+                "default.deserialization.exception.handler", "dead_letter needs a dead-letter topic sender"
+            )
+        send = dead_letter
+
+        def to_dead_letter(error: DeserializationError, record: RawRecord) -> bool:
+            log.warning("Sending record that failed to deserialize to the dead-letter topic: %s", error)
+            send(record)
+            return True
+
+        return to_dead_letter
+    handle = getattr(setting, "handle", None)
+    if callable(handle):
+        return handle  # type: ignore[no-any-return]
+    if callable(setting):
+        return setting  # type: ignore[no-any-return]
+    raise ConfigError(
+        "default.deserialization.exception.handler",
+        f"expected log_and_fail, log_and_continue, dead_letter or a handler, got {setting!r}",
+    )
+
+
+class RecordDeserializer:
+    """Turns consumed bytes into a ConsumerRecord with a source node's serdes.
+
+    A failure is located at topic/partition/offset and given to the handler; a skipped record
+    is counted in `dropped_records` and yields None.
+    """
+
+    __slots__ = ("handler", "dropped_records")
+
+    def __init__(self, handler: DeserializationHandler | None = None) -> None:
+        self.handler = handler
+        self.dropped_records = 0
+
+    def deserialize(
+        self,
+        source: SourceNode,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers = (),
+    ) -> ConsumerRecord | None:
+        try:
+            key_object = source.key_serde.deserialize(topic, key)
+            value_object = source.value_serde.deserialize(topic, value)
+        except DeserializationError as exc:
+            located = exc.at(topic, partition, offset)
+            handler = self.handler
+            if handler is None or not handler(
+                located, RawRecord(topic, partition, offset, timestamp, key, value, headers)
+            ):
+                raise located from located.__cause__
+            self.dropped_records += 1
+            return None
+        return ConsumerRecord(topic, partition, offset, timestamp, key_object, value_object, headers)

@@ -1,0 +1,343 @@
+"""TaskProcessor: the processing core of one active task, shared by the runtime and the test driver.
+
+It is the part of Kafka Streams' `StreamTask` that runs user code: it owns the task's
+`ProcessorTopology`, its `ProcessorContextImpl` and punctuation queues, and talks to a state
+manager and a record collector given by its owner. The owner (the runtime's `StreamTask` with
+its partition group, or the `TopologyTestDriver`) picks records, keeps stream time and commits:
+
+1. `init()` (or `init_state_stores()`, restore, then `init_processors()`);
+2. per consumed record: `deserialize(...)` → `extract_timestamp(...)` → set `stream_time`
+   → `process(record, timestamp)`, which walks the sub-topology depth-first;
+3. `maybe_punctuate_stream_time(stream_time)` and `maybe_punctuate_wall_clock(now)`;
+4. when `commit_needed` (and at once when `commit_requested`): `prepare_commit()` (flush the
+   stores), flush the producer, commit offsets, `post_commit()`; or `commit()` with no offsets;
+5. `close()`: processors first, then the stores.
+
+An exception from user code propagates unchanged, with a note naming the task, the processor and
+the input record (topic, partition, offset).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from enum import Enum
+from pathlib import Path
+from typing import Any, Protocol
+
+from streams_core.config import StreamsConfig
+from streams_core.errors import StreamsError
+from streams_core.processor.consumer_record import ConsumerRecord
+from streams_core.processor.internals.processor_context_impl import ProcessorContextImpl
+from streams_core.processor.internals.processor_node import ProcessorNode, SourceNode
+from streams_core.processor.internals.processor_topology import ProcessorTopology
+from streams_core.processor.internals.punctuation_queue import PunctuationQueue, PunctuationSchedule
+from streams_core.processor.internals.record_collector import RecordCollector
+from streams_core.processor.internals.record_deserializer import DeserializationHandler, RecordDeserializer
+from streams_core.processor.processor import Headers, PunctuationType, Punctuator, Record
+from streams_core.processor.task_id import TaskId
+from streams_core.state.store import RestoreCallback, StateStore
+
+__all__ = ["StateManager", "TaskProcessor", "TaskProcessorState", "UNKNOWN_TIME"]
+
+log = logging.getLogger(__name__)
+
+UNKNOWN_TIME = -1
+"""Stream time before the first record."""
+
+
+def system_time_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class StateManager(Protocol):
+    """What the task needs from its state manager (ProcessorStateManager in streams_core.state)."""
+
+    @property
+    def task_dir(self) -> Path:
+        """The task's state directory: <state.dir>/<application.id>/<task id>."""
+        ...
+
+    def register(self, store: StateStore, restore_callback: RestoreCallback | None = None) -> None: ...
+
+    def get_store(self, name: str) -> StateStore | None: ...
+
+    @property
+    def stores(self) -> Mapping[str, StateStore]: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class TaskProcessorState(Enum):
+    CREATED = "CREATED"
+    STORES_INITIALISED = "STORES_INITIALISED"
+    RUNNING = "RUNNING"
+    CLOSED = "CLOSED"
+
+
+class TaskProcessor:
+    """Runs records and punctuations of one task through its sub-topology.
+
+    `stream_time` belongs to the owner: set it before `process` (Kafka Streams raises it to the
+    record's timestamp before processing it); `maybe_punctuate_stream_time(t)` raises it to t.
+    """
+
+    def __init__(
+        self,
+        task_id: TaskId,
+        topology: ProcessorTopology,
+        config: StreamsConfig,
+        state_manager: StateManager,
+        record_collector: RecordCollector,
+        *,
+        deserialization_handler: DeserializationHandler | None = None,
+        wall_clock: Callable[[], int] = system_time_ms,
+    ) -> None:
+        self.task_id = task_id
+        self.topology = topology
+        self.stream_time = UNKNOWN_TIME
+        self.commit_needed = False
+        self.commit_requested = False
+        self.wall_clock_time = wall_clock
+        self._state = TaskProcessorState.CREATED
+        self._state_manager = state_manager
+        self._context = ProcessorContextImpl(self, config, state_manager, record_collector)
+        self._deserializer = RecordDeserializer(deserialization_handler)
+        self._dropped_by_timestamp = 0
+        self._stream_time_punctuations = PunctuationQueue()
+        self._wall_clock_punctuations = PunctuationQueue()
+
+    def __repr__(self) -> str:
+        return f"TaskProcessor({self.task_id}, {self._state.name})"
+
+    @property
+    def state(self) -> TaskProcessorState:
+        return self._state
+
+    @property
+    def context(self) -> ProcessorContextImpl:
+        return self._context
+
+    @property
+    def dropped_records(self) -> int:
+        """Records skipped by the deserialization handler or for a negative extracted timestamp."""
+        return self._deserializer.dropped_records + self._dropped_by_timestamp
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def init(self) -> None:
+        """Initialise the stores, then the processors (no restoration in between)."""
+        self.init_state_stores()
+        self.init_processors()
+
+    def init_state_stores(self) -> None:
+        """Initialise every store of the sub-topology; each registers with the state manager."""
+        self._expect(TaskProcessorState.CREATED, "initialise its state stores")
+        for name, store in self.topology.state_stores.items():
+            store.init(self._context, store)
+            if self._state_manager.get_store(name) is None:
+                raise StreamsError(f"task {self.task_id}: state store {name!r} did not register itself in init()")
+        self._state = TaskProcessorState.STORES_INITIALISED
+        log.debug("Task %s: state stores initialised: %s", self.task_id, list(self.topology.state_stores))
+
+    def init_processors(self) -> None:
+        """Initialise the nodes in topological order (each processor's `init(context)`)."""
+        self._expect(TaskProcessorState.STORES_INITIALISED, "initialise its processors")
+        context = self._context
+        for node in self.topology.nodes:
+            context.init_node = node
+            try:
+                node.init(context)
+            except Exception as exc:
+                exc.add_note(f"while initialising processor {node.name!r} of task {self.task_id}")
+                raise
+            finally:
+                context.init_node = None
+        self._state = TaskProcessorState.RUNNING
+        log.info("Task %s: running (sub-topology %d)", self.task_id, self.topology.subtopology_id)
+
+    def close(self) -> None:
+        """Close the processors in topological order, then the stores; the first error is raised."""
+        if self._state is TaskProcessorState.CLOSED:
+            return
+        errors: list[BaseException] = []
+        context = self._context
+        context.node = None
+        if self._state is TaskProcessorState.RUNNING:
+            for node in self.topology.nodes:
+                context.init_node = node
+                try:
+                    node.close()
+                except Exception as exc:
+                    exc.add_note(f"while closing processor {node.name!r} of task {self.task_id}")
+                    errors.append(exc)
+            context.init_node = None
+        self._stream_time_punctuations.clear()
+        self._wall_clock_punctuations.clear()
+        try:
+            self._state_manager.close()
+        except Exception as exc:
+            exc.add_note(f"while closing the state stores of task {self.task_id}")
+            errors.append(exc)
+        self._state = TaskProcessorState.CLOSED
+        log.info("Task %s: closed", self.task_id)
+        for extra in errors[1:]:
+            log.error("Task %s: further error while closing: %r", self.task_id, extra)
+        if errors:
+            raise errors[0]
+
+    # -- records ------------------------------------------------------------------------------
+
+    def source_node(self, topic: str) -> SourceNode:
+        """The source reading `topic` in this task's sub-topology."""
+        source = self.topology.source(topic)
+        if source is None:
+            raise StreamsError(
+                f"task {self.task_id} has no source for topic {topic!r} "
+                f"(its sources read {sorted(self.topology.source_topics)})"
+            )
+        return source
+
+    def deserialize(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers = (),
+    ) -> ConsumerRecord | None:
+        """Deserialize with the topic's source serdes; None when the handler skipped the record.
+
+        A failure raises `DeserializationError` located at topic/partition/offset unless the
+        deserialization handler chose to skip (then it is counted in `dropped_records`).
+        """
+        return self._deserializer.deserialize(
+            self.source_node(topic), topic, partition, offset, timestamp, key, value, headers
+        )
+
+    def extract_timestamp(self, record: ConsumerRecord, partition_time: int = UNKNOWN_TIME) -> int | None:
+        """The source's timestamp extractor applied; None (logged, counted) when it is negative."""
+        timestamp = self.source_node(record.topic).extract_timestamp(record, partition_time)
+        if timestamp < 0:
+            self._dropped_by_timestamp += 1
+            log.warning(
+                "Task %s: dropping record at topic=%s, partition=%d, offset=%d: negative extracted timestamp %d",
+                self.task_id,
+                record.topic,
+                record.partition,
+                record.offset,
+                timestamp,
+            )
+            return None
+        return timestamp
+
+    def process(self, record: Any, timestamp: int) -> None:
+        """Run one deserialized record through the sub-topology, depth-first, with `timestamp`.
+
+        `record` is a ConsumerRecord or any object with topic, partition, offset, key, value
+        and headers (the runtime's StampedRecord).
+        """
+        if self._state is not TaskProcessorState.RUNNING:
+            raise StreamsError(f"task {self.task_id} cannot process records while {self._state.name}")
+        topic = record.topic
+        source = self.topology.source(topic) or self.source_node(topic)
+        context = self._context
+        context.input_topic = topic
+        context.input_partition = record.partition
+        context.input_offset = record.offset
+        context.node = source
+        try:
+            source.process(Record(record.key, record.value, timestamp, record.headers))
+        except Exception as exc:
+            exc.add_note(
+                f"while processing a record of task {self.task_id} at processor "
+                f"{getattr(context.node, 'name', None)!r}: topic={topic}, partition={record.partition}, "
+                f"offset={record.offset}, timestamp={timestamp}"
+            )
+            raise
+        finally:
+            context.node = None
+            context.record = None
+        self.commit_needed = True
+
+    # -- punctuation --------------------------------------------------------------------------
+
+    def schedule(
+        self, node: ProcessorNode, interval_ms: int, punctuation_type: PunctuationType, punctuator: Punctuator
+    ) -> PunctuationSchedule:
+        """Schedule a punctuation for `node` (called through the context).
+
+        Stream-time schedules start at 0, so they fire with the first record processed (Kafka
+        Streams aligns them to 0); wall-clock schedules first fire `interval_ms` from now.
+        """
+        if punctuation_type is PunctuationType.STREAM_TIME:
+            schedule = PunctuationSchedule(node, punctuator, interval_ms, punctuation_type, 0)
+            return self._stream_time_punctuations.schedule(schedule)
+        first = self.wall_clock_time() + interval_ms
+        schedule = PunctuationSchedule(node, punctuator, interval_ms, punctuation_type, first)
+        return self._wall_clock_punctuations.schedule(schedule)
+
+    def maybe_punctuate_stream_time(self, stream_time: int | None = None) -> bool:
+        """Fire the stream-time punctuations due at `stream_time` (default: `self.stream_time`)."""
+        if stream_time is not None and stream_time > self.stream_time:
+            self.stream_time = stream_time
+        if self.stream_time == UNKNOWN_TIME or self._state is not TaskProcessorState.RUNNING:
+            return False
+        return self._stream_time_punctuations.maybe_punctuate(self.stream_time, self._punctuate)
+
+    def maybe_punctuate_wall_clock(self, now: int | None = None) -> bool:
+        """Fire the wall-clock punctuations due at `now` (default: the task's wall clock)."""
+        if self._state is not TaskProcessorState.RUNNING:
+            return False
+        return self._wall_clock_punctuations.maybe_punctuate(
+            self.wall_clock_time() if now is None else now, self._punctuate
+        )
+
+    def _punctuate(self, schedule: PunctuationSchedule, now: int) -> None:
+        context = self._context
+        context.input_topic = context.input_partition = context.input_offset = None
+        context.record = None
+        context.punctuation_time = now
+        context.node = schedule.node
+        try:
+            schedule.punctuator(now)
+        except Exception as exc:
+            exc.add_note(
+                f"while punctuating processor {schedule.node.name!r} of task {self.task_id} "
+                f"({schedule.punctuation_type.name} at {now})"
+            )
+            raise
+        finally:
+            context.node = None
+            context.record = None
+            context.punctuation_time = None
+        self.commit_needed = True
+
+    # -- commit -------------------------------------------------------------------------------
+
+    def request_commit(self) -> None:
+        """A processor asked for a commit (`context.commit()`); honoured by the owner after this record."""
+        self.commit_requested = True
+
+    def prepare_commit(self) -> None:
+        """Step 1 of a commit: flush the stores (and their caches, which may forward to sinks)."""
+        self._state_manager.flush()
+
+    def post_commit(self) -> None:
+        """Last step of a commit: nothing left to commit, and no pending request."""
+        self.commit_needed = False
+        self.commit_requested = False
+
+    def commit(self) -> None:
+        """A commit for owners without offsets to commit (the test driver)."""
+        self.prepare_commit()
+        self.post_commit()
+
+    def _expect(self, state: TaskProcessorState, action: str) -> None:
+        if self._state is not state:
+            raise StreamsError(f"task {self.task_id} cannot {action} while {self._state.name}")
