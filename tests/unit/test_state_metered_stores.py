@@ -172,7 +172,11 @@ def test_operations_before_init_and_after_close_are_refused(manager: ProcessorSt
 def test_the_root_store_is_registered(kv: MeteredKeyValueStore[str, int], manager: ProcessorStateManager) -> None:
     assert manager.get_store("counts") is kv
     meta = manager.store_metadata("counts")
-    assert meta is not None and meta.restore_callback == kv.wrapped().restore_batch  # type: ignore[attr-defined]
+    innermost = kv.wrapped()
+    while hasattr(innermost, "wrapped"):
+        innermost = innermost.wrapped()
+    assert innermost is not kv.wrapped(), "change logging wraps the bytes store by default"
+    assert meta is not None and meta.restore_callback == innermost.restore_batch  # type: ignore[attr-defined]
 
 
 def test_counts_always_latency_only_when_enabled(kv: MeteredKeyValueStore[str, int]) -> None:

@@ -10,6 +10,8 @@ from streams_core.state.internals.metered_key_value_store import MeteredKeyValue
 from streams_core.state.store import KeyValueStore
 from streams_core.state.store_supplier import KeyValueBytesStoreSupplier
 
+from streams_core.state.internals.change_logging_stores import ChangeLoggingKeyValueBytesStore
+
 __all__ = ["KeyValueStoreBuilder"]
 
 
@@ -35,8 +37,8 @@ class KeyValueStoreBuilder(AbstractStoreBuilder[MeteredKeyValueStore[Any, Any]])
         return MeteredKeyValueStore(store, self._key_serde, self._value_serde, self._supplier.metrics_scope)
 
     def _wrap_logging(self, store: KeyValueStore[bytes, bytes]) -> KeyValueStore[bytes, bytes]:
-        """ChangeLoggingKeyValueBytesStore goes here (not written yet)."""
-        return store
+        """Log every write to the changelog topic (Kafka Streams' ChangeLogging layer)."""
+        return ChangeLoggingKeyValueBytesStore(store)  # type: ignore[return-value]
 
     def _wrap_caching(self, store: KeyValueStore[bytes, bytes]) -> KeyValueStore[bytes, bytes]:
         """CachingKeyValueStore goes here (not written yet)."""

@@ -10,6 +10,8 @@ from streams_core.state.internals.metered_session_store import MeteredSessionSto
 from streams_core.state.session_store import SessionStore
 from streams_core.state.store_supplier import SessionBytesStoreSupplier
 
+from streams_core.state.internals.change_logging_stores import ChangeLoggingSessionBytesStore
+
 __all__ = ["SessionStoreBuilder"]
 
 
@@ -39,8 +41,8 @@ class SessionStoreBuilder(AbstractStoreBuilder[MeteredSessionStore[Any, Any]]):
         return MeteredSessionStore(store, self._key_serde, self._value_serde, self._supplier.metrics_scope)
 
     def _wrap_logging(self, store: SessionStore[bytes, bytes]) -> SessionStore[bytes, bytes]:
-        """ChangeLoggingSessionBytesStore goes here (not written yet)."""
-        return store
+        """Log every write to the changelog topic (Kafka Streams' ChangeLogging layer)."""
+        return ChangeLoggingSessionBytesStore(store)  # type: ignore[return-value]
 
     def _wrap_caching(self, store: SessionStore[bytes, bytes]) -> SessionStore[bytes, bytes]:
         """CachingSessionStore goes here (not written yet)."""

@@ -11,6 +11,8 @@ from streams_core.state.internals.metered_window_store import MeteredWindowStore
 from streams_core.state.store_supplier import WindowBytesStoreSupplier
 from streams_core.state.window_store import WindowStore
 
+from streams_core.state.internals.change_logging_stores import ChangeLoggingWindowBytesStore
+
 __all__ = ["WindowStoreBuilder"]
 
 log = logging.getLogger(__name__)
@@ -48,8 +50,8 @@ class WindowStoreBuilder(AbstractStoreBuilder[MeteredWindowStore[Any, Any]]):
         return MeteredWindowStore(store, self._key_serde, self._value_serde, self._supplier.metrics_scope)
 
     def _wrap_logging(self, store: WindowStore[bytes, bytes]) -> WindowStore[bytes, bytes]:
-        """ChangeLoggingWindowBytesStore goes here (not written yet)."""
-        return store
+        """Log every write to the changelog topic (Kafka Streams' ChangeLogging layer)."""
+        return ChangeLoggingWindowBytesStore(store)  # type: ignore[return-value]
 
     def _wrap_caching(self, store: WindowStore[bytes, bytes]) -> WindowStore[bytes, bytes]:
         """CachingWindowStore goes here (not written yet)."""
