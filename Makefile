@@ -14,7 +14,7 @@ setup: $(VENV)/.installed $(KAFKA_LIBS)/.complete
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev]' --config-settings editable_mode=compat
 	touch $@
 
 # Broker jars from Maven Central, copied into a git-ignored cache; re-run only when the pom changes.

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from streams_core.errors import StreamsError
 from streams_core.processor.processor import Headers
+from streams_core.runtime.topic_partition import TopicPartition
 
 __all__ = ["ProductionError", "RecordCollectorImpl"]
 
@@ -51,6 +52,8 @@ class RecordCollectorImpl:
         self._handler = production_handler
         self._pending: list[tuple[str, bytes | None, bytes | None, int, Headers, int | None]] = []
         self._partition_counts: dict[str, int] = {}
+        self.offsets: dict[TopicPartition, int] = {}
+        """Offset of the last record delivered per partition (the changelog offsets to checkpoint)."""
         self._error: BaseException | None = None
         self._log_prefix = log_prefix
 
@@ -121,6 +124,8 @@ class RecordCollectorImpl:
             return
         error = future.exception()
         if error is None:
+            metadata = future.result()
+            self.offsets[TopicPartition(metadata.topic, metadata.partition)] = metadata.offset
             return
         if self._handler == "continue":
             self.dropped_records += 1

@@ -9,7 +9,7 @@ partition-time order (`process`); stream time is the partition group's, never de
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from streams_core.config import StreamsConfig
@@ -42,6 +42,8 @@ class StreamTask:
         *,
         deserialization_handler: DeserializationHandler | None = None,
         wall_clock: Callable[[], int] | None = None,
+        changelog_partitions: Mapping[str, TopicPartition] | None = None,
+        checkpoint_on_commit: bool = True,
     ) -> None:
         self.id = task_id
         self.partitions = frozenset(partitions)
@@ -57,6 +59,11 @@ class StreamTask:
         )
         self.consumed_offsets: dict[TopicPartition, int] = {}
         self.processed_records = 0
+        self.changelog_partitions = frozenset((changelog_partitions or {}).values())
+        self.changelog_offsets: dict[TopicPartition, int] = {}
+        """Next changelog offset per logged store's partition: what the stores hold up to."""
+        self.restored_records = 0
+        self._checkpoint_on_commit = checkpoint_on_commit
 
     def __repr__(self) -> str:
         return f"StreamTask({self.id}, partitions={sorted(self.partitions)})"
@@ -96,10 +103,6 @@ class StreamTask:
     @property
     def commit_requested(self) -> bool:
         return self.processor.commit_requested
-
-    def initialize(self) -> None:
-        """Initialise the stores (restored by the owner in between, later) and the processors."""
-        self.processor.init()
 
     def add_records(self, tp: TopicPartition, raw_records: Iterable[Any]) -> int:
         """Buffer consumed records of one partition; returns that partition's queue size."""
@@ -143,14 +146,28 @@ class StreamTask:
         self.processor.prepare_commit()
         return {tp: offset + 1 for tp, offset in self.consumed_offsets.items()}
 
-    def post_commit(self) -> None:
+    def post_commit(self, produced_offsets: Mapping[TopicPartition, int]) -> None:
+        """After a commit: note the changelog offsets written and (at-least-once) checkpoint them."""
+        for tp in self.changelog_partitions:
+            offset = produced_offsets.get(tp)
+            if offset is not None:
+                self.changelog_offsets[tp] = offset + 1
         self.processor.post_commit()
+        if self._checkpoint_on_commit:
+            self.write_checkpoint()
 
-    def suspend(self) -> None:
-        """Drop buffered records (the consumer re-fetches from the committed offsets)."""
-        self.partition_group.clear()
+    def write_checkpoint(self) -> None:
+        """Record in `.checkpoint` the changelog offsets the (flushed) stores hold data up to."""
+        if self.changelog_offsets:
+            checkpoint = self.state_manager.checkpoint_file  # type: ignore[attr-defined]
+            checkpoint.write({(tp.topic, tp.partition): o for tp, o in self.changelog_offsets.items()})
 
-    def close(self) -> None:
-        """Close processors and stores and release the task directory."""
+    def close(self, *, clean: bool = True) -> None:
+        """Close processors and stores and release the task directory; a clean close checkpoints."""
         self.partition_group.clear()
-        self.processor.close()
+        try:
+            if clean:
+                self.state_manager.flush()
+                self.write_checkpoint()
+        finally:
+            self.processor.close()

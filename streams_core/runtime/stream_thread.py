@@ -20,6 +20,7 @@ from streams_core import clients
 from streams_core.config import StreamsConfig
 from streams_core.processor.internals.record_deserializer import RawRecord, resolve_deserialization_handler
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
+from streams_core.runtime.store_changelog_reader import StoreChangelogReader
 from streams_core.runtime.streams_partition_assignor import StreamsPartitionAssignor, TaskStates
 from streams_core.runtime.task_manager import TaskManager
 from streams_core.runtime.topic_partition import TopicPartition
@@ -85,6 +86,7 @@ class StreamThread:
         self._runner: asyncio.Task[None] | None = None
         self._consumer: Any = None
         self._producer: Any = None
+        self._restore_consumer: Any = None
         self._pending_error: BaseException | None = None
         self._last_commit_ms = 0
         self.assignor = StreamsPartitionAssignor(
@@ -119,11 +121,19 @@ class StreamThread:
             production_handler=config["default.production.exception.handler"],
             log_prefix=self.log_prefix,
         )
+        self._restore_consumer = clients.create_restore_consumer(config, thread_index=self.index)
+        await self._restore_consumer.start()
+        self.changelog_reader = StoreChangelogReader(self._restore_consumer, log_prefix=self.log_prefix)
         handler = resolve_deserialization_handler(
             config["default.deserialization.exception.handler"], self._send_to_dead_letter_topic
         )
         self.task_manager = TaskManager(
-            self.topology, config, self.collector, deserialization_handler=handler, log_prefix=self.log_prefix
+            self.topology,
+            config,
+            self.collector,
+            self.changelog_reader,
+            deserialization_handler=handler,
+            log_prefix=self.log_prefix,
         )
         self._consumer = clients.create_main_consumer(
             config,
@@ -182,10 +192,10 @@ class StreamThread:
                     except Exception:
                         log.exception("%sfinal commit failed", self.log_prefix)
                 try:
-                    tm.close_all()
+                    tm.close_all(clean=clean)
                 except Exception:
                     log.exception("%sclosing tasks failed", self.log_prefix)
-        for client in (self._producer, self._consumer):
+        for client in (self._producer, self._restore_consumer, self._consumer):
             if client is not None:
                 try:
                     await client.stop()
@@ -220,6 +230,8 @@ class StreamThread:
                 idle_rounds = 0 if processed else idle_rounds + 1
                 self._flow_control()
                 tm.punctuate(now)
+                if tm.standby_tasks:
+                    await self._update_standbys()
                 await collector.send_pending()
                 if tm.commit_requested() or now - self._last_commit_ms >= commit_interval:
                     await self._commit()
@@ -258,8 +270,10 @@ class StreamThread:
             except (clients.CommitFailedError, clients.RebalanceInProgressError, clients.IllegalStateError) as exc:
                 log.warning("%scommit failed (a rebalance is under way; records will be reprocessed): %r", self.log_prefix, exc)
                 return
+        produced = self.collector.offsets
         for task in tasks:
-            task.post_commit()
+            task.post_commit(produced)
+        tm.checkpoint_standbys()
         self._last_commit_ms = wall_clock_ms()
         if tasks:
             self.commit_count += 1
@@ -301,7 +315,8 @@ class StreamThread:
                 return
             try:
                 info.raise_if_error()
-                tm.handle_assignment(info.active_tasks)
+                await tm.handle_assignment(info.active_tasks, info.standby_tasks)
+                await self._assign_standby_partitions()
                 assert self.collector is not None
                 sink_topics = {t for sid in {t.subtopology for t in tm.tasks} for t in self.topology.topic_groups[sid].sink_topics}
                 await self.collector.prefetch_partition_counts(sink_topics)
@@ -317,7 +332,27 @@ class StreamThread:
         tm = self.task_manager
         if tm is None:
             return TaskStates()
-        return TaskStates(prev_active=tm.prev_active, with_local_state=tm.local_state_tasks())
+        sums = tm.local_state_offset_sums()
+        return TaskStates(prev_active=tm.prev_active, with_local_state=frozenset(sums), offset_sums=sums)
+
+    async def _assign_standby_partitions(self) -> None:
+        """Point the restore consumer at the standby tasks' changelogs, from their checkpoints."""
+        assert self.task_manager is not None
+        starts = self.task_manager.standby_start_offsets()
+        consumer = self._restore_consumer
+        consumer.assign(clients.to_aiokafka_partitions(starts))
+        for tp, offset in starts.items():
+            if offset is None:
+                await consumer.seek_to_beginning(clients.to_aiokafka(tp))
+            else:
+                consumer.seek(clients.to_aiokafka(tp), offset)
+
+    async def _update_standbys(self) -> None:
+        """Apply whatever the standby changelogs have (no waiting)."""
+        assert self.task_manager is not None
+        batch = await self._restore_consumer.getmany(timeout_ms=0, max_records=10_000)
+        for kafka_tp, records in batch.items():
+            self.task_manager.update_standby(clients.from_aiokafka(kafka_tp), records)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -350,6 +385,8 @@ class StreamThread:
             "dropped_records": tm.dropped_records if tm else 0,
             "produced_records": self.collector.sent_records if self.collector else 0,
             "production_dropped_records": self.collector.dropped_records if self.collector else 0,
+            "standby_tasks": sorted(str(t) for t in tm.standby_tasks) if tm else [],
+            "restored_records": tm.restored_records if tm else 0,
             "pause_count": self.pause_count,
             "resume_count": self.resume_count,
             "commit_count": self.commit_count,

@@ -1,0 +1,141 @@
+"""StoreChangelogReader: restores a task's stores from their changelog partitions.
+
+KIP-28 "Persisting and Restoring State": before a task processes (or is queryable), each logged
+store replays its changelog partition from the checkpointed offset (or from the beginning) up
+to the end offset, through the restore callback the innermost store registered. The restore
+consumer has no group; "caught up" is `position >= end offset` (under read_committed the end is
+the last stable offset and transaction markers are never returned as records).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from streams_core import clients
+from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.state.store import RestoreCallback
+
+__all__ = ["ChangelogPartition", "RestoreResult", "StoreChangelogReader"]
+
+log = logging.getLogger(__name__)
+
+_PROGRESS_EVERY_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ChangelogPartition:
+    """One store's changelog partition, where to start, and how to apply its records."""
+
+    store_name: str
+    partition: TopicPartition
+    start_offset: int | None
+    restore_callback: RestoreCallback
+
+
+@dataclass(slots=True)
+class RestoreResult:
+    """Records replayed per changelog partition and the offsets the stores are now at."""
+
+    restored: dict[TopicPartition, int] = field(default_factory=dict)
+    end_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.restored.values())
+
+
+class StoreChangelogReader:
+    """Replays changelog partitions with one thread's restore consumer."""
+
+    def __init__(self, restore_consumer: Any, *, log_prefix: str = "") -> None:
+        self._consumer = restore_consumer
+        self._log_prefix = log_prefix
+        self.total_restored = 0
+
+    async def restore(self, task_name: str, partitions: list[ChangelogPartition]) -> RestoreResult:
+        """Bring every store of one task up to its changelog's end; returns what was replayed."""
+        result = RestoreResult()
+        if not partitions:
+            return result
+        consumer = self._consumer
+        by_tp = {clients.to_aiokafka(p.partition): p for p in partitions}
+        consumer.assign(list(by_tp))
+        try:
+            ends = await consumer.end_offsets(list(by_tp))
+            remaining: set[Any] = set()
+            for ktp, cp in by_tp.items():
+                end = ends[ktp]
+                start = cp.start_offset
+                if start is not None and start > end:
+                    log.warning(
+                        "%stask %s: checkpoint %d of %s is beyond the changelog end %d; restoring from the beginning",
+                        self._log_prefix, task_name, start, cp.partition, end,
+                    )
+                    start = None
+                if start is None:
+                    await consumer.seek_to_beginning(ktp)
+                else:
+                    consumer.seek(ktp, start)
+                result.end_offsets[cp.partition] = end
+                result.restored[cp.partition] = 0
+                if end > 0 and (start is None or start < end):
+                    remaining.add(ktp)
+            await self._replay(task_name, by_tp, ends, remaining, result)
+        finally:
+            consumer.assign([])
+        self.total_restored += result.total
+        if result.total:
+            log.info(
+                "%stask %s: restored %d records from %s",
+                self._log_prefix, task_name, result.total,
+                {str(tp): n for tp, n in result.restored.items()},
+            )
+        return result
+
+    async def _replay(
+        self,
+        task_name: str,
+        by_tp: Mapping[Any, ChangelogPartition],
+        ends: Mapping[Any, int],
+        remaining: set[Any],
+        result: RestoreResult,
+    ) -> None:
+        consumer = self._consumer
+        started = last_report = time.monotonic()
+        total_to_restore = None
+        while remaining:
+            try:
+                batch = await consumer.getmany(*remaining, timeout_ms=200, max_records=10_000)
+            except clients.OffsetOutOfRangeError as exc:
+                log.warning("%stask %s: %r; restoring from the beginning", self._log_prefix, task_name, exc)
+                for ktp in remaining:
+                    await consumer.seek_to_beginning(ktp)
+                continue
+            for ktp, records in batch.items():
+                cp = by_tp[ktp]
+                cp.restore_callback([(r.key, r.value) for r in records])
+                result.restored[cp.partition] += len(records)
+            for ktp in list(remaining):
+                if await consumer.position(ktp) >= ends[ktp]:
+                    remaining.discard(ktp)
+            now = time.monotonic()
+            if remaining and now - last_report >= _PROGRESS_EVERY_S:
+                last_report = now
+                if total_to_restore is None:
+                    total_to_restore = sum(ends[k] for k in by_tp)
+                self._report(task_name, result.total, total_to_restore, now - started)
+
+    def _report(self, task_name: str, done: int, approx_total: int, elapsed: float) -> None:
+        rate = done / elapsed if elapsed else 0.0
+        log.info(
+            "%stask %s: restoring, %d records so far (changelog holds up to %d offsets), %.0f records/s",
+            self._log_prefix, task_name, done, approx_total, rate,
+        )
+        if sys.stderr.isatty():
+            sys.stderr.write(f"\rrestoring {task_name}: {done}/{approx_total} records ({rate:.0f}/s)")
+            sys.stderr.flush()
