@@ -4,6 +4,11 @@ Sinks run inside synchronous processing, so `send` only queues the record; the s
 hands the queue to the producer (`send_pending`, awaited between batches) and waits for every
 delivery at commit (`flush`). Delivery errors follow `default.production.exception.handler`:
 `fail` raises at the next flush, `continue` logs and counts the lost record.
+
+Under exactly-once each task has its own collector over a transactional producer
+(`transactional.id` = application id + task id): the first send opens a transaction, and
+`commit_transaction` adds the consumed offsets to it and commits, so changelog writes, output
+and offsets become visible together or not at all.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from streams_core import clients
 from streams_core.errors import StreamsError
 from streams_core.processor.processor import Headers
 from streams_core.runtime.topic_partition import TopicPartition
@@ -41,12 +47,31 @@ class Producer(Protocol):
 
     async def partitions_for(self, topic: str) -> set[int]: ...
 
+    async def begin_transaction(self) -> None: ...
+
+    async def commit_transaction(self) -> None: ...
+
+    async def abort_transaction(self) -> None: ...
+
+    async def send_offsets_to_transaction(self, offsets: Any, group_id: str) -> None: ...
+
+    async def stop(self) -> None: ...
+
 
 class RecordCollectorImpl:
     """Queues the records of a thread's tasks (or of one task under exactly-once) for one producer."""
 
-    def __init__(self, producer: Producer, *, production_handler: Any = "fail", log_prefix: str = "") -> None:
+    def __init__(
+        self,
+        producer: Producer,
+        *,
+        production_handler: Any = "fail",
+        log_prefix: str = "",
+        transactional: bool = False,
+    ) -> None:
         self.producer = producer
+        self.transactional = transactional
+        self._in_transaction = False
         self.sent_records = 0
         self.dropped_records = 0
         self._handler = production_handler
@@ -94,6 +119,8 @@ class RecordCollectorImpl:
         self._raise_error()
         if not self._pending:
             return
+        if self.transactional and not self._in_transaction:
+            await self._begin()
         pending, self._pending = self._pending, []
         send = self.producer.send
         on_done = self._on_delivery
@@ -114,6 +141,33 @@ class RecordCollectorImpl:
         await self.send_pending()
         await self.producer.flush()
         self._raise_error()
+
+    async def _begin(self) -> None:
+        await self.producer.begin_transaction()
+        self._in_transaction = True
+
+    async def commit_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+        """Send what is queued, add the consumed `offsets` to the transaction, and commit it."""
+        if not self._pending and not offsets and not self._in_transaction:
+            return
+        if not self._in_transaction:
+            await self._begin()
+        await self.flush()
+        if offsets:
+            await self.producer.send_offsets_to_transaction(clients.to_aiokafka_offsets(offsets), group_id)
+        await self.producer.commit_transaction()
+        self._in_transaction = False
+
+    async def close(self, *, clean: bool) -> None:
+        """Stop a task's own producer; an unclean close aborts the open transaction."""
+        self._pending.clear()
+        if self._in_transaction and not clean:
+            try:
+                await self.producer.abort_transaction()
+            except Exception as exc:
+                log.warning("%saborting the transaction failed: %r", self._log_prefix, exc)
+            self._in_transaction = False
+        await self.producer.stop()
 
     def clear_pending(self) -> None:
         """Forget queued records (their task is closed without commit; they will be reprocessed)."""

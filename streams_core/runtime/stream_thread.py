@@ -133,6 +133,7 @@ class StreamThread:
             self.collector,
             self.changelog_reader,
             deserialization_handler=handler,
+            task_collector_factory=self._create_task_collector if config.exactly_once else None,
             log_prefix=self.log_prefix,
         )
         self._consumer = clients.create_main_consumer(
@@ -192,7 +193,7 @@ class StreamThread:
                     except Exception:
                         log.exception("%sfinal commit failed", self.log_prefix)
                 try:
-                    tm.close_all(clean=clean)
+                    await tm.close_all(clean=clean)
                 except Exception:
                     log.exception("%sclosing tasks failed", self.log_prefix)
         for client in (self._producer, self._restore_consumer, self._consumer):
@@ -258,26 +259,60 @@ class StreamThread:
             log.debug("%sresumed %s", self.log_prefix, to_resume)
 
     async def _commit(self) -> None:
-        """Flush stores, flush the producer, then commit the consumed offsets (at-least-once)."""
+        """Commit the tasks that processed, in the order the guarantee needs.
+
+        At-least-once: flush stores, flush the producer, commit the consumed offsets, then
+        checkpoint. Exactly-once: per task, flush stores, then send its output, changelog writes
+        and consumed offsets in its transaction and commit it.
+        """
         tm = self.task_manager
         assert tm is not None and self.collector is not None
         started = time.perf_counter()
-        tasks, offsets = tm.prepare_commit()
-        await self.collector.flush()
-        if offsets:
-            try:
-                await self._consumer.commit(clients.to_aiokafka_offsets(offsets))
-            except (clients.CommitFailedError, clients.RebalanceInProgressError, clients.IllegalStateError) as exc:
-                log.warning("%scommit failed (a rebalance is under way; records will be reprocessed): %r", self.log_prefix, exc)
-                return
-        produced = self.collector.offsets
-        for task in tasks:
-            task.post_commit(produced)
+        prepared = tm.prepare_commit()
+        if self.config.exactly_once:
+            group_id = self.config["application.id"]
+            for task, offsets in prepared:
+                collector: Any = task.record_collector
+                await collector.commit_transaction(offsets, group_id)
+                task.post_commit(collector.offsets)
+            await self.collector.flush()
+        else:
+            await self.collector.flush()
+            offsets = {tp: o for _, task_offsets in prepared for tp, o in task_offsets.items()}
+            if offsets:
+                try:
+                    await self._consumer.commit(clients.to_aiokafka_offsets(offsets))
+                except (clients.CommitFailedError, clients.RebalanceInProgressError, clients.IllegalStateError) as exc:
+                    log.warning(
+                        "%scommit failed (a rebalance is under way; records will be reprocessed): %r",
+                        self.log_prefix, exc,
+                    )
+                    return
+            produced = self.collector.offsets
+            for task, _ in prepared:
+                task.post_commit(produced)
+        tasks = prepared
         tm.checkpoint_standbys()
         self._last_commit_ms = wall_clock_ms()
         if tasks:
             self.commit_count += 1
             self.commit_latency_ms_total += (time.perf_counter() - started) * 1000
+
+    async def _create_task_collector(self, task_id: Any) -> RecordCollectorImpl:
+        """Exactly-once: a transactional producer of the task's own (`<application.id>-<task id>`)."""
+        producer = clients.create_producer(
+            self.config, transactional_id=f"{self.config['application.id']}-{task_id}", thread_index=self.index
+        )
+        await producer.start()
+        collector = RecordCollectorImpl(
+            producer,
+            production_handler=self.config["default.production.exception.handler"],
+            log_prefix=f"{self.log_prefix}task [{task_id}] ",
+            transactional=True,
+        )
+        sink_topics = self.topology.topic_groups[task_id.subtopology].sink_topics
+        await collector.prefetch_partition_counts(set(sink_topics))
+        return collector
 
     def _raise_pending_error(self) -> None:
         if self._pending_error is not None:
@@ -291,17 +326,19 @@ class StreamThread:
         async with self._lock:
             self._set_state(ThreadState.PARTITIONS_REVOKED)
             tm = self.task_manager
-            if tm is None or not tm.tasks:
+            if tm is None or not (tm.tasks or tm.standby_tasks):
                 return
+            clean = True
             try:
                 await self._commit()
             except Exception as exc:
                 log.exception("%scommit before rebalance failed", self.log_prefix)
                 self._pending_error = self._pending_error or exc
+                clean = False
             assert self.collector is not None
             self.collector.clear_pending()
             try:
-                tm.close_all()
+                await tm.close_all(clean=clean)
             except Exception as exc:
                 self._pending_error = self._pending_error or exc
 

@@ -9,7 +9,7 @@ back to this instance. Standby tasks replicate other instances' stores from the 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from streams_core.config import StreamsConfig
 from streams_core.processor.internals.record_collector import RecordCollector
 from streams_core.processor.internals.record_deserializer import DeserializationHandler
 from streams_core.processor.task_id import TaskId
+from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.standby_task import StandbyTask, read_checkpoint
 from streams_core.runtime.store_changelog_reader import ChangelogPartition, StoreChangelogReader
 from streams_core.runtime.stream_task import StreamTask
@@ -63,6 +64,7 @@ class TaskManager:
         *,
         deserialization_handler: DeserializationHandler | None = None,
         wall_clock: Callable[[], int] | None = None,
+        task_collector_factory: Callable[[TaskId], Awaitable[RecordCollectorImpl]] | None = None,
         log_prefix: str = "",
     ) -> None:
         self.topology = topology
@@ -73,6 +75,7 @@ class TaskManager:
         self._wall_clock = wall_clock
         self._log_prefix = log_prefix
         self._reader = changelog_reader
+        self._task_collector_factory = task_collector_factory
         self.tasks: dict[TaskId, StreamTask] = {}
         self._by_partition: dict[TopicPartition, StreamTask] = {}
         self.standby_tasks: dict[TaskId, StandbyTask] = {}
@@ -92,7 +95,7 @@ class TaskManager:
         """Close tasks no longer assigned; create (and restore) the new active and standby tasks."""
         standby = standby or {}
         for task_id in [t for t in self.tasks if t not in active]:
-            self.close_task(task_id)
+            await self.close_task(task_id)
         for task_id in [t for t in self.standby_tasks if t not in standby]:
             self.close_standby(task_id)
         for task_id, partitions in sorted(active.items()):
@@ -124,7 +127,10 @@ class TaskManager:
         exactly_once = self.config.exactly_once
         state_manager = self._open_state(task_id)
         task: StreamTask | None = None
+        collector: Any = self._collector
         try:
+            if self._task_collector_factory is not None:
+                collector = await self._task_collector_factory(task_id)
             checkpoint = read_checkpoint(state_manager)
             if exactly_once:
                 if not state_manager.checkpoint_file.path.exists():
@@ -137,7 +143,7 @@ class TaskManager:
                 self.topology.builder.build_subtopology(task_id.subtopology, self.config),
                 self.config,
                 state_manager,
-                self._collector,
+                collector,
                 deserialization_handler=self._deserialization_handler,
                 wall_clock=self._wall_clock,
                 changelog_partitions=changelogs,
@@ -158,6 +164,8 @@ class TaskManager:
             if task is not None:
                 task.processor.close()
             state_manager.close()
+            if collector is not self._collector:
+                await collector.close(clean=False)
             raise
         self.tasks[task_id] = task
         for tp in partitions:
@@ -189,13 +197,18 @@ class TaskManager:
         log.info("%screated standby task %s", self._log_prefix, task_id)
         return standby
 
-    def close_task(self, task_id: TaskId, *, clean: bool = True) -> None:
+    async def close_task(self, task_id: TaskId, *, clean: bool = True) -> None:
+        """Close a task (a clean close checkpoints) and, under exactly-once, its producer."""
         task = self.tasks.pop(task_id)
         for tp in task.partitions:
             self._by_partition.pop(tp, None)
         self.dropped_records_of_closed_tasks += task.dropped_records
         self.processed_records_of_closed_tasks += task.processed_records
-        task.close(clean=clean)
+        try:
+            task.close(clean=clean)
+        finally:
+            if task.record_collector is not self._collector:
+                await task.record_collector.close(clean=clean)  # type: ignore[attr-defined]
         log.info("%sclosed task %s%s", self._log_prefix, task_id, "" if clean else " (dirty)")
 
     def close_standby(self, task_id: TaskId) -> None:
@@ -204,12 +217,12 @@ class TaskManager:
             self._standby_by_partition.pop(tp, None)
         standby.close()
 
-    def close_all(self, *, clean: bool = True) -> None:
+    async def close_all(self, *, clean: bool = True) -> None:
         """Close every task and standby; the first error is raised after all were tried."""
         first: BaseException | None = None
         for task_id in list(self.tasks):
             try:
-                self.close_task(task_id, clean=clean)
+                await self.close_task(task_id, clean=clean)
             except Exception as exc:
                 log.exception("%sfailed to close task %s", self._log_prefix, task_id)
                 first = first or exc
@@ -277,13 +290,13 @@ class TaskManager:
     def commit_requested(self) -> bool:
         return any(task.commit_requested for task in self.tasks.values())
 
-    def prepare_commit(self) -> tuple[list[StreamTask], dict[TopicPartition, int]]:
-        """Step 1 of a commit: flush the stores of tasks that processed; their offsets to commit."""
-        tasks = [task for task in self.tasks.values() if task.commit_needed or task.commit_requested]
-        offsets: dict[TopicPartition, int] = {}
-        for task in tasks:
-            offsets.update(task.prepare_commit())
-        return tasks, offsets
+    def prepare_commit(self) -> list[tuple[StreamTask, dict[TopicPartition, int]]]:
+        """Step 1 of a commit: flush the stores of tasks that processed; each one's offsets to commit."""
+        return [
+            (task, task.prepare_commit())
+            for task in self.tasks.values()
+            if task.commit_needed or task.commit_requested
+        ]
 
     @property
     def processed_records(self) -> int:
