@@ -25,6 +25,7 @@ from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.state.internals.thread_cache import ThreadCache
 
 __all__ = ["TaskManager", "local_task_dirs", "wipe_store_files"]
 
@@ -75,6 +76,8 @@ class TaskManager:
         self._wall_clock = wall_clock
         self._log_prefix = log_prefix
         self._reader = changelog_reader
+        threads = max(1, config["num.stream.threads"])
+        self.cache = ThreadCache(config["statestore.cache.max.bytes"] // threads)
         self._task_collector_factory = task_collector_factory
         self.tasks: dict[TaskId, StreamTask] = {}
         self._by_partition: dict[TopicPartition, StreamTask] = {}
@@ -149,6 +152,7 @@ class TaskManager:
                 changelog_partitions=changelogs,
                 checkpoint_on_commit=not exactly_once,
             )
+            task.processor.context.cache = self.cache
             task.processor.init_state_stores()
             to_restore = []
             for store, tp in changelogs.items():

@@ -47,6 +47,7 @@ class ProcessorContextImpl:
         "_config",
         "_state_manager",
         "record_collector",
+        "cache",
         "node",
         "init_node",
         "record",
@@ -67,6 +68,8 @@ class ProcessorContextImpl:
         self._config = config
         self._state_manager = state_manager
         self.record_collector = record_collector
+        self.cache: Any = None
+        """The stream thread's record cache (a ThreadCache), shared by caching stores; None: each makes its own."""
         self.node: ProcessorNode | None = None
         self.init_node: ProcessorNode | None = None
         self.record: Record[Any, Any] | None = None

@@ -10,6 +10,7 @@ from streams_core.state.internals.metered_key_value_store import MeteredKeyValue
 from streams_core.state.store import KeyValueStore
 from streams_core.state.store_supplier import KeyValueBytesStoreSupplier
 
+from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
 from streams_core.state.internals.change_logging_stores import ChangeLoggingKeyValueBytesStore
 
 __all__ = ["KeyValueStoreBuilder"]
@@ -41,5 +42,5 @@ class KeyValueStoreBuilder(AbstractStoreBuilder[MeteredKeyValueStore[Any, Any]])
         return ChangeLoggingKeyValueBytesStore(store)  # type: ignore[return-value]
 
     def _wrap_caching(self, store: KeyValueStore[bytes, bytes]) -> KeyValueStore[bytes, bytes]:
-        """CachingKeyValueStore goes here (not written yet)."""
-        return store
+        """Put the thread's record cache in front of the store (Kafka Streams' Caching layer)."""
+        return CachingKeyValueStore(store)  # type: ignore[return-value]

@@ -1,0 +1,136 @@
+"""ThreadCache: the record cache of one stream thread, shared by its tasks' caching stores.
+
+`statestore.cache.max.bytes` is divided among the stream threads. Each caching store has a
+named cache (a namespace) in it: an LRU of entries, some dirty (written, not yet in the store
+below). A commit flushes every named cache; when the thread's cache grows past its size, the
+least recently used entries of the cache being written are evicted, and evicting a dirty entry
+first flushes that cache's dirty entries (as Kafka Streams' ThreadCache.maybeEvict).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+
+__all__ = ["CacheEntry", "NamedCache", "ThreadCache"]
+
+log = logging.getLogger(__name__)
+
+_ENTRY_OVERHEAD = 64
+"""Bytes counted per entry beyond its key and value (object and dict slot overhead, roughly)."""
+
+
+class CacheEntry:
+    """A cached value (None: a cached delete), whether it still has to reach the store, and when it was written."""
+
+    __slots__ = ("value", "dirty", "timestamp", "size")
+
+    def __init__(self, value: bytes | None, dirty: bool, timestamp: int, size: int) -> None:
+        self.value = value
+        self.dirty = dirty
+        self.timestamp = timestamp
+        self.size = size
+
+
+FlushListener = Callable[[list[tuple[bytes, CacheEntry]]], None]
+"""Receives a named cache's dirty entries, in write order, when they are flushed."""
+
+
+class NamedCache:
+    """One store's entries in the thread cache."""
+
+    __slots__ = ("name", "entries", "dirty", "listener", "size")
+
+    def __init__(self, name: str, listener: FlushListener) -> None:
+        self.name = name
+        self.entries: OrderedDict[bytes, CacheEntry] = OrderedDict()
+        self.dirty: dict[bytes, None] = {}
+        self.listener = listener
+        self.size = 0
+
+
+class ThreadCache:
+    """LRU caches of one thread's stores under one byte budget."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.hits = 0
+        self.misses = 0
+        self.evictions = 0
+        self._caches: dict[str, NamedCache] = {}
+
+    def __repr__(self) -> str:
+        return f"ThreadCache(size={self.size}/{self.max_bytes}, caches={len(self._caches)})"
+
+    def named_cache(self, name: str, listener: FlushListener) -> NamedCache:
+        """The named cache of a store (created on first use; the listener is replaced)."""
+        cache = self._caches.get(name)
+        if cache is None:
+            cache = self._caches[name] = NamedCache(name, listener)
+        else:
+            cache.listener = listener
+        return cache
+
+    def get(self, cache: NamedCache, key: bytes) -> CacheEntry | None:
+        entry = cache.entries.get(key)
+        if entry is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        cache.entries.move_to_end(key)
+        return entry
+
+    def put(self, cache: NamedCache, key: bytes, value: bytes | None, dirty: bool, timestamp: int) -> None:
+        """Cache a value; a dirty one will be written to the store on flush or eviction."""
+        size = len(key) + (len(value) if value is not None else 0) + _ENTRY_OVERHEAD
+        entries = cache.entries
+        old = entries.get(key)
+        if old is not None:
+            delta = size - old.size
+            old.value, old.timestamp, old.size = value, timestamp, size
+            old.dirty = old.dirty or dirty
+            entries.move_to_end(key)
+        else:
+            delta = size
+            entries[key] = CacheEntry(value, dirty, timestamp, size)
+        if dirty:
+            cache.dirty.pop(key, None)
+            cache.dirty[key] = None
+        cache.size += delta
+        self.size += delta
+        if self.size > self.max_bytes:
+            self._evict(cache)
+
+    def flush(self, cache: NamedCache) -> None:
+        """Hand the dirty entries to the listener (in write order) and mark them clean."""
+        if not cache.dirty:
+            return
+        keys, cache.dirty = list(cache.dirty), {}
+        entries = cache.entries
+        batch = []
+        for key in keys:
+            entry = entries[key]
+            entry.dirty = False
+            batch.append((key, entry))
+        cache.listener(batch)
+
+    def _evict(self, cache: NamedCache) -> None:
+        entries = cache.entries
+        while self.size > self.max_bytes and entries:
+            key, entry = next(iter(entries.items()))
+            if entry.dirty:
+                self.flush(cache)
+            entries.popitem(last=False)
+            cache.size -= entry.size
+            self.size -= entry.size
+            self.evictions += 1
+
+    def close(self, cache: NamedCache) -> None:
+        """Drop a store's entries without writing them (its task is closing)."""
+        self.size -= cache.size
+        self._caches.pop(cache.name, None)
+        cache.entries.clear()
+        cache.dirty.clear()
+        cache.size = 0
