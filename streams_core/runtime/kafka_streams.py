@@ -16,11 +16,12 @@ import logging
 import signal
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
-from streams_core.errors import StreamsError, StreamsNotStartedError
+from streams_core.errors import InvalidStateStoreError, StreamsError, StreamsNotStartedError, UnknownStateStoreError
 from streams_core.processor.topology import Topology
 from streams_core.runtime.assignment import (
     HostInfo,
@@ -32,9 +33,11 @@ from streams_core.runtime.assignment import (
     ensure_copartitioning,
 )
 from streams_core.runtime.stream_thread import StreamThread, ThreadState
+from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
+from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
 
-__all__ = ["KafkaStreams", "State", "StreamThreadExceptionResponse"]
+__all__ = ["KafkaStreams", "LagInfo", "State", "StreamThreadExceptionResponse"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +63,15 @@ class StreamThreadExceptionResponse(enum.Enum):
     REPLACE_THREAD = "REPLACE_THREAD"
     SHUTDOWN_CLIENT = "SHUTDOWN_CLIENT"
     SHUTDOWN_APPLICATION = "SHUTDOWN_APPLICATION"
+
+
+@dataclass(frozen=True, slots=True)
+class LagInfo:
+    """How far a local store copy is behind its changelog (KIP-535)."""
+
+    current_offset_position: int
+    end_offset_position: int
+    offset_lag: int
 
 
 StateListener = Callable[[State, State], None]
@@ -287,6 +299,89 @@ class KafkaStreams:
             return
         if self._closing is None:
             self._closing = loop.create_task(self._close(None, error=True))
+
+    # -- interactive queries (KIP-67) ---------------------------------------------------------
+
+    def store(
+        self,
+        store_name: str,
+        store_type: QueryableStoreType | None = None,
+        *,
+        partition: int | None = None,
+        stale: bool = False,
+    ) -> Any:
+        """A read-only view over this instance's copies of `store_name` (one per task).
+
+        Queries raise `InvalidStateStoreError` (retriable) while the instance is not RUNNING or
+        the store is closed or migrating, never answering partially. `stale=True` also reads
+        standby copies and answers while rebalancing (KIP-535); `partition` limits the view to
+        one partition's task. Unknown names raise `UnknownStateStoreError`.
+        """
+        self._require_started()
+        if store_name not in self.metadata.store_source_topics:
+            raise UnknownStateStoreError(
+                f"no state store named {store_name!r} in the topology "
+                f"(stores: {sorted(self.metadata.store_source_topics)})"
+            )
+        store_type = store_type or QueryableStoreTypes.key_value_store()
+
+        def provider() -> list[Any]:
+            return self._local_stores(store_name, store_type, partition, stale)
+
+        provider()
+        return store_type.create(provider, store_name)
+
+    def _local_stores(self, name: str, store_type: QueryableStoreType, partition: int | None, stale: bool) -> list[Any]:
+        state = self._state
+        if not (state is State.RUNNING or (stale and state is State.REBALANCING)):
+            raise InvalidStateStoreError(
+                f"state store {name!r} cannot be queried now: the instance is {state.name} "
+                "(retry; stale=True also reads standby copies while rebalancing)"
+            )
+        stores = []
+        for thread in self._threads:
+            tm = thread.task_manager
+            if tm is None:
+                continue
+            holders: list[Any] = list(tm.tasks.values())
+            if stale:
+                holders += list(tm.standby_tasks.values())
+            for holder in holders:
+                if partition is not None and holder.id.partition != partition:
+                    continue
+                store = holder.state_manager.get_store(name)
+                if store is None:
+                    continue
+                if not store_type.accepts(store):
+                    raise InvalidStateStoreError(f"state store {name!r} is not a {store_type!r}")
+                stores.append(store)
+        return stores
+
+    async def all_local_store_partition_lags(self) -> dict[str, dict[int, LagInfo]]:
+        """Per local store and partition (active and standby): changelog position, end, and lag."""
+        self._require_started()
+        lags: dict[str, dict[int, LagInfo]] = {}
+        for thread in self._threads:
+            tm = thread.task_manager
+            if tm is None:
+                continue
+            positions: dict[tuple[str, TopicPartition], int] = {}
+            for task in tm.tasks.values():
+                for store, (topic, partition) in self.metadata.changelog_partitions(task.id).items():
+                    tp = TopicPartition(topic, partition)
+                    positions[(store, tp)] = task.changelog_offsets.get(tp, 0)
+            for standby in tm.standby_tasks.values():
+                for store, tp in standby.changelog_partitions.items():
+                    positions[(store, tp)] = standby.offsets.get(tp, 0)
+            ends = await thread.changelog_end_offsets({tp for _, tp in positions})
+            for (store, tp), position in positions.items():
+                end = ends.get(tp, position)
+                lags.setdefault(store, {})[tp.partition] = LagInfo(position, end, max(0, end - position))
+        return lags
+
+    def stores_restoring(self) -> bool:
+        """Whether any stream thread is still creating or restoring tasks."""
+        return any(t.state is not ThreadState.RUNNING for t in self._threads if t.alive)
 
     # -- discovery (KIP-67) -------------------------------------------------------------------
 

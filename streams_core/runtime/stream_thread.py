@@ -412,6 +412,13 @@ class StreamThread:
         ]
         self.collector.send(topic, record.key, record.value, record.timestamp, tuple(headers), None)
 
+    async def changelog_end_offsets(self, partitions: set[TopicPartition]) -> dict[TopicPartition, int]:
+        """End offsets of changelog partitions, asked with the restore consumer."""
+        if not partitions or self._restore_consumer is None:
+            return {}
+        ends = await self._restore_consumer.end_offsets(clients.to_aiokafka_partitions(partitions))
+        return {clients.from_aiokafka(tp): offset for tp, offset in ends.items()}
+
     def metrics(self) -> dict[str, Any]:
         tm = self.task_manager
         return {

@@ -4,6 +4,7 @@ Public names live here (and at the top of `streams_core`); the implementations a
 `streams_core.state.internals`. See docs/state.md.
 """
 
+from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
 from streams_core.state.session_store import ReadOnlySessionStore, SessionStore
 from streams_core.state.store import (
     KeyValue,
@@ -28,6 +29,8 @@ __all__ = [
     "KeyValue",
     "KeyValueBytesStoreSupplier",
     "KeyValueStore",
+    "QueryableStoreType",
+    "QueryableStoreTypes",
     "ReadOnlyKeyValueStore",
     "ReadOnlySessionStore",
     "ReadOnlyWindowStore",
