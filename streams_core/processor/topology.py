@@ -88,6 +88,31 @@ class Topology:
         self._builder.add_state_store(store_builder, processor_names)
         return self
 
+    def add_global_store(
+        self,
+        store_builder: Any,
+        source_name: str,
+        topic: str,
+        processor_name: str,
+        state_update_supplier: Any,
+        *,
+        key_serde: Serde[Any] | None = None,
+        value_serde: Serde[Any] | None = None,
+        timestamp_extractor: Any = None,
+    ) -> Topology:
+        """A global store, filled from every partition of `topic` by the processor `state_update_supplier` makes.
+
+        The source `source_name` and the processor `processor_name` make no tasks: each
+        application instance keeps a full copy of the store. The topic is the store's
+        changelog, so the builder must have logging disabled (`with_logging_disabled()`).
+        Processors read the store after `connect_processor_and_state_stores`.
+        """
+        self._builder.add_global_store(
+            store_builder, source_name, topic, processor_name, state_update_supplier, key_serde, value_serde,
+            timestamp_extractor,
+        )  # fmt: skip
+        return self
+
     def connect_processor_and_state_stores(self, processor_name: str, *state_store_names: str) -> Topology:
         """Give `processor_name` access to stores already added."""
         self._builder.connect_processor_and_state_stores(processor_name, state_store_names)

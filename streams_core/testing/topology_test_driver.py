@@ -13,7 +13,10 @@ directory deleted on close. As in Kafka Streams' driver:
 - after each record and each clock advance every task that processed or punctuated commits
   (its stores are flushed), so a commit requested by a processor happens at once;
 - records that fail to deserialize fail the pipe call, unless
-  `default.deserialization.exception.handler` says otherwise (`dropped_records` counts skips).
+  `default.deserialization.exception.handler` says otherwise (`dropped_records` counts skips);
+- internal (repartition) topics are named `<application.id>-<name>`;
+- global stores are filled by a global task from records piped (or produced) to their topics;
+  those records do not move stream time. Every task's processors can read the global stores.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any, NamedTuple, TypeVar, overload
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError, TopologyError, UnknownStateStoreError
+from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.processor.internals.record_deserializer import RawRecord, resolve_deserialization_handler
 from streams_core.processor.internals.task_processor import TaskProcessor
 from streams_core.processor.processor import Headers
@@ -36,6 +40,7 @@ from streams_core.processor.task_id import TaskId
 from streams_core.processor.topology import Topology
 from streams_core.serde import Serde
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.state.store import StateStore
 from streams_core.testing.test_input_topic import TestInputTopic
 from streams_core.testing.test_output_topic import TestOutputTopic
 
@@ -81,6 +86,25 @@ class _DriverRecordCollector:
         return 1
 
 
+class _WithGlobalStores:
+    """A task's state manager that also finds the global stores (for processors connected to them).
+
+    The global stores belong to the global task, which flushes and closes them; this view only
+    answers `get_store` for them.
+    """
+
+    def __init__(self, manager: ProcessorStateManager, global_stores: Mapping[str, Any]) -> None:
+        self._manager = manager
+        self._global_stores = global_stores
+
+    def get_store(self, name: str) -> StateStore | None:
+        store = self._manager.get_store(name)
+        return store if store is not None else self._global_stores.get(name)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._manager, name)
+
+
 class TopologyTestDriver:
     """Drives a Topology with piped records and a mock clock; use as a context manager.
 
@@ -100,6 +124,7 @@ class TopologyTestDriver:
         props = config.explicit() if isinstance(config, StreamsConfig) else dict(config or {})
         props.setdefault("application.id", DEFAULT_APPLICATION_ID)
         validated = StreamsConfig(props)
+        self._builder.set_application_id(validated["application.id"])
         self._state_root = Path(tempfile.mkdtemp(prefix="streams-core-ttd-"))
         self.config = validated.with_overrides({"state.dir": str(self._state_root)})
         self._wall_clock_ms = initial_wall_clock_time_ms
@@ -116,22 +141,31 @@ class TopologyTestDriver:
             self.config["default.deserialization.exception.handler"], self._send_to_dead_letter_topic
         )
         self._tasks: dict[int, TaskProcessor] = {}
+        self._global_task: TaskProcessor | None = None
+        self._global_stores: dict[str, Any] = {}
         try:
+            global_topology = self._builder.build_global_subtopology(self.config)
+            if global_topology is not None:
+                self._global_task = self._create_task(global_topology, "global", handler)
+                self._global_stores = dict(global_topology.state_stores)
             for subtopology_id in self._builder.node_groups():
-                self._tasks[subtopology_id] = self._create_task(subtopology_id, handler)
+                built = self._builder.build_subtopology(subtopology_id, self.config)
+                self._tasks[subtopology_id] = self._create_task(built, None, handler)
         except BaseException:
             self.close()
             raise
 
-    def _create_task(self, subtopology_id: int, handler: Any) -> TaskProcessor:
-        task_id = TaskId(subtopology_id, 0)
+    def _create_task(self, topology: ProcessorTopology, directory: str | None, handler: Any) -> TaskProcessor:
+        task_id = TaskId(topology.subtopology_id, 0)
         application_id = self.config["application.id"]
-        task_dir = self._state_root / application_id / str(task_id)
-        state_manager = ProcessorStateManager(task_id, application_id, task_dir)
+        task_dir = self._state_root / application_id / (directory or str(task_id))
+        state_manager: Any = ProcessorStateManager(task_id, application_id, task_dir)
+        if directory is None and self._global_stores:
+            state_manager = _WithGlobalStores(state_manager, self._global_stores)
         try:
             task = TaskProcessor(
                 task_id,
-                self._builder.build_subtopology(subtopology_id, self.config),
+                topology,
                 self.config,
                 state_manager,
                 self._collector,
@@ -194,7 +228,7 @@ class TopologyTestDriver:
         wall-clock time) and advance by `auto_advance_ms` each.
         """
         self._check_open()
-        if self._builder.source_for_topic(name) is None:
+        if self._builder.source_for_topic(name) is None and self._task_for(name) is None:
             raise TopologyError(
                 f"topic {name!r} is not read by any source of the topology "
                 f"(sources read {sorted(self._builder.source_topics)}"
@@ -289,8 +323,15 @@ class TopologyTestDriver:
 
     @property
     def dropped_records(self) -> int:
-        """Records skipped by the deserialization handler or for a negative extracted timestamp."""
-        return sum(task.dropped_records for task in self._tasks.values())
+        """Records dropped: skipped by the deserialization handler, for a negative extracted
+        timestamp, or by DSL processors (null keys where a key is needed, records too late for
+        their window); as Kafka Streams' `dropped-records` metric."""
+        total = 0
+        for task in self._all_tasks():
+            total += task.dropped_records
+            for node in task.topology.nodes:
+                total += getattr(node.processor, "dropped_records", 0)
+        return total
 
     def _run(self) -> None:
         if self._running:
@@ -316,6 +357,10 @@ class TopologyTestDriver:
         timestamp = task.extract_timestamp(record, self._partition_times.get(topic, -1))
         if timestamp is None:
             return
+        if task is self._global_task:
+            task.process(record, timestamp)
+            task.commit()
+            return
         if timestamp > self._partition_times.get(topic, -1):
             self._partition_times[topic] = timestamp
         self._stream_time = max(self._stream_time, timestamp)
@@ -326,15 +371,24 @@ class TopologyTestDriver:
         self._commit_tasks()
 
     def _commit_tasks(self) -> None:
-        for task in self._tasks.values():
+        for task in self._all_tasks():
             if task.commit_needed or task.commit_requested:
                 task.commit()
 
     def _task_for(self, topic: str) -> TaskProcessor | None:
         if topic not in self._task_of_topic:
             subtopology_id = self._builder.subtopology_for_topic(topic)
-            self._task_of_topic[topic] = None if subtopology_id is None else self._tasks[subtopology_id]
+            if subtopology_id is not None:
+                self._task_of_topic[topic] = self._tasks[subtopology_id]
+            elif topic in self._builder.global_topics:
+                self._task_of_topic[topic] = self._global_task
+            else:
+                self._task_of_topic[topic] = None
         return self._task_of_topic[topic]
+
+    def _all_tasks(self) -> list[TaskProcessor]:
+        tasks = list(self._tasks.values())
+        return tasks if self._global_task is None else [self._global_task, *tasks]
 
     def _next_offset(self, topic: str) -> int:
         offset = self._next_offsets.get(topic, 0)
@@ -348,9 +402,9 @@ class TopologyTestDriver:
     # -- state --------------------------------------------------------------------------------
 
     def get_all_state_stores(self) -> dict[str, Any]:
-        """Every state store of the topology by name."""
+        """Every state store of the topology by name (global stores included)."""
         self._check_open()
-        return {name: store for task in self._tasks.values() for name, store in task.topology.state_stores.items()}
+        return {name: store for task in self._all_tasks() for name, store in task.topology.state_stores.items()}
 
     def get_state_store(self, name: str) -> Any:
         """The state store named `name`; UnknownStateStoreError naming the known ones otherwise."""
@@ -362,9 +416,20 @@ class TopologyTestDriver:
 
     def get_key_value_store(self, name: str) -> Any:
         """The key-value store named `name` (typed: keys and values as the processors see them)."""
+        return self._typed_store(name, "key-value", ("get", "put", "all"))
+
+    def get_window_store(self, name: str) -> Any:
+        """The window store named `name` (typed; a DSL windowed aggregate's store gives plain aggregates)."""
+        return self._typed_store(name, "window", ("fetch", "fetch_all", "window_size"))
+
+    def get_session_store(self, name: str) -> Any:
+        """The session store named `name` (typed)."""
+        return self._typed_store(name, "session", ("find_sessions", "fetch_session"))
+
+    def _typed_store(self, name: str, kind: str, methods: tuple[str, ...]) -> Any:
         store = self.get_state_store(name)
-        if not all(callable(getattr(store, method, None)) for method in ("get", "put", "all")):
-            raise StreamsError(f"state store {name!r} is not a key-value store ({type(store).__name__})")
+        if not all(hasattr(store, method) for method in methods):
+            raise StreamsError(f"state store {name!r} is not a {kind} store ({type(store).__name__})")
         return store
 
     # -- closing ------------------------------------------------------------------------------
@@ -375,7 +440,7 @@ class TopologyTestDriver:
             return
         self._closed = True
         errors: list[BaseException] = []
-        for task in self._tasks.values():
+        for task in self._all_tasks():
             try:
                 if task.commit_needed or task.commit_requested:
                     task.commit()

@@ -1,0 +1,142 @@
+"""InternalStreamsBuilder: the state behind a StreamsBuilder and its KStreams and KTables.
+
+It translates the DSL straight into `InternalTopologyBuilder` calls (no intermediate graph):
+each operator adds its processors, stores and topics when it is called. It generates names
+(one counter for nodes and stores, as Java's), registers the serdes completed at build time
+(`BoundSerde`) and builds repartition sub-graphs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from streams_core.kstream.internals import names
+from streams_core.kstream.internals.dsl_serde import BoundSerde, infer
+from streams_core.kstream.internals.kstream_processors import KStreamFilter
+from streams_core.kstream.named import Named, name_of
+from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp
+from streams_core.processor.topology import Topology
+from streams_core.serde import Serde
+
+__all__ = ["InternalStreamsBuilder"]
+
+log = logging.getLogger(__name__)
+
+S = TypeVar("S", bound=Serde[Any] | None)
+
+_RECORD_TIMESTAMP = FailOnInvalidTimestamp()
+
+
+def _has_key(key: Any, value: Any) -> bool:
+    return key is not None
+
+
+class InternalStreamsBuilder:
+    """Names, serdes and the topology a StreamsBuilder's operators write into."""
+
+    def __init__(self) -> None:
+        self.topology = Topology()
+        self.itb = self.topology.internal_topology_builder
+        self._index = 0
+        self._bound: list[BoundSerde[Any]] = []
+        self.itb.on_build(self._bind)
+
+    def _bind(self, config: Any) -> None:
+        for serde in self._bound:
+            serde.bind(config)
+
+    # -- names --------------------------------------------------------------------------------
+
+    def new_processor_name(self, prefix: str) -> str:
+        name = f"{prefix}{self._index:010d}"
+        self._index += 1
+        return name
+
+    def new_store_name(self, prefix: str) -> str:
+        name = f"{prefix}{names.STATE_STORE}{self._index:010d}"
+        self._index += 1
+        return name
+
+    def processor_name(self, named: Named | str | None, prefix: str) -> str:
+        """The user's name, else a generated one."""
+        return name_of(named) or self.new_processor_name(prefix)
+
+    # -- serdes -------------------------------------------------------------------------------
+
+    def bound(self, serde: S) -> S:
+        """Register a serde completed from the config at build time (others pass through)."""
+        if isinstance(serde, BoundSerde) and serde not in self._bound:
+            self._bound.append(serde)
+        return serde
+
+    def infer(self, serde: Serde[Any] | None, role: str) -> Serde[Any] | None:
+        """The serde kept as a guess by an operator that may change the type (see dsl_serde)."""
+        return self.bound(infer(serde, role))
+
+    # -- nodes --------------------------------------------------------------------------------
+
+    def add_processor(
+        self,
+        name: str,
+        factory: Callable[[], Any],
+        parents: Iterable[str],
+        stores: Iterable[Any] = (),
+        connected: Iterable[str] = (),
+    ) -> None:
+        """A processor; `stores` are store builders added with it, `connected` names of existing stores."""
+        self.itb.add_processor(name, factory, tuple(parents))
+        for store_builder in stores:
+            self.itb.add_state_store(store_builder, (name,))
+        connected = tuple(dict.fromkeys(connected))
+        if connected:
+            self.itb.connect_processor_and_state_stores(name, connected)
+
+    def add_source(
+        self,
+        name: str,
+        topics: tuple[str, ...],
+        pattern: Any,
+        key_serde: Serde[Any] | None,
+        value_serde: Serde[Any] | None,
+        timestamp_extractor: Any,
+    ) -> None:
+        self.itb.add_source(name, topics, pattern, key_serde, value_serde, timestamp_extractor)
+
+    def repartition(
+        self,
+        parent: str,
+        prefix: str,
+        key_serde: Serde[Any] | None,
+        value_serde: Serde[Any] | None,
+        *,
+        number_of_partitions: int | None = None,
+        partitioner: Any = None,
+        drop_null_keys: bool = True,
+    ) -> str:
+        """Send `parent`'s records through the internal topic `<prefix>-repartition`; the new source's name.
+
+        Records with a None key are dropped first (they cannot be partitioned by key). The
+        nodes are named `<topic>-filter`, `<topic>-sink` and `<topic>-source`, or get
+        generated names when the prefix was generated (as Kafka Streams does).
+        """
+        topic = prefix if prefix.endswith(names.REPARTITION_TOPIC_SUFFIX) else prefix + names.REPARTITION_TOPIC_SUFFIX
+        sink = self.new_processor_name(names.KSTREAM_SINK)
+        null_filter = self.new_processor_name(names.KSTREAM_FILTER)
+        source = self.new_processor_name(names.KSTREAM_SOURCE)
+        if not names.GENERATED_NAME.fullmatch(prefix):
+            sink, null_filter, source = f"{topic}-sink", f"{topic}-filter", f"{topic}-source"
+        self.itb.add_internal_topic(topic, number_of_partitions)
+        upstream = parent
+        if drop_null_keys:
+            self.itb.add_processor(null_filter, lambda: KStreamFilter(_has_key, False), (parent,))
+            upstream = null_filter
+        self.itb.add_sink(sink, topic, (upstream,), key_serde, value_serde, partitioner)
+        self.itb.add_source(source, (topic,), None, key_serde, value_serde, _RECORD_TIMESTAMP)
+        log.debug("repartition topic %s: %s -> %s", topic, parent, source)
+        return source
+
+    def copartition(self, source_nodes: Iterable[str]) -> None:
+        """The topics of these sources are joined: they must be co-partitioned."""
+        self.itb.copartition_sources(source_nodes)

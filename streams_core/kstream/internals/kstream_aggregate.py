@@ -1,0 +1,104 @@
+"""KStreamAggregate and KStreamReduce: a grouped stream folded into a table, per key.
+
+The store keeps each key's aggregate with the largest timestamp of the records folded in,
+which is also the timestamp of the update forwarded (`Change(new, old)`, old None for a new
+key). Records with a None key or value cannot be aggregated: they are dropped and counted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from streams_core.kstream.internals.change import Change
+from streams_core.kstream.internals.forwarding import ChangeForwarder
+from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
+from streams_core.processor.processor import Record
+
+__all__ = ["KStreamAggregate", "KStreamReduce"]
+
+log = logging.getLogger(__name__)
+
+
+class _KStreamFold:
+    """Store lookup, timestamp rule and forwarding shared by aggregate and reduce."""
+
+    def __init__(self, store_name: str) -> None:
+        self._store_name = store_name
+        self.dropped_records = 0
+
+    def init(self, context: Any) -> None:
+        view = context.get_state_store(self._store_name)
+        self._context = context
+        self._store = view.timestamped
+        self._forwarder = ChangeForwarder(context, view)
+        self._forward = self._forwarder.forward
+
+    def _skip(self, record: Record[Any, Any]) -> None:
+        self.dropped_records += 1
+        context = self._context
+        log.debug(
+            "skipping a record with a None key or value in %s: topic=%s partition=%s offset=%s",
+            self._store_name, context.topic, context.partition, context.offset,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        """The store is closed by the task."""
+
+
+class KStreamAggregate(_KStreamFold):
+    """`aggregator(key, value, aggregate)` from `initializer()` for each key."""
+
+    def __init__(
+        self, store_name: str, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any]
+    ) -> None:
+        super().__init__(store_name)
+        self._initializer = initializer
+        self._aggregator = aggregator
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, value, timestamp, headers = record
+        if key is None or value is None:
+            self._skip(record)
+            return
+        store = self._store
+        stored = store.get(key)
+        if stored is None:
+            old = None
+            new = self._aggregator(key, value, self._initializer())
+        else:
+            old = stored.value
+            new = self._aggregator(key, value, old)
+            if stored.timestamp > timestamp:
+                timestamp = stored.timestamp
+        store.put(key, ValueAndTimestamp(new, timestamp))
+        if self._forward is not None:
+            self._forward(Record(key, Change(new, old), timestamp, headers))
+
+
+class KStreamReduce(_KStreamFold):
+    """`reducer(aggregate, value)` for each key; a key's first value is its aggregate."""
+
+    def __init__(self, store_name: str, reducer: Callable[[Any, Any], Any]) -> None:
+        super().__init__(store_name)
+        self._reducer = reducer
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, value, timestamp, headers = record
+        if key is None or value is None:
+            self._skip(record)
+            return
+        store = self._store
+        stored = store.get(key)
+        if stored is None:
+            old = None
+            new = value
+        else:
+            old = stored.value
+            new = self._reducer(old, value)
+            if stored.timestamp > timestamp:
+                timestamp = stored.timestamp
+        store.put(key, ValueAndTimestamp(new, timestamp))
+        if self._forward is not None:
+            self._forward(Record(key, Change(new, old), timestamp, headers))

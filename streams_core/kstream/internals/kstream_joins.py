@@ -1,0 +1,162 @@
+"""The sub-graphs of KStream joins: with a KStream (windowed), a KTable, a GlobalKTable.
+
+A side whose key was changed upstream is repartitioned first; the joined sides' source topics
+are declared co-partitioned (a GlobalKTable needs neither). Names follow Kafka Streams:
+`KSTREAM-WINDOWED-`, `KSTREAM-JOINTHIS-` / `KSTREAM-OUTERTHIS-`, `KSTREAM-JOINOTHER-` /
+`KSTREAM-OUTEROTHER-`, `KSTREAM-MERGE-`, stores `<join this name>-store`; `KSTREAM-JOIN-` /
+`KSTREAM-LEFTJOIN-` for table joins.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from streams_core.errors import TopologyError
+from streams_core.kstream.internals import names
+from streams_core.kstream.internals.functions import check_callable, with_key
+from streams_core.kstream.internals.kstream_kstream_join import KStreamJoinWindow, KStreamKStreamJoin, TimeTrackers
+from streams_core.kstream.internals.kstream_ktable_join import KStreamKTableJoin
+from streams_core.kstream.internals.kstream_processors import KStreamPassThrough
+from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
+from streams_core.kstream.internals.outer_join_store import SideValuesSerde, TimestampedKeyAndJoinSideSerde
+from streams_core.kstream.joined import Joined
+from streams_core.kstream.named import name_of
+from streams_core.kstream.stream_joined import StreamJoined
+from streams_core.kstream.windows import JoinWindows
+from streams_core.state.stores import Stores
+
+if TYPE_CHECKING:
+    from streams_core.kstream.kstream import KStream
+
+__all__ = ["join"]
+
+
+def join(this: KStream, other: Any, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> KStream:
+    """Dispatch on the kind of `other` (see `KStream.join`)."""
+    from streams_core.kstream.global_ktable import GlobalKTable
+    from streams_core.kstream.kstream import KStream
+    from streams_core.kstream.ktable import KTable
+
+    if isinstance(other, KStream):
+        return _stream_stream(this, other, kind, *args, **kwargs)
+    if kind == "outer":
+        raise TopologyError(f"outer_join takes a KStream; got {other!r}")
+    if isinstance(other, KTable):
+        return _stream_table(this, other, kind == "left", *args, **kwargs)
+    if isinstance(other, GlobalKTable):
+        return _stream_global(this, other, kind == "left", *args, **kwargs)
+    raise TopologyError(f"a KStream joins a KStream, a KTable or a GlobalKTable; got {other!r}")
+
+
+def _stream_stream(
+    this: KStream,
+    other: KStream,
+    kind: str,
+    joiner: Any,
+    windows: JoinWindows | None = None,
+    stream_joined: StreamJoined | None = None,
+) -> KStream:
+    from streams_core.kstream.kstream import KStream
+
+    this._check_same_builder(other)
+    if not isinstance(windows, JoinWindows):
+        raise TopologyError(
+            f"a KStream-KStream join needs JoinWindows (e.g. JoinWindows.of_time_difference_and_grace), got {windows!r}"
+        )
+    joiner = with_key(joiner, 2, "the joiner")
+    sj = stream_joined or StreamJoined()
+    b = this._builder
+    key_serde = sj.key_serde or this.key_serde or other.key_serde
+    this_serde = sj.value_serde or this.value_serde
+    other_serde = sj.other_value_serde or other.value_serde
+    if this.repartition_required:
+        this = this._repartitioned(f"{sj.name}-left" if sj.name else this.name, key_serde, this_serde)
+    if other.repartition_required:
+        other = other._repartitioned(f"{sj.name}-right" if sj.name else other.name, key_serde, other_serde)
+    b.copartition(this.source_nodes | other.source_nodes)
+    left_outer, right_outer = kind in ("left", "outer"), kind == "outer"
+    this_windowed = f"{sj.name}-this-windowed" if sj.name else b.new_processor_name(names.KSTREAM_WINDOWED)
+    other_windowed = f"{sj.name}-other-windowed" if sj.name else b.new_processor_name(names.KSTREAM_WINDOWED)
+    this_generated = b.new_processor_name(names.KSTREAM_OUTERTHIS if right_outer else names.KSTREAM_JOINTHIS)
+    other_generated = b.new_processor_name(names.KSTREAM_OUTEROTHER if left_outer else names.KSTREAM_JOINOTHER)
+    this_join = f"{sj.name}-this-join" if sj.name else this_generated
+    other_join = f"{sj.name}-other-join" if sj.name else other_generated
+    merge = f"{sj.name}-merge" if sj.name else b.new_processor_name(names.KSTREAM_MERGE)
+    this_store = (f"{sj.store_name}-this-join" if sj.store_name else this_generated) + "-store"
+    other_store = (f"{sj.store_name}-other-join" if sj.store_name else other_generated) + "-store"
+    outer_store = None
+    if left_outer:
+        shared = this_generated.replace(names.KSTREAM_OUTERTHIS, names.KSTREAM_OUTERSHARED).replace(
+            names.KSTREAM_JOINTHIS, names.KSTREAM_OUTERSHARED
+        )
+        outer_store = (f"{sj.store_name}-outer-shared-join" if sj.store_name else shared) + "-store"
+    trackers = TimeTrackers()
+    b.add_processor(this_windowed, lambda: KStreamJoinWindow(this_store), (this.name,),
+                    stores=(_window_store(sj, this_store, windows, key_serde, this_serde),))  # fmt: skip
+    b.add_processor(other_windowed, lambda: KStreamJoinWindow(other_store), (other.name,),
+                    stores=(_window_store(sj, other_store, windows, key_serde, other_serde),))  # fmt: skip
+    outer_builders: tuple[Any, ...] = ()
+    if outer_store is not None:
+        factory = Stores.in_memory_key_value_store if sj.in_memory else Stores.persistent_key_value_store
+        supplier = factory(outer_store)
+        outer_builder = Stores.key_value_store_builder(
+            supplier,
+            b.bound(TimestampedKeyAndJoinSideSerde(key_serde)),
+            b.bound(SideValuesSerde(this_serde, other_serde)),
+        )
+        outer_builders = (_logging(outer_builder, sj),)
+    b.add_processor(
+        this_join,
+        lambda: KStreamKStreamJoin(True, other_store, windows, joiner, left_outer, trackers, outer_store),
+        (this_windowed,), stores=outer_builders, connected=(other_store,),
+    )  # fmt: skip
+    b.add_processor(
+        other_join,
+        lambda: KStreamKStreamJoin(False, this_store, windows, joiner, right_outer, trackers, outer_store),
+        (other_windowed,), connected=(this_store,) + ((outer_store,) if outer_store else ()),
+    )  # fmt: skip
+    b.add_processor(merge, KStreamPassThrough, (this_join, other_join))
+    return KStream(b, merge, key_serde, b.infer(this_serde, "value"), this.source_nodes | other.source_nodes)
+
+
+def _logging(builder: Any, sj: StreamJoined) -> Any:
+    return builder.with_logging_enabled(sj.log_config) if sj.logging_enabled else builder.with_logging_disabled()
+
+
+def _window_store(sj: StreamJoined, name: str, windows: JoinWindows, key_serde: Any, value_serde: Any) -> Any:
+    size = windows.size_ms
+    factory = Stores.in_memory_window_store if sj.in_memory else Stores.persistent_window_store
+    supplier = factory(name, size + windows.grace_period_ms, size, True)
+    return _logging(Stores.window_store_builder(supplier, key_serde, value_serde), sj)
+
+
+def _stream_table(this: KStream, table: Any, left: bool, joiner: Any, joined: Joined | None = None) -> KStream:
+    from streams_core.kstream.kstream import KStream
+
+    this._check_same_builder(table)
+    joiner = with_key(joiner, 2, "the joiner")
+    j = joined or Joined()
+    b = this._builder
+    name = b.processor_name(j.name, names.KSTREAM_LEFTJOIN if left else names.KSTREAM_JOIN)
+    if this.repartition_required:
+        this = this._repartitioned(name, j.key_serde or this.key_serde, j.value_serde or this.value_serde)
+    getter = table._value_getter("a KStream-KTable join")
+    sources = this.source_nodes | table.source_nodes
+    b.copartition(sources)
+    b.add_processor(name, lambda: KStreamKTableJoin(getter, joiner, left), (this.name,), connected=getter.store_names)
+    return KStream(b, name, this.key_serde, b.infer(this.value_serde, "value"), sources)
+
+
+def _stream_global(this: KStream, table: Any, left: bool, key_selector: Any, joiner: Any, named: Any = None) -> KStream:
+    from streams_core.kstream.kstream import KStream
+
+    this._check_same_builder(table)
+    check_callable(key_selector, "the global join's key selector")
+    joiner = with_key(joiner, 2, "the joiner")
+    b = this._builder
+    name = b.processor_name(name_of(named), names.KSTREAM_LEFTJOIN if left else names.KSTREAM_JOIN)
+    getter = StoreValueGetterSupplier(table.store_name)
+    b.add_processor(name, lambda: KStreamKTableJoin(getter, joiner, left, key_selector), (this.name,),
+                    connected=getter.store_names)  # fmt: skip
+    return KStream(b, name, this.key_serde, b.infer(this.value_serde, "value"), this.source_nodes,
+                   this.repartition_required)

@@ -1,0 +1,180 @@
+"""The stateless KStream processors: filter, map, flat-map, select-key, peek, branch, pass-through.
+
+Each holds the user's function and, from `init`, the context's `forward`; `process` is a
+couple of calls and one `Record` per output, nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from streams_core.processor.processor import Record
+
+__all__ = [
+    "KStreamBranch",
+    "KStreamFilter",
+    "KStreamFlatMap",
+    "KStreamFlatMapValues",
+    "KStreamMap",
+    "KStreamMapValues",
+    "KStreamPassThrough",
+    "KStreamPeek",
+    "KStreamSelectKey",
+]
+
+Forward = Callable[[Record[Any, Any]], None]
+
+
+class _Stateless:
+    __slots__ = ("_forward",)
+
+    def init(self, context: Any) -> None:
+        self._forward: Forward = context.forward
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class KStreamFilter(_Stateless):
+    """Forwards the records `predicate(key, value)` accepts (or rejects, for `filter_not`)."""
+
+    __slots__ = ("_keep", "_predicate")
+
+    def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool) -> None:
+        self._predicate = predicate
+        self._keep = not negate
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if bool(self._predicate(record.key, record.value)) is self._keep:
+            self._forward(record)
+
+
+class KStreamMap(_Stateless):
+    """Forwards `mapper(key, value)` -> (new key, new value)."""
+
+    __slots__ = ("_mapper",)
+
+    def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
+        self._mapper = mapper
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, value = self._mapper(record.key, record.value)
+        self._forward(Record(key, value, record.timestamp, record.headers))
+
+
+class KStreamSelectKey(_Stateless):
+    """Forwards the record with the key `selector(key, value)`."""
+
+    __slots__ = ("_selector",)
+
+    def __init__(self, selector: Callable[[Any, Any], Any]) -> None:
+        self._selector = selector
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, value, timestamp, headers = record
+        self._forward(Record(self._selector(key, value), value, timestamp, headers))
+
+
+class KStreamMapValues(_Stateless):
+    """Forwards the record with the value `mapper(value)` (or `mapper(key, value)`)."""
+
+    __slots__ = ("_mapper", "_with_key")
+
+    def __init__(self, mapper: Callable[..., Any], with_key: bool) -> None:
+        self._mapper = mapper
+        self._with_key = with_key
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, value, timestamp, headers = record
+        mapped = self._mapper(key, value) if self._with_key else self._mapper(value)
+        self._forward(Record(key, mapped, timestamp, headers))
+
+
+class KStreamFlatMap(_Stateless):
+    """Forwards every (key, value) pair `mapper(key, value)` yields."""
+
+    __slots__ = ("_mapper",)
+
+    def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
+        self._mapper = mapper
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, value, timestamp, headers = record
+        forward = self._forward
+        for new_key, new_value in self._mapper(key, value):
+            forward(Record(new_key, new_value, timestamp, headers))
+
+
+class KStreamFlatMapValues(_Stateless):
+    """Forwards one record per value `mapper(value)` (or `mapper(key, value)`) yields."""
+
+    __slots__ = ("_mapper", "_with_key")
+
+    def __init__(self, mapper: Callable[..., Any], with_key: bool) -> None:
+        self._mapper = mapper
+        self._with_key = with_key
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, value, timestamp, headers = record
+        forward = self._forward
+        for new_value in self._mapper(key, value) if self._with_key else self._mapper(value):
+            forward(Record(key, new_value, timestamp, headers))
+
+
+class KStreamPeek(_Stateless):
+    """Calls `action(key, value)`; forwards the record unless it is a terminal `foreach`."""
+
+    __slots__ = ("_action", "_forward_downstream")
+
+    def __init__(self, action: Callable[[Any, Any], Any], forward_downstream: bool) -> None:
+        self._action = action
+        self._forward_downstream = forward_downstream
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self._action(record.key, record.value)
+        if self._forward_downstream:
+            self._forward(record)
+
+
+class KStreamPassThrough(_Stateless):
+    """Forwards every record unchanged (merges and branch children)."""
+
+    __slots__ = ()
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self._forward(record)
+
+
+class KStreamBranch:
+    """Sends a record to the child of the first predicate that accepts it, else to the default child.
+
+    The predicate and child lists are shared with the `split()` that fills them, so branches
+    added after the processor node are seen by every processor built later.
+    """
+
+    __slots__ = ("_children", "_default", "_forward", "_predicates")
+
+    def __init__(
+        self, predicates: Sequence[Callable[[Any, Any], Any]], children: Sequence[str], default: list[str]
+    ) -> None:
+        self._predicates = predicates
+        self._children = children
+        self._default = default
+
+    def init(self, context: Any) -> None:
+        self._forward = context.forward
+        self._predicates = tuple(self._predicates)
+        self._children = tuple(self._children)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, value = record.key, record.value
+        for predicate, child in zip(self._predicates, self._children, strict=True):
+            if predicate(key, value):
+                self._forward(record, child)
+                return
+        if self._default:
+            self._forward(record, self._default[0])
+
+    def close(self) -> None:
+        """Nothing to release."""

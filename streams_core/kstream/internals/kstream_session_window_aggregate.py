@@ -1,0 +1,85 @@
+"""KStreamSessionWindowAggregate: session-window aggregation (Java's algorithm).
+
+A record at t joins the key's sessions that end no earlier than `t - gap` and start no later
+than `t + gap`; they merge into one session with the record (their aggregates combined by the
+merger). Merged-away sessions are deleted and retracted downstream (`Change(None, old)`), then
+the merged session is forwarded (`Change(new, None)`), each keyed by its `Windowed` key with
+the session end as timestamp. A record whose merged session would end before
+`observed stream time - grace - gap` is late: dropped and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streams_core.kstream.internals.change import Change
+from streams_core.kstream.internals.forwarding import ChangeForwarder
+from streams_core.kstream.internals.kstream_window_aggregate import NO_TIMESTAMP, window_aggregate_drop
+from streams_core.processor.processor import Record
+from streams_core.state.windowed import SessionWindow, Windowed
+
+__all__ = ["KStreamSessionWindowAggregate"]
+
+
+class KStreamSessionWindowAggregate:
+    """`aggregator(key, value, agg)` per key and session; `merger(key, agg1, agg2)` joins sessions."""
+
+    def __init__(
+        self,
+        windows: Any,
+        store_name: str,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: Callable[[Any, Any, Any], Any],
+    ) -> None:
+        self._gap = windows.inactivity_gap_ms
+        self._grace = windows.grace_period_ms
+        self._store_name = store_name
+        self._initializer = initializer
+        self._aggregator = aggregator
+        self._merger = merger
+        self._observed = NO_TIMESTAMP
+        self.dropped_records = 0
+
+    def init(self, context: Any) -> None:
+        store = context.get_state_store(self._store_name)
+        self._context = context
+        self._store = store
+        self._forwarder = ChangeForwarder(context, store)
+        self._forward = self._forwarder.forward
+
+    def close(self) -> None:
+        """The store is closed by the task."""
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, value, timestamp, headers = record
+        if key is None or value is None:
+            window_aggregate_drop(self, "None key or value", record)
+            return
+        if timestamp > self._observed:
+            self._observed = timestamp
+        gap = self._gap
+        close_time = self._observed - self._grace - gap
+        store = self._store
+        merged = list(store.find_sessions(key, timestamp - gap, timestamp + gap))
+        aggregate = self._initializer()
+        start = end = timestamp
+        for session, session_aggregate in merged:
+            aggregate = self._merger(key, aggregate, session_aggregate)
+            start = min(start, session.window.start)
+            end = max(end, session.window.end)
+        if end < close_time:
+            window_aggregate_drop(self, "late: its session closed", record, close_time)
+            return
+        forward = self._forward
+        if start != timestamp or end != timestamp:
+            for session, session_aggregate in merged:
+                store.remove(session)
+                if forward is not None:
+                    forward(Record(session, Change(None, session_aggregate), session.window.end, headers))
+        aggregate = self._aggregator(key, value, aggregate)
+        session_key = Windowed(key, SessionWindow(start, end))
+        store.put(session_key, aggregate)
+        if forward is not None:
+            forward(Record(session_key, Change(aggregate, None), end, headers))

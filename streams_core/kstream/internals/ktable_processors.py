@@ -1,0 +1,182 @@
+"""The KTable processors: source, filter, map-values, to-stream, repartition-map (for group_by).
+
+A KTable processor receives and forwards `Change(new, old)` values. A materialised one (a
+source, or a filter / map_values given a `Materialized`) also writes its results, with their
+timestamps, to its store.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from streams_core.kstream.internals.change import Change
+from streams_core.kstream.internals.forwarding import ChangeForwarder
+from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
+from streams_core.processor.processor import Record
+
+__all__ = ["KTableFilter", "KTableMapValues", "KTableRepartitionMap", "KTableSource", "KTableToStream"]
+
+log = logging.getLogger(__name__)
+
+
+class _Materializing:
+    """A table processor with an optional store of its results."""
+
+    def __init__(self, store_name: str | None) -> None:
+        self._store_name = store_name
+        self._store: Any = None
+        self.dropped_records = 0
+
+    def init(self, context: Any) -> None:
+        self._context = context
+        if self._store_name is None:
+            self._forward = context.forward
+            return
+        view = context.get_state_store(self._store_name)
+        self._store = view.timestamped
+        self._forwarder = ChangeForwarder(context, view)
+        self._forward = self._forwarder.forward
+
+    def close(self) -> None:
+        """The store is closed by the task."""
+
+
+class KTableSource(_Materializing):
+    """A table from a topic (or from `KStream.to_table`): each record upserts its key, None deletes.
+
+    Forwards `Change(value, previous value)`. A delete of an absent key changes nothing and is
+    not forwarded (Kafka Streams forwards it only when caching is off). Records with a None key
+    are dropped and counted.
+    """
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, value, timestamp, headers = record
+        if key is None:
+            self.dropped_records += 1
+            context = self._context
+            log.debug(
+                "skipping a table record with a None key: topic=%s partition=%s offset=%s",
+                context.topic, context.partition, context.offset,
+            )  # fmt: skip
+            return
+        store = self._store
+        stored = store.get(key)
+        if value is None and stored is None:
+            return
+        store.put(key, None if value is None else ValueAndTimestamp(value, timestamp))
+        if self._forward is not None:
+            self._forward(Record(key, Change(value, None if stored is None else stored.value), timestamp, headers))
+
+
+class KTableFilter(_Materializing):
+    """Keeps the values `predicate(key, value)` accepts (rejects, for `filter_not`); others become None.
+
+    An update rejected both before and after is not forwarded: downstream never saw the key.
+    """
+
+    def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool, store_name: str | None) -> None:
+        super().__init__(store_name)
+        self._predicate = predicate
+        self._keep = not negate
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, change, timestamp, headers = record
+        predicate, keep = self._predicate, self._keep
+        new, old = change
+        if new is not None and bool(predicate(key, new)) is not keep:
+            new = None
+        if old is not None and bool(predicate(key, old)) is not keep:
+            old = None
+        if new is None and old is None:
+            return
+        if self._store is not None:
+            self._store.put(key, None if new is None else ValueAndTimestamp(new, timestamp))
+        if self._forward is not None:
+            self._forward(Record(key, Change(new, old), timestamp, headers))
+
+
+class KTableMapValues(_Materializing):
+    """Maps new and old values with `mapper(value)` or `mapper(key, value)`; None stays None."""
+
+    def __init__(self, mapper: Callable[..., Any], with_key: bool, store_name: str | None) -> None:
+        super().__init__(store_name)
+        self._mapper = mapper
+        self._with_key = with_key
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, change, timestamp, headers = record
+        mapper = self._mapper
+        new, old = change
+        if new is None and old is None:
+            return
+        if self._with_key:
+            new = None if new is None else mapper(key, new)
+            old = None if old is None else mapper(key, old)
+        else:
+            new = None if new is None else mapper(new)
+            old = None if old is None else mapper(old)
+        if self._store is not None:
+            self._store.put(key, None if new is None else ValueAndTimestamp(new, timestamp))
+        if self._forward is not None:
+            self._forward(Record(key, Change(new, old), timestamp, headers))
+
+
+class KTableToStream:
+    """The table's changelog as a stream: each update's new value (None for a delete)."""
+
+    __slots__ = ("_forward", "_key_mapper")
+
+    def __init__(self, key_mapper: Callable[[Any, Any], Any] | None) -> None:
+        self._key_mapper = key_mapper
+
+    def init(self, context: Any) -> None:
+        self._forward = context.forward
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, change, timestamp, headers = record
+        value = change.new_value
+        if self._key_mapper is not None:
+            key = self._key_mapper(key, value)
+        self._forward(Record(key, value, timestamp, headers))
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class KTableRepartitionMap:
+    """`selector(key, value) -> (group key, value)` on both sides of a change, for `KTable.group_by`.
+
+    When old and new land in the same group one `Change(new, old)` goes out; otherwise the old
+    value is retracted from its group (`Change(None, old)`) before the new one is added
+    (`Change(new, None)`), so the aggregation downstream subtracts and adds. Pairs with a None
+    key or value are skipped.
+    """
+
+    __slots__ = ("_forward", "_selector")
+
+    def __init__(self, selector: Callable[[Any, Any], Any]) -> None:
+        self._selector = selector
+
+    def init(self, context: Any) -> None:
+        self._forward = context.forward
+
+    def process(self, record: Record[Any, Any]) -> None:
+        key, change, timestamp, headers = record
+        selector = self._selector
+        new_pair = None if change.new_value is None else selector(key, change.new_value)
+        old_pair = None if change.old_value is None else selector(key, change.old_value)
+        has_new = new_pair is not None and new_pair[0] is not None and new_pair[1] is not None
+        has_old = old_pair is not None and old_pair[0] is not None and old_pair[1] is not None
+        forward = self._forward
+        if has_new and has_old and old_pair[0] == new_pair[0]:  # type: ignore[index]
+            forward(Record(new_pair[0], Change(new_pair[1], old_pair[1]), timestamp, headers))  # type: ignore[index]
+            return
+        if has_old:
+            forward(Record(old_pair[0], Change(None, old_pair[1]), timestamp, headers))  # type: ignore[index]
+        if has_new:
+            forward(Record(new_pair[0], Change(new_pair[1], None), timestamp, headers))  # type: ignore[index]
+
+    def close(self) -> None:
+        """Nothing to release."""

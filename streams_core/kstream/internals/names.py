@@ -1,0 +1,78 @@
+"""Prefixes of generated node and store names, as Kafka Streams generates them.
+
+A generated name is the prefix followed by a ten-digit index shared by every name of one
+`StreamsBuilder` (`KSTREAM-FILTER-0000000001`); a generated store name inserts `STATE-STORE-`
+(`KSTREAM-AGGREGATE-STATE-STORE-0000000003`). Keeping Java's names makes `describe()` read as
+it does for Kafka Streams users.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "GENERATED_NAME",
+    "REPARTITION_TOPIC_SUFFIX",
+    "check_topic_name",
+]
+
+KSTREAM_SOURCE = "KSTREAM-SOURCE-"
+KSTREAM_SINK = "KSTREAM-SINK-"
+KSTREAM_FILTER = "KSTREAM-FILTER-"
+KSTREAM_MAP = "KSTREAM-MAP-"
+KSTREAM_MAPVALUES = "KSTREAM-MAPVALUES-"
+KSTREAM_FLATMAP = "KSTREAM-FLATMAP-"
+KSTREAM_FLATMAPVALUES = "KSTREAM-FLATMAPVALUES-"
+KSTREAM_KEY_SELECT = "KSTREAM-KEY-SELECT-"
+KSTREAM_PEEK = "KSTREAM-PEEK-"
+KSTREAM_FOREACH = "KSTREAM-FOREACH-"
+KSTREAM_BRANCH = "KSTREAM-BRANCH-"
+KSTREAM_BRANCHCHILD = "KSTREAM-BRANCHCHILD-"
+KSTREAM_MERGE = "KSTREAM-MERGE-"
+KSTREAM_PROCESSOR = "KSTREAM-PROCESSOR-"
+KSTREAM_REPARTITION = "KSTREAM-REPARTITION-"
+KSTREAM_TOTABLE = "KSTREAM-TOTABLE-"
+KSTREAM_AGGREGATE = "KSTREAM-AGGREGATE-"
+KSTREAM_REDUCE = "KSTREAM-REDUCE-"
+KSTREAM_WINDOWED = "KSTREAM-WINDOWED-"
+KSTREAM_JOINTHIS = "KSTREAM-JOINTHIS-"
+KSTREAM_JOINOTHER = "KSTREAM-JOINOTHER-"
+KSTREAM_OUTERTHIS = "KSTREAM-OUTERTHIS-"
+KSTREAM_OUTEROTHER = "KSTREAM-OUTEROTHER-"
+KSTREAM_OUTERSHARED = "KSTREAM-OUTERSHARED-"
+KSTREAM_JOIN = "KSTREAM-JOIN-"
+KSTREAM_LEFTJOIN = "KSTREAM-LEFTJOIN-"
+
+KTABLE_SOURCE = "KTABLE-SOURCE-"
+KTABLE_FILTER = "KTABLE-FILTER-"
+KTABLE_MAPVALUES = "KTABLE-MAPVALUES-"
+KTABLE_TOSTREAM = "KTABLE-TOSTREAM-"
+KTABLE_SELECT = "KTABLE-SELECT-"
+KTABLE_SUPPRESS = "KTABLE-SUPPRESS-"
+KTABLE_AGGREGATE = "KTABLE-AGGREGATE-"
+KTABLE_REDUCE = "KTABLE-REDUCE-"
+KTABLE_JOINTHIS = "KTABLE-JOINTHIS-"
+KTABLE_JOINOTHER = "KTABLE-JOINOTHER-"
+KTABLE_LEFTTHIS = "KTABLE-LEFTTHIS-"
+KTABLE_LEFTOTHER = "KTABLE-LEFTOTHER-"
+KTABLE_OUTERTHIS = "KTABLE-OUTERTHIS-"
+KTABLE_OUTEROTHER = "KTABLE-OUTEROTHER-"
+KTABLE_MERGE = "KTABLE-MERGE-"
+
+STATE_STORE = "STATE-STORE-"
+REPARTITION_TOPIC_SUFFIX = "-repartition"
+
+GENERATED_NAME = re.compile(r"KSTREAM.*-[0-9]{10}")
+"""A repartition topic prefix matching this was generated: its nodes keep generated names too."""
+
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def check_topic_name(name: str, what: str) -> str:
+    """`name` if it can be part of a Kafka topic name, else ValueError naming `what`."""
+    if not isinstance(name, str) or not _LEGAL_TOPIC.fullmatch(name) or len(name) > 200:
+        raise ValueError(
+            f"{what} {name!r} must be 1 to 200 characters of ASCII letters, digits, '.', '_' or '-' "
+            "(it becomes part of a topic name)"
+        )
+    return name

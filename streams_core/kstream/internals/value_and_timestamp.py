@@ -1,0 +1,59 @@
+"""ValueAndTimestamp: what KTable and windowed-aggregate stores hold, and its serde.
+
+Kafka Streams keeps the timestamp of the last update next to each value of a table (its
+`TimestampedKeyValueStore`), so that a result's timestamp can be the largest of its inputs'.
+The bytes are Java's: the timestamp as 8 bytes big-endian, then the value's bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from streams_core.errors import DeserializationError
+from streams_core.kstream.internals.dsl_serde import BoundSerde, complete
+
+__all__ = ["UNKNOWN_TIMESTAMP", "ValueAndTimestamp", "ValueAndTimestampSerde"]
+
+V = TypeVar("V")
+
+UNKNOWN_TIMESTAMP = -1
+"""The timestamp of a value written without one (a plain `put` on a table's store)."""
+
+
+class ValueAndTimestamp(NamedTuple, Generic[V]):
+    """A stored value and the timestamp (ms) of the record that last set it."""
+
+    value: V
+    timestamp: int
+
+
+class ValueAndTimestampSerde(BoundSerde[ValueAndTimestamp[Any]]):
+    """8-byte big-endian timestamp followed by the inner serde's bytes; None stays None."""
+
+    name = "ValueAndTimestamp"
+
+    def __init__(self, inner: Any) -> None:
+        self._given = inner
+        self.inner = inner
+
+    def bind(self, config: Any) -> None:
+        self.inner = complete(self._given, config, "value")
+
+    def serialize(self, topic: str | None, data: ValueAndTimestamp[Any] | None) -> bytes | None:
+        if data is None:
+            return None
+        raw = self.inner.serialize(topic, data.value)
+        if raw is None:
+            return None
+        return data.timestamp.to_bytes(8, "big", signed=True) + raw
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> ValueAndTimestamp[Any] | None:
+        if data is None:
+            return None
+        if len(data) < 8:
+            raise DeserializationError(f"ValueAndTimestamp serde expects at least 8 bytes, got {len(data)}")
+        return ValueAndTimestamp(self.inner.deserialize(topic, data[8:]), int.from_bytes(data[:8], "big", signed=True))
+
+    def __repr__(self) -> str:
+        return f"ValueAndTimestampSerde({self.inner!r})"
+

@@ -1,0 +1,54 @@
+"""Joined: serdes and name of a KStream-KTable join."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from streams_core.kstream.internals.names import check_topic_name
+from streams_core.serde import Serde
+
+__all__ = ["Joined"]
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """`Joined.with_(key_serde, value_serde, other_value_serde)`, `Joined.as_("name")`.
+
+    The serdes are used when the stream must be repartitioned before the join (its key was
+    changed); the name names the join processor and that repartition topic.
+    """
+
+    key_serde: Serde[Any] | None = None
+    value_serde: Serde[Any] | None = None
+    other_value_serde: Serde[Any] | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.name is not None:
+            check_topic_name(self.name, "Joined name")
+
+    @staticmethod
+    def with_(
+        key_serde: Serde[Any] | None = None,
+        value_serde: Serde[Any] | None = None,
+        other_value_serde: Serde[Any] | None = None,
+        name: str | None = None,
+    ) -> Joined:
+        return Joined(key_serde, value_serde, other_value_serde, name)
+
+    @staticmethod
+    def as_(name: str) -> Joined:
+        return Joined(name=name)
+
+    def with_key_serde(self, serde: Serde[Any] | None) -> Joined:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Serde[Any] | None) -> Joined:
+        return replace(self, value_serde=serde)
+
+    def with_other_value_serde(self, serde: Serde[Any] | None) -> Joined:
+        return replace(self, other_value_serde=serde)
+
+    def with_name(self, name: str) -> Joined:
+        return replace(self, name=name)

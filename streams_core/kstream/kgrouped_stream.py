@@ -1,0 +1,130 @@
+"""KGroupedStream: a stream grouped by key, ready to be aggregated (count, reduce, aggregate).
+
+A grouping whose key was changed upstream is repartitioned when it is aggregated, through
+`<application.id>-<name>-repartition`, `<name>` being the `Grouped` name or else the store's.
+The result is a KTable materialised in a store named by `Materialized.as_(...)` (queryable)
+or generated (`KSTREAM-AGGREGATE-STATE-STORE-<n>`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streams_core.kstream.internals import names
+from streams_core.kstream.internals.functions import check_callable
+from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
+from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
+from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.materialized import Materialized
+from streams_core.kstream.named import Named
+from streams_core.serde import Serde, Serdes
+
+if TYPE_CHECKING:
+    from streams_core.kstream.internals.internal_streams_builder import InternalStreamsBuilder
+    from streams_core.kstream.ktable import KTable
+    from streams_core.kstream.session_windowed_kstream import SessionWindowedKStream
+    from streams_core.kstream.time_windowed_kstream import TimeWindowedKStream
+
+__all__ = ["KGroupedStream"]
+
+Named_ = Named | str | None
+
+
+def _count_add(key: Any, value: Any, count: int) -> int:
+    return count + 1
+
+
+def _zero() -> int:
+    return 0
+
+
+class KGroupedStream:
+    """A grouped stream: the node to aggregate from, serdes, and whether to repartition first."""
+
+    __slots__ = ("_builder", "grouped_name", "key_serde", "name", "repartition_required", "source_nodes", "value_serde")
+
+    def __init__(
+        self,
+        builder: InternalStreamsBuilder,
+        name: str,
+        key_serde: Serde[Any] | None,
+        value_serde: Serde[Any] | None,
+        source_nodes: frozenset[str],
+        repartition_required: bool,
+        grouped_name: str | None,
+    ) -> None:
+        self._builder = builder
+        self.name = name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.source_nodes = source_nodes
+        self.repartition_required = repartition_required
+        self.grouped_name = grouped_name
+
+    def __repr__(self) -> str:
+        return f"KGroupedStream({self.name!r})"
+
+    def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
+        """The number of records per key (records with a None key or value are not counted)."""
+        return self._aggregate(names.KSTREAM_AGGREGATE, named, materialized, Serdes.Long(),
+                               lambda store: KStreamAggregate(store, _zero, _count_add))  # fmt: skip
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Materialized | None = None,
+               named: Named_ = None) -> KTable:  # fmt: skip
+        """`reducer(aggregate, value)` per key; a key's first value is its aggregate."""
+        check_callable(reducer, "reduce's reducer")
+        return self._aggregate(names.KSTREAM_REDUCE, named, materialized, self.value_serde,
+                               lambda store: KStreamReduce(store, reducer))  # fmt: skip
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named_ = None,
+    ) -> KTable:
+        """`aggregator(key, value, aggregate)` per key, starting from `initializer()`."""
+        check_callable(initializer, "aggregate's initializer")
+        check_callable(aggregator, "aggregate's aggregator")
+        return self._aggregate(names.KSTREAM_AGGREGATE, named, materialized,
+                               self._builder.infer(self.value_serde, "value"),
+                               lambda store: KStreamAggregate(store, initializer, aggregator))  # fmt: skip
+
+    def windowed_by(self, windows: Any) -> TimeWindowedKStream | SessionWindowedKStream:
+        """Aggregate per window: `TimeWindows`, `SlidingWindows` or `SessionWindows`."""
+        from streams_core.kstream.session_windowed_kstream import SessionWindowedKStream
+        from streams_core.kstream.time_windowed_kstream import TimeWindowedKStream
+        from streams_core.kstream.windows import SessionWindows, SlidingWindows, TimeWindows
+
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedKStream(self, windows)
+        if isinstance(windows, (TimeWindows, SlidingWindows)):
+            return TimeWindowedKStream(self, windows)
+        raise TypeError(f"windowed_by takes TimeWindows, SlidingWindows or SessionWindows, got {windows!r}")
+
+    def _aggregate(
+        self,
+        prefix: str,
+        named: Named_,
+        materialized: Materialized | None,
+        value_serde: Serde[Any] | None,
+        factory: Callable[[str], Any],
+    ) -> KTable:
+        from streams_core.kstream.ktable import KTable
+
+        b = self._builder
+        m = (materialized or Materialized()).merged_serdes(self.key_serde, value_serde)
+        store = store_name(b, materialized, prefix)
+        name = b.processor_name(named, prefix)
+        parent, sources = self.upstream(store)
+        builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
+        b.add_processor(name, lambda: factory(store), (parent,), stores=(builder,))
+        return KTable(b, name, m.key_serde, m.value_serde, sources, StoreValueGetterSupplier(store), store)
+
+    def upstream(self, store: str) -> tuple[str, frozenset[str]]:
+        """The node to aggregate from and its sources: a repartition source when the key changed."""
+        if not self.repartition_required:
+            return self.name, self.source_nodes
+        source = self._builder.repartition(self.name, self.grouped_name or store, self.key_serde, self.value_serde)
+        return source, frozenset({source})

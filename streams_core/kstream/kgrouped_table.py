@@ -1,0 +1,118 @@
+"""KGroupedTable: a table re-grouped by `KTable.group_by`, ready to be aggregated.
+
+Aggregations receive each source-table update as a retraction of the old value from its old
+group and an addition of the new value to its new group (through the repartition topic
+`<application.id>-<name>-repartition`), hence the adder / subtractor pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streams_core.kstream.internals import names
+from streams_core.kstream.internals.change import ChangeSerde
+from streams_core.kstream.internals.functions import check_callable
+from streams_core.kstream.internals.ktable_aggregate import KTableAggregate, KTableReduce
+from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
+from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.materialized import Materialized
+from streams_core.kstream.named import Named
+from streams_core.serde import Serde, Serdes
+
+if TYPE_CHECKING:
+    from streams_core.kstream.internals.internal_streams_builder import InternalStreamsBuilder
+    from streams_core.kstream.ktable import KTable
+
+__all__ = ["KGroupedTable"]
+
+Named_ = Named | str | None
+
+
+def _zero() -> int:
+    return 0
+
+
+def _add_one(key: Any, value: Any, count: int) -> int:
+    return count + 1
+
+
+def _subtract_one(key: Any, value: Any, count: int) -> int:
+    return count - 1
+
+
+class KGroupedTable:
+    """A re-grouped table: the repartition-map node, serdes of the group key and values."""
+
+    __slots__ = ("_builder", "grouped_name", "key_serde", "name", "value_serde")
+
+    def __init__(
+        self,
+        builder: InternalStreamsBuilder,
+        name: str,
+        key_serde: Serde[Any] | None,
+        value_serde: Serde[Any] | None,
+        grouped_name: str | None,
+    ) -> None:
+        self._builder = builder
+        self.name = name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.grouped_name = grouped_name
+
+    def __repr__(self) -> str:
+        return f"KGroupedTable({self.name!r})"
+
+    def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
+        """The number of entries per group."""
+        return self._aggregate(names.KTABLE_AGGREGATE, named, materialized, Serdes.Long(),
+                               lambda store: KTableAggregate(store, _zero, _add_one, _subtract_one))  # fmt: skip
+
+    def reduce(
+        self,
+        adder: Callable[[Any, Any], Any],
+        subtractor: Callable[[Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named_ = None,
+    ) -> KTable:
+        """`adder(aggregate, value)` for values joining a group, `subtractor(aggregate, value)` for leaving ones."""
+        check_callable(adder, "reduce's adder")
+        check_callable(subtractor, "reduce's subtractor")
+        return self._aggregate(names.KTABLE_REDUCE, named, materialized, self.value_serde,
+                               lambda store: KTableReduce(store, adder, subtractor))  # fmt: skip
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        adder: Callable[[Any, Any, Any], Any],
+        subtractor: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named_ = None,
+    ) -> KTable:
+        """`adder(key, value, agg)` / `subtractor(key, value, agg)` per group, from `initializer()`."""
+        for function, what in ((initializer, "initializer"), (adder, "adder"), (subtractor, "subtractor")):
+            check_callable(function, f"aggregate's {what}")
+        return self._aggregate(names.KTABLE_AGGREGATE, named, materialized,
+                               self._builder.infer(self.value_serde, "value"),
+                               lambda store: KTableAggregate(store, initializer, adder, subtractor))  # fmt: skip
+
+    def _aggregate(
+        self,
+        prefix: str,
+        named: Named_,
+        materialized: Materialized | None,
+        value_serde: Serde[Any] | None,
+        factory: Callable[[str], Any],
+    ) -> KTable:
+        from streams_core.kstream.ktable import KTable
+
+        b = self._builder
+        m = (materialized or Materialized()).merged_serdes(self.key_serde, value_serde)
+        store = store_name(b, materialized, prefix)
+        name = b.processor_name(named, prefix)
+        change_serde = b.bound(ChangeSerde(self.value_serde))
+        prefix = self.grouped_name or store
+        source = b.repartition(self.name, prefix, self.key_serde, change_serde, drop_null_keys=False)
+        builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
+        b.add_processor(name, lambda: factory(store), (source,), stores=(builder,))
+        return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store)

@@ -1,0 +1,260 @@
+"""KTable: a changelog stream read as a table, the latest value per key.
+
+A KTable's processors forward `Change(new, old)` updates. Tables from topics, aggregations
+and `to_table` are materialised in a store (its name is the `Materialized` name, else a
+generated one shown by `describe()`); `filter`, `map_values` and joins are materialised only
+when given a `Materialized`. Joins look other tables up through value getters, so any table
+can be joined, materialised or not (a suppressed one excepted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streams_core.errors import TopologyError
+from streams_core.kstream.grouped import Grouped
+from streams_core.kstream.internals import names
+from streams_core.kstream.internals.functions import check_callable, takes_key, with_key
+from streams_core.kstream.internals.ktable_ktable_join import KTableKTableJoin, KTableKTableJoinMerger
+from streams_core.kstream.internals.ktable_processors import (
+    KTableFilter,
+    KTableMapValues,
+    KTableRepartitionMap,
+    KTableToStream,
+)
+from streams_core.kstream.internals.ktable_suppress import KTableSuppress
+from streams_core.kstream.internals.ktable_value_getters import (
+    FilterValueGetterSupplier,
+    JoinValueGetterSupplier,
+    MapValuesValueGetterSupplier,
+    StoreValueGetterSupplier,
+    ValueGetterSupplier,
+)
+from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.materialized import Materialized
+from streams_core.kstream.named import Named, name_of
+from streams_core.kstream.suppressed import Suppressed
+from streams_core.serde import Serde
+
+if TYPE_CHECKING:
+    from streams_core.kstream.internals.internal_streams_builder import InternalStreamsBuilder
+    from streams_core.kstream.kgrouped_table import KGroupedTable
+    from streams_core.kstream.kstream import KStream
+
+__all__ = ["KTable"]
+
+Named_ = Named | str | None
+
+
+class KTable:
+    """A table: the node forwarding its updates, its serdes, sources and how to look values up.
+
+    `windows` is set for windowed aggregation results (`("time", grace)` or `("session",
+    2 * gap + grace + 1)`: how long after a window ends its result is final), for `suppress`.
+    """
+
+    __slots__ = ("_builder", "_getter", "key_serde", "name", "source_nodes", "store_name", "value_serde", "windows")
+
+    def __init__(
+        self,
+        builder: InternalStreamsBuilder,
+        name: str,
+        key_serde: Serde[Any] | None,
+        value_serde: Serde[Any] | None,
+        source_nodes: frozenset[str],
+        getter: ValueGetterSupplier | None,
+        store_name: str | None = None,
+        windows: tuple[str, int] | None = None,
+    ) -> None:
+        self._builder = builder
+        self.name = name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.source_nodes = source_nodes
+        self._getter = getter
+        self.store_name = store_name
+        self.windows = windows
+
+    def __repr__(self) -> str:
+        return f"KTable({self.name!r}, store={self.store_name!r})"
+
+    @property
+    def queryable_store_name(self) -> str | None:
+        """The store holding this table (None when it is computed, not materialised)."""
+        return self.store_name
+
+    def _value_getter(self, purpose: str) -> ValueGetterSupplier:
+        if self._getter is None:
+            raise TopologyError(
+                f"{self!r} is suppressed and cannot be used for {purpose}; materialise it first, e.g. "
+                "table.to_stream().to_table(Materialized.as_('name'))"
+            )
+        return self._getter
+
+    def _stateful_child(
+        self,
+        prefix: str,
+        named: Named_,
+        materialized: Materialized | None,
+        factory: Callable[[str | None], Any],
+        value_serde: Serde[Any] | None,
+        getter: Callable[[], ValueGetterSupplier],
+    ) -> KTable:
+        b = self._builder
+        name = b.processor_name(named, prefix)
+        store = None
+        stores: tuple[Any, ...] = ()
+        m = None
+        if materialized is not None:
+            m = materialized.merged_serdes(self.key_serde, value_serde)
+            store = store_name(b, materialized, prefix)
+            stores = (key_value_store(b, store, m, m.key_serde, m.value_serde),)
+        b.add_processor(name, lambda: factory(store), (self.name,), stores=stores)
+        value_getter = StoreValueGetterSupplier(store) if store is not None else getter()
+        return KTable(b, name, m.key_serde if m else self.key_serde, m.value_serde if m else value_serde,
+                      self.source_nodes, value_getter, store, self.windows)  # fmt: skip
+
+    # -- operators ----------------------------------------------------------------------------
+
+    def filter(
+        self, predicate: Callable[[Any, Any], Any], named: Named_ = None, materialized: Materialized | None = None
+    ) -> KTable:
+        """Keep the entries for which `predicate(key, value)` holds; others read as deleted."""
+        return self._filter(predicate, False, named, materialized)
+
+    def filter_not(
+        self, predicate: Callable[[Any, Any], Any], named: Named_ = None, materialized: Materialized | None = None
+    ) -> KTable:
+        """Keep the entries for which `predicate(key, value)` is false."""
+        return self._filter(predicate, True, named, materialized)
+
+    def _filter(self, predicate: Any, negate: bool, named: Named_, materialized: Materialized | None) -> KTable:
+        check_callable(predicate, "filter's predicate")
+        return self._stateful_child(
+            names.KTABLE_FILTER, named, materialized, lambda store: KTableFilter(predicate, negate, store),
+            self.value_serde, lambda: FilterValueGetterSupplier(self._value_getter("a filter"), predicate, negate),
+        )  # fmt: skip
+
+    def map_values(
+        self, mapper: Callable[..., Any], named: Named_ = None, materialized: Materialized | None = None
+    ) -> KTable:
+        """Map each value with `mapper(value)` (or `mapper(key, value)`); keys are unchanged."""
+        check_callable(mapper, "map_values's mapper")
+        with_key_ = takes_key(mapper, 1)
+        keyed = with_key(mapper, 1, "map_values's mapper")
+        return self._stateful_child(
+            names.KTABLE_MAPVALUES, named, materialized, lambda store: KTableMapValues(mapper, with_key_, store),
+            self._builder.infer(self.value_serde, "value"),
+            lambda: MapValuesValueGetterSupplier(self._value_getter("map_values"), keyed),
+        )  # fmt: skip
+
+    def to_stream(self, key_mapper: Callable[[Any, Any], Any] | None = None, named: Named_ = None) -> KStream:
+        """The table's updates as a stream (deletes as None values); `key_mapper(key, value)` may re-key it."""
+        from streams_core.kstream.kstream import KStream
+
+        if key_mapper is not None:
+            check_callable(key_mapper, "to_stream's key mapper")
+        b = self._builder
+        name = b.processor_name(named, names.KTABLE_TOSTREAM)
+        b.add_processor(name, lambda: KTableToStream(key_mapper), (self.name,))
+        key_serde = self.key_serde if key_mapper is None else b.infer(self.key_serde, "key")
+        return KStream(b, name, key_serde, self.value_serde, self.source_nodes, key_mapper is not None)
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold updates back: final results per window, or at most one per key per time limit."""
+        if not isinstance(suppressed, Suppressed):
+            raise TypeError(f"suppress takes a Suppressed, got {suppressed!r}")
+        b = self._builder
+        name = suppressed.name or b.new_processor_name(names.KTABLE_SUPPRESS)
+        if not suppressed.name:
+            b.new_store_name(names.KTABLE_SUPPRESS)
+        if suppressed.final_results:
+            if self.windows is None:
+                raise TopologyError(
+                    "Suppressed.until_window_closes applies to windowed tables (the result of windowed_by(...) "
+                    f"aggregations); {self!r} is not windowed"
+                )
+            duration = self.windows[1]
+        else:
+            duration = suppressed.time_limit_ms  # type: ignore[assignment]
+        buffer = suppressed.buffer_config
+        serdes = (self.key_serde, self.value_serde)
+        b.add_processor(name, lambda: KTableSuppress(
+            name, duration, suppressed.final_results, suppressed.final_results, buffer.record_limit,
+            buffer.byte_limit, buffer.fail_when_full, serdes,
+        ), (self.name,))  # fmt: skip
+        return KTable(b, name, self.key_serde, self.value_serde, self.source_nodes, None, None, self.windows)
+
+    def group_by(
+        self,
+        selector: Callable[[Any, Any], tuple[Any, Any]],
+        grouped: Grouped | None = None,
+        *,
+        key_serde: Serde[Any] | None = None,
+        value_serde: Serde[Any] | None = None,
+    ) -> KGroupedTable:
+        """Re-group the table by `selector(key, value) -> (group key, value)`; always repartitions."""
+        from streams_core.kstream.kgrouped_table import KGroupedTable
+
+        check_callable(selector, "group_by's selector")
+        g = (grouped or Grouped()).merged(key_serde=key_serde, value_serde=value_serde)
+        b = self._builder
+        name = b.processor_name(g.name, names.KTABLE_SELECT)
+        b.add_processor(name, lambda: KTableRepartitionMap(selector), (self.name,))
+        return KGroupedTable(b, name, g.key_serde or b.infer(self.key_serde, "key"),
+                             g.value_serde or b.infer(self.value_serde, "value"), g.name)  # fmt: skip
+
+    # -- joins --------------------------------------------------------------------------------
+
+    def join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named_ = None,
+             materialized: Materialized | None = None) -> KTable:  # fmt: skip
+        """Inner join on the key with a co-partitioned table: `joiner(left, right)` while both have a value."""
+        return self._join(other, joiner, "inner", named, materialized)
+
+    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named_ = None,
+                  materialized: Materialized | None = None) -> KTable:  # fmt: skip
+        """Left join: `joiner(left, right or None)` while the left table has a value."""
+        return self._join(other, joiner, "left", named, materialized)
+
+    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named_ = None,
+                   materialized: Materialized | None = None) -> KTable:  # fmt: skip
+        """Outer join: `joiner(left or None, right or None)` while either table has a value."""
+        return self._join(other, joiner, "outer", named, materialized)
+
+    def _join(self, other: KTable, joiner: Any, kind: str, named: Named_, materialized: Materialized | None) -> KTable:
+        if not isinstance(other, KTable) or other._builder is not self._builder:
+            raise TopologyError(f"a KTable joins a KTable of the same StreamsBuilder, got {other!r}")
+        check_callable(joiner, "the joiner")
+        b = self._builder
+        given = name_of(named)
+        this_prefix, other_prefix = {
+            "inner": (names.KTABLE_JOINTHIS, names.KTABLE_JOINOTHER),
+            "left": (names.KTABLE_LEFTTHIS, names.KTABLE_LEFTOTHER),
+            "outer": (names.KTABLE_OUTERTHIS, names.KTABLE_OUTEROTHER),
+        }[kind]
+        merge = given or b.new_processor_name(names.KTABLE_MERGE)
+        this_name = f"{given}-join-this" if given else b.new_processor_name(this_prefix)
+        other_name = f"{given}-join-other" if given else b.new_processor_name(other_prefix)
+        this_getter = self._value_getter("a join")
+        other_getter = other._value_getter("a join")
+        sources = self.source_nodes | other.source_nodes
+        b.copartition(sources)
+        b.add_processor(this_name, lambda: KTableKTableJoin(other_getter, joiner, kind, True), (self.name,),
+                        connected=other_getter.store_names)  # fmt: skip
+        b.add_processor(other_name, lambda: KTableKTableJoin(this_getter, joiner, kind, False), (other.name,),
+                        connected=this_getter.store_names)  # fmt: skip
+        key_serde = self.key_serde or other.key_serde
+        store = None
+        stores: tuple[Any, ...] = ()
+        value_serde = b.infer(self.value_serde, "value")
+        if materialized is not None:
+            m = materialized.merged_serdes(key_serde, value_serde)
+            key_serde, value_serde = m.key_serde, m.value_serde
+            store = store_name(b, materialized, names.KTABLE_MERGE)
+            stores = (key_value_store(b, store, m, key_serde, value_serde),)
+        b.add_processor(merge, lambda: KTableKTableJoinMerger(store), (this_name, other_name), stores=stores)
+        getter: ValueGetterSupplier = JoinValueGetterSupplier(this_getter, other_getter, joiner, kind)
+        if store is not None:
+            getter = StoreValueGetterSupplier(store)
+        return KTable(b, merge, key_serde, value_serde, sources, getter, store)

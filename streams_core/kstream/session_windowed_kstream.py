@@ -1,0 +1,119 @@
+"""SessionWindowedKStream: a grouped stream aggregated per session (`SessionWindows`).
+
+The result is a KTable keyed by `Windowed(key, SessionWindow(start, end))` in a session store
+(queryable: `fetch(key)`, `find_sessions(...)`). When a record merges sessions, the merged
+ones are retracted (None) and the new session forwarded. Aggregations need a `merger(key,
+agg1, agg2)` that combines two sessions' aggregates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streams_core.kstream.internals import names
+from streams_core.kstream.internals.functions import check_callable
+from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
+from streams_core.kstream.internals.ktable_value_getters import SessionStoreValueGetterSupplier
+from streams_core.kstream.internals.materialize import session_store, store_name
+from streams_core.kstream.materialized import Materialized
+from streams_core.kstream.named import Named
+from streams_core.kstream.windowed_serdes import SessionWindowedSerde
+from streams_core.kstream.windows import SessionWindows
+from streams_core.serde import Serde, Serdes
+
+if TYPE_CHECKING:
+    from streams_core.kstream.kgrouped_stream import KGroupedStream
+    from streams_core.kstream.ktable import KTable
+
+__all__ = ["SessionWindowedKStream"]
+
+Named_ = Named | str | None
+
+
+def _zero() -> int:
+    return 0
+
+
+def _count_add(key: Any, value: Any, count: int) -> int:
+    return count + 1
+
+
+def _sum_merge(key: Any, one: int, two: int) -> int:
+    return one + two
+
+
+def _none() -> None:
+    return None
+
+
+class SessionWindowedKStream:
+    """A grouped stream with `SessionWindows`."""
+
+    __slots__ = ("_grouped", "windows")
+
+    def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
+        self._grouped = grouped
+        self.windows = windows
+
+    def __repr__(self) -> str:
+        return f"SessionWindowedKStream({self._grouped.name!r}, {self.windows!r})"
+
+    def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
+        """Records per key and session."""
+        return self._aggregate(named, materialized, Serdes.Long(), _zero, _count_add, _sum_merge)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Materialized | None = None,
+               named: Named_ = None) -> KTable:  # fmt: skip
+        """`reducer(aggregate, value)` per key and session (also merging sessions)."""
+        check_callable(reducer, "reduce's reducer")
+
+        def aggregator(key: Any, value: Any, aggregate: Any) -> Any:
+            return value if aggregate is None else reducer(aggregate, value)
+
+        def merger(key: Any, one: Any, two: Any) -> Any:
+            return aggregator(key, two, one)
+
+        return self._aggregate(named, materialized, self._grouped.value_serde, _none, aggregator, merger,
+                               names.KSTREAM_REDUCE)  # fmt: skip
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named_ = None,
+    ) -> KTable:
+        """`aggregator(key, value, agg)` per key and session from `initializer()`; `merger(key, agg1, agg2)`."""
+        for function, what in ((initializer, "initializer"), (aggregator, "aggregator"), (merger, "merger")):
+            check_callable(function, f"aggregate's {what}")
+        value_serde = self._grouped._builder.infer(self._grouped.value_serde, "value")
+        return self._aggregate(named, materialized, value_serde, initializer, aggregator, merger)
+
+    def _aggregate(
+        self,
+        named: Named_,
+        materialized: Materialized | None,
+        value_serde: Serde[Any] | None,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: Callable[[Any, Any, Any], Any],
+        prefix: str = names.KSTREAM_AGGREGATE,
+    ) -> KTable:
+        from streams_core.kstream.ktable import KTable
+
+        grouped, windows = self._grouped, self.windows
+        b = grouped._builder
+        m = (materialized or Materialized()).merged_serdes(grouped.key_serde, value_serde)
+        store = store_name(b, materialized, prefix)
+        name = b.processor_name(named, prefix)
+        parent, sources = grouped.upstream(store)
+        minimum = windows.inactivity_gap_ms + windows.grace_period_ms
+        builder = session_store(store, m, minimum, m.key_serde, m.value_serde)
+        b.add_processor(name, lambda: KStreamSessionWindowAggregate(windows, store, initializer, aggregator, merger),
+                        (parent,), stores=(builder,))  # fmt: skip
+        key_serde = b.bound(SessionWindowedSerde(m.key_serde))
+        final_after = 2 * windows.inactivity_gap_ms + windows.grace_period_ms + 1
+        return KTable(b, name, key_serde, m.value_serde, sources, SessionStoreValueGetterSupplier(store), store,
+                      ("session", final_after))  # fmt: skip

@@ -1,0 +1,156 @@
+"""StreamsBuilder: where a DSL application starts; `build()` gives the Topology to run.
+
+    builder = StreamsBuilder()
+    counts = (builder.stream("TextLinesTopic", key_serde=Serdes.String(), value_serde=Serdes.String())
+              .flat_map_values(lambda line: line.lower().split())
+              .group_by(lambda key, word: word)
+              .count(Materialized.as_("word-count")))
+    counts.to_stream().to("WordsWithCountsTopic", value_serde=Serdes.Long())
+    topology = builder.build()
+
+Sources are named `KSTREAM-SOURCE-<n>` (or by `Consumed.as_`); a table's store is its
+`Materialized` name, else `<topic>-STATE-STORE-<n>`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from streams_core.errors import TopologyError
+from streams_core.kstream.consumed import Consumed
+from streams_core.kstream.global_ktable import GlobalKTable
+from streams_core.kstream.internals import names
+from streams_core.kstream.internals.internal_streams_builder import InternalStreamsBuilder
+from streams_core.kstream.internals.ktable_processors import KTableSource
+from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
+from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.kstream import KStream
+from streams_core.kstream.ktable import KTable
+from streams_core.kstream.materialized import Materialized
+from streams_core.processor.topology import Topology
+from streams_core.serde import Serde
+
+__all__ = ["StreamsBuilder"]
+
+
+class StreamsBuilder:
+    """Creates streams and tables from topics and collects the operators applied to them."""
+
+    def __init__(self) -> None:
+        self._internal = InternalStreamsBuilder()
+
+    def __repr__(self) -> str:
+        return f"StreamsBuilder(nodes={len(self._internal.itb.node_names)})"
+
+    def stream(
+        self,
+        topics: str | Iterable[str] | re.Pattern[str],
+        consumed: Consumed | None = None,
+        *,
+        key_serde: Serde[Any] | None = None,
+        value_serde: Serde[Any] | None = None,
+        timestamp_extractor: Any = None,
+    ) -> KStream:
+        """A stream of the records of `topics` (a name, several names, or a compiled pattern)."""
+        c = (consumed or Consumed()).merged(key_serde=key_serde, value_serde=value_serde,
+                                            timestamp_extractor=timestamp_extractor)  # fmt: skip
+        b = self._internal
+        name = b.processor_name(c.name, names.KSTREAM_SOURCE)
+        if isinstance(topics, re.Pattern):
+            b.add_source(name, (), topics, c.key_serde, c.value_serde, c.timestamp_extractor)
+        else:
+            topic_list = (topics,) if isinstance(topics, str) else tuple(topics)
+            b.add_source(name, topic_list, None, c.key_serde, c.value_serde, c.timestamp_extractor)
+        return KStream(b, name, c.key_serde, c.value_serde, frozenset({name}))
+
+    def table(
+        self,
+        topic: str,
+        materialized: Materialized | Consumed | None = None,
+        *,
+        consumed: Consumed | None = None,
+        key_serde: Serde[Any] | None = None,
+        value_serde: Serde[Any] | None = None,
+        timestamp_extractor: Any = None,
+    ) -> KTable:
+        """A table of `topic` read as a changelog (latest value per key; None deletes), in a store."""
+        m, c = self._table_options(materialized, consumed, key_serde, value_serde, timestamp_extractor)
+        b = self._internal
+        store = store_name(b, m, f"{topic}-")
+        source = b.processor_name(c.name, names.KSTREAM_SOURCE)
+        name = f"{c.name}-table-source" if c.name else b.new_processor_name(names.KTABLE_SOURCE)
+        b.add_source(source, (topic,), None, m.key_serde, m.value_serde, c.timestamp_extractor)
+        builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
+        b.add_processor(name, lambda: KTableSource(store), (source,), stores=(builder,))
+        return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store)
+
+    def global_table(
+        self,
+        topic: str,
+        materialized: Materialized | Consumed | None = None,
+        *,
+        consumed: Consumed | None = None,
+        key_serde: Serde[Any] | None = None,
+        value_serde: Serde[Any] | None = None,
+        timestamp_extractor: Any = None,
+    ) -> GlobalKTable:
+        """A table of all of `topic` on every instance; its store needs no changelog (the topic is one)."""
+        m, c = self._table_options(materialized, consumed, key_serde, value_serde, timestamp_extractor)
+        b = self._internal
+        store = store_name(b, m, f"{topic}-")
+        source = b.processor_name(c.name, names.KSTREAM_SOURCE)
+        name = b.new_processor_name(names.KTABLE_SOURCE)
+        builder = key_value_store(b, store, m.with_logging_disabled(), m.key_serde, m.value_serde)
+        b.itb.add_global_store(builder, source, topic, name, lambda: KTableSource(store), m.key_serde, m.value_serde,
+                               c.timestamp_extractor)  # fmt: skip
+        return GlobalKTable(b, store)
+
+    def add_state_store(self, store_builder: Any) -> StreamsBuilder:
+        """A store for `KStream.process(supplier, "store-name")` processors to use."""
+        self._internal.itb.add_state_store(store_builder)
+        return self
+
+    def add_global_store(
+        self,
+        store_builder: Any,
+        topic: str,
+        state_update_supplier: Any,
+        consumed: Consumed | None = None,
+        *,
+        key_serde: Serde[Any] | None = None,
+        value_serde: Serde[Any] | None = None,
+        timestamp_extractor: Any = None,
+    ) -> StreamsBuilder:
+        """A global store filled from `topic` by the processor `state_update_supplier` makes (logging is turned off)."""
+        c = (consumed or Consumed()).merged(key_serde=key_serde, value_serde=value_serde,
+                                            timestamp_extractor=timestamp_extractor)  # fmt: skip
+        b = self._internal
+        source = b.processor_name(c.name, names.KSTREAM_SOURCE)
+        name = b.new_processor_name(names.KTABLE_SOURCE)
+        b.itb.add_global_store(store_builder.with_logging_disabled(), source, topic, name, state_update_supplier,
+                               c.key_serde, c.value_serde, c.timestamp_extractor)  # fmt: skip
+        return self
+
+    def build(self) -> Topology:
+        """The Topology of everything built so far (the same object on every call)."""
+        return self._internal.topology
+
+    @staticmethod
+    def _table_options(
+        materialized: Materialized | Consumed | None,
+        consumed: Consumed | None,
+        key_serde: Serde[Any] | None,
+        value_serde: Serde[Any] | None,
+        timestamp_extractor: Any,
+    ) -> tuple[Materialized, Consumed]:
+        if isinstance(materialized, Consumed):
+            if consumed is not None:
+                raise TopologyError("pass the Consumed once (positionally or as consumed=)")
+            materialized, consumed = None, materialized
+        if materialized is not None and not isinstance(materialized, Materialized):
+            raise TypeError(f"expected a Materialized or a Consumed, got {materialized!r}")
+        c = (consumed or Consumed()).merged(key_serde=key_serde, value_serde=value_serde,
+                                            timestamp_extractor=timestamp_extractor)  # fmt: skip
+        return (materialized or Materialized()).merged_serdes(c.key_serde, c.value_serde), c

@@ -1,0 +1,231 @@
+"""The pieces `InternalTopologyBuilder` is made of: node factories, store entries, union-find.
+
+A factory remembers how a node was declared and builds a fresh node per task (`build(config,
+decorate)`, where `decorate` gives internal topics their full names); `describe()` gives its
+part of the topology description. `QuickUnion` groups nodes into sub-topologies.
+`GlobalStoreDescription` prints a global store the way Kafka Streams does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from streams_core.config import StreamsConfig
+from streams_core.errors import TopologyError
+from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
+from streams_core.processor.stream_partitioner import StreamPartitioner
+from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, as_extract_function
+from streams_core.processor.topic_name_extractor import TopicNameExtractor
+from streams_core.processor.topology_description import (
+    NodeDescription,
+    ProcessorDescription,
+    SinkDescription,
+    SourceDescription,
+)
+from streams_core.serde import Serde
+
+__all__ = [
+    "Decorate",
+    "GlobalStoreDescription",
+    "NodeFactory",
+    "ProcessorNodeFactory",
+    "QuickUnion",
+    "SinkNodeFactory",
+    "SourceNodeFactory",
+    "StateStoreFactory",
+    "kind_of",
+    "processor_factory",
+    "same_topic",
+    "stores_of",
+]
+
+Decorate = Callable[[str], str]
+"""Gives a topic its full name (internal topics get the application id in front)."""
+
+
+def same_topic(topic: str) -> str:
+    """The `Decorate` of a topology without internal topics."""
+    return topic
+
+
+@dataclass(eq=False)
+class SourceNodeFactory:
+    """A declared source: its topics or pattern, serdes and timestamp extractor."""
+
+    name: str
+    topics: tuple[str, ...]
+    pattern: re.Pattern[str] | None
+    key_serde: Serde[Any] | None
+    value_serde: Serde[Any] | None
+    timestamp_extractor: Any
+    parents: tuple[str, ...] = ()
+
+    def build(self, config: StreamsConfig, decorate: Decorate = same_topic) -> SourceNode:
+        extractor = self.timestamp_extractor or config["default.timestamp.extractor"] or FailOnInvalidTimestamp()
+        return SourceNode(
+            self.name,
+            tuple(decorate(topic) for topic in self.topics),
+            self.pattern,
+            self.key_serde or config["default.key.serde"],
+            self.value_serde or config["default.value.serde"],
+            as_extract_function(extractor),
+        )
+
+    def describe(self) -> NodeDescription:
+        return SourceDescription(self.name, self.topics, self.pattern)
+
+
+@dataclass(eq=False)
+class ProcessorNodeFactory:
+    """A declared processor: its parents, how to make its processor, its stores."""
+
+    name: str
+    parents: tuple[str, ...]
+    make_processor: Callable[[], Any]
+    store_names: list[str] = field(default_factory=list)
+    last_built: Any = None
+
+    def build(self, config: StreamsConfig, decorate: Decorate = same_topic) -> ProcessorNode:
+        processor = self.make_processor()
+        if processor is None or (processor is self.last_built):
+            raise TopologyError(
+                f"processor {self.name!r}: its supplier returned "
+                + ("None" if processor is None else "the same instance twice")
+                + "; it must return a new Processor on every call (each task needs its own)"
+            )
+        self.last_built = processor
+        return ProcessorNode(self.name, processor, frozenset(self.store_names))
+
+    def describe(self) -> NodeDescription:
+        return ProcessorDescription(self.name, self.store_names)
+
+
+@dataclass(eq=False)
+class SinkNodeFactory:
+    """A declared sink: its topic or topic extractor, serdes and partitioner."""
+
+    name: str
+    parents: tuple[str, ...]
+    topic: str | None
+    topic_extractor: TopicNameExtractor | None
+    key_serde: Serde[Any] | None
+    value_serde: Serde[Any] | None
+    partitioner: StreamPartitioner | None
+
+    def build(self, config: StreamsConfig, decorate: Decorate = same_topic) -> SinkNode:
+        return SinkNode(
+            self.name,
+            None if self.topic is None else decorate(self.topic),
+            self.topic_extractor,
+            self.key_serde or config["default.key.serde"],
+            self.value_serde or config["default.value.serde"],
+            self.partitioner,
+        )
+
+    def describe(self) -> NodeDescription:
+        return SinkDescription(self.name, self.topic, self.topic_extractor)
+
+
+NodeFactory = SourceNodeFactory | ProcessorNodeFactory | SinkNodeFactory
+
+
+@dataclass(eq=False)
+class StateStoreFactory:
+    """A store builder and the processors connected to it."""
+
+    builder: Any
+    users: list[str] = field(default_factory=list)
+
+
+class GlobalStoreDescription:
+    """A global store's source and processor; prints as Java's `GlobalStore` description."""
+
+    __slots__ = ("id", "nodes")
+
+    def __init__(self, subtopology_id: int, nodes: tuple[NodeDescription, ...]) -> None:
+        self.id = subtopology_id
+        self.nodes = nodes
+
+    def node(self, name: str) -> NodeDescription:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        return (
+            f"Sub-topology: {self.id} for global store (will not generate tasks)\n"
+            + "".join(f"    {node}\n" for node in self.nodes)
+        )
+
+    def __repr__(self) -> str:
+        return f"GlobalStoreDescription({self.id}, {[n.name for n in self.nodes]})"
+
+
+class QuickUnion:
+    """Union-find over node names; the root of a set is the name of its earliest member."""
+
+    def __init__(self) -> None:
+        self._parent: dict[str, str] = {}
+        self._order: dict[str, int] = {}
+
+    def add(self, name: str) -> None:
+        self._parent[name] = name
+        self._order[name] = len(self._order)
+
+    def root(self, name: str) -> str:
+        parent = self._parent
+        root = name
+        while parent[root] != root:
+            root = parent[root]
+        while parent[name] != root:
+            parent[name], name = root, parent[name]
+        return root
+
+    def unite(self, name: str, *others: str) -> None:
+        for other in others:
+            a, b = self.root(name), self.root(other)
+            if a != b:
+                first, second = (a, b) if self._order[a] < self._order[b] else (b, a)
+                self._parent[second] = first
+
+
+def kind_of(factory: NodeFactory) -> str:
+    """"source", "sink" or "processor", for error messages."""
+    if isinstance(factory, SourceNodeFactory):
+        return "source"
+    if isinstance(factory, SinkNodeFactory):
+        return "sink"
+    return "processor"
+
+
+def stores_of(factories: list[NodeFactory]) -> tuple[str, ...]:
+    """The store names of these factories' processors, without repeats, in order."""
+    names: dict[str, None] = {}
+    for factory in factories:
+        if isinstance(factory, ProcessorNodeFactory):
+            names.update(dict.fromkeys(factory.store_names))
+    return tuple(names)
+
+
+def processor_factory(name: str, supplier: Any) -> Callable[[], Any]:
+    """A zero-argument callable making a new processor, from a class, a factory or a supplier."""
+    if isinstance(supplier, type):
+        return supplier
+    get = getattr(supplier, "get", None)
+    if callable(get):
+        return get  # type: ignore[no-any-return]
+    if callable(supplier):
+        return supplier  # type: ignore[no-any-return]
+    if callable(getattr(supplier, "process", None)):
+        raise TopologyError(
+            f"processor {name!r}: got a processor instance ({supplier!r}); pass its class or a zero-argument "
+            "factory instead, so that every task gets its own processor"
+        )
+    raise TopologyError(
+        f"processor {name!r}: expected a Processor class, a zero-argument factory or a supplier with get(), "
+        f"got {supplier!r}"
+    )
