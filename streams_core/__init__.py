@@ -69,6 +69,8 @@ from streams_core.processor.topology import Topology
 from streams_core.processor.topology_description import TopologyDescription
 from streams_core.serde import Serde, Serdes
 from streams_core.state import (
+    QueryableStoreType,
+    QueryableStoreTypes,
     KeyValue,
     KeyValueStore,
     ReadOnlyKeyValueStore,
@@ -84,7 +86,7 @@ from streams_core.state import (
     WindowStore,
     Windowed,
 )
-from streams_core.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
+from streams_core.runtime.kafka_streams import KafkaStreams, LagInfo, State, StreamThreadExceptionResponse
 from streams_core.runtime.assignment import HostInfo, KeyQueryMetadata, StreamsMetadata
 from streams_core.testing.test_input_topic import TestInputTopic
 from streams_core.testing.test_output_topic import TestOutputTopic
@@ -116,6 +118,7 @@ __all__ = [
     "KeyQueryMetadata",
     "KeyValue",
     "KeyValueStore",
+    "LagInfo",
     "LogAndSkipOnInvalidTimestamp",
     "Materialized",
     "Named",
@@ -126,6 +129,8 @@ __all__ = [
     "Produced",
     "PunctuationType",
     "Punctuator",
+    "QueryableStoreType",
+    "QueryableStoreTypes",
     "ReadOnlyKeyValueStore",
     "ReadOnlySessionStore",
     "ReadOnlyWindowStore",

@@ -93,7 +93,10 @@ class KafkaStreams:
         clients.validate_client_configs(self.config)
         self.topology = topology
         self.application_id: str = self.config["application.id"]
-        self.metadata = TopologyMetadata(topology.internal_topology_builder, self.application_id)
+        builder = topology.internal_topology_builder
+        builder.set_application_id(self.application_id)
+        builder.apply_config(self.config)
+        self.metadata = TopologyMetadata(builder, self.application_id)
         self.process_id = str(uuid.uuid4())
         server = self.config["application.server"]
         self.metadata_state = StreamsMetadataState(
@@ -106,6 +109,7 @@ class KafkaStreams:
         self._partition_counts: dict[str, int] = {}
         self._state_changed = asyncio.Condition() if _has_loop() else None
         self._closing: asyncio.Task[bool] | None = None
+        self._thread_starts: set[asyncio.Task[StreamThread]] = set()
         self._errors: list[BaseException] = []
 
     def __repr__(self) -> str:
@@ -177,9 +181,21 @@ class KafkaStreams:
         if self._state_changed is None:
             self._state_changed = asyncio.Condition()
         await self._prepare_topics()
+        if self._state is not State.CREATED:  # close() was called meanwhile: start nothing
+            log.info("stream-client [%s] closed while starting; no stream thread started", self.application_id)
+            return
         self._set_state(State.REBALANCING)
         for index in range(1, self.config["num.stream.threads"] + 1):
-            await self._start_thread(index)
+            if self._closing is not None:
+                break
+            await self._track_thread_start(index)
+
+    def _track_thread_start(self, index: int) -> asyncio.Task[StreamThread]:
+        """Start a thread in a task that a concurrent close() waits for before stopping the threads."""
+        task = asyncio.get_running_loop().create_task(self._start_thread(index))
+        self._thread_starts.add(task)
+        task.add_done_callback(self._thread_starts.discard)
+        return task
 
     async def _prepare_topics(self) -> None:
         admin = clients.create_admin(self.config)
@@ -192,8 +208,14 @@ class KafkaStreams:
             if missing:
                 raise MissingSourceTopicError.for_topics(missing)
             self._partition_counts = {t: n for t, n in counts.items() if n}
+            internal = self.metadata.builder.internal_topic_partition_counts(self._partition_counts)
+            self._partition_counts.update(internal)
             ensure_copartitioning(self.metadata.copartition_groups, self._partition_counts)
             specs = [
+                clients.NewTopicSpec(topic, partitions, {"cleanup.policy": "delete"})
+                for topic, partitions in sorted(internal.items())
+            ]
+            specs += [
                 clients.NewTopicSpec(topic, partitions, {"cleanup.policy": "compact", **spec.config})
                 for spec in self.metadata.changelogs.values()
                 for topic, partitions in [(spec.topic, self.metadata.num_tasks(spec.subtopology, self._partition_counts))]
@@ -235,6 +257,8 @@ class KafkaStreams:
 
     async def _close(self, timeout: float | None, *, error: bool = False) -> bool:
         self._set_state(State.PENDING_ERROR if error else State.PENDING_SHUTDOWN)
+        if self._thread_starts:  # a thread still starting has no loop to stop yet: let it start first
+            await asyncio.wait(set(self._thread_starts), timeout=timeout)
         stops = [asyncio.create_task(t.stop()) for t in self._threads]
         done = True
         if stops:
@@ -295,7 +319,7 @@ class KafkaStreams:
         log.error("stream-client [%s] %s died: %r; response %s", self.application_id, thread.name, error, response.name)
         loop = asyncio.get_running_loop()
         if response is StreamThreadExceptionResponse.REPLACE_THREAD and self._state.is_running_or_rebalancing():
-            loop.create_task(self._start_thread(thread.index))
+            self._track_thread_start(thread.index)
             return
         if self._closing is None:
             self._closing = loop.create_task(self._close(None, error=True))

@@ -41,6 +41,11 @@ class TopologyMetadata:
         self.builder = builder
         self.application_id = application_id
         self.topic_groups: dict[int, TopicsInfo] = builder.topic_groups()
+        if getattr(builder, "global_topics", None):
+            raise TopologyError(
+                "global tables and global stores run in the TopologyTestDriver but not yet in the Kafka "
+                f"runtime (global topics: {sorted(builder.global_topics)}); use a KTable joined on the key instead"
+            )
         if any(info.source_patterns for info in self.topic_groups.values()):
             raise TopologyError("pattern subscriptions are not supported by the Kafka runtime yet; name the topics")
         self.subtopologies: dict[int, frozenset[str]] = {
@@ -79,7 +84,7 @@ class TopologyMetadata:
             by_source: dict[str | None, set[str]] = {}
             for topic in info.source_topics:
                 by_source.setdefault(self.builder.source_for_topic(topic), set()).add(topic)
-            if len(by_source) > 1:
+            if len(by_source) > 1 and frozenset(info.source_topics) not in groups:
                 groups.append(frozenset(info.source_topics))
         return groups
 
