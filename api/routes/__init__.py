@@ -1,1 +1,1 @@
-"""routes package."""
+"""The routes of the REST layer, one module per resource: instances, state, health."""

@@ -1,0 +1,89 @@
+"""create_app: the interactive-query and discovery server of one KafkaStreams instance.
+
+The app holds the `KafkaStreams` instance and, for its lifespan, the httpx client that forwards
+queries to the other instances. Its served schema (`/openapi.json`) must agree with the
+contract in `openapi.yaml` (tests/api/test_openapi_contract.py holds them to it).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+from api.errors import install_error_handlers
+from api.forwarding import Forwarder, instance_name
+from api.instance import StreamsInstance
+from api.metrics import QueryLatency
+from api.middleware import QueryTimingMiddleware, ServedByMiddleware
+from api.routes import health, instances, state
+from api.settings import ApiSettings
+from streams_core import HostInfo
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+
+VERSION = "1.0.0"
+
+
+def _this_host(streams: StreamsInstance) -> HostInfo | None:
+    server = streams.config["application.server"]
+    return HostInfo.parse(server) if server else None
+
+
+def _operation_id(route: APIRoute) -> str:
+    return route.name
+
+
+def _without_validation_errors(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's schema minus its 422 answers: this app answers invalid requests with 400."""
+    if app.openapi_schema is None:
+        schema = FastAPI.openapi(app)
+        for path in schema.get("paths", {}).values():
+            for operation in path.values():
+                operation.get("responses", {}).pop("422", None)
+        components = schema.get("components", {}).get("schemas", {})
+        for name in ("HTTPValidationError", "ValidationError"):
+            components.pop(name, None)
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None) -> FastAPI:
+    """The REST app of DESIGN.md's table for `streams`; serve it with `api.serve` or any ASGI server."""
+    settings = settings or ApiSettings()
+    this_host = _this_host(streams)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with httpx.AsyncClient(transport=settings.transport, timeout=settings.timeout()) as client:
+            app.state.forwarder = Forwarder(client, this_host, settings.scheme)
+            log.info("REST server for %r up as %s", streams.application_id, this_host or "a single instance")
+            yield
+        log.info("REST server for %r down", streams.application_id)
+
+    app = FastAPI(
+        title="streams-core interactive queries",
+        version=VERSION,
+        lifespan=lifespan,
+        generate_unique_id_function=_operation_id,
+        redirect_slashes=False,
+    )
+    app.state.streams = streams
+    app.state.settings = settings
+    app.state.query_latency = QueryLatency()
+    app.state.started = time.monotonic()
+    install_error_handlers(app)
+    for module in (instances, state, health):
+        app.include_router(module.router)
+    app.add_middleware(ServedByMiddleware, served_by=instance_name(this_host))
+    app.add_middleware(QueryTimingMiddleware, latency=app.state.query_latency)
+    app.openapi = lambda: _without_validation_errors(app)  # type: ignore[method-assign]
+    return app

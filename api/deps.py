@@ -1,0 +1,133 @@
+"""Dependencies of the routes, as `Annotated[..., Depends(...)]` aliases.
+
+`Streams`, `Settings` and `Forwarding` hand out what `create_app` put on `app.state`; `KeyValueStore`
+and `WindowStore` resolve the `{store}` path parameter to a `StoreInfo` (404 for a store the
+topology does not have, or has under another type), which knows the store's key serde;
+`Forwarded` tells whether another instance sent the request (then it is answered locally).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, Header, Path, Request
+
+from api.errors import BadRequestError, StoreNotFoundError
+from api.forwarding import HOP_HEADER, Forwarder
+from api.instance import StreamsInstance
+from api.keys import KeyCodec
+from api.settings import ApiSettings
+from streams_core import UnknownStateStoreError
+
+__all__ = [
+    "Forwarded",
+    "Forwarding",
+    "KeyText",
+    "KeyValueStore",
+    "Settings",
+    "StoreInfo",
+    "StoreName",
+    "Streams",
+    "WindowStore",
+    "describe_store",
+]
+
+StoreKind = Literal["key-value", "window", "session"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreInfo:
+    """What the REST layer needs to know of one store of the topology."""
+
+    name: str
+    kind: StoreKind
+    keys: KeyCodec
+    window_size: int | None = None
+
+    def parse_key(self, text: str) -> Any:
+        """The typed key of a path segment; BadRequestError (400) when the key serde rejects it."""
+        try:
+            return self.keys.parse(text)
+        except ValueError as exc:
+            raise BadRequestError("invalid key", store=self.name, key=text, reason=str(exc)) from None
+
+
+def _kind(builder: Any) -> StoreKind:
+    supplier = getattr(builder, "supplier", None)
+    if hasattr(supplier, "window_size"):
+        return "window"
+    if hasattr(supplier, "retention_period"):
+        return "session"
+    return "key-value"
+
+
+def describe_store(streams: StreamsInstance, name: str) -> StoreInfo:
+    """The kind, key serde and window size of a store, from its builder in the topology.
+
+    The key serde is the builder's, or `default.key.serde` when the builder has none.
+    UnknownStateStoreError (404) for a name the topology does not have.
+    """
+    if name not in streams.metadata.store_source_topics:
+        raise UnknownStateStoreError(
+            f"no state store named {name!r} in the topology (stores: {sorted(streams.metadata.store_source_topics)})"
+        )
+    try:
+        builder = streams.topology.internal_topology_builder.store_builder(name)
+    except KeyError:
+        builder = None
+    serde = getattr(builder, "key_serde", None) or streams.config["default.key.serde"]
+    kind = _kind(builder)
+    window_size = getattr(builder.supplier, "window_size", None) if kind == "window" else None
+    return StoreInfo(name, kind, KeyCodec.for_serde(serde), window_size)
+
+
+def get_streams(request: Request) -> StreamsInstance:
+    return request.app.state.streams  # type: ignore[no-any-return]
+
+
+def get_settings(request: Request) -> ApiSettings:
+    return request.app.state.settings  # type: ignore[no-any-return]
+
+
+def get_forwarder(request: Request) -> Forwarder:
+    forwarder = getattr(request.app.state, "forwarder", None)
+    if forwarder is None:
+        raise RuntimeError("the app's lifespan has not run: serve it with lifespan events on")
+    return forwarder  # type: ignore[no-any-return]
+
+
+Streams = Annotated[StreamsInstance, Depends(get_streams)]
+Settings = Annotated[ApiSettings, Depends(get_settings)]
+Forwarding = Annotated[Forwarder, Depends(get_forwarder)]
+StoreName = Annotated[str, Path(description="The name of a state store of the topology.")]
+KeyText = Annotated[str, Path(description="The key, parsed by the store's key serde.")]
+
+
+def _forwarded(
+    forwarded_by: Annotated[
+        str | None,
+        Header(
+            alias=HOP_HEADER,
+            description="Set by an instance that forwards a query; the receiver answers it locally.",
+        ),
+    ] = None,
+) -> bool:
+    return forwarded_by is not None
+
+
+Forwarded = Annotated[bool, Depends(_forwarded)]
+
+
+def _store_of_kind(kind: StoreKind) -> Any:
+    def dependency(streams: Streams, store: StoreName) -> StoreInfo:
+        info = describe_store(streams, store)
+        if info.kind != kind:
+            raise StoreNotFoundError(f"not a {kind} store", store=store, kind=info.kind)
+        return info
+
+    return Depends(dependency)
+
+
+KeyValueStore = Annotated[StoreInfo, _store_of_kind("key-value")]
+WindowStore = Annotated[StoreInfo, _store_of_kind("window")]

@@ -1,0 +1,155 @@
+"""Errors of the REST layer and how they are answered: always JSON `{"error": ..., ...details}`.
+
+- 404: `UnknownStateStoreError` (no such store), `StoreNotFoundError` (a store of another
+  type), `KeyNotFoundError` (the owner has no value for the key), and unknown routes.
+- 400: `BadRequestError` (a key the key serde rejects) and invalid parameters (FastAPI's
+  validation errors, which would be 422).
+- 503 with `Retry-After`: `InvalidStateStoreError` (rebalancing, restoring, closed),
+  `NotAvailableError` (metadata unknown, owner unreachable) and `StreamsNotStartedError`.
+  A 503 means "ask again soon", never a partial or wrong answer (DESIGN.md, the REST layer).
+- 500: anything else, logged with its traceback (a bug: the conformance tests look for them).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from api.schemas import ErrorBody
+from streams_core.errors import InvalidStateStoreError, StreamsNotStartedError, UnknownStateStoreError
+
+__all__ = [
+    "RETRY_AFTER_DOC",
+    "ApiError",
+    "BadRequestError",
+    "KeyNotFoundError",
+    "NotAvailableError",
+    "StoreNotFoundError",
+    "error_responses",
+    "install_error_handlers",
+]
+
+log = logging.getLogger(__name__)
+
+_DESCRIPTIONS = {
+    400: "A key or parameter cannot be parsed (e.g. a key the store's key serde rejects).",
+    404: "The topology has no such store (of this type), or the key is absent.",
+    503: (
+        "Not queryable now (rebalancing, restoring, metadata unknown, owner unreachable): "
+        "retry after `Retry-After` seconds."
+    ),
+}
+
+
+class ApiError(Exception):
+    """An answer other than 200, with its status, its `error` text and JSON details."""
+
+    status_code = 500
+
+    def __init__(self, error: str, **details: Any) -> None:
+        super().__init__(error)
+        self.error = error
+        self.details = details
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.error, **self.details}
+
+
+class BadRequestError(ApiError):
+    """The request cannot be understood: a key the key serde rejects, a bad range bound..."""
+
+    status_code = 400
+
+
+class StoreNotFoundError(ApiError):
+    """The store exists under another type (e.g. a key-value query on a window store)."""
+
+    status_code = 404
+
+
+class KeyNotFoundError(ApiError):
+    """The instance that owns the key has no value for it."""
+
+    status_code = 404
+
+    def __init__(self, store: str, key: str) -> None:
+        super().__init__("key not found", store=store, key=key)
+
+
+class NotAvailableError(ApiError):
+    """Retriable: the metadata, the owner or a peer is not available now."""
+
+    status_code = 503
+
+
+RETRY_AFTER_DOC = {"description": "Seconds to wait before asking again.", "schema": {"type": "integer"}}
+_SERVED_BY = {"description": "host:port of the instance(s) that produced the answer.", "schema": {"type": "string"}}
+
+
+def error_responses(*statuses: int, served_by: bool = False) -> dict[int | str, dict[str, Any]]:
+    """The `responses=` of a route for these error statuses, all with an `ErrorBody`.
+
+    `served_by` documents the `X-Served-By` header that every `/state/` answer carries.
+    """
+    served = {"X-Served-By": _SERVED_BY} if served_by else {}
+    responses: dict[int | str, dict[str, Any]] = {200: {"headers": served}} if served_by else {}
+    for status in statuses:
+        headers = {**served, "Retry-After": RETRY_AFTER_DOC} if status == 503 else served
+        responses[status] = {"model": ErrorBody, "description": _DESCRIPTIONS[status]}
+        if headers:
+            responses[status]["headers"] = headers
+    return responses
+
+
+def _json(status: int, body: dict[str, Any], retry_after: int | None = None) -> JSONResponse:
+    headers = {"Retry-After": str(retry_after)} if status == 503 and retry_after is not None else None
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _retry_after(request: Request) -> int:
+    return int(request.app.state.settings.retry_after)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers that turn the exceptions above into JSON answers."""
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        if exc.status_code == 503:
+            log.debug("%s %s: 503 %s %s", request.method, request.url.path, exc.error, exc.details)
+        return _json(exc.status_code, exc.body(), _retry_after(request))
+
+    @app.exception_handler(UnknownStateStoreError)
+    async def unknown_store(request: Request, exc: UnknownStateStoreError) -> JSONResponse:
+        return _json(404, {"error": "unknown state store", "reason": str(exc)})
+
+    @app.exception_handler(InvalidStateStoreError)
+    async def invalid_store(request: Request, exc: InvalidStateStoreError) -> JSONResponse:
+        log.debug("%s %s: store not queryable: %s", request.method, request.url.path, exc)
+        return _json(503, {"error": "state store not queryable", "reason": str(exc)}, _retry_after(request))
+
+    @app.exception_handler(StreamsNotStartedError)
+    async def not_started(request: Request, exc: StreamsNotStartedError) -> JSONResponse:
+        return _json(503, {"error": "streams not started", "reason": str(exc)}, _retry_after(request))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [
+            {"in": ".".join(str(part) for part in error.get("loc", ())), "reason": error.get("msg", "")}
+            for error in exc.errors()
+        ]
+        return _json(400, {"error": "invalid request", "problems": problems})
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return JSONResponse({"error": "internal error", "reason": type(exc).__name__}, status_code=500)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)

@@ -1,0 +1,96 @@
+"""The JSON bodies of the REST layer, with camelCase field names as in Confluent's examples.
+
+Models are named by role: discovery answers (`HostStoreInfo`, `KeyOwner`), state answers
+(`KeyValueBean`, `WindowedValue`), probes (`HealthStatus`) and `ErrorBody` for every error.
+Keys and values are JSON renderings of the stored objects (see `api/keys.py`), so their
+schemas are left open.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "ErrorBody",
+    "HealthStatus",
+    "HostInfoBody",
+    "HostStoreInfo",
+    "KeyOwner",
+    "KeyValueBean",
+    "TopicPartitionBody",
+    "WindowedValue",
+]
+
+
+class CamelModel(BaseModel):
+    """Base of the bodies: camelCase on the wire, snake_case in Python."""
+
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True)
+
+
+class TopicPartitionBody(CamelModel):
+    """One partition of a topic."""
+
+    topic: str
+    partition: int
+
+
+class HostInfoBody(CamelModel):
+    """The `application.server` endpoint of an instance."""
+
+    host: str
+    port: int
+
+
+class HostStoreInfo(CamelModel):
+    """One instance of the application: where it answers and what it hosts (KIP-67 StreamsMetadata)."""
+
+    host: str
+    port: int
+    store_names: list[str] = Field(description="Stores with an active copy on this instance.")
+    topic_partitions: list[TopicPartitionBody] = Field(description="Source partitions of its active tasks.")
+    standby_store_names: list[str] = Field(description="Stores with a standby copy on this instance.")
+
+
+class KeyOwner(CamelModel):
+    """The instance whose store holds a key (whether or not the key exists), and its standbys."""
+
+    host: str
+    port: int
+    store_names: list[str]
+    partition: int
+    standby_hosts: list[HostInfoBody]
+
+
+class KeyValueBean(CamelModel):
+    """A key and its value, both rendered as JSON."""
+
+    key: Any = Field(description="The key as JSON (a windowed key is {key, windowStart, windowEnd}).")
+    value: Any = Field(description="The stored value as JSON (bytes as UTF-8 text, or base64 when not UTF-8).")
+
+
+class WindowedValue(CamelModel):
+    """The value of a key in one time window `[windowStart, windowEnd)`, in epoch milliseconds."""
+
+    key: Any
+    window_start: int
+    window_end: int
+    value: Any
+
+
+class HealthStatus(CamelModel):
+    """The answer of the liveness and readiness probes."""
+
+    status: str = Field(description="UP or DOWN.")
+    state: str = Field(description="The KafkaStreams client state (CREATED, REBALANCING, RUNNING, ...).")
+
+
+class ErrorBody(BaseModel):
+    """Every error: a short `error` and details that depend on it (store, key, reason, instance...)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    error: str = Field(description="What went wrong, e.g. 'unknown state store' or 'key not found'.")

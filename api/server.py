@@ -1,0 +1,111 @@
+"""serve: run the REST app with uvicorn inside the running event loop, next to the stream threads.
+
+Stores live on the event loop, so the server must share it (no thread, no process). The
+socket is bound here, before uvicorn starts, so that a busy port is an `OSError` for the
+caller (uvicorn itself would `sys.exit`). Signals stay with the application (e.g.
+`KafkaStreams.run()`): stop the server with `await handle.stop()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Iterator
+
+import uvicorn
+
+from api.app import create_app
+from api.instance import StreamsInstance
+from api.settings import ApiSettings
+from streams_core import HostInfo
+
+__all__ = ["ServerHandle", "serve"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to the application that embeds it."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class ServerHandle:
+    """A running REST server: where it listens, and `stop()`."""
+
+    def __init__(self, server: uvicorn.Server, task: asyncio.Task[None], sock: socket.socket) -> None:
+        self._server = server
+        self._task = task
+        self._socket = sock
+        self.host, self.port = sock.getsockname()[:2]
+
+    @property
+    def url(self) -> str:
+        return f"http://{HostInfo(self.host, self.port)}"
+
+    @property
+    def running(self) -> bool:
+        return not self._task.done()
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Finish the requests in flight (up to `timeout` seconds), then close the socket."""
+        self._server.should_exit = True
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), timeout)
+        except TimeoutError:
+            self._server.force_exit = True
+            await self._task
+        finally:
+            self._socket.close()
+        log.info("REST server on %s:%s stopped", self.host, self.port)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
+
+
+async def serve(
+    streams: StreamsInstance,
+    host: str = DEFAULT_HOST,
+    port: int | None = None,
+    *,
+    settings: ApiSettings | None = None,
+) -> ServerHandle:
+    """Start serving `create_app(streams)` on host:port in this event loop; return once it listens.
+
+    `port` defaults to the port of `application.server`; 0 picks a free port (see `handle.port`).
+    OSError if the address cannot be bound.
+    """
+    if port is None:
+        server_address = streams.config["application.server"]
+        if not server_address:
+            raise ValueError("serve() needs a port, or application.server in the streams config")
+        port = HostInfo.parse(server_address).port
+    sock = _bind(host, port)
+    config = uvicorn.Config(create_app(streams, settings=settings), lifespan="on", log_config=None, access_log=False)
+    server = _EmbeddedServer(config)
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name=f"rest-server-{port}")
+    while not server.started and not task.done():
+        await asyncio.sleep(0.01)
+    if task.done():
+        sock.close()
+        task.result()
+        raise RuntimeError(f"the REST server on {host}:{port} stopped while starting")
+    handle = ServerHandle(server, task, sock)
+    log.info("REST server listening on %s", handle.url)
+    return handle

@@ -1,0 +1,36 @@
+"""`python -m app wordcount ...` runs the word-count service; `python -m app demo` the local demo."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from app.settings import add_service_arguments, settings_from
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    wordcount = commands.add_parser("wordcount", help="the word-count service with its REST server")
+    add_service_arguments(wordcount, application_id="wordcount")
+    demo = commands.add_parser("demo", help="local broker, two word-count instances, sample text, curl lines")
+    demo.add_argument("--once", action="store_true", help="exit after showing the first answers")
+    demo.add_argument("--base-port", type=int, default=7071)
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("aiokafka").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    if args.command == "wordcount":
+        from app.service import run_service
+        from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, build_topology
+
+        return run_service(settings_from(args), build_topology, {INPUT_TOPIC: 4, OUTPUT_TOPIC: 4})
+    from app.demo import run_demo
+
+    return run_demo(base_port=args.base_port, once=args.once)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

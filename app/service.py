@@ -1,0 +1,123 @@
+"""Running a topology as a service: Kafka checks, topics, KafkaStreams, and the REST server.
+
+Exit codes: 0 after SIGINT/SIGTERM; 2 when Kafka cannot be reached; 3 when the REST port is
+taken; 4 when the application fails (its error is logged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from api import serve
+from app.settings import ServiceSettings
+from streams_core import KafkaStreams, State, StreamsConfig, Topology, clients
+from streams_core.testing.broker import LocalKafkaBroker
+
+__all__ = ["ServiceError", "run_service"]
+
+log = logging.getLogger(__name__)
+
+EXIT_KAFKA_UNREACHABLE = 2
+EXIT_PORT_TAKEN = 3
+EXIT_APP_FAILED = 4
+
+
+class ServiceError(Exception):
+    """A start-up failure with the exit code and the message a person should read."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def _ensure_topics(config: Mapping[str, Any], topics: Mapping[str, int], timeout: float) -> None:
+    """Create the app's own input/output topics if missing; ServiceError if Kafka does not answer."""
+    streams_config = StreamsConfig(dict(config), required=("application.id", "bootstrap.servers"))
+    admin = clients.create_admin(streams_config)
+    try:
+        await asyncio.wait_for(admin.start(), timeout)
+    except Exception as exc:
+        raise ServiceError(
+            EXIT_KAFKA_UNREACHABLE,
+            f"cannot reach Kafka at {config['bootstrap.servers']} ({exc!r}); check --bootstrap-servers "
+            "or leave it out to start a local broker",
+        ) from exc
+    try:
+        manager = clients.InternalTopicManager(admin)
+        specs = [clients.NewTopicSpec(name, partitions) for name, partitions in topics.items()]
+        created = await manager.ensure_topics(specs)
+        if created:
+            log.info("created topics %s", created)
+    finally:
+        await admin.close()
+
+
+async def _serve(
+    settings: ServiceSettings,
+    topology_factory: Callable[[], Topology],
+    topics: Mapping[str, int],
+    extra_config: Mapping[str, Any],
+    bootstrap: str,
+) -> None:
+    config = {
+        "application.id": settings.application_id,
+        "bootstrap.servers": bootstrap,
+        "application.server": settings.application_server,
+        "state.dir": settings.state_dir,
+        "num.standby.replicas": settings.num_standby_replicas,
+        "processing.guarantee": settings.processing_guarantee,
+        **extra_config,
+    }
+    await _ensure_topics(config, topics, timeout=15)
+    streams = KafkaStreams(topology_factory(), config)
+    try:
+        server = await serve(streams, settings.bind_host, settings.port)
+    except OSError as exc:
+        raise ServiceError(
+            EXIT_PORT_TAKEN, f"cannot serve queries on {settings.bind_host}:{settings.port}: {exc.strerror or exc}"
+        ) from exc
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    streams.set_state_listener(lambda new, old: stop.set() if new in (State.ERROR, State.PENDING_ERROR) else None)
+    try:
+        await streams.start()
+        log.info("%s serving queries on http://%s", settings.application_id, settings.application_server)
+        await stop.wait()
+    finally:
+        await streams.close(timeout=30)
+        await server.stop()
+    if streams.state is State.ERROR:
+        raise ServiceError(EXIT_APP_FAILED, f"{settings.application_id} failed: {streams.errors[-1]!r}")
+
+
+def run_service(
+    settings: ServiceSettings,
+    topology_factory: Callable[[], Topology],
+    topics: Mapping[str, int],
+    extra_config: Mapping[str, Any] | None = None,
+) -> int:
+    """Run until SIGINT/SIGTERM; start a local broker first when no bootstrap servers are given."""
+    broker: LocalKafkaBroker | None = None
+    try:
+        bootstrap = settings.bootstrap_servers
+        if not bootstrap:
+            broker = LocalKafkaBroker(Path(settings.state_dir) / "local-kafka", port=0)
+            broker.start()
+            bootstrap = broker.bootstrap_servers
+            log.info("started a local Kafka broker at %s", bootstrap)
+        asyncio.run(_serve(settings, topology_factory, topics, extra_config or {}, bootstrap))
+        return 0
+    except ServiceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
+    finally:
+        if broker is not None:
+            broker.stop()
