@@ -21,7 +21,7 @@ from typing import Any
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
-from streams_core.errors import InvalidStateStoreError, StreamsError, StreamsNotStartedError, UnknownStateStoreError
+from streams_core.errors import ConfigError, InvalidStateStoreError, StreamsError, StreamsNotStartedError, UnknownStateStoreError
 from streams_core.processor.topology import Topology
 from streams_core.runtime.assignment import (
     HostInfo,
@@ -91,6 +91,8 @@ class KafkaStreams:
         props = config.explicit() if isinstance(config, StreamsConfig) else dict(config)
         self.config = StreamsConfig(props, required=("application.id", "bootstrap.servers"))
         clients.validate_client_configs(self.config)
+        if self.config["autostop.at"] is not None:
+            raise ConfigError("autostop.at", "KIP-95 incremental batch processing is not implemented yet; leave it unset")
         self.topology = topology
         self.application_id: str = self.config["application.id"]
         builder = topology.internal_topology_builder
