@@ -17,6 +17,7 @@ import signal
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from streams_core import clients
@@ -32,6 +33,7 @@ from streams_core.runtime.assignment import (
     StreamsMetadataState,
     ensure_copartitioning,
 )
+from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
 from streams_core.runtime.stream_thread import StreamThread, ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
@@ -112,6 +114,7 @@ class KafkaStreams:
         self._state_changed = asyncio.Condition() if _has_loop() else None
         self._closing: asyncio.Task[bool] | None = None
         self._thread_starts: set[asyncio.Task[StreamThread]] = set()
+        self._cleaner: asyncio.Task[None] | None = None
         self._errors: list[BaseException] = []
 
     def __repr__(self) -> str:
@@ -187,6 +190,7 @@ class KafkaStreams:
             log.info("stream-client [%s] closed while starting; no stream thread started", self.application_id)
             return
         self._set_state(State.REBALANCING)
+        self._cleaner = asyncio.get_running_loop().create_task(self._clean_state_periodically())
         for index in range(1, self.config["num.stream.threads"] + 1):
             if self._closing is not None:
                 break
@@ -259,6 +263,8 @@ class KafkaStreams:
 
     async def _close(self, timeout: float | None, *, error: bool = False) -> bool:
         self._set_state(State.PENDING_ERROR if error else State.PENDING_SHUTDOWN)
+        if self._cleaner is not None:
+            self._cleaner.cancel()
         if self._thread_starts:  # a thread still starting has no loop to stop yet: let it start first
             await asyncio.wait(set(self._thread_starts), timeout=timeout)
         stops = [asyncio.create_task(t.stop()) for t in self._threads]
@@ -272,6 +278,25 @@ class KafkaStreams:
                     await thread.kill()
         self._set_state(State.ERROR if error or self._state is State.PENDING_ERROR else State.NOT_RUNNING)
         return done
+
+    def clean_up_state(self) -> list[Any]:
+        """Remove the state of tasks not owned here and idle for `state.cleanup.delay.ms` (done periodically)."""
+        owned = set()
+        for thread in self._threads:
+            if thread.task_manager is not None:
+                owned |= set(thread.task_manager.tasks) | set(thread.task_manager.standby_tasks)
+        app_dir = Path(self.config["state.dir"]) / self.application_id
+        return clean_removed_tasks(app_dir, owned, self.config["state.cleanup.delay.ms"])
+
+    async def _clean_state_periodically(self) -> None:
+        interval = max(1.0, self.config["state.cleanup.delay.ms"] / 1000)
+        while True:
+            await asyncio.sleep(interval)
+            if self._state is State.RUNNING:
+                try:
+                    self.clean_up_state()
+                except OSError:
+                    log.exception("stream-client [%s] state cleanup failed", self.application_id)
 
     def run(self) -> None:
         """Start, block until SIGINT or SIGTERM, then close cleanly (for `python -m` apps)."""
