@@ -216,6 +216,7 @@ class StreamThread:
         collector = self.collector
         assert tm is not None and collector is not None
         from_aiokafka = clients.from_aiokafka
+        exactly_once = config.exactly_once
         idle_rounds = 0
         while not self._stopping:
             busy = tm.has_buffered()
@@ -234,6 +235,9 @@ class StreamThread:
                 if tm.standby_tasks:
                     await self._update_standbys()
                 await collector.send_pending()
+                if exactly_once:
+                    for task in tm.tasks.values():
+                        await task.record_collector.send_pending()  # type: ignore[attr-defined]
                 if tm.commit_requested() or now - self._last_commit_ms >= commit_interval:
                     await self._commit()
             await asyncio.sleep(0)

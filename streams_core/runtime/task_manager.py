@@ -184,6 +184,10 @@ class TaskManager:
     def _create_standby(self, task_id: TaskId) -> StandbyTask:
         state_manager = self._open_state(task_id)
         try:
+            if self.config.exactly_once and not state_manager.checkpoint_file.path.exists():
+                # As for an active task: without a checkpoint the stores may hold writes of
+                # aborted transactions, which replaying the changelog would not undo.
+                wipe_store_files(state_manager.task_dir)
             standby = StandbyTask(
                 task_id,
                 self.topology.builder.build_subtopology(task_id.subtopology, self.config),
