@@ -9,7 +9,7 @@ partition-time order (`process`); stream time is the partition group's, never de
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from streams_core.config import StreamsConfig
@@ -58,6 +58,10 @@ class StreamTask:
             queues, max_task_idle_ms=config["max.task.idle.ms"]
         )
         self.consumed_offsets: dict[TopicPartition, int] = {}
+        self._fetched_offsets: dict[TopicPartition, int] = {}
+        """Offset of the last record fetched per partition, records the handlers skipped included."""
+        self._committed_offsets: dict[TopicPartition, int] = {}
+        self._prepared_offsets: dict[TopicPartition, int] = {}
         self.processed_records = 0
         self.changelog_partitions = frozenset((changelog_partitions or {}).values())
         self.changelog_offsets: dict[TopicPartition, int] = {}
@@ -98,7 +102,8 @@ class StreamTask:
 
     @property
     def commit_needed(self) -> bool:
-        return self.processor.commit_needed
+        """Records were processed, or skipped records moved the offsets to commit."""
+        return self.processor.commit_needed or self.committable_offsets() != self._committed_offsets
 
     @property
     def commit_requested(self) -> bool:
@@ -106,7 +111,12 @@ class StreamTask:
 
     def add_records(self, tp: TopicPartition, raw_records: Iterable[Any]) -> int:
         """Buffer consumed records of one partition; returns that partition's queue size."""
-        return self.partition_group.add_raw_records(tp, raw_records)
+        if not isinstance(raw_records, Sequence):
+            raw_records = list(raw_records)
+        size = self.partition_group.add_raw_records(tp, raw_records)
+        if raw_records:
+            self._fetched_offsets[tp] = raw_records[-1].offset
+        return size
 
     def process(self, max_records: int, now_ms: int) -> int:
         """Process up to `max_records` buffered records in partition-time order; returns how many.
@@ -141,10 +151,25 @@ class StreamTask:
     def punctuate_wall_clock(self, now_ms: int | None = None) -> bool:
         return self.processor.maybe_punctuate_wall_clock(now_ms)
 
+    def committable_offsets(self) -> dict[TopicPartition, int]:
+        """The next offset to read per partition: its queue's head, else past everything fetched.
+
+        So a record skipped by the deserialization handler or the timestamp policy is committed
+        past once nothing before it waits in the queue, even when no later record is processed
+        (as Kafka Streams commits a drained partition at the consumer's position); otherwise
+        every restart would read it, and send it to the dead-letter topic, again.
+        """
+        offsets = {tp: offset + 1 for tp, offset in self.consumed_offsets.items()}
+        for tp, fetched in self._fetched_offsets.items():
+            head = self.partition_group.queue(tp).head_record_offset
+            offsets[tp] = fetched + 1 if head is None else head
+        return offsets
+
     def prepare_commit(self) -> dict[TopicPartition, int]:
         """Flush the stores; returns the offsets to commit (next offset to read per partition)."""
         self.processor.prepare_commit()
-        return {tp: offset + 1 for tp, offset in self.consumed_offsets.items()}
+        self._prepared_offsets = self.committable_offsets()
+        return dict(self._prepared_offsets)
 
     def post_commit(self, produced_offsets: Mapping[TopicPartition, int]) -> None:
         """After a commit: note the changelog offsets written and (at-least-once) checkpoint them."""
@@ -153,6 +178,7 @@ class StreamTask:
             if offset is not None:
                 self.changelog_offsets[tp] = offset + 1
         self.processor.post_commit()
+        self._committed_offsets = self._prepared_offsets
         if self._checkpoint_on_commit:
             self.write_checkpoint()
 
