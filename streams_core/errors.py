@@ -74,3 +74,11 @@ class TaskMigratedError(StreamsError):
 
 class StreamsNotStartedError(StreamsError):
     """The operation needs a started KafkaStreams instance."""
+
+
+class MissingSinkTopicError(StreamsError):
+    """Topics the topology writes to do not exist; `topics` names them."""
+
+    def __init__(self, topics: list[str]) -> None:
+        super().__init__(f"sink topics do not exist: {', '.join(topics)} (create them before starting)")
+        self.topics = topics

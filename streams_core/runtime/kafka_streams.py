@@ -22,7 +22,7 @@ from typing import Any
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
-from streams_core.errors import ConfigError, InvalidStateStoreError, StreamsError, StreamsNotStartedError, UnknownStateStoreError
+from streams_core.errors import ConfigError, InvalidStateStoreError, MissingSinkTopicError, StreamsError, StreamsNotStartedError, UnknownStateStoreError
 from streams_core.processor.topology import Topology
 from streams_core.runtime.assignment import (
     HostInfo,
@@ -214,6 +214,11 @@ class KafkaStreams:
             if missing:
                 raise MissingSourceTopicError.for_topics(missing)
             self._partition_counts = {t: n for t, n in counts.items() if n}
+            sinks = sorted(self.metadata.external_sink_topics - set(counts))
+            sink_counts = await manager.partition_counts(sinks) if sinks else {}
+            missing_sinks = sorted(t for t, n in sink_counts.items() if not n)
+            if missing_sinks:
+                raise MissingSinkTopicError(missing_sinks)
             internal = self.metadata.builder.internal_topic_partition_counts(self._partition_counts)
             self._partition_counts.update(internal)
             ensure_copartitioning(self.metadata.copartition_groups, self._partition_counts)

@@ -210,7 +210,7 @@ class StreamThread:
         config = self.config
         consumer = self._consumer
         poll_ms = config["poll.ms"]
-        max_records = 1000
+        max_records = int(config.client_overrides("main.consumer").get("max.poll.records", 1000))
         commit_interval = config["commit.interval.ms"]
         tm = self.task_manager
         collector = self.collector

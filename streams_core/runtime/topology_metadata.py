@@ -71,6 +71,12 @@ class TopologyMetadata:
         return frozenset().union(*self.subtopologies.values()) if self.subtopologies else frozenset()
 
     @property
+    def external_sink_topics(self) -> frozenset[str]:
+        """Named sink topics the user must create (internal and changelog topics excluded)."""
+        sinks = frozenset().union(*(info.sink_topics for info in self.topic_groups.values()))
+        return sinks - self.internal_topics
+
+    @property
     def external_source_topics(self) -> frozenset[str]:
         """Source topics the user must create (internal repartition topics excluded)."""
         return self.source_topics - self.internal_topics

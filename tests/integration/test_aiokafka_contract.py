@@ -28,7 +28,7 @@ from aiokafka.coordinator.protocol import (
 )
 from aiokafka.errors import InvalidConfigurationError, OffsetOutOfRangeError, ProducerFenced
 
-from tests.kafka_utils import Consumed, create_topic, produce, read_all, unique_topic
+from tests.kafka_utils import Consumed, create_topic, produce, read_all, unique_topic, wait_for_topic
 
 pytestmark = pytest.mark.broker
 
@@ -542,6 +542,8 @@ async def test_create_and_describe_compacted_topic(bootstrap_servers: str) -> No
             ]
         )
         assert [(e[0], e[1]) for e in response.topic_errors] == [(topic, 0)]
+        # creation is acknowledged before every broker's metadata shows the topic
+        await wait_for_topic(bootstrap_servers, topic, 3, admin=admin)
         (described,) = await admin.describe_topics([topic])
         assert described["error_code"] == 0
         assert sorted(p["partition"] for p in described["partitions"]) == [0, 1, 2]
