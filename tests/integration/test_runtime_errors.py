@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from streams_core import ConfigError, DeserializationError, Serdes
+from streams_core.errors import MissingSinkTopicError
 from streams_core.runtime.assignment import CopartitioningError, MissingSourceTopicError
 from streams_core.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
 from streams_core.runtime.stream_thread import ThreadState
@@ -209,6 +210,17 @@ async def test_missing_source_topic_fails_at_start(bootstrap_servers: str, tmp_p
     ) as app:
         streams = app.create(0)
         with pytest.raises(MissingSourceTopicError, match=missing) as caught:
+            await streams.start()
+        assert streams.threads == []
+    assert caught.value.topics == [missing]
+
+
+async def test_missing_sink_topic_fails_at_start(bootstrap_servers: str, tmp_path: Path) -> None:
+    source, missing = unique_topic("source"), unique_topic("missing-sink")
+    await create_topic(bootstrap_servers, source, 1)
+    async with StreamsApp(bootstrap_servers, tmp_path, lambda: passthrough_topology(source, missing)) as app:
+        streams = app.create(0)
+        with pytest.raises(MissingSinkTopicError, match=missing) as caught:
             await streams.start()
         assert streams.threads == []
     assert caught.value.topics == [missing]
