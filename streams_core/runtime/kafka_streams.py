@@ -214,14 +214,14 @@ class KafkaStreams:
             if missing:
                 raise MissingSourceTopicError.for_topics(missing)
             self._partition_counts = {t: n for t, n in counts.items() if n}
+            internal = self.metadata.builder.internal_topic_partition_counts(self._partition_counts)
+            self._partition_counts.update(internal)
+            ensure_copartitioning(self.metadata.copartition_groups, self._partition_counts)
             sinks = sorted(self.metadata.external_sink_topics - set(counts))
             sink_counts = await manager.partition_counts(sinks) if sinks else {}
             missing_sinks = sorted(t for t, n in sink_counts.items() if not n)
             if missing_sinks:
                 raise MissingSinkTopicError(missing_sinks)
-            internal = self.metadata.builder.internal_topic_partition_counts(self._partition_counts)
-            self._partition_counts.update(internal)
-            ensure_copartitioning(self.metadata.copartition_groups, self._partition_counts)
             specs = [
                 clients.NewTopicSpec(topic, partitions, {"cleanup.policy": "delete"})
                 for topic, partitions in sorted(internal.items())
