@@ -28,6 +28,7 @@ from streams_core.runtime.assignment import (
     HostInfo,
     KeyQueryMetadata,
     MissingSourceTopicError,
+    ShutdownRequestedError,
     StreamPartitioner,
     StreamsMetadata,
     StreamsMetadataState,
@@ -35,6 +36,7 @@ from streams_core.runtime.assignment import (
 )
 from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
 from streams_core.runtime.stream_thread import StreamThread, ThreadState
+from streams_core.runtime.streams_partition_assignor import StreamsPartitionAssignor, TaskStates
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
@@ -343,7 +345,9 @@ class KafkaStreams:
     def _on_thread_error(self, thread: StreamThread, error: BaseException) -> None:
         self._errors.append(error)
         response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT
-        if self._exception_handler is not None:
+        if isinstance(error, ShutdownRequestedError):
+            log.error("stream-client [%s] shutting down: %s", self.application_id, error)
+        elif self._exception_handler is not None:
             try:
                 response = self._exception_handler(error)
             except Exception:
@@ -354,7 +358,54 @@ class KafkaStreams:
             self._track_thread_start(thread.index)
             return
         if self._closing is None:
-            self._closing = loop.create_task(self._close(None, error=True))
+            if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
+                self._closing = loop.create_task(self._shut_down_application())
+            else:
+                self._closing = loop.create_task(self._close(None, error=True))
+
+    async def _shut_down_application(self) -> bool:
+        """Tell every member to shut down, then shut this client down (SHUTDOWN_APPLICATION)."""
+        try:
+            await self._broadcast_shutdown_request()
+        except Exception:
+            log.exception("stream-client [%s] could not ask the other members to shut down", self.application_id)
+        return await self._close(None, error=True)
+
+    async def _broadcast_shutdown_request(self, timeout: float = 60.0) -> None:
+        """Join the group once with `shutdown_requested` set: the leader's assignment then carries
+        SHUTDOWN_REQUESTED to every member, whose threads end with ShutdownRequestedError."""
+        assignor = StreamsPartitionAssignor(
+            self.metadata,
+            process_id=self.process_id,
+            application_server=self.config["application.server"],
+            num_standby_replicas=self.config["num.standby.replicas"],
+            task_states=TaskStates,
+        )
+        assignor.shutdown_requested = True
+        answered = asyncio.Event()
+
+        class _Listener(clients.ConsumerRebalanceListener):  # type: ignore[misc]
+            async def on_partitions_revoked(self, revoked: Any) -> None:
+                return None
+
+            async def on_partitions_assigned(self, assigned: Any) -> None:
+                answered.set()
+
+        consumer = clients.create_main_consumer(
+            self.config,
+            assignor=clients.StreamsAssignorAdapter(assignor),
+            client_id=f"{self.application_id}-shutdown-request",
+            topics=sorted(self.metadata.source_topics),
+            rebalance_listener=_Listener(),
+        )
+        await consumer.start()
+        try:
+            async with asyncio.timeout(timeout):
+                while not answered.is_set():
+                    await consumer.getmany(timeout_ms=200)
+            log.info("stream-client [%s] asked every member to shut down", self.application_id)
+        finally:
+            await consumer.stop()
 
     # -- interactive queries (KIP-67) ---------------------------------------------------------
 

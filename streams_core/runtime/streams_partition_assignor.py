@@ -50,6 +50,7 @@ class StreamsPartitionAssignor:
         self._task_states = task_states
         self._log_prefix = log_prefix
         self.assignment: AssignmentInfo | None = None
+        self.shutdown_requested = False
         self.partition_counts: dict[str, int] = {}
 
     def subscription(self) -> bytes:
@@ -61,6 +62,7 @@ class StreamsPartitionAssignor:
             prev_active_tasks=states.prev_active,
             standby_tasks=states.with_local_state,
             task_offset_sums=dict(states.offset_sums),
+            shutdown_requested=self.shutdown_requested,
         ).encode()
 
     def assign(self, partition_counts: Mapping[str, int], subscriptions: Mapping[str, bytes]) -> dict[str, MemberAssignment]:

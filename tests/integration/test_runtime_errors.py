@@ -11,7 +11,7 @@ import pytest
 
 from streams_core import ConfigError, DeserializationError, Serdes
 from streams_core.errors import MissingSinkTopicError
-from streams_core.runtime.assignment import CopartitioningError, MissingSourceTopicError
+from streams_core.runtime.assignment import CopartitioningError, MissingSourceTopicError, ShutdownRequestedError
 from streams_core.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
 from streams_core.runtime.stream_thread import ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
@@ -370,3 +370,20 @@ async def test_shutdown_client_puts_the_client_in_error(bootstrap_servers: str, 
         assert not any(t.alive for t in failed.threads)
         assert survivor.errors == [] and instance_tasks(survivor) == tasks_of(1)
         assert [s.server for s in recorder.seen if s.key == b"boom"] == [app.server(created.index(survivor))]
+
+
+async def test_shutdown_application_stops_every_instance(bootstrap_servers: str, tmp_path: Path) -> None:
+    """SHUTDOWN_APPLICATION: the failing instance asks the group to stop; both instances end in ERROR."""
+    app, created, recorder, handled, _, records = await failing_app(
+        bootstrap_servers, tmp_path, StreamThreadExceptionResponse.SHUTDOWN_APPLICATION, instances=2
+    )
+    async with app:
+        for streams in created:
+            await streams.start()
+        await wait_until(lambda: all(s.state is State.ERROR for s in created), 60, message="not every client stopped")
+        (failing,) = [s for s in created if s.errors and s.errors[0] is handled[0]]
+        (other,) = [s for s in created if s is not failing]
+        assert isinstance(handled[0], RuntimeError)
+        assert len(handled) == 1, "the shutdown request is not handed to the user's handler again"
+        assert other.errors and all(isinstance(e, ShutdownRequestedError) for e in other.errors)
+        assert not any(t.alive for s in created for t in s.threads)

@@ -8,6 +8,7 @@ from streams_core.runtime.assignment.errors import (
     AssignorError,
     CopartitioningError,
     MissingSourceTopicError,
+    ShutdownRequestedError,
     UnsupportedVersionError,
 )
 from streams_core.runtime.assignment.group_assignment import MemberAssignment, compute_group_assignment
@@ -34,6 +35,7 @@ __all__ = [
     "KeyQueryMetadata",
     "MemberAssignment",
     "MissingSourceTopicError",
+    "ShutdownRequestedError",
     "StreamPartitioner",
     "StreamsMetadata",
     "StreamsMetadataState",

@@ -16,6 +16,7 @@ __all__ = [
     "AssignmentError",
     "CopartitioningError",
     "MissingSourceTopicError",
+    "ShutdownRequestedError",
     "UnsupportedVersionError",
 ]
 
@@ -89,7 +90,14 @@ class CopartitioningError(TopologyError, AssignmentError):
         return cls(f"co-partitioned topics have different partition counts: {listing}", counts)
 
 
+class ShutdownRequestedError(AssignmentError):
+    """A member asked the whole application to shut down (StreamThreadExceptionResponse.SHUTDOWN_APPLICATION)."""
+
+    code = AssignorError.SHUTDOWN_REQUESTED
+
+
 ERROR_TYPES: dict[AssignorError, type[AssignmentError]] = {
+    AssignorError.SHUTDOWN_REQUESTED: ShutdownRequestedError,
     AssignorError.INCOMPLETE_SOURCE_TOPIC_METADATA: MissingSourceTopicError,
     AssignorError.VERSION_PROBING: UnsupportedVersionError,
     AssignorError.COPARTITIONING_MISMATCH: CopartitioningError,

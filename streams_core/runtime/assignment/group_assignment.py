@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.assignment.assignment_info import AssignmentInfo
 from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
-from streams_core.runtime.assignment.errors import AssignmentError
+from streams_core.runtime.assignment.errors import AssignmentError, ShutdownRequestedError
 from streams_core.runtime.assignment.host_info import HostInfo
 from streams_core.runtime.assignment.partition_grouper import partition_groups
 from streams_core.runtime.assignment.subscription_info import SubscriptionInfo
@@ -55,6 +55,9 @@ def compute_group_assignment(
     """
     try:
         decoded = {member: SubscriptionInfo.decode(data) for member, data in subscriptions.items()}
+        requesters = sorted(decoded[m].process_id for m in decoded if decoded[m].shutdown_requested)
+        if requesters:
+            raise ShutdownRequestedError(f"instance {requesters[0]} asked the application to shut down")
         ensure_copartitioning(copartition_groups, partition_counts)
         task_partitions = partition_groups(subtopologies, partition_counts)
     except AssignmentError as error:

@@ -33,6 +33,8 @@ class SubscriptionInfo:
     prev_active_tasks: frozenset[TaskId] = frozenset()
     standby_tasks: frozenset[TaskId] = frozenset()
     task_offset_sums: Mapping[TaskId, int] = field(default_factory=dict, hash=False)
+    shutdown_requested: bool = False
+    """The member asks every member of the group to shut down (SHUTDOWN_APPLICATION)."""
     version: int = LATEST_SUPPORTED_VERSION
     latest_supported_version: int = LATEST_SUPPORTED_VERSION
 
@@ -63,6 +65,7 @@ class SubscriptionInfo:
                 "prev_active_tasks": _codec.encode_tasks(self.prev_active_tasks),
                 "standby_tasks": _codec.encode_tasks(self.standby_tasks),
                 "task_offset_sums": {str(t): s for t, s in sorted(self.task_offset_sums.items())},
+                "shutdown_requested": self.shutdown_requested,
             },
         )
 
@@ -79,6 +82,7 @@ class SubscriptionInfo:
                 task_offset_sums={
                     TaskId.parse(t): int(s) for t, s in body.get("task_offset_sums", {}).items()
                 },
+                shutdown_requested=bool(body.get("shutdown_requested", False)),
                 version=version,
                 latest_supported_version=latest,
             )
