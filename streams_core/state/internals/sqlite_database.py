@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from streams_core.errors import ProcessorStateError
-from streams_core.state.internals.not_open import NotOpen
+from streams_core.state.internals.not_open import NotOpen, refuse_reinit
 
-__all__ = ["FORMAT_VERSION", "PAGE_SIZE", "LeadingBounds", "open_database", "paged_rows"]
+__all__ = [
+    "SqliteStoreFile","FORMAT_VERSION", "PAGE_SIZE", "LeadingBounds", "open_database", "paged_rows"]
 
 FORMAT_VERSION = 1
 """Stored as `PRAGMA user_version`; a file with another non-zero version is refused."""
@@ -122,3 +123,47 @@ def paged_rows(
         if len(rows) < PAGE_SIZE:
             return
         rows = connection().execute(following, (*rows[-1][:width], *bounds.end_params, *params)).fetchall()
+
+
+class SqliteStoreFile:
+    """The file side every SQLite store shares: one `<name>.sqlite` in the task directory,
+    opened on init, committed on flush, committed and closed on close (idempotent)."""
+
+    _name: str
+
+    def _init_file(self, name: str) -> None:
+        self._conn: sqlite3.Connection | NotOpen = NotOpen(name)
+        self._path: Path | None = None
+
+    @property
+    def persistent(self) -> bool:
+        return True
+
+    @property
+    def is_open(self) -> bool:
+        return not isinstance(self._conn, NotOpen)
+
+    @property
+    def path(self) -> Path | None:
+        """The store file, once initialised."""
+        return self._path
+
+    def _open_file(self, state_dir: Path, schema: Sequence[str]) -> sqlite3.Connection:
+        refuse_reinit(self)
+        self._path = Path(state_dir) / f"{self._name}.sqlite"
+        self._conn = open_database(self._path, schema, self._name)
+        return self._conn
+
+    def flush(self) -> None:
+        """Commit the writes since the last flush."""
+        self._conn.commit()
+
+    def close(self) -> None:
+        """Commit and close the file; closing a closed store does nothing."""
+        if self.is_open:
+            conn = self._conn
+            self._conn = NotOpen(self._name)
+            try:
+                conn.commit()
+            finally:
+                conn.close()

@@ -12,15 +12,14 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from streams_core.errors import InvalidStateStoreError
 from streams_core.state.internals.byte_order import is_inverted_range, prefix_upper_bound
-from streams_core.state.internals.not_open import NotOpen, refuse_reinit
+from streams_core.state.internals.not_open import NotOpen
 from streams_core.state.internals.sqlite_database import (
+    SqliteStoreFile,
     LeadingBounds,
-    open_database,
     paged_rows,
 )
 from streams_core.state.store import KeyValue, StateStore, StateStoreContext
@@ -37,7 +36,7 @@ _COLUMNS = ("key", "value")
 _ORDER = ("key",)
 
 
-class SqliteKeyValueStore:
+class SqliteKeyValueStore(SqliteStoreFile):
     """Keys and values are bytes; iteration is in unsigned byte order of the keys.
 
     Writes join one SQLite transaction that `flush()` commits (and `close()`, so a clean close
@@ -48,31 +47,16 @@ class SqliteKeyValueStore:
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._conn: sqlite3.Connection | NotOpen = NotOpen(name)
-        self._path: Path | None = None
+        self._init_file(name)
 
     @property
     def name(self) -> str:
         return self._name
 
-    @property
-    def persistent(self) -> bool:
-        return True
-
-    @property
-    def is_open(self) -> bool:
-        return not isinstance(self._conn, NotOpen)
-
-    @property
-    def path(self) -> Path | None:
-        """The store file, once initialised."""
-        return self._path
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         """Open `<state_dir>/<name>.sqlite` and register with the task (restore: `restore_batch`)."""
-        refuse_reinit(self)
-        self._path = Path(context.state_dir) / f"{self._name}.sqlite"
-        self._conn = open_database(self._path, _SCHEMA, self._name)
+        self._open_file(context.state_dir, _SCHEMA)
         log.debug("store %s opened %s", self._name, self._path)
         context.register(root, self.restore_batch)
 
@@ -143,20 +127,6 @@ class SqliteKeyValueStore:
         """The exact count (a full index scan: meant for metrics and tests, not the hot path)."""
         return int(self._conn.execute("SELECT count(*) FROM key_value").fetchone()[0])
 
-    def flush(self) -> None:
-        """Commit the writes since the last flush."""
-        self._conn.commit()
-
-    def close(self) -> None:
-        """Commit and close the file; closing a closed store does nothing."""
-        if self.is_open:
-            conn = self._conn
-            self._conn = NotOpen(self._name)
-            try:
-                conn.commit()
-            finally:
-                conn.close()
-            log.debug("store %s closed", self._name)
 
     def __repr__(self) -> str:
         return f"SqliteKeyValueStore({self._name!r})"

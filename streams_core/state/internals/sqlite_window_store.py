@@ -10,13 +10,12 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 
 from streams_core.state.internals.abstract_window_store import AbstractWindowStore
-from streams_core.state.internals.not_open import NotOpen, refuse_reinit
+from streams_core.state.internals.not_open import NotOpen
 from streams_core.state.internals.sqlite_database import (
+    SqliteStoreFile,
     LeadingBounds,
-    open_database,
     paged_rows,
 )
 from streams_core.state.store import StateStore, StateStoreContext
@@ -37,7 +36,7 @@ _DELETE_ONE = f"DELETE FROM {_TABLE} WHERE key = ? AND start_ms = ? AND seq = ?"
 _GET = f"SELECT value FROM {_TABLE} WHERE key = ? AND start_ms = ? ORDER BY seq DESC LIMIT 1"
 
 
-class SqliteWindowStore(AbstractWindowStore):
+class SqliteWindowStore(SqliteStoreFile, AbstractWindowStore):
     """Window entries in `<task dir>/<name>.sqlite`; `flush()` commits, `close()` commits and closes."""
 
     def __init__(
@@ -49,26 +48,12 @@ class SqliteWindowStore(AbstractWindowStore):
         segment_interval: int | None = None,
     ) -> None:
         super().__init__(name, retention_period, window_size, retain_duplicates, segment_interval)
-        self._conn: sqlite3.Connection | NotOpen = NotOpen(name)
-        self._path: Path | None = None
+        self._init_file(name)
 
-    @property
-    def persistent(self) -> bool:
-        return True
-
-    @property
-    def is_open(self) -> bool:
-        return not isinstance(self._conn, NotOpen)
-
-    @property
-    def path(self) -> Path | None:
-        return self._path
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         """Open the file, resume observed stream time and seqnum from it, register with the task."""
-        refuse_reinit(self)
-        self._path = Path(context.state_dir) / f"{self._name}.sqlite"
-        self._conn = open_database(self._path, _SCHEMA, self._name)
+        self._open_file(context.state_dir, _SCHEMA)
         latest, seqnum = self._conn.execute(f"SELECT max(start_ms), max(seq) FROM {_TABLE}").fetchone()
         if latest is not None:
             self._observe(latest)
@@ -138,17 +123,6 @@ class SqliteWindowStore(AbstractWindowStore):
         """Rows stored, expired ones not yet dropped included."""
         return int(self._conn.execute(f"SELECT count(*) FROM {_TABLE}").fetchone()[0])
 
-    def flush(self) -> None:
-        self._conn.commit()
-
-    def close(self) -> None:
-        if self.is_open:
-            conn = self._conn
-            self._conn = NotOpen(self._name)
-            try:
-                conn.commit()
-            finally:
-                conn.close()
 
     def __repr__(self) -> str:
         return f"SqliteWindowStore({self._name!r})"
