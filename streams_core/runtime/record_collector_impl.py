@@ -2,7 +2,9 @@
 
 Sinks run inside synchronous processing, so `send` only queues the record; the stream thread
 hands the queue to the producer (`send_pending`, awaited between batches) and waits for every
-delivery at commit (`flush`). Delivery errors follow `default.production.exception.handler`:
+delivery at commit (`flush`). Records go to aiokafka as closed batches per partition (partition
+chosen with murmur2 as Java's producer does), which costs a third of a `send()` per record and
+does not wait out `linger.ms`. Delivery errors follow `default.production.exception.handler`:
 `fail` raises at the next flush, `continue` logs and counts the lost record.
 
 Under exactly-once each task has its own collector over a transactional producer
@@ -14,6 +16,7 @@ and offsets become visible together or not at all.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -21,6 +24,7 @@ from typing import Any, Protocol
 from streams_core import clients
 from streams_core.errors import StreamsError
 from streams_core.processor.processor import Headers
+from streams_core.runtime.partitioner import default_partition
 from streams_core.runtime.topic_partition import TopicPartition
 
 __all__ = ["ProductionError", "RecordCollectorImpl"]
@@ -33,15 +37,9 @@ class ProductionError(StreamsError):
 
 
 class Producer(Protocol):
-    async def send(
-        self,
-        topic: str,
-        value: Any = None,
-        key: Any = None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Any = None,
-    ) -> asyncio.Future[Any]: ...
+    def create_batch(self) -> Any: ...
+
+    async def send_batch(self, batch: Any, topic: str, *, partition: int) -> asyncio.Future[Any]: ...
 
     async def flush(self) -> None: ...
 
@@ -77,6 +75,7 @@ class RecordCollectorImpl:
         self._handler = production_handler
         self._pending: list[tuple[str, bytes | None, bytes | None, int, Headers, int | None]] = []
         self._partition_counts: dict[str, int] = {}
+        self._round_robin: dict[str, int] = {}
         self.offsets: dict[TopicPartition, int] = {}
         """Offset of the last record delivered per partition (the changelog offsets to checkpoint)."""
         self._error: BaseException | None = None
@@ -122,19 +121,46 @@ class RecordCollectorImpl:
         if self.transactional and not self._in_transaction:
             await self._begin()
         pending, self._pending = self._pending, []
-        send = self.producer.send
-        on_done = self._on_delivery
+        producer = self.producer
+        counts = self._partition_counts
+        builders: dict[tuple[str, int], Any] = {}
         for topic, key, value, timestamp, headers, partition in pending:
-            future = await send(
-                topic,
-                value=value,
-                key=key,
-                partition=partition,
-                timestamp_ms=timestamp,
-                headers=list(headers) if headers else None,
-            )
-            future.add_done_callback(on_done)
+            if partition is None:
+                count = counts.get(topic) or await self._learn_partition_count(topic)
+                partition = self._default_partition(topic, key, count)
+            builder = builders.get((topic, partition))
+            if builder is None:
+                builder = builders[(topic, partition)] = producer.create_batch()
+            header_list = list(headers) if headers else []
+            if builder.append(timestamp=timestamp, key=key, value=value, headers=header_list) is None:
+                await self._send_batch(builder, topic, partition)
+                builder = builders[(topic, partition)] = producer.create_batch()
+                if builder.append(timestamp=timestamp, key=key, value=value, headers=header_list) is None:
+                    raise ProductionError(f"{self._log_prefix}a record for {topic} is larger than a whole batch")
+        for (topic, partition), builder in builders.items():
+            await self._send_batch(builder, topic, partition)
         self.sent_records += len(pending)
+
+    async def _send_batch(self, builder: Any, topic: str, partition: int) -> None:
+        """Close a filled batch (so it does not wait out linger.ms) and queue it for its partition."""
+        builder.close()
+        future = await self.producer.send_batch(builder, topic, partition=partition)
+        future.add_done_callback(functools.partial(self._on_delivery, builder.record_count()))
+
+    def _default_partition(self, topic: str, key: bytes | None, count: int) -> int:
+        """murmur2 of the key as Java's producer (and aiokafka's) does; keyless records round-robin."""
+        if key is not None:
+            return default_partition(key, count)
+        turn = self._round_robin.get(topic, -1) + 1
+        self._round_robin[topic] = turn
+        return turn % count
+
+    async def _learn_partition_count(self, topic: str) -> int:
+        partitions = await self.producer.partitions_for(topic)
+        if not partitions:
+            raise ProductionError(f"{self._log_prefix}topic {topic!r} has no partitions (does it exist?)")
+        self._partition_counts[topic] = len(partitions)
+        return len(partitions)
 
     async def flush(self) -> None:
         """Send what is queued and wait until the producer has delivered everything."""
@@ -173,21 +199,22 @@ class RecordCollectorImpl:
         """Forget queued records (their task is closed without commit; they will be reprocessed)."""
         self._pending.clear()
 
-    def _on_delivery(self, future: asyncio.Future[Any]) -> None:
+    def _on_delivery(self, records: int, future: asyncio.Future[Any]) -> None:
+        """A batch of `records` was delivered (note its last offset) or failed (apply the handler)."""
         if future.cancelled():
             return
         error = future.exception()
         if error is None:
             metadata = future.result()
-            self.offsets[TopicPartition(metadata.topic, metadata.partition)] = metadata.offset
+            self.offsets[TopicPartition(metadata.topic, metadata.partition)] = metadata.offset + records - 1
             return
         if self._handler == "continue":
-            self.dropped_records += 1
-            log.warning("%sdropping a record the producer could not deliver: %r", self._log_prefix, error)
+            self.dropped_records += records
+            log.warning("%sdropping %d records the producer could not deliver: %r", self._log_prefix, records, error)
             return
         handle = getattr(self._handler, "handle", self._handler)
         if callable(handle) and handle(error):
-            self.dropped_records += 1
+            self.dropped_records += records
             return
         if self._error is None:
             self._error = error

@@ -423,6 +423,13 @@ class StreamThread:
         ends = await self._restore_consumer.end_offsets(clients.to_aiokafka_partitions(partitions))
         return {clients.from_aiokafka(tp): offset for tp, offset in ends.items()}
 
+    def _collectors(self) -> list[RecordCollectorImpl]:
+        """The thread's collector and, under exactly-once, each task's own."""
+        found = [self.collector] if self.collector is not None else []
+        if self.task_manager is not None:
+            found += [t.record_collector for t in self.task_manager.tasks.values() if t.record_collector not in found]  # type: ignore[misc]
+        return found
+
     def metrics(self) -> dict[str, Any]:
         tm = self.task_manager
         return {
@@ -431,8 +438,8 @@ class StreamThread:
             "tasks": sorted(str(t) for t in tm.tasks) if tm else [],
             "processed_records": tm.processed_records if tm else 0,
             "dropped_records": tm.dropped_records if tm else 0,
-            "produced_records": self.collector.sent_records if self.collector else 0,
-            "production_dropped_records": self.collector.dropped_records if self.collector else 0,
+            "produced_records": sum(c.sent_records for c in self._collectors()),
+            "production_dropped_records": sum(c.dropped_records for c in self._collectors()),
             "standby_tasks": sorted(str(t) for t in tm.standby_tasks) if tm else [],
             "restored_records": tm.restored_records if tm else 0,
             "pause_count": self.pause_count,
