@@ -136,3 +136,19 @@ def test_results_are_the_same_with_cache_on_and_off(cache_bytes: int) -> None:
         assert last == results[-1], "the changelog's latest values equal the store"
     assert results[0] == results[1]
     assert results[0]["w0"] == len([w for w in words if w == "w0"])
+
+
+def test_a_restore_below_the_cache_evicts_what_it_changes(tmp_path: Path) -> None:
+    inner = InMemoryKeyValueStore("s")
+    cache = ThreadCache(1 << 20)
+    context = _Context(tmp_path, cache)
+    callbacks: list[Any] = []
+    context.register = lambda store, restore_callback=None: callbacks.append(restore_callback)  # type: ignore[method-assign]
+    store = CachingKeyValueStore(inner)
+    store.init(context, store)  # type: ignore[arg-type]
+    assert store.get(b"a") is None, "a miss is cached"
+    (restore,) = callbacks
+    restore([(b"a", b"1")])
+    assert store.get(b"a") == b"1"
+    restore([(b"a", None)])
+    assert store.get(b"a") is None

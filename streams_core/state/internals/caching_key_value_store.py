@@ -44,7 +44,7 @@ class CachingKeyValueStore(WrappedStateStore[Any]):
         self._listener_node: Any = None
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self._wrapped.init(context, root)
+        self._wrapped.init(_InvalidatingContext(context, self._invalidate), root)  # type: ignore[arg-type]
         self._context = context
         cache = getattr(context, "cache", None)
         if cache is None:
@@ -133,6 +133,10 @@ class CachingKeyValueStore(WrappedStateStore[Any]):
             self._cache.close(self._named)
         self._wrapped.close()
 
+    def _invalidate(self, batch: list[tuple[bytes, bytes | None]]) -> None:
+        if self._cache is not None and self._named is not None:
+            self._cache.invalidate(self._named, [key for key, _ in batch])
+
     def _flush_cache(self) -> None:
         if self._cache is not None and self._named is not None:
             self._cache.flush(self._named)
@@ -159,3 +163,28 @@ class CachingKeyValueStore(WrappedStateStore[Any]):
         finally:
             if hasattr(context, "record"):
                 context.node, context.record = saved
+
+
+class _InvalidatingContext:
+    """The context the store below sees: its restore callback first evicts the restored keys
+    from the cache, so a read cached before a restore (standby updates) never hides it."""
+
+    def __init__(self, context: Any, invalidate: Callable[[list[tuple[bytes, bytes | None]]], None]) -> None:
+        self._context = context
+        self._invalidate = invalidate
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+    def register(self, store: StateStore, restore_callback: Any = None) -> None:
+        if restore_callback is None:
+            self._context.register(store, None)
+            return
+        invalidate = self._invalidate
+
+        def restore(batch: Iterable[tuple[bytes, bytes | None]]) -> None:
+            records = list(batch)
+            invalidate(records)
+            restore_callback(records)
+
+        self._context.register(store, restore)

@@ -127,6 +127,16 @@ class ThreadCache:
             self.size -= entry.size
             self.evictions += 1
 
+    def invalidate(self, cache: NamedCache, keys: list[bytes]) -> None:
+        """Forget cached (clean) entries of keys the store below changed, e.g. by a changelog restore."""
+        entries = cache.entries
+        for key in keys:
+            entry = entries.pop(key, None)
+            if entry is not None:
+                cache.dirty.pop(key, None)
+                cache.size -= entry.size
+                self.size -= entry.size
+
     def close(self, cache: NamedCache) -> None:
         """Drop a store's entries without writing them (its task is closing)."""
         self.size -= cache.size
