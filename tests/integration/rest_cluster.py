@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,15 +150,9 @@ class Answer:
 
 
 class Client:
-    """Asks instances over loopback HTTP, a new connection per request by default.
+    """Asks instances over loopback HTTP; `keepalive=False` opens a new connection per request."""
 
-    Why not keep-alive: `api.serve` binds its socket without IPPROTO_TCP, so asyncio leaves
-    Nagle on for the accepted connections, and on a kept-alive connection each answer (status
-    line and body written separately) waits ~40 ms for the client's delayed ACK. The first
-    exchange of a connection does not (quick-ACK mode). See bench/README.md.
-    """
-
-    def __init__(self, timeout: float = 10.0, *, keepalive: bool = False) -> None:
+    def __init__(self, timeout: float = 10.0, *, keepalive: bool = True) -> None:
         limits = httpx.Limits() if keepalive else httpx.Limits(max_keepalive_connections=0)
         self.http = httpx.AsyncClient(timeout=timeout, limits=limits)
 
@@ -403,8 +397,3 @@ class WordCountCluster:
 
 class _PortTaken(Exception):
     """The child process exited with the service's 'port taken' code (3)."""
-
-
-def words_of(lines: Iterable[str]) -> Counter[str]:
-    """The app's count of `lines` (lower-cased, split on whitespace)."""
-    return Counter(word for line in lines for word in line.lower().split())
