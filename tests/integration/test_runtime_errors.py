@@ -380,7 +380,7 @@ async def test_shutdown_application_stops_every_instance(bootstrap_servers: str,
     async with app:
         for streams in created:
             await streams.start()
-        await wait_until(lambda: all(s.state is State.ERROR for s in created), 60, message="not every client stopped")
+        await wait_until(lambda: all(s.state is State.ERROR for s in created), 150, message="not every client stopped")
         (failing,) = [s for s in created if s.errors and s.errors[0] is handled[0]]
         (other,) = [s for s in created if s is not failing]
         assert isinstance(handled[0], RuntimeError)
