@@ -373,14 +373,37 @@ async def test_shutdown_client_puts_the_client_in_error(bootstrap_servers: str, 
 
 
 async def test_shutdown_application_stops_every_instance(bootstrap_servers: str, tmp_path: Path) -> None:
-    """SHUTDOWN_APPLICATION: the failing instance asks the group to stop; both instances end in ERROR."""
-    app, created, recorder, handled, _, records = await failing_app(
-        bootstrap_servers, tmp_path, StreamThreadExceptionResponse.SHUTDOWN_APPLICATION, instances=2
-    )
+    """SHUTDOWN_APPLICATION: the failing instance asks the group to stop; every member ends in ERROR.
+
+    As in Kafka Streams the request reaches the members of the group at that moment, so the
+    poison record is produced only once both instances have joined.
+    """
+    source, sink = unique_topic("fail-in"), unique_topic("fail-out")
+    await create_topic(bootstrap_servers, source, 1)
+    await create_topic(bootstrap_servers, sink, 1)
+    recorder = Recorder(fail_on={b"boom"})
+    handled: list[BaseException] = []
+
+    def handler(error: BaseException) -> StreamThreadExceptionResponse:
+        handled.append(error)
+        return StreamThreadExceptionResponse.SHUTDOWN_APPLICATION
+
+    app = StreamsApp(bootstrap_servers, tmp_path, lambda: recording_topology(source, sink, recorder))
+    created = [app.create(i) for i in range(2)]
+    for streams in created:
+        streams.set_uncaught_exception_handler(handler)
     async with app:
         for streams in created:
             await streams.start()
-        await wait_until(lambda: all(s.state is State.ERROR for s in created), 150, message="not every client stopped")
+
+        def both_joined() -> bool:
+            return all(
+                s.state is State.RUNNING and s.threads[0].assignor.assignment is not None for s in created
+            )
+
+        await wait_until(both_joined, 60, message="both instances in the group")
+        await produce(bootstrap_servers, source, [Rec(b"k1", b"v", 0), Rec(b"boom", b"v", 0)])
+        await wait_until(lambda: all(s.state is State.ERROR for s in created), 90, message="not every client stopped")
         (failing,) = [s for s in created if s.errors and s.errors[0] is handled[0]]
         (other,) = [s for s in created if s is not failing]
         assert isinstance(handled[0], RuntimeError)
