@@ -32,7 +32,7 @@ MAX_MILLIS = 2**63 - 1
 _ANSWERS = error_responses(400, 404, 503, served_by=True)
 
 Stale = Annotated[
-    bool, Query(description="Allow the answer from a standby copy, which may lag (also while rebalancing).")
+    bool, Query(description="Allow the answer from a standby copy, which may lag (503 while the group rebalances).")
 ]
 Scope = Annotated[
     Literal["all", "local"],
