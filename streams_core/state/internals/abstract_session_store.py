@@ -10,15 +10,14 @@ sessions, and expired rows are deleted in bulk each time observed stream time pa
 from __future__ import annotations
 
 import logging
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from streams_core.errors import InvalidStateStoreError
 from streams_core.state.internals import session_key_schema
-from streams_core.state.internals.abstract_window_store import NO_TIMESTAMP, default_segment_interval
+from streams_core.state.internals.abstract_window_store import NO_TIMESTAMP, RetentionTracking
 from streams_core.state.internals.byte_order import is_inverted_range
-from streams_core.state.store import KeyValue, StateStore, StateStoreContext
+from streams_core.state.store import KeyValue
 from streams_core.state.windowed import SessionWindow, Windowed
 
 __all__ = ["AbstractSessionStore"]
@@ -28,51 +27,16 @@ log = logging.getLogger(__name__)
 _LATEST = 2**63 - 1
 
 
-class AbstractSessionStore(ABC):
+class AbstractSessionStore(RetentionTracking):
     """A bytes session store; subclasses provide storage (`_write`, `_find`, `_drop_expired`)."""
 
     def __init__(self, name: str, retention_period: int, segment_interval: int | None = None) -> None:
-        self._name = name
-        self._retention_period = retention_period
-        self._segment_interval = segment_interval or default_segment_interval(retention_period)
-        self._observed = NO_TIMESTAMP
-        self._next_cleanup = NO_TIMESTAMP
-        self.expired_records_dropped = 0
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def retention_period(self) -> int:
-        return self._retention_period
-
-    @property
-    def segment_interval(self) -> int:
-        return self._segment_interval
+        super().__init__(name, retention_period, segment_interval)
 
     @property
     def observed_stream_time(self) -> int:
         """The largest session end seen; `NO_TIMESTAMP` before the first."""
         return self._observed
-
-    @property
-    @abstractmethod
-    def is_open(self) -> bool: ...
-
-    @abstractmethod
-    def init(self, context: StateStoreContext, root: StateStore) -> None: ...
-
-    def _check_open(self) -> None:
-        if not self.is_open:
-            raise InvalidStateStoreError(f"store {self._name!r} is not open")
-
-    def _observe(self, session_end: int) -> None:
-        if session_end > self._observed:
-            self._observed = session_end
-            if session_end >= self._next_cleanup:
-                self._next_cleanup = session_end + self._segment_interval
-                self._drop_expired(session_end - self._retention_period)
 
     def put(self, session_key: Windowed[bytes], value: bytes | None) -> None:
         """Store the session's value; None removes it."""

@@ -20,7 +20,8 @@ from streams_core.state.internals.byte_order import is_inverted_range
 from streams_core.state.store import KeyValue, StateStore, StateStoreContext
 from streams_core.state.windowed import TimeWindow, Windowed
 
-__all__ = ["AbstractWindowStore", "NO_TIMESTAMP", "default_segment_interval"]
+__all__ = [
+    "RetentionTracking","AbstractWindowStore", "NO_TIMESTAMP", "default_segment_interval"]
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,53 @@ def default_segment_interval(retention_period: int) -> int:
     return max(retention_period // 2, 60_000)
 
 
-class AbstractWindowStore(ABC):
+class RetentionTracking(ABC):
+    """What time-based stores share: the highest time seen, expiry of records older than the
+    retention period, and a bulk delete of expired rows each `segment_interval` (`_drop_expired`)."""
+
+    def __init__(self, name: str, retention_period: int, segment_interval: int | None) -> None:
+        self._name = name
+        self._retention_period = retention_period
+        self._segment_interval = segment_interval or default_segment_interval(retention_period)
+        self._observed = NO_TIMESTAMP
+        self._next_cleanup = NO_TIMESTAMP
+        self.expired_records_dropped = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def retention_period(self) -> int:
+        return self._retention_period
+
+    @property
+    def segment_interval(self) -> int:
+        return self._segment_interval
+
+    @property
+    @abstractmethod
+    def is_open(self) -> bool: ...
+
+    @abstractmethod
+    def init(self, context: StateStoreContext, root: StateStore) -> None: ...
+
+    @abstractmethod
+    def _drop_expired(self, cutoff: int) -> None: ...
+
+    def _check_open(self) -> None:
+        if not self.is_open:
+            raise InvalidStateStoreError(f"store {self._name!r} is not open")
+
+    def _observe(self, time: int) -> None:
+        if time > self._observed:
+            self._observed = time
+            if time >= self._next_cleanup:
+                self._next_cleanup = time + self._segment_interval
+                self._drop_expired(time - self._retention_period)
+
+
+class AbstractWindowStore(RetentionTracking):
     """A bytes window store; subclasses provide storage (`_write`, `_fetch_*`, `_drop_expired`)."""
 
     def __init__(
@@ -47,58 +94,23 @@ class AbstractWindowStore(ABC):
         retain_duplicates: bool = False,
         segment_interval: int | None = None,
     ) -> None:
-        self._name = name
-        self._retention_period = retention_period
+        super().__init__(name, retention_period, segment_interval)
         self._window_size = window_size
         self._retain_duplicates = retain_duplicates
-        self._segment_interval = segment_interval or default_segment_interval(retention_period)
-        self._observed = NO_TIMESTAMP
-        self._next_cleanup = NO_TIMESTAMP
         self._seqnum = 0
-        self.expired_records_dropped = 0
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     @property
     def window_size(self) -> int:
         return self._window_size
 
     @property
-    def retention_period(self) -> int:
-        return self._retention_period
-
-    @property
     def retain_duplicates(self) -> bool:
         return self._retain_duplicates
-
-    @property
-    def segment_interval(self) -> int:
-        return self._segment_interval
 
     @property
     def observed_stream_time(self) -> int:
         """The largest window start seen; `NO_TIMESTAMP` before the first."""
         return self._observed
-
-    @property
-    @abstractmethod
-    def is_open(self) -> bool: ...
-
-    @abstractmethod
-    def init(self, context: StateStoreContext, root: StateStore) -> None: ...
-
-    def _check_open(self) -> None:
-        if not self.is_open:
-            raise InvalidStateStoreError(f"store {self._name!r} is not open")
-
-    def _observe(self, window_start: int) -> None:
-        if window_start > self._observed:
-            self._observed = window_start
-            if window_start >= self._next_cleanup:
-                self._next_cleanup = window_start + self._segment_interval
-                self._drop_expired(window_start - self._retention_period)
 
     def _is_expired(self, window_start: int) -> bool:
         if window_start <= self._observed - self._retention_period:
