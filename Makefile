@@ -7,7 +7,7 @@ KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:
 KAFKA_LIBS := .cache/kafka-$(KAFKA_VERSION)/libs
 PYTEST_ARGS ?=
 
-.PHONY: setup test test-unit demo broker clean
+.PHONY: setup lint test test-unit demo broker clean
 
 setup: $(VENV)/.installed $(KAFKA_LIBS)/.complete
 
@@ -24,7 +24,12 @@ $(KAFKA_LIBS)/.complete: deps/kafka/pom.xml
 	    -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(KAFKA_LIBS)
 	touch $@
 
-test: setup
+# The typing and lint gate: mypy --strict over streams_core/ and api/, ruff over everything.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: setup lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-unit: setup

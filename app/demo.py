@@ -97,7 +97,7 @@ def run_demo(*, base_port: int = 7071, once: bool = False) -> int:
         _say(f"Produced {len(SAMPLE_TEXT)} lines to {INPUT_TOPIC}")
         ports = [base_port, base_port + 1]
         for i, port in enumerate(ports):
-            log_file = open(root / f"wordcount-{i + 1}.log", "wb")  # noqa: SIM115 - owned by the child
+            log_file = open(root / f"wordcount-{i + 1}.log", "wb")
             instances.append(
                 subprocess.Popen(
                     [sys.executable, "-m", "app", "wordcount", "--bootstrap-servers", bootstrap,

@@ -46,19 +46,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
-from aiokafka import TopicPartition as KafkaTopicPartition  # noqa: E402
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import TopicPartition as KafkaTopicPartition
 
-from streams_core.clients import InternalTopicManager, NewTopicSpec, create_admin, create_restore_consumer  # noqa: E402
-from streams_core.clients.client_config import consumer_kwargs  # noqa: E402
-from streams_core.config import StreamsConfig  # noqa: E402
-from streams_core.processor.task_id import TaskId  # noqa: E402
-from streams_core.runtime.store_changelog_reader import ChangelogPartition, StoreChangelogReader  # noqa: E402
-from streams_core.runtime.topic_partition import TopicPartition  # noqa: E402
-from streams_core.serde import Serdes  # noqa: E402
-from streams_core.state import Stores  # noqa: E402
-from streams_core.state.internals.processor_state_manager import ProcessorStateManager  # noqa: E402
-from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker  # noqa: E402
+from streams_core.clients import InternalTopicManager, NewTopicSpec, create_admin, create_restore_consumer
+from streams_core.clients.client_config import consumer_kwargs
+from streams_core.config import StreamsConfig
+from streams_core.processor.task_id import TaskId
+from streams_core.runtime.store_changelog_reader import ChangelogPartition, StoreChangelogReader
+from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.serde import Serdes
+from streams_core.state import Stores
+from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 
 APP = "bench-restore"
 STORE = "counts"
@@ -184,7 +184,7 @@ async def main_async(args: argparse.Namespace, bootstrap: str) -> None:
               "memory": "restore into in-memory store"}
     for variant in VARIANTS:
         rates = [n / w for w, _, _ in runs[variant]]
-        ratios = [n / r[0] / (n / c[0]) for r, c in zip(runs[variant], runs["consume"])]
+        ratios = [n / r[0] / (n / c[0]) for r, c in zip(runs[variant], runs["consume"], strict=False)]
         cpu = statistics.median(c for _, c, _ in runs[variant]) / n * 1e6
         ratio = "1.00" if variant == "consume" else f"{statistics.median(ratios):.2f} (same round: {', '.join(f'{x:.2f}' for x in ratios)})"
         print(f"| {labels[variant]} | {statistics.median(rates):,.0f} | {', '.join(f'{r:,.0f}' for r in rates)} | {ratio} | {cpu:.1f} |")

@@ -491,7 +491,7 @@ async def main_async(args: argparse.Namespace, broker: LocalKafkaBroker, state_r
             line = ", ".join(f"{r.rate:,.0f}" for r in rs)
             print(f"{variant}: {line} records/s (median {statistics.median(r.rate for r in rs):,.0f})")
             if variant != "raw" and "raw" in runs:
-                ratios = [r.rate / b.rate for r, b in zip(rs, runs["raw"])]
+                ratios = [r.rate / b.rate for r, b in zip(rs, runs["raw"], strict=False)]
                 print(f"  ratio to the raw run of the same round: {', '.join(f'{x:.2f}' for x in ratios)}"
                       f" (median {statistics.median(ratios):.2f})")
     print(f"\n{datetime.date.today()} {platform.python_implementation()} {platform.python_version()} "

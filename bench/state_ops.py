@@ -56,11 +56,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streams_core.processor.task_id import TaskId  # noqa: E402
-from streams_core.serde import Serdes  # noqa: E402
-from streams_core.state import Stores  # noqa: E402
-from streams_core.state.internals.processor_state_manager import ProcessorStateManager  # noqa: E402
-from streams_core.state.internals.thread_cache import ThreadCache  # noqa: E402
+from streams_core.processor.task_id import TaskId
+from streams_core.serde import Serdes
+from streams_core.state import Stores
+from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.state.internals.thread_cache import ThreadCache
 
 CACHE_BYTES = 10 * 1024 * 1024
 SCAN_WIDTH = 1000
@@ -118,7 +118,7 @@ def run_raw(data: Data, directory: Path) -> dict[str, tuple[float, float]]:
     width = data.scan_width
 
     def put() -> None:
-        for k, v in zip(data.raw_keys, data.raw_values):
+        for k, v in zip(data.raw_keys, data.raw_values, strict=False):
             ex(put_sql, (k, v))
         conn.commit()
 
@@ -178,7 +178,7 @@ def run_store(data: Data, directory: Path, caching: bool) -> tuple[dict[str, tup
 
     def put() -> None:
         p = store.put
-        for k, v in zip(data.keys, data.values):
+        for k, v in zip(data.keys, data.values, strict=False):
             p(k, v)
         store.flush()
 

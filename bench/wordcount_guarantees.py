@@ -41,7 +41,6 @@ import os
 import platform
 import random
 import signal
-import statistics
 import sys
 import tempfile
 import time
@@ -54,13 +53,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aiokafka import AIOKafkaProducer  # noqa: E402
+from aiokafka import AIOKafkaProducer
 
-from app.wordcount import STORE, build_topology  # noqa: E402
-from streams_core.clients import InternalTopicManager, NewTopicSpec, create_admin  # noqa: E402
-from streams_core.config import StreamsConfig  # noqa: E402
-from streams_core.runtime.kafka_streams import KafkaStreams, State  # noqa: E402
-from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker  # noqa: E402
+from app.wordcount import STORE, build_topology
+from streams_core.clients import InternalTopicManager, NewTopicSpec, create_admin
+from streams_core.config import StreamsConfig
+from streams_core.runtime.kafka_streams import KafkaStreams, State
+from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "alos": {"processing.guarantee": "at_least_once"},
@@ -261,7 +260,7 @@ async def main_async(args: argparse.Namespace, bootstrap: str) -> None:
         print()
         for base in ("alos", "alos-100ms"):
             if base in runs:
-                same_round = [e.rate / a.rate for e, a in zip(runs["eos"], runs[base])]
+                same_round = [e.rate / a.rate for e, a in zip(runs["eos"], runs[base], strict=False)]
                 print(f"EOS / {base}: {chosen['eos'].rate / chosen[base].rate:.2f} (medians); same round: "
                       f"{', '.join(f'{x:.2f}' for x in same_round)}")
 

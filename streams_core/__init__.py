@@ -22,8 +22,8 @@ from streams_core.kstream import (
     Consumed,
     GlobalKTable,
     Grouped,
-    JoinWindows,
     Joined,
+    JoinWindows,
     KGroupedStream,
     KGroupedTable,
     KStream,
@@ -67,12 +67,14 @@ from streams_core.processor.timestamp_extractor import (
 from streams_core.processor.topic_name_extractor import RecordContext, TopicNameExtractor
 from streams_core.processor.topology import Topology
 from streams_core.processor.topology_description import TopologyDescription
+from streams_core.runtime.assignment import HostInfo, KeyQueryMetadata, StreamsMetadata
+from streams_core.runtime.kafka_streams import KafkaStreams, LagInfo, State, StreamThreadExceptionResponse
 from streams_core.serde import Serde, Serdes
 from streams_core.state import (
-    QueryableStoreType,
-    QueryableStoreTypes,
     KeyValue,
     KeyValueStore,
+    QueryableStoreType,
+    QueryableStoreTypes,
     ReadOnlyKeyValueStore,
     ReadOnlySessionStore,
     ReadOnlyWindowStore,
@@ -83,11 +85,9 @@ from streams_core.state import (
     Stores,
     TimeWindow,
     Window,
-    WindowStore,
     Windowed,
+    WindowStore,
 )
-from streams_core.runtime.kafka_streams import KafkaStreams, LagInfo, State, StreamThreadExceptionResponse
-from streams_core.runtime.assignment import HostInfo, KeyQueryMetadata, StreamsMetadata
 from streams_core.testing.test_input_topic import TestInputTopic
 from streams_core.testing.test_output_topic import TestOutputTopic
 from streams_core.testing.test_record import TestRecord

@@ -20,7 +20,7 @@ from typing import Any
 from streams_core.errors import ConfigError
 from streams_core.serde import Serde, Serdes, resolve_serde
 
-__all__ = ["StreamsConfig", "CLIENT_KEYS", "CLIENT_PREFIXES"]
+__all__ = ["CLIENT_KEYS", "CLIENT_PREFIXES", "StreamsConfig"]
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE = "exactly_once"
@@ -326,7 +326,7 @@ class StreamsConfig(Mapping[str, Any]):
 
     @property
     def exactly_once(self) -> bool:
-        return self._values["processing.guarantee"] != AT_LEAST_ONCE
+        return bool(self._values["processing.guarantee"] != AT_LEAST_ONCE)
 
     def client_overrides(self, client: str) -> dict[str, Any]:
         """Kafka client properties for one client kind.

@@ -179,29 +179,29 @@ class Serdes:
     """Factories of the built-in serdes, named as Java's `Serdes`."""
 
     @staticmethod
-    def Bytes() -> Serde[bytes]:  # noqa: N802 - Java's names
+    def Bytes() -> Serde[bytes]:
         return _BYTES
 
     ByteArray = Bytes
 
     @staticmethod
-    def String() -> Serde[str]:  # noqa: N802
+    def String() -> Serde[str]:
         return _STRING
 
     @staticmethod
-    def Integer() -> Serde[int]:  # noqa: N802
+    def Integer() -> Serde[int]:
         return _INTEGER
 
     @staticmethod
-    def Long() -> Serde[int]:  # noqa: N802
+    def Long() -> Serde[int]:
         return _LONG
 
     @staticmethod
-    def Double() -> Serde[float]:  # noqa: N802
+    def Double() -> Serde[float]:
         return _DOUBLE
 
     @staticmethod
-    def Json() -> Serde[Any]:  # noqa: N802
+    def Json() -> Serde[Any]:
         return _JSON
 
     @staticmethod

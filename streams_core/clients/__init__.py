@@ -14,7 +14,6 @@ from streams_core.clients.client_config import (
     producer_kwargs,
     validate_client_configs,
 )
-from streams_core.clients.streams_assignor_adapter import StreamsAssignorAdapter
 from streams_core.clients.kafka_clients import (
     AbstractPartitionAssignor,
     AIOKafkaAdminClient,
@@ -48,9 +47,9 @@ from streams_core.clients.kafka_clients import (
     to_aiokafka_offsets,
     to_aiokafka_partitions,
 )
+from streams_core.clients.streams_assignor_adapter import StreamsAssignorAdapter
 
 __all__ = [
-    "StreamsAssignorAdapter",
     "AIOKafkaAdminClient",
     "AIOKafkaConsumer",
     "AIOKafkaProducer",
@@ -74,6 +73,7 @@ __all__ = [
     "OffsetOutOfRangeError",
     "ProducerFenced",
     "RebalanceInProgressError",
+    "StreamsAssignorAdapter",
     "UnknownMemberIdError",
     "admin_kwargs",
     "consumer_kwargs",

@@ -34,7 +34,7 @@ class _Assignor(Protocol):
     def on_assignment(self, user_data: bytes) -> None: ...
 
 
-class StreamsAssignorAdapter(AbstractPartitionAssignor):
+class StreamsAssignorAdapter(AbstractPartitionAssignor):  # type: ignore[misc]  # aiokafka is untyped
     """The single assignor a stream thread's consumer is given (protocol name "stream")."""
 
     name = "stream"
@@ -43,10 +43,10 @@ class StreamsAssignorAdapter(AbstractPartitionAssignor):
     def __init__(self, assignor: _Assignor) -> None:
         self._assignor = assignor
 
-    def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:  # type: ignore[override]
+    def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
         return ConsumerProtocolMemberMetadata(self.version, sorted(topics), self._assignor.subscription())
 
-    def assign(  # type: ignore[override]
+    def assign(
         self, cluster: ClusterMetadata, members: Mapping[str, ConsumerProtocolMemberMetadata]
     ) -> dict[str, ConsumerProtocolMemberAssignment]:
         topics = {topic for metadata in members.values() for topic in metadata.subscription}
@@ -66,5 +66,5 @@ class StreamsAssignorAdapter(AbstractPartitionAssignor):
             )
         return out
 
-    def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:  # type: ignore[override]
+    def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:
         self._assignor.on_assignment(assignment.user_data)

@@ -36,7 +36,7 @@ __all__ = [
 class NodeDescription:
     """A node's name and its links; `predecessors` and `successors` are in Java's print order."""
 
-    __slots__ = ("name", "predecessors", "successors", "size")
+    __slots__ = ("name", "predecessors", "size", "successors")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -59,7 +59,7 @@ class NodeDescription:
 class SourceDescription(NodeDescription):
     """A source: the topics it reads, or the pattern it subscribes with."""
 
-    __slots__ = ("topics", "topic_pattern")
+    __slots__ = ("topic_pattern", "topics")
 
     def __init__(self, name: str, topics: Iterable[str], topic_pattern: re.Pattern[str] | None) -> None:
         super().__init__(name)

@@ -22,7 +22,14 @@ from typing import Any
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
-from streams_core.errors import ConfigError, InvalidStateStoreError, MissingSinkTopicError, StreamsError, StreamsNotStartedError, UnknownStateStoreError
+from streams_core.errors import (
+    ConfigError,
+    InvalidStateStoreError,
+    MissingSinkTopicError,
+    StreamsError,
+    StreamsNotStartedError,
+    UnknownStateStoreError,
+)
 from streams_core.processor.topology import Topology
 from streams_core.runtime.assignment import (
     HostInfo,
@@ -86,10 +93,14 @@ _REBALANCING_THREAD_STATES = frozenset(
 )
 
 
+ClientState = State
+"""`KafkaStreams.State` under a name the class body does not shadow (for annotations)."""
+
+
 class KafkaStreams:
     """One instance of a Kafka Streams application."""
 
-    State = State
+    State = State  # Kafka Streams' nested enum name: KafkaStreams.State.RUNNING
 
     def __init__(self, topology: Topology, config: Mapping[str, Any] | StreamsConfig) -> None:
         props = config.explicit() if isinstance(config, StreamsConfig) else dict(config)
@@ -125,7 +136,7 @@ class KafkaStreams:
     # -- state --------------------------------------------------------------------------------
 
     @property
-    def state(self) -> State:
+    def state(self) -> ClientState:
         return self._state
 
     @property
@@ -141,7 +152,7 @@ class KafkaStreams:
         """Decides what a thread's fatal exception does (default: shut down this client)."""
         self._exception_handler = handler
 
-    def _set_state(self, new: State) -> None:
+    def _set_state(self, new: ClientState) -> None:
         old = self._state
         if old is new:
             return
@@ -171,7 +182,7 @@ class KafkaStreams:
 
         asyncio.get_running_loop().create_task(wake())
 
-    async def wait_for_state(self, *states: State, timeout: float = 60.0) -> State:
+    async def wait_for_state(self, *states: ClientState, timeout: float = 60.0) -> ClientState:
         """Wait until the client is in one of `states` (e.g. RUNNING); TimeoutError otherwise."""
         assert self._state_changed is not None
         async with asyncio.timeout(timeout):
@@ -277,7 +288,7 @@ class KafkaStreams:
         stops = [asyncio.create_task(t.stop()) for t in self._threads]
         done = True
         if stops:
-            finished, pending = await asyncio.wait(stops, timeout=timeout)
+            _finished, pending = await asyncio.wait(stops, timeout=timeout)
             if pending:
                 done = False
                 log.warning("stream-client [%s] threads did not stop in %ss; cancelling", self.application_id, timeout)

@@ -39,16 +39,16 @@ class PartitionGroup(Generic[R]):
     """
 
     __slots__ = (
-        "max_task_idle_ms",
-        "enforced_processing_count",
-        "pause_counts",
-        "resume_counts",
-        "_queues",
+        "_idle_start_ms",
         "_non_empty",
+        "_paused",
+        "_queues",
         "_stream_time",
         "_total_buffered",
-        "_idle_start_ms",
-        "_paused",
+        "enforced_processing_count",
+        "max_task_idle_ms",
+        "pause_counts",
+        "resume_counts",
     )
 
     def __init__(self, queues: Mapping[TopicPartition, RecordQueue[R]], *, max_task_idle_ms: int = 0) -> None:

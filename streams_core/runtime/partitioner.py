@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from struct import unpack_from
 
-__all__ = ["murmur2", "to_positive", "default_partition"]
+__all__ = ["default_partition", "murmur2", "to_positive"]
 
 _MASK = 0xFFFFFFFF
 _SEED = 0x9747B28C

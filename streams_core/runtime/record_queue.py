@@ -38,7 +38,7 @@ class RecordQueue(Generic[R]):
     call. `source` is free for the owner (e.g. the task's source node for this topic).
     """
 
-    __slots__ = ("partition", "source", "skipped_records", "_deserialize", "_fifo", "_minima", "_partition_time")
+    __slots__ = ("_deserialize", "_fifo", "_minima", "_partition_time", "partition", "skipped_records", "source")
 
     def __init__(
         self,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
 from streams_core.errors import TopologyError
 from streams_core.processor.internals.internal_topology_builder import InternalTopologyBuilder, TopicsInfo
 from streams_core.processor.task_id import TaskId

@@ -17,12 +17,12 @@ S = TypeVar("S", bound="StateStore", covariant=True)
 
 __all__ = [
     "KeyValue",
-    "StateStore",
     "KeyValueStore",
     "ReadOnlyKeyValueStore",
+    "RestoreCallback",
+    "StateStore",
     "StateStoreContext",
     "StoreBuilder",
-    "RestoreCallback",
 ]
 
 

@@ -15,7 +15,7 @@ from streams_core.state.window_store import WindowStore
 
 S = TypeVar("S", bound=StateStore, covariant=True)
 
-__all__ = ["StoreSupplier", "KeyValueBytesStoreSupplier", "WindowBytesStoreSupplier", "SessionBytesStoreSupplier"]
+__all__ = ["KeyValueBytesStoreSupplier", "SessionBytesStoreSupplier", "StoreSupplier", "WindowBytesStoreSupplier"]
 
 
 class StoreSupplier(Protocol[S]):

@@ -12,7 +12,7 @@ from typing import Generic, TypeVar
 
 K = TypeVar("K")
 
-__all__ = ["Window", "TimeWindow", "SessionWindow", "Windowed"]
+__all__ = ["SessionWindow", "TimeWindow", "Window", "Windowed"]
 
 
 @dataclass(frozen=True, slots=True)

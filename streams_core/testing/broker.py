@@ -448,7 +448,7 @@ class LocalKafkaBroker:
                 stdout=console,
                 stderr=subprocess.STDOUT,
                 cwd=self.data_dir,
-                preexec_fn=_preexec_child,  # noqa: PLW1509 - prctl(PR_SET_PDEATHSIG) must run in the child
+                preexec_fn=_preexec_child,
                 close_fds=True,
             )
         with _live_lock:

@@ -159,7 +159,7 @@ async def test_skipped_record_at_the_end_of_a_partition_is_committed_past(
     source, sink, dlq = unique_topic("tail-in"), unique_topic("tail-out"), unique_topic("tail-dlq")
     for topic in (source, sink, dlq):
         await create_topic(bootstrap_servers, topic, 1)
-    records = long_records(0, 5) + [Rec(b"poison", b"\x00\x01\x02", 0)]
+    records = [*long_records(0, 5), Rec(b"poison", b"\x00\x01\x02", 0)]
     await produce(bootstrap_servers, source, records)
     config = {
         "default.deserialization.exception.handler": "dead_letter",
@@ -229,7 +229,7 @@ async def test_missing_sink_topic_fails_at_start(bootstrap_servers: str, tmp_pat
 def test_bad_config_fails_at_construction_naming_the_key() -> None:
     topology = passthrough_topology("in", "out")
     base = {"application.id": "bad-config", "bootstrap.servers": "127.0.0.1:9"}
-    with pytest.raises(ConfigError, match="commit.intervall.ms") as caught:
+    with pytest.raises(ConfigError, match=r"commit\.intervall\.ms") as caught:
         KafkaStreams(topology, base | {"commit.intervall.ms": 100})
     assert caught.value.key == "commit.intervall.ms"
     with pytest.raises(ConfigError) as caught:

@@ -142,7 +142,7 @@ def test_join_after_select_key_repartitions_the_key_changed_side() -> None:
     builder = StreamsBuilder()
     left = builder.stream("left", key_serde=S, value_serde=S).select_key(lambda k, v: v.split(":")[0])
     right = builder.stream("right", key_serde=S, value_serde=S)
-    left.join(right, lambda key, l, r: f"{key}:{l}+{r}", WINDOWS).to("out")
+    left.join(right, lambda key, lv, rv: f"{key}:{lv}+{rv}", WINDOWS).to("out")
     topology = builder.build()
     with TopologyTestDriver(topology, CONFIG) as driver:
         driver.create_input_topic("right", S, S).pipe_input("a", "r", 10)

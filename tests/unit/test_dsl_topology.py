@@ -106,7 +106,7 @@ def test_joined_topics_must_have_equal_partition_counts() -> None:
     builder = StreamsBuilder()
     left = builder.stream("left", key_serde=S, value_serde=S)
     right = builder.stream("right", key_serde=S, value_serde=S)
-    left.join(right, lambda l, r: l + r, JoinWindows.of_time_difference_with_no_grace(10)).to("out")
+    left.join(right, lambda lv, rv: lv + rv, JoinWindows.of_time_difference_with_no_grace(10)).to("out")
     itb = builder.build().internal_topology_builder
     assert itb.internal_topic_partition_counts({"left": 4, "right": 4}) == {}
     with pytest.raises(TopologyError, match=r"same number of partitions: left \(4\), right \(2\)"):

@@ -22,7 +22,7 @@ def joined(
     builder = StreamsBuilder()
     left = builder.table("left", key_serde=S, value_serde=S)
     right = builder.table("right", key_serde=S, value_serde=S)
-    getattr(left, kind)(right, lambda l, r: f"{l}+{r}", materialized=materialized).to_stream().to("out", value_serde=S)
+    getattr(left, kind)(right, lambda lv, rv: f"{lv}+{rv}", materialized=materialized).to_stream().to("out", value_serde=S)
     driver = TopologyTestDriver(builder.build(), config)
     topics = {"L": driver.create_input_topic("left", S, S), "R": driver.create_input_topic("right", S, S)}
     for side, key, value, timestamp in UPDATES:
@@ -58,7 +58,7 @@ def test_join_of_computed_tables_uses_value_getters() -> None:
     builder = StreamsBuilder()
     left = builder.table("left", key_serde=S, value_serde=S).filter(lambda k, v: v != "skip")
     right = builder.table("right", key_serde=S, value_serde=S).map_values(str.upper)
-    left.join(right, lambda l, r: f"{l}+{r}", named="j").to_stream().to("out", value_serde=S)
+    left.join(right, lambda lv, rv: f"{lv}+{rv}", named="j").to_stream().to("out", value_serde=S)
     topology = builder.build()
     with TopologyTestDriver(topology, CONFIG) as driver:
         lt, rt = driver.create_input_topic("left", S, S), driver.create_input_topic("right", S, S)

@@ -436,7 +436,7 @@ def test_sink_errors_name_the_sink(tmp_path: Path) -> None:
     def send(record: Record[Any, Any]) -> None:
         task.process(ConsumerRecord("in", 0, 0, 0, None, record), 0)
 
-    with pytest.raises(SerializationError, match="sink 'K' cannot serialize the record value with Serdes.String"):
+    with pytest.raises(SerializationError, match=r"sink 'K' cannot serialize the record value with Serdes\.String"):
         send(Record("k", 42, 1))
     with pytest.raises(StreamsError, match="sink 'K': invalid \\(negative\\) timestamp -2 for a record to topic 'out'"):
         send(Record("k", "v", -2))

@@ -90,7 +90,7 @@ def test_range_sees_cached_writes(tmp_path: Path) -> None:
 
 
 def test_close_drops_unflushed_entries(tmp_path: Path) -> None:
-    store, inner, cache = _store(tmp_path)
+    store, _inner, cache = _store(tmp_path)
     store.put(b"a", b"1")
     store.close()
     assert cache.size == 0

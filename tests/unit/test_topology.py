@@ -109,7 +109,7 @@ def test_topic_consumed_by_two_sources() -> None:
     ):
         topology.add_source("B", "t3", "t2")
     with pytest.raises(
-        TopologyError, match="pattern 't.' of source 'C' matches topic 't1' already consumed by source 'A'"
+        TopologyError, match=r"pattern 't\.' of source 'C' matches topic 't1' already consumed by source 'A'"
     ):
         topology.add_source("C", pattern="t.")
     topology.add_source("D", pattern=r"other-\d+")
@@ -190,7 +190,7 @@ def test_processor_instance_instead_of_supplier_is_an_error() -> None:
 
 def test_supplier_result_without_process_is_an_error() -> None:
     topology = Topology().add_source("S", "in").add_processor("P", lambda: object(), "S")
-    with pytest.raises(TopologyError, match="processor 'P': its supplier returned .* which has no process"):
+    with pytest.raises(TopologyError, match=r"processor 'P': its supplier returned .* which has no process"):
         _processor_of(topology, "P")
 
 

@@ -47,8 +47,8 @@ class ChangeSerde(BoundSerde[Change[Any]]):
         if data is None:
             return None
         inner = self._inner
-        new = inner.serialize(topic, data.new_value)
-        old = inner.serialize(topic, data.old_value)
+        new: bytes | None = inner.serialize(topic, data.new_value)
+        old: bytes | None = inner.serialize(topic, data.old_value)
         if new is not None and old is not None:
             return b"\x03" + len(new).to_bytes(4, "big") + new + old
         if new is not None:

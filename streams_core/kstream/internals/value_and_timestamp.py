@@ -42,7 +42,7 @@ class ValueAndTimestampSerde(BoundSerde[ValueAndTimestamp[Any]]):
     def serialize(self, topic: str | None, data: ValueAndTimestamp[Any] | None) -> bytes | None:
         if data is None:
             return None
-        raw = self.inner.serialize(topic, data.value)
+        raw: bytes | None = self.inner.serialize(topic, data.value)
         if raw is None:
             return None
         return data.timestamp.to_bytes(8, "big", signed=True) + raw

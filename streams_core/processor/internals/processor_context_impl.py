@@ -43,18 +43,18 @@ class ProcessorContextImpl:
     """
 
     __slots__ = (
-        "_task",
         "_config",
         "_state_manager",
-        "record_collector",
+        "_task",
         "cache",
-        "node",
         "init_node",
-        "record",
-        "input_topic",
-        "input_partition",
         "input_offset",
+        "input_partition",
+        "input_topic",
+        "node",
         "punctuation_time",
+        "record",
+        "record_collector",
     )
 
     def __init__(

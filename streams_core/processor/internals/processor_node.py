@@ -28,7 +28,7 @@ __all__ = ["ProcessorNode", "SinkNode", "SourceNode"]
 class ProcessorNode:
     """A named node with its children; for a user processor, `process` is the processor's own."""
 
-    __slots__ = ("name", "children", "children_by_name", "store_names", "processor", "process")
+    __slots__ = ("children", "children_by_name", "name", "process", "processor", "store_names")
 
     process: Callable[[Record[Any, Any]], None]
 
@@ -68,7 +68,7 @@ class ProcessorNode:
 class SourceNode(ProcessorNode):
     """Entry of a sub-topology: holds the serdes and timestamp extractor of its topics, forwards to children."""
 
-    __slots__ = ("topics", "pattern", "key_serde", "value_serde", "extract_timestamp", "_forward")
+    __slots__ = ("_forward", "extract_timestamp", "key_serde", "pattern", "topics", "value_serde")
 
     def __init__(
         self,
@@ -104,7 +104,7 @@ class SourceNode(ProcessorNode):
 class SinkNode(ProcessorNode):
     """Exit of a sub-topology: serializes records and hands them to the task's RecordCollector."""
 
-    __slots__ = ("topic", "topic_extractor", "key_serde", "value_serde", "partitioner", "_context", "_collector")
+    __slots__ = ("_collector", "_context", "key_serde", "partitioner", "topic", "topic_extractor", "value_serde")
 
     def __init__(
         self,

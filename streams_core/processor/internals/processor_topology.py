@@ -18,7 +18,7 @@ class ProcessorTopology:
     Sources that subscribe by pattern are matched on first use of a topic and remembered.
     """
 
-    __slots__ = ("subtopology_id", "nodes", "state_stores", "_sources_by_topic", "_pattern_sources")
+    __slots__ = ("_pattern_sources", "_sources_by_topic", "nodes", "state_stores", "subtopology_id")
 
     def __init__(
         self,

@@ -26,7 +26,7 @@ class PunctuationSchedule:
     It is also the `Cancellable` handed to the processor.
     """
 
-    __slots__ = ("node", "punctuator", "interval_ms", "punctuation_type", "next_time", "cancelled")
+    __slots__ = ("cancelled", "interval_ms", "next_time", "node", "punctuation_type", "punctuator")
 
     def __init__(
         self,

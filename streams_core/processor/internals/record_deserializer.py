@@ -93,7 +93,7 @@ class RecordDeserializer:
     is counted in `dropped_records` and yields None.
     """
 
-    __slots__ = ("handler", "dropped_records")
+    __slots__ = ("dropped_records", "handler")
 
     def __init__(self, handler: DeserializationHandler | None = None) -> None:
         self.handler = handler

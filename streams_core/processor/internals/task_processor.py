@@ -39,7 +39,7 @@ from streams_core.processor.processor import Headers, PunctuationType, Punctuato
 from streams_core.processor.task_id import TaskId
 from streams_core.state.store import RestoreCallback, StateStore
 
-__all__ = ["StateManager", "TaskProcessor", "TaskProcessorState", "UNKNOWN_TIME"]
+__all__ = ["UNKNOWN_TIME", "StateManager", "TaskProcessor", "TaskProcessorState"]
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from streams_core.runtime.assignment.errors import ERROR_TYPES, AssignmentError,
 from streams_core.runtime.assignment.host_info import HostInfo
 from streams_core.runtime.topic_partition import TopicPartition
 
-__all__ = ["AssignmentInfo", "LATEST_SUPPORTED_VERSION"]
+__all__ = ["LATEST_SUPPORTED_VERSION", "AssignmentInfo"]
 
 LATEST_SUPPORTED_VERSION = 1
 _KIND = "assignment info"

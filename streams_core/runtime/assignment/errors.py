@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from streams_core.errors import StreamsError, TopologyError
 
 __all__ = [
-    "AssignorError",
     "AssignmentError",
+    "AssignorError",
     "CopartitioningError",
     "MissingSourceTopicError",
     "ShutdownRequestedError",

@@ -8,7 +8,7 @@ from typing import ClassVar
 from streams_core.runtime.assignment.host_info import HostInfo
 from streams_core.runtime.topic_partition import TopicPartition
 
-__all__ = ["StreamsMetadata", "KeyQueryMetadata"]
+__all__ = ["KeyQueryMetadata", "StreamsMetadata"]
 
 
 @dataclass(slots=True, frozen=True)

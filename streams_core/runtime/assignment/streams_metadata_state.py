@@ -17,7 +17,7 @@ from streams_core.runtime.assignment.streams_metadata import KeyQueryMetadata, S
 from streams_core.runtime.partitioner import default_partition
 from streams_core.runtime.topic_partition import TopicPartition
 
-__all__ = ["StreamsMetadataState", "StreamPartitioner"]
+__all__ = ["StreamPartitioner", "StreamsMetadataState"]
 
 StreamPartitioner = Callable[[str, Any, Any, int], "int | None"]
 """(topic, key, value, num_partitions) -> partition, as Kafka's StreamPartitioner.partition."""

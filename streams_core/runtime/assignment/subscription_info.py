@@ -10,7 +10,7 @@ from streams_core.runtime.assignment import _codec
 from streams_core.runtime.assignment.errors import AssignmentError
 from streams_core.runtime.assignment.host_info import HostInfo
 
-__all__ = ["SubscriptionInfo", "LATEST_SUPPORTED_VERSION"]
+__all__ = ["LATEST_SUPPORTED_VERSION", "SubscriptionInfo"]
 
 LATEST_SUPPORTED_VERSION = 1
 _KIND = "subscription info"

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from streams_core.processor.task_id import TaskId
 
-__all__ = ["ClientState", "ClientAssignment", "assign_tasks", "assign_tasks_to_members"]
+__all__ = ["ClientAssignment", "ClientState", "assign_tasks", "assign_tasks_to_members"]
 
 
 @dataclass(slots=True, frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from streams_core.state.internals import session_key_schema
-from streams_core.state.internals.abstract_window_store import NO_TIMESTAMP, RetentionTracking
+from streams_core.state.internals.abstract_window_store import RetentionTracking
 from streams_core.state.internals.byte_order import is_inverted_range
 from streams_core.state.store import KeyValue
 from streams_core.state.windowed import SessionWindow, Windowed

@@ -21,7 +21,11 @@ from streams_core.state.store import KeyValue, StateStore, StateStoreContext
 from streams_core.state.windowed import TimeWindow, Windowed
 
 __all__ = [
-    "RetentionTracking","AbstractWindowStore", "NO_TIMESTAMP", "default_segment_interval"]
+    "NO_TIMESTAMP",
+    "AbstractWindowStore",
+    "RetentionTracking",
+    "default_segment_interval",
+]
 
 log = logging.getLogger(__name__)
 

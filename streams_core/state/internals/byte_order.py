@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-__all__ = ["prefix_upper_bound", "is_inverted_range"]
+__all__ = ["is_inverted_range", "prefix_upper_bound"]
 
 log = logging.getLogger(__name__)
 

@@ -13,12 +13,12 @@ from streams_core.state.internals.sqlite_session_store import SqliteSessionStore
 from streams_core.state.internals.sqlite_window_store import SqliteWindowStore
 
 __all__ = [
-    "SqliteKeyValueBytesStoreSupplier",
     "InMemoryKeyValueBytesStoreSupplier",
-    "SqliteWindowBytesStoreSupplier",
-    "InMemoryWindowBytesStoreSupplier",
-    "SqliteSessionBytesStoreSupplier",
     "InMemorySessionBytesStoreSupplier",
+    "InMemoryWindowBytesStoreSupplier",
+    "SqliteKeyValueBytesStoreSupplier",
+    "SqliteSessionBytesStoreSupplier",
+    "SqliteWindowBytesStoreSupplier",
 ]
 
 

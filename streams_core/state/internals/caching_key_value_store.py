@@ -22,7 +22,7 @@ from streams_core.state.internals.thread_cache import CacheEntry, NamedCache, Th
 from streams_core.state.internals.wrapped_state_store import WrappedStateStore
 from streams_core.state.store import KeyValue, KeyValueStore, StateStore, StateStoreContext
 
-__all__ = ["BytesFlushListener", "CachingKeyValueStore", "DEFAULT_CACHE_BYTES"]
+__all__ = ["DEFAULT_CACHE_BYTES", "BytesFlushListener", "CachingKeyValueStore"]
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class CachingKeyValueStore(WrappedStateStore[Any]):
         self._listener_node: Any = None
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self._wrapped.init(_InvalidatingContext(context, self._invalidate), root)  # type: ignore[arg-type]
+        self._wrapped.init(_InvalidatingContext(context, self._invalidate), root)
         self._context = context
         cache = getattr(context, "cache", None)
         if cache is None:

@@ -6,12 +6,11 @@ from typing import Any
 
 from streams_core.serde import Serde
 from streams_core.state.internals.abstract_store_builder import AbstractStoreBuilder
+from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
+from streams_core.state.internals.change_logging_stores import ChangeLoggingKeyValueBytesStore
 from streams_core.state.internals.metered_key_value_store import MeteredKeyValueStore
 from streams_core.state.store import KeyValueStore
 from streams_core.state.store_supplier import KeyValueBytesStoreSupplier
-
-from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
-from streams_core.state.internals.change_logging_stores import ChangeLoggingKeyValueBytesStore
 
 __all__ = ["KeyValueStoreBuilder"]
 
@@ -39,8 +38,8 @@ class KeyValueStoreBuilder(AbstractStoreBuilder[MeteredKeyValueStore[Any, Any]])
 
     def _wrap_logging(self, store: KeyValueStore[bytes, bytes]) -> KeyValueStore[bytes, bytes]:
         """Log every write to the changelog topic (Kafka Streams' ChangeLogging layer)."""
-        return ChangeLoggingKeyValueBytesStore(store)  # type: ignore[return-value]
+        return ChangeLoggingKeyValueBytesStore(store)
 
     def _wrap_caching(self, store: KeyValueStore[bytes, bytes]) -> KeyValueStore[bytes, bytes]:
         """Put the thread's record cache in front of the store (Kafka Streams' Caching layer)."""
-        return CachingKeyValueStore(store)  # type: ignore[return-value]
+        return CachingKeyValueStore(store)

@@ -6,10 +6,9 @@ initialised or already closed fail clearly without an "is it open?" test on ever
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import NoReturn, Protocol
 
 from streams_core.errors import InvalidStateStoreError, ProcessorStateError
-from streams_core.state.store import StateStore
 
 __all__ = ["NotOpen", "refuse_reinit"]
 
@@ -29,7 +28,15 @@ class NotOpen:
         return f"NotOpen({self._store_name!r})"
 
 
-def refuse_reinit(store: StateStore) -> None:
+class _Openable(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def is_open(self) -> bool: ...
+
+
+def refuse_reinit(store: _Openable) -> None:
     """Raise ProcessorStateError if `store` is open already: a second `init` would leak the first."""
     if store.is_open:
         raise ProcessorStateError(f"store {store.name!r} is already initialised and open")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from streams_core.errors import ProcessorStateError
 
-__all__ = ["OffsetCheckpoint", "CHECKPOINT_FILE_NAME"]
+__all__ = ["CHECKPOINT_FILE_NAME", "OffsetCheckpoint"]
 
 log = logging.getLogger(__name__)
 

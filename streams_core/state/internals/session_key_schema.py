@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["to_binary", "from_binary", "SUFFIX_SIZE"]
+__all__ = ["SUFFIX_SIZE", "from_binary", "to_binary"]
 
 _SUFFIX = struct.Struct(">qq")
 SUFFIX_SIZE = _SUFFIX.size

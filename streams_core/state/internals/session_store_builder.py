@@ -6,11 +6,10 @@ from typing import Any
 
 from streams_core.serde import Serde
 from streams_core.state.internals.abstract_store_builder import AbstractStoreBuilder
+from streams_core.state.internals.change_logging_stores import ChangeLoggingSessionBytesStore
 from streams_core.state.internals.metered_session_store import MeteredSessionStore
 from streams_core.state.session_store import SessionStore
 from streams_core.state.store_supplier import SessionBytesStoreSupplier
-
-from streams_core.state.internals.change_logging_stores import ChangeLoggingSessionBytesStore
 
 __all__ = ["SessionStoreBuilder"]
 
@@ -42,7 +41,7 @@ class SessionStoreBuilder(AbstractStoreBuilder[MeteredSessionStore[Any, Any]]):
 
     def _wrap_logging(self, store: SessionStore[bytes, bytes]) -> SessionStore[bytes, bytes]:
         """Log every write to the changelog topic (Kafka Streams' ChangeLogging layer)."""
-        return ChangeLoggingSessionBytesStore(store)  # type: ignore[return-value]
+        return ChangeLoggingSessionBytesStore(store)
 
     def _wrap_caching(self, store: SessionStore[bytes, bytes]) -> SessionStore[bytes, bytes]:
         """CachingSessionStore goes here (not written yet)."""

@@ -18,7 +18,13 @@ from streams_core.errors import ProcessorStateError
 from streams_core.state.internals.not_open import NotOpen, refuse_reinit
 
 __all__ = [
-    "SqliteStoreFile","FORMAT_VERSION", "PAGE_SIZE", "LeadingBounds", "open_database", "paged_rows"]
+    "FORMAT_VERSION",
+    "PAGE_SIZE",
+    "LeadingBounds",
+    "SqliteStoreFile",
+    "open_database",
+    "paged_rows",
+]
 
 FORMAT_VERSION = 1
 """Stored as `PRAGMA user_version`; a file with another non-zero version is refused."""
@@ -134,6 +140,10 @@ class SqliteStoreFile:
     def _init_file(self, name: str) -> None:
         self._conn: sqlite3.Connection | NotOpen = NotOpen(name)
         self._path: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return self._name
 
     @property
     def persistent(self) -> bool:

@@ -18,8 +18,8 @@ from streams_core.errors import InvalidStateStoreError
 from streams_core.state.internals.byte_order import is_inverted_range, prefix_upper_bound
 from streams_core.state.internals.not_open import NotOpen
 from streams_core.state.internals.sqlite_database import (
-    SqliteStoreFile,
     LeadingBounds,
+    SqliteStoreFile,
     paged_rows,
 )
 from streams_core.state.store import KeyValue, StateStore, StateStoreContext

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from streams_core.state.internals.abstract_session_store import AbstractSessionStore
 from streams_core.state.internals.not_open import NotOpen
 from streams_core.state.internals.sqlite_database import (
-    SqliteStoreFile,
     LeadingBounds,
+    SqliteStoreFile,
     paged_rows,
 )
 from streams_core.state.store import StateStore, StateStoreContext

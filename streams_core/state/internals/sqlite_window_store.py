@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from streams_core.state.internals.abstract_window_store import AbstractWindowStore
 from streams_core.state.internals.not_open import NotOpen
 from streams_core.state.internals.sqlite_database import (
-    SqliteStoreFile,
     LeadingBounds,
+    SqliteStoreFile,
     paged_rows,
 )
 from streams_core.state.store import StateStore, StateStoreContext

@@ -21,7 +21,7 @@ __all__ = ["StateSerdes"]
 class StateSerdes(Generic[K, V]):
     """Converts a store's keys and values to bytes and back."""
 
-    __slots__ = ("store_name", "topic", "key_serde", "value_serde")
+    __slots__ = ("key_serde", "store_name", "topic", "value_serde")
 
     def __init__(self, store_name: str, topic: str, key_serde: Serde[K], value_serde: Serde[V]) -> None:
         self.store_name = store_name

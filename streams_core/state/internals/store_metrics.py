@@ -20,7 +20,7 @@ __all__ = ["StoreMetrics"]
 class StoreMetrics:
     """Metrics of one store: `counts[op]` always, `latency_ns[op]` (total) when recording."""
 
-    __slots__ = ("scope", "store_name", "counts", "latency_ns")
+    __slots__ = ("counts", "latency_ns", "scope", "store_name")
 
     def __init__(self, scope: str, store_name: str) -> None:
         self.scope = scope

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_TOPIC_LENGTH", "validate_store_name", "store_changelog_topic"]
+__all__ = ["MAX_TOPIC_LENGTH", "store_changelog_topic", "validate_store_name"]
 
 MAX_TOPIC_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")

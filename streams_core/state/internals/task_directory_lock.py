@@ -15,7 +15,7 @@ from pathlib import Path
 
 from streams_core.errors import ProcessorStateError
 
-__all__ = ["TaskDirectoryLock", "LOCK_FILE_NAME"]
+__all__ = ["LOCK_FILE_NAME", "TaskDirectoryLock"]
 
 log = logging.getLogger(__name__)
 

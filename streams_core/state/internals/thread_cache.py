@@ -24,7 +24,7 @@ _ENTRY_OVERHEAD = 64
 class CacheEntry:
     """A cached value (None: a cached delete), whether it still has to reach the store, and when it was written."""
 
-    __slots__ = ("value", "dirty", "timestamp", "size")
+    __slots__ = ("dirty", "size", "timestamp", "value")
 
     def __init__(self, value: bytes | None, dirty: bool, timestamp: int, size: int) -> None:
         self.value = value
@@ -40,7 +40,7 @@ FlushListener = Callable[[list[tuple[bytes, CacheEntry]]], None]
 class NamedCache:
     """One store's entries in the thread cache."""
 
-    __slots__ = ("name", "entries", "dirty", "listener", "size")
+    __slots__ = ("dirty", "entries", "listener", "name", "size")
 
     def __init__(self, name: str, listener: FlushListener) -> None:
         self.name = name
@@ -119,7 +119,7 @@ class ThreadCache:
     def _evict(self, cache: NamedCache) -> None:
         entries = cache.entries
         while self.size > self.max_bytes and entries:
-            key, entry = next(iter(entries.items()))
+            _key, entry = next(iter(entries.items()))
             if entry.dirty:
                 self.flush(cache)
             entries.popitem(last=False)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["to_store_key_binary", "from_store_key_binary", "SUFFIX_SIZE"]
+__all__ = ["SUFFIX_SIZE", "from_store_key_binary", "to_store_key_binary"]
 
 _SUFFIX = struct.Struct(">qi")
 SUFFIX_SIZE = _SUFFIX.size

@@ -7,11 +7,10 @@ from typing import Any
 
 from streams_core.serde import Serde
 from streams_core.state.internals.abstract_store_builder import AbstractStoreBuilder
+from streams_core.state.internals.change_logging_stores import ChangeLoggingWindowBytesStore
 from streams_core.state.internals.metered_window_store import MeteredWindowStore
 from streams_core.state.store_supplier import WindowBytesStoreSupplier
 from streams_core.state.window_store import WindowStore
-
-from streams_core.state.internals.change_logging_stores import ChangeLoggingWindowBytesStore
 
 __all__ = ["WindowStoreBuilder"]
 
@@ -51,7 +50,7 @@ class WindowStoreBuilder(AbstractStoreBuilder[MeteredWindowStore[Any, Any]]):
 
     def _wrap_logging(self, store: WindowStore[bytes, bytes]) -> WindowStore[bytes, bytes]:
         """Log every write to the changelog topic (Kafka Streams' ChangeLogging layer)."""
-        return ChangeLoggingWindowBytesStore(store)  # type: ignore[return-value]
+        return ChangeLoggingWindowBytesStore(store)
 
     def _wrap_caching(self, store: WindowStore[bytes, bytes]) -> WindowStore[bytes, bytes]:
         """CachingWindowStore goes here (not written yet)."""

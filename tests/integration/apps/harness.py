@@ -84,7 +84,7 @@ class AppProcess:
         self.name = name
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in reap()
+        self._log = open(log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", APP_MODULE, *args],
             cwd=REPO,
