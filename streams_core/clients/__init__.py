@@ -1,5 +1,7 @@
 """The Kafka clients of streams_core: the only package that imports aiokafka.
 
+The runtime talks to Kafka through the ports in `ports.py` (consumer, producer, admin, created
+by a `KafkaClientSupplier`); `AioKafkaClientSupplier` implements them over aiokafka.
 Factories build aiokafka's consumer, producer and admin client from a `StreamsConfig`
 (`client_config` translates Kafka property names into aiokafka arguments), `InternalTopicManager`
 creates and checks internal topics, and the aiokafka types the runtime needs (the assignor base,
@@ -7,6 +9,7 @@ the rebalance listener, structs, errors) are re-exported so that nothing else im
 """
 
 from streams_core.clients.admin import InternalTopicError, InternalTopicManager, NewTopicSpec
+from streams_core.clients.aiokafka_supplier import AioKafkaClientSupplier
 from streams_core.clients.client_config import (
     admin_kwargs,
     consumer_kwargs,
@@ -47,6 +50,18 @@ from streams_core.clients.kafka_clients import (
     to_aiokafka_offsets,
     to_aiokafka_partitions,
 )
+from streams_core.clients.ports import (
+    Admin,
+    Consumer,
+    GroupAssignor,
+    KafkaClientSupplier,
+    MemberAssignment,
+    Producer,
+    ProducerBatch,
+    RawRecord,
+    RebalanceListener,
+    RecordMetadata,
+)
 from streams_core.clients.streams_assignor_adapter import StreamsAssignorAdapter
 
 __all__ = [
@@ -54,25 +69,36 @@ __all__ = [
     "AIOKafkaConsumer",
     "AIOKafkaProducer",
     "AbstractPartitionAssignor",
+    "Admin",
+    "AioKafkaClientSupplier",
     "ClusterMetadata",
     "CommitFailedError",
+    "Consumer",
     "ConsumerProtocolMemberAssignment",
     "ConsumerProtocolMemberMetadata",
     "ConsumerRebalanceListener",
     "ConsumerRecord",
     "ConsumerStoppedError",
+    "GroupAssignor",
     "IllegalStateError",
     "InternalTopicError",
     "InternalTopicManager",
+    "KafkaClientSupplier",
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",
     "KafkaTopicPartition",
+    "MemberAssignment",
     "NewTopicSpec",
     "OffsetAndMetadata",
     "OffsetOutOfRangeError",
+    "Producer",
+    "ProducerBatch",
     "ProducerFenced",
+    "RawRecord",
     "RebalanceInProgressError",
+    "RebalanceListener",
+    "RecordMetadata",
     "StreamsAssignorAdapter",
     "UnknownMemberIdError",
     "admin_kwargs",

@@ -102,13 +102,20 @@ class KafkaStreams:
 
     State = State  # Kafka Streams' nested enum name: KafkaStreams.State.RUNNING
 
-    def __init__(self, topology: Topology, config: Mapping[str, Any] | StreamsConfig) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        config: Mapping[str, Any] | StreamsConfig,
+        client_supplier: clients.KafkaClientSupplier | None = None,
+    ) -> None:
+        """`client_supplier` creates the Kafka clients (aiokafka by default; a fake in unit tests)."""
         props = config.explicit() if isinstance(config, StreamsConfig) else dict(config)
         self.config = StreamsConfig(props, required=("application.id", "bootstrap.servers"))
         clients.validate_client_configs(self.config)
         if self.config["autostop.at"] is not None:
             raise ConfigError("autostop.at", "KIP-95 incremental batch processing is not implemented yet; leave it unset")
         self.topology = topology
+        self._clients: clients.KafkaClientSupplier = client_supplier or clients.AioKafkaClientSupplier()
         self.application_id: str = self.config["application.id"]
         builder = topology.internal_topology_builder
         builder.set_application_id(self.application_id)
@@ -217,10 +224,10 @@ class KafkaStreams:
         return task
 
     async def _prepare_topics(self) -> None:
-        admin = clients.create_admin(self.config)
+        admin = self._clients.get_admin(self.config)
         await admin.start()
         try:
-            manager = clients.InternalTopicManager(admin, replication_factor=self.config["replication.factor"])
+            manager = admin
             sources = self.metadata.external_source_topics
             counts = await manager.partition_counts(sorted(sources))
             missing = sorted(t for t, n in counts.items() if not n)
@@ -257,6 +264,7 @@ class KafkaStreams:
             self.metadata,
             self.config,
             process_id=self.process_id,
+            client_supplier=self._clients,
             on_state_change=self._on_thread_state,
             on_assignment=self._on_thread_assignment,
             on_error=self._on_thread_error,
@@ -395,20 +403,17 @@ class KafkaStreams:
         assignor.shutdown_requested = True
         answered = asyncio.Event()
 
-        class _Listener(clients.ConsumerRebalanceListener):  # type: ignore[misc]
-            async def on_partitions_revoked(self, revoked: Any) -> None:
+        class _Listener:
+            async def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None:
                 return None
 
-            async def on_partitions_assigned(self, assigned: Any) -> None:
+            async def on_partitions_assigned(self, assigned: frozenset[TopicPartition]) -> None:
                 answered.set()
 
-        consumer = clients.create_main_consumer(
-            self.config,
-            assignor=clients.StreamsAssignorAdapter(assignor),
-            client_id=f"{self.application_id}-shutdown-request",
-            topics=sorted(self.metadata.source_topics),
-            rebalance_listener=_Listener(),
+        consumer = self._clients.get_main_consumer(
+            self.config, assignor=assignor, client_id=f"{self.application_id}-shutdown-request"
         )
+        consumer.subscribe(sorted(self.metadata.source_topics), _Listener())
         await consumer.start()
         try:
             async with asyncio.timeout(timeout):

@@ -19,7 +19,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from streams_core import clients
 from streams_core.errors import StreamsError
@@ -36,32 +36,12 @@ class ProductionError(StreamsError):
     """A record could not be delivered to Kafka and the production handler says fail."""
 
 
-class Producer(Protocol):
-    def create_batch(self) -> Any: ...
-
-    async def send_batch(self, batch: Any, topic: str, *, partition: int) -> asyncio.Future[Any]: ...
-
-    async def flush(self) -> None: ...
-
-    async def partitions_for(self, topic: str) -> set[int]: ...
-
-    async def begin_transaction(self) -> None: ...
-
-    async def commit_transaction(self) -> None: ...
-
-    async def abort_transaction(self) -> None: ...
-
-    async def send_offsets_to_transaction(self, offsets: Any, group_id: str) -> None: ...
-
-    async def stop(self) -> None: ...
-
-
 class RecordCollectorImpl:
     """Queues the records of a thread's tasks (or of one task under exactly-once) for one producer."""
 
     def __init__(
         self,
-        producer: Producer,
+        producer: clients.Producer,
         *,
         production_handler: Any = "fail",
         log_prefix: str = "",
@@ -180,7 +160,7 @@ class RecordCollectorImpl:
             await self._begin()
         await self.flush()
         if offsets:
-            await self.producer.send_offsets_to_transaction(clients.to_aiokafka_offsets(offsets), group_id)
+            await self.producer.send_offsets_to_transaction(offsets, group_id)
         await self.producer.commit_transaction()
         self._in_transaction = False
 

@@ -14,7 +14,6 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from streams_core import clients
 from streams_core.runtime.topic_partition import TopicPartition
@@ -52,7 +51,7 @@ class RestoreResult:
 class StoreChangelogReader:
     """Replays changelog partitions with one thread's restore consumer."""
 
-    def __init__(self, restore_consumer: Any, *, log_prefix: str = "") -> None:
+    def __init__(self, restore_consumer: clients.Consumer, *, log_prefix: str = "") -> None:
         self._consumer = restore_consumer
         self._log_prefix = log_prefix
         self.total_restored = 0
@@ -63,11 +62,11 @@ class StoreChangelogReader:
         if not partitions:
             return result
         consumer = self._consumer
-        by_tp = {clients.to_aiokafka(p.partition): p for p in partitions}
+        by_tp = {p.partition: p for p in partitions}
         consumer.assign(list(by_tp))
         try:
             ends = await consumer.end_offsets(list(by_tp))
-            remaining: set[Any] = set()
+            remaining: set[TopicPartition] = set()
             for ktp, cp in by_tp.items():
                 end = ends[ktp]
                 start = cp.start_offset
@@ -100,9 +99,9 @@ class StoreChangelogReader:
     async def _replay(
         self,
         task_name: str,
-        by_tp: Mapping[Any, ChangelogPartition],
-        ends: Mapping[Any, int],
-        remaining: set[Any],
+        by_tp: Mapping[TopicPartition, ChangelogPartition],
+        ends: Mapping[TopicPartition, int],
+        remaining: set[TopicPartition],
         result: RestoreResult,
     ) -> None:
         consumer = self._consumer
@@ -118,7 +117,7 @@ class StoreChangelogReader:
                 continue
             for ktp, records in batch.items():
                 cp = by_tp[ktp]
-                cp.restore_callback([(r.key, r.value) for r in records])
+                cp.restore_callback([(r.key, r.value) for r in records if r.key is not None])
                 result.restored[cp.partition] += len(records)
             for ktp in list(remaining):
                 if await consumer.position(ktp) >= ends[ktp]:

@@ -47,14 +47,18 @@ class ThreadState(enum.Enum):
     DEAD = "DEAD"
 
 
-class _RebalanceListener(clients.ConsumerRebalanceListener):  # type: ignore[misc]
+class _RebalanceListener:
+    """The main consumer's `RebalanceListener`: hands both callbacks to the thread."""
+
+    __slots__ = ("_thread",)
+
     def __init__(self, thread: StreamThread) -> None:
         self._thread = thread
 
-    async def on_partitions_revoked(self, revoked: Any) -> None:
+    async def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None:
         await self._thread.on_partitions_revoked()
 
-    async def on_partitions_assigned(self, assigned: Any) -> None:
+    async def on_partitions_assigned(self, assigned: frozenset[TopicPartition]) -> None:
         await self._thread.on_partitions_assigned()
 
 
@@ -68,6 +72,7 @@ class StreamThread:
         config: StreamsConfig,
         *,
         process_id: str,
+        client_supplier: clients.KafkaClientSupplier,
         on_state_change: Callable[[StreamThread, ThreadState, ThreadState], None],
         on_assignment: Callable[[StreamThread], None],
         on_error: Callable[[StreamThread, BaseException], None],
@@ -84,9 +89,10 @@ class StreamThread:
         self._lock = asyncio.Lock()
         self._stopping = False
         self._runner: asyncio.Task[None] | None = None
-        self._consumer: Any = None
-        self._producer: Any = None
-        self._restore_consumer: Any = None
+        self._clients = client_supplier
+        self._consumer: clients.Consumer | None = None
+        self._producer: clients.Producer | None = None
+        self._restore_consumer: clients.Consumer | None = None
         self._pending_error: BaseException | None = None
         self._last_commit_ms = 0
         self.assignor = StreamsPartitionAssignor(
@@ -114,14 +120,14 @@ class StreamThread:
         """Create and start the clients, subscribe, and start the processing loop."""
         self._set_state(ThreadState.STARTING)
         config = self.config
-        self._producer = clients.create_producer(config, thread_index=self.index)
+        self._producer = self._clients.get_producer(config, thread_index=self.index)
         await self._producer.start()
         self.collector = RecordCollectorImpl(
             self._producer,
             production_handler=config["default.production.exception.handler"],
             log_prefix=self.log_prefix,
         )
-        self._restore_consumer = clients.create_restore_consumer(config, thread_index=self.index)
+        self._restore_consumer = self._clients.get_restore_consumer(config, thread_index=self.index)
         await self._restore_consumer.start()
         self.changelog_reader = StoreChangelogReader(self._restore_consumer, log_prefix=self.log_prefix)
         handler = resolve_deserialization_handler(
@@ -136,13 +142,8 @@ class StreamThread:
             task_collector_factory=self._create_task_collector if config.exactly_once else None,
             log_prefix=self.log_prefix,
         )
-        self._consumer = clients.create_main_consumer(
-            config,
-            assignor=clients.StreamsAssignorAdapter(self.assignor),
-            thread_index=self.index,
-            topics=sorted(self.topology.source_topics),
-            rebalance_listener=_RebalanceListener(self),
-        )
+        self._consumer = self._clients.get_main_consumer(config, assignor=self.assignor, thread_index=self.index)
+        self._consumer.subscribe(sorted(self.topology.source_topics), _RebalanceListener(self))
         await self._consumer.start()
         self._last_commit_ms = wall_clock_ms()
         self._runner = asyncio.create_task(self._run(), name=self.name)
@@ -209,13 +210,13 @@ class StreamThread:
     async def _run_loop(self) -> None:
         config = self.config
         consumer = self._consumer
+        assert consumer is not None
         poll_ms = config["poll.ms"]
         max_records = int(config.client_overrides("main.consumer").get("max.poll.records", 1000))
         commit_interval = config["commit.interval.ms"]
         tm = self.task_manager
         collector = self.collector
         assert tm is not None and collector is not None
-        from_aiokafka = clients.from_aiokafka
         exactly_once = config.exactly_once
         idle_rounds = 0
         while not self._stopping:
@@ -225,8 +226,8 @@ class StreamThread:
             self.poll_count += 1
             async with self._lock:
                 self._raise_pending_error()
-                for kafka_tp, records in batch.items():
-                    tm.add_records(from_aiokafka(kafka_tp), records)
+                for tp, records in batch.items():
+                    tm.add_records(tp, records)
                 now = wall_clock_ms()
                 processed = tm.process(max_records, now)
                 idle_rounds = 0 if processed else idle_rounds + 1
@@ -253,12 +254,13 @@ class StreamThread:
         for task in tm.tasks.values():
             to_pause += task.partition_group.partitions_to_pause(limit, max_lag)
             to_resume += task.partition_group.partitions_to_resume(limit, max_lag)
+        assert self._consumer is not None
         if to_pause:
-            self._consumer.pause(*clients.to_aiokafka_partitions(to_pause))
+            self._consumer.pause(*to_pause)
             self.pause_count += len(to_pause)
             log.debug("%spaused %s", self.log_prefix, to_pause)
         if to_resume:
-            self._consumer.resume(*clients.to_aiokafka_partitions(to_resume))
+            self._consumer.resume(*to_resume)
             self.resume_count += len(to_resume)
             log.debug("%sresumed %s", self.log_prefix, to_resume)
 
@@ -285,7 +287,8 @@ class StreamThread:
             offsets = {tp: o for _, task_offsets in prepared for tp, o in task_offsets.items()}
             if offsets:
                 try:
-                    await self._consumer.commit(clients.to_aiokafka_offsets(offsets))
+                    assert self._consumer is not None
+                    await self._consumer.commit(offsets)
                 except (clients.CommitFailedError, clients.RebalanceInProgressError, clients.IllegalStateError) as exc:
                     log.warning(
                         "%scommit failed (a rebalance is under way; records will be reprocessed): %r",
@@ -304,7 +307,7 @@ class StreamThread:
 
     async def _create_task_collector(self, task_id: Any) -> RecordCollectorImpl:
         """Exactly-once: a transactional producer of the task's own (`<application.id>-<task id>`)."""
-        producer = clients.create_producer(
+        producer = self._clients.get_producer(
             self.config, transactional_id=f"{self.config['application.id']}-{task_id}", thread_index=self.index
         )
         await producer.start()
@@ -381,19 +384,20 @@ class StreamThread:
         assert self.task_manager is not None
         starts = self.task_manager.standby_start_offsets()
         consumer = self._restore_consumer
-        consumer.assign(clients.to_aiokafka_partitions(starts))
+        assert consumer is not None
+        consumer.assign(starts)
         for tp, offset in starts.items():
             if offset is None:
-                await consumer.seek_to_beginning(clients.to_aiokafka(tp))
+                await consumer.seek_to_beginning(tp)
             else:
-                consumer.seek(clients.to_aiokafka(tp), offset)
+                consumer.seek(tp, offset)
 
     async def _update_standbys(self) -> None:
         """Apply whatever the standby changelogs have (no waiting)."""
-        assert self.task_manager is not None
+        assert self.task_manager is not None and self._restore_consumer is not None
         batch = await self._restore_consumer.getmany(timeout_ms=0, max_records=10_000)
-        for kafka_tp, records in batch.items():
-            self.task_manager.update_standby(clients.from_aiokafka(kafka_tp), records)
+        for tp, records in batch.items():
+            self.task_manager.update_standby(tp, records)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -420,8 +424,7 @@ class StreamThread:
         """End offsets of changelog partitions, asked with the restore consumer."""
         if not partitions or self._restore_consumer is None:
             return {}
-        ends = await self._restore_consumer.end_offsets(clients.to_aiokafka_partitions(partitions))
-        return {clients.from_aiokafka(tp): offset for tp, offset in ends.items()}
+        return await self._restore_consumer.end_offsets(partitions)
 
     def _collectors(self) -> list[RecordCollectorImpl]:
         """The thread's collector and, under exactly-once, each task's own."""

@@ -1,0 +1,202 @@
+"""AioKafkaClientSupplier: the client ports over aiokafka, the default `KafkaClientSupplier`.
+
+Each adapter is a thin wrapper that converts between the runtime's `TopicPartition` and
+aiokafka's at the boundary (once per batch or call, never per record) and passes the rest on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from streams_core.clients.admin import InternalTopicManager, NewTopicSpec
+from streams_core.clients.kafka_clients import (
+    AIOKafkaAdminClient,
+    AIOKafkaConsumer,
+    AIOKafkaProducer,
+    ConsumerRebalanceListener,
+    KafkaTopicPartition,
+    create_admin,
+    create_global_consumer,
+    create_main_consumer,
+    create_producer,
+    create_restore_consumer,
+)
+from streams_core.clients.ports import (
+    GroupAssignor,
+    ProducerBatch,
+    RawRecord,
+    RebalanceListener,
+    RecordMetadata,
+)
+from streams_core.clients.streams_assignor_adapter import StreamsAssignorAdapter
+from streams_core.config import StreamsConfig
+from streams_core.runtime.topic_partition import TopicPartition
+
+__all__ = ["AioKafkaAdmin", "AioKafkaClientSupplier", "AioKafkaConsumer", "AioKafkaProducer"]
+
+
+def _kafka(tp: TopicPartition) -> KafkaTopicPartition:
+    return KafkaTopicPartition(tp.topic, tp.partition)
+
+
+def _ours(tp: Any) -> TopicPartition:
+    return TopicPartition(tp.topic, tp.partition)
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
+    def __init__(self, listener: RebalanceListener) -> None:
+        self._listener = listener
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._listener.on_partitions_revoked(frozenset(_ours(tp) for tp in revoked))
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self._listener.on_partitions_assigned(frozenset(_ours(tp) for tp in assigned))
+
+
+class AioKafkaConsumer:
+    """The `Consumer` port over an `AIOKafkaConsumer`."""
+
+    __slots__ = ("_consumer",)
+
+    def __init__(self, consumer: AIOKafkaConsumer) -> None:
+        self._consumer = consumer
+
+    async def start(self) -> None:
+        await self._consumer.start()
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
+
+    def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
+        self._consumer.subscribe(list(topics), listener=_Listener(listener))
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        self._consumer.assign([_kafka(tp) for tp in partitions])
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        return frozenset(_ours(tp) for tp in self._consumer.assignment())
+
+    async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
+    ) -> Mapping[TopicPartition, Sequence[RawRecord]]:
+        batch = await self._consumer.getmany(
+            *(_kafka(tp) for tp in partitions), timeout_ms=timeout_ms, max_records=max_records
+        )
+        return {TopicPartition(tp.topic, tp.partition): records for tp, records in batch.items()}
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self._consumer.pause(*(_kafka(tp) for tp in partitions))
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self._consumer.resume(*(_kafka(tp) for tp in partitions))
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        self._consumer.seek(_kafka(partition), offset)
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        await self._consumer.seek_to_beginning(*(_kafka(tp) for tp in partitions))
+
+    async def position(self, partition: TopicPartition) -> int:
+        return int(await self._consumer.position(_kafka(partition)))
+
+    async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        ends = await self._consumer.end_offsets([_kafka(tp) for tp in partitions])
+        return {_ours(tp): offset for tp, offset in ends.items()}
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        await self._consumer.commit({_kafka(tp): offset for tp, offset in offsets.items()})
+
+
+class AioKafkaProducer:
+    """The `Producer` port over an `AIOKafkaProducer` (batches are aiokafka's BatchBuilder)."""
+
+    __slots__ = ("_producer",)
+
+    def __init__(self, producer: AIOKafkaProducer) -> None:
+        self._producer = producer
+
+    async def start(self) -> None:
+        await self._producer.start()
+
+    async def stop(self) -> None:
+        await self._producer.stop()
+
+    def create_batch(self) -> ProducerBatch:
+        batch: ProducerBatch = self._producer.create_batch()
+        return batch
+
+    async def send_batch(self, batch: ProducerBatch, topic: str, *, partition: int) -> asyncio.Future[RecordMetadata]:
+        future: asyncio.Future[RecordMetadata] = await self._producer.send_batch(batch, topic, partition=partition)
+        return future
+
+    async def flush(self) -> None:
+        await self._producer.flush()
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        return set(await self._producer.partitions_for(topic) or ())
+
+    async def begin_transaction(self) -> None:
+        await self._producer.begin_transaction()
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+        await self._producer.send_offsets_to_transaction({_kafka(tp): o for tp, o in offsets.items()}, group_id)
+
+    async def commit_transaction(self) -> None:
+        await self._producer.commit_transaction()
+
+    async def abort_transaction(self) -> None:
+        await self._producer.abort_transaction()
+
+
+class AioKafkaAdmin:
+    """The `Admin` port: an aiokafka admin client behind an `InternalTopicManager`."""
+
+    __slots__ = ("_admin", "_manager")
+
+    def __init__(self, admin: AIOKafkaAdminClient, *, replication_factor: int) -> None:
+        self._admin = admin
+        self._manager = InternalTopicManager(admin, replication_factor=replication_factor)
+
+    async def start(self) -> None:
+        await self._admin.start()
+
+    async def close(self) -> None:
+        await self._admin.close()
+
+    async def partition_counts(self, topics: Iterable[str]) -> dict[str, int | None]:
+        return await self._manager.partition_counts(topics)
+
+    async def ensure_topics(self, specs: Sequence[NewTopicSpec]) -> list[str]:
+        return await self._manager.ensure_topics(specs)
+
+    async def delete_topics(self, topics: Iterable[str]) -> None:
+        await self._manager.delete_topics(topics)
+
+
+class AioKafkaClientSupplier:
+    """Creates aiokafka clients from a `StreamsConfig` (the default supplier of KafkaStreams)."""
+
+    def get_main_consumer(
+        self, config: StreamsConfig, *, assignor: GroupAssignor, thread_index: int = 1, client_id: str | None = None
+    ) -> AioKafkaConsumer:
+        consumer = create_main_consumer(
+            config, assignor=StreamsAssignorAdapter(assignor), thread_index=thread_index, client_id=client_id
+        )
+        return AioKafkaConsumer(consumer)
+
+    def get_restore_consumer(self, config: StreamsConfig, *, thread_index: int = 1) -> AioKafkaConsumer:
+        return AioKafkaConsumer(create_restore_consumer(config, thread_index=thread_index))
+
+    def get_global_consumer(self, config: StreamsConfig) -> AioKafkaConsumer:
+        return AioKafkaConsumer(create_global_consumer(config))
+
+    def get_producer(
+        self, config: StreamsConfig, *, transactional_id: str | None = None, thread_index: int = 1
+    ) -> AioKafkaProducer:
+        return AioKafkaProducer(create_producer(config, transactional_id=transactional_id, thread_index=thread_index))
+
+    def get_admin(self, config: StreamsConfig) -> AioKafkaAdmin:
+        return AioKafkaAdmin(create_admin(config), replication_factor=config["replication.factor"])

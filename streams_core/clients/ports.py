@@ -1,0 +1,224 @@
+"""The client ports: the small interfaces the runtime uses to talk to Kafka, and their supplier.
+
+The runtime (stream threads, tasks, the changelog reader, the collector, KafkaStreams) sees
+Kafka only through these protocols, with the runtime's own `TopicPartition`. A
+`KafkaClientSupplier` (Kafka Streams' name) creates the clients: `AioKafkaClientSupplier` for a
+real broker, `streams_core.testing.FakeKafkaClientSupplier` for broker-free unit tests. Each
+protocol lists only the methods the runtime calls.
+
+Errors stay aiokafka's classes, re-exported by `streams_core.clients` (`CommitFailedError`,
+`RebalanceInProgressError`, `IllegalStateError`, `OffsetOutOfRangeError`, `ProducerFenced`...),
+so an implementation raises the same types the runtime catches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from streams_core.clients.admin import NewTopicSpec
+    from streams_core.config import StreamsConfig
+    from streams_core.runtime.topic_partition import TopicPartition
+
+__all__ = [
+    "Admin",
+    "Consumer",
+    "GroupAssignor",
+    "KafkaClientSupplier",
+    "MemberAssignment",
+    "Producer",
+    "ProducerBatch",
+    "RawRecord",
+    "RebalanceListener",
+    "RecordMetadata",
+]
+
+
+class RawRecord(Protocol):
+    """A fetched record as the consumer returns it: bytes, not yet deserialized."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def offset(self) -> int: ...
+
+    @property
+    def timestamp(self) -> int: ...
+
+    @property
+    def key(self) -> bytes | None: ...
+
+    @property
+    def value(self) -> bytes | None: ...
+
+    @property
+    def headers(self) -> Sequence[tuple[str, bytes]]: ...
+
+
+class RecordMetadata(Protocol):
+    """Where a delivered batch landed: its topic, partition and the offset of its first record."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def offset(self) -> int: ...
+
+
+class MemberAssignment(Protocol):
+    """One member's share of a group assignment: partitions and the leader's user data."""
+
+    @property
+    def partitions(self) -> Iterable[tuple[str, int]]: ...
+
+    @property
+    def user_data(self) -> bytes: ...
+
+
+class GroupAssignor(Protocol):
+    """The assignor a main consumer joins its group with (`StreamsPartitionAssignor`).
+
+    `subscription()` is this member's user data; the leader's `assign()` gets every member's and
+    the partition counts of the subscribed topics; every member then gets `on_assignment()` with
+    its own user data, before the rebalance listener's `on_partitions_assigned`.
+    """
+
+    def subscription(self) -> bytes: ...
+
+    def assign(
+        self, partition_counts: Mapping[str, int], subscriptions: Mapping[str, bytes]
+    ) -> Mapping[str, MemberAssignment]: ...
+
+    def on_assignment(self, user_data: bytes) -> None: ...
+
+
+class RebalanceListener(Protocol):
+    """Called by the main consumer around a rebalance (eager: everything is revoked each time)."""
+
+    async def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None: ...
+
+    async def on_partitions_assigned(self, assigned: frozenset[TopicPartition]) -> None: ...
+
+
+class Consumer(Protocol):
+    """A consumer: subscribed in a group (the main consumer) or assigned by hand (restore, global).
+
+    Paused partitions are forgotten across a rebalance; `getmany` skips them. "Caught up" is
+    `position(tp) >= end_offsets()[tp]`: transaction markers take offsets but are never returned.
+    """
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None: ...
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def assignment(self) -> frozenset[TopicPartition]: ...
+
+    async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
+    ) -> Mapping[TopicPartition, Sequence[RawRecord]]: ...
+
+    def pause(self, *partitions: TopicPartition) -> None: ...
+
+    def resume(self, *partitions: TopicPartition) -> None: ...
+
+    def seek(self, partition: TopicPartition, offset: int) -> None: ...
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None: ...
+
+    async def position(self, partition: TopicPartition) -> int: ...
+
+    async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None: ...
+
+
+class ProducerBatch(Protocol):
+    """A batch of records for one partition, filled by `append` and sent whole."""
+
+    def append(
+        self, *, timestamp: int | None, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]]
+    ) -> object | None:
+        """Add a record; None when the batch is full (send it and start another)."""
+        ...
+
+    def close(self) -> None: ...
+
+    def record_count(self) -> int: ...
+
+
+class Producer(Protocol):
+    """A producer, transactional when created with a `transactional.id`."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def create_batch(self) -> ProducerBatch: ...
+
+    async def send_batch(
+        self, batch: ProducerBatch, topic: str, *, partition: int
+    ) -> asyncio.Future[RecordMetadata]: ...
+
+    async def flush(self) -> None: ...
+
+    async def partitions_for(self, topic: str) -> set[int]: ...
+
+    async def begin_transaction(self) -> None: ...
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None: ...
+
+    async def commit_transaction(self) -> None: ...
+
+    async def abort_transaction(self) -> None: ...
+
+
+class Admin(Protocol):
+    """Topic administration as the runtime needs it: counts, creating internal topics, deleting."""
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def partition_counts(self, topics: Iterable[str]) -> dict[str, int | None]:
+        """Partition count per topic; None for a topic that does not exist."""
+        ...
+
+    async def ensure_topics(self, specs: Sequence[NewTopicSpec]) -> list[str]:
+        """Create the topics that do not exist; error if one exists with another partition count."""
+        ...
+
+    async def delete_topics(self, topics: Iterable[str]) -> None: ...
+
+
+class KafkaClientSupplier(Protocol):
+    """Creates the clients of a KafkaStreams instance (Kafka Streams' `KafkaClientSupplier`).
+
+    Factories are called with the event loop running; none connects: `await client.start()` does.
+    """
+
+    def get_main_consumer(
+        self, config: StreamsConfig, *, assignor: GroupAssignor, thread_index: int = 1, client_id: str | None = None
+    ) -> Consumer: ...
+
+    def get_restore_consumer(self, config: StreamsConfig, *, thread_index: int = 1) -> Consumer: ...
+
+    def get_global_consumer(self, config: StreamsConfig) -> Consumer: ...
+
+    def get_producer(
+        self, config: StreamsConfig, *, transactional_id: str | None = None, thread_index: int = 1
+    ) -> Producer: ...
+
+    def get_admin(self, config: StreamsConfig) -> Admin: ...
