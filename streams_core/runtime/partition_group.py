@@ -17,10 +17,11 @@ import heapq
 from collections.abc import Iterable, Mapping
 from typing import Any, Generic
 
+from streams_core.processor.internals.stream_time import StreamTime
 from streams_core.runtime.record_queue import UNKNOWN, R, RecordQueue
 from streams_core.runtime.topic_partition import TopicPartition
 
-__all__ = ["PartitionGroup", "PauseReason"]
+__all__ = ["PartitionGroup", "PauseReason", "RecordInfo"]
 
 
 class PauseReason(enum.Enum):
@@ -30,20 +31,35 @@ class PauseReason(enum.Enum):
     TIME_LAG = "time_lag"
 
 
+class RecordInfo(Generic[R]):
+    """Where `next_record` took its record from: the queue and the record's offset.
+
+    Kafka's `PartitionGroup.RecordInfo`: the caller owns one and `next_record` fills it in, so
+    taking a record allocates nothing.
+    """
+
+    __slots__ = ("offset", "queue")
+
+    def __init__(self) -> None:
+        self.queue: RecordQueue[R] | None = None
+        self.offset = -1
+
+
 class PartitionGroup(Generic[R]):
     """The queues of one task: next record by partition time, stream time, idling, flow control.
 
     `max_task_idle_ms`: how long the task waits, once some partition is empty while others have
     data, before it processes without the empty ones; 0 and -1 both mean never wait (Kafka's
-    0 additionally waits for already-known lag; we have no lag information here).
+    0 additionally waits for already-known lag; we have no lag information here). `stream_time`
+    is the task's `StreamTime` cell, which this group advances (a new one when not given).
     """
 
     __slots__ = (
+        "_clock",
         "_idle_start_ms",
         "_non_empty",
         "_paused",
         "_queues",
-        "_stream_time",
         "_total_buffered",
         "enforced_processing_count",
         "max_task_idle_ms",
@@ -51,7 +67,13 @@ class PartitionGroup(Generic[R]):
         "resume_counts",
     )
 
-    def __init__(self, queues: Mapping[TopicPartition, RecordQueue[R]], *, max_task_idle_ms: int = 0) -> None:
+    def __init__(
+        self,
+        queues: Mapping[TopicPartition, RecordQueue[R]],
+        *,
+        max_task_idle_ms: int = 0,
+        stream_time: StreamTime | None = None,
+    ) -> None:
         for partition, queue in queues.items():
             if queue.partition != partition:
                 raise ValueError(f"queue of {queue.partition} registered under {partition}")
@@ -60,22 +82,22 @@ class PartitionGroup(Generic[R]):
         self.pause_counts: dict[PauseReason, int] = dict.fromkeys(PauseReason, 0)
         self.resume_counts: dict[PauseReason, int] = dict.fromkeys(PauseReason, 0)
         self._queues: dict[TopicPartition, RecordQueue[R]] = dict(queues)
-        self._non_empty: list[tuple[int, TopicPartition, RecordQueue[R]]] = []
-        self._stream_time = UNKNOWN
+        self._non_empty: list[RecordQueue[R]] = []
+        self._clock = stream_time if stream_time is not None else StreamTime()
         self._total_buffered = 0
         self._idle_start_ms: int | None = None
         self._paused: dict[TopicPartition, PauseReason] = {}
-        for partition, queue in self._queues.items():
+        for queue in self._queues.values():
             self._total_buffered += len(queue)
             if len(queue):
-                self._non_empty.append((queue.partition_time, partition, queue))
+                self._non_empty.append(queue)
         heapq.heapify(self._non_empty)
         self._advance_stream_time()
 
     def __repr__(self) -> str:
         return (
             f"PartitionGroup(partitions={len(self._queues)}, buffered={self._total_buffered}, "
-            f"stream_time={self._stream_time})"
+            f"stream_time={self._clock.value})"
         )
 
     def add_raw_records(self, partition: TopicPartition, raw_records: Iterable[Any]) -> int:
@@ -87,45 +109,41 @@ class PartitionGroup(Generic[R]):
         size = queue.add_raw_records(raw_records)
         self._total_buffered += size - before
         if before == 0 and size:
-            heapq.heappush(self._non_empty, (queue.partition_time, partition, queue))
+            heapq.heappush(self._non_empty, queue)
             self._advance_stream_time()
         return size
 
-    def next_record(self) -> tuple[R, RecordQueue[R]] | None:
-        """Poll the head of the queue with the lowest partition time; None when nothing is buffered.
+    def next_record(self, info: RecordInfo[R]) -> R | None:
+        """Poll the head of the queue with the lowest partition time into `info`; None when empty.
 
         O(log n) in the number of non-empty partitions. Only a queue that was empty can change
-        partition time on add (a buffered minimum bounds it), so heap keys stay exact.
+        partition time on add (a buffered minimum bounds it), so heap order stays exact.
         """
         heap = self._non_empty
         if not heap:
             return None
-        entry = heap[0]
-        queue = entry[2]
-        record: R = queue.poll()  # type: ignore[assignment]  # a queue in the heap is never empty
+        queue = heap[0]
+        before = queue.partition_time
+        info.offset = queue.head_record_offset  # type: ignore[assignment]  # a queue in the heap is never empty
+        record: R = queue.poll()  # type: ignore[assignment]
+        info.queue = queue
         self._total_buffered -= 1
         if queue.is_empty:
             heapq.heappop(heap)
-        else:
-            partition_time = queue.partition_time
-            if partition_time != entry[0]:
-                heapq.heapreplace(heap, (partition_time, entry[1], queue))
+        elif queue.partition_time != before:
+            heapq.heapreplace(heap, queue)
         if heap:
-            lowest = heap[0][0]
-            if lowest > self._stream_time:
-                self._stream_time = lowest
-        return record, queue
+            self._clock.advance(heap[0].partition_time)
+        return record
 
     def _advance_stream_time(self) -> None:
         if self._non_empty:
-            lowest = self._non_empty[0][0]
-            if lowest > self._stream_time:
-                self._stream_time = lowest
+            self._clock.advance(self._non_empty[0].partition_time)
 
     @property
     def stream_time(self) -> int:
         """Lowest partition time over partitions with buffered records, never decreasing."""
-        return self._stream_time
+        return self._clock.value
 
     @property
     def partitions(self) -> frozenset[TopicPartition]:
@@ -181,9 +199,9 @@ class PartitionGroup(Generic[R]):
         only move with data the pause withholds).
         """
         return (
-            self._stream_time != UNKNOWN
+            self._clock.value != UNKNOWN
             and len(queue) > 0
-            and queue.partition_time - self._stream_time > max_lag_ms
+            and queue.partition_time - self._clock.value > max_lag_ms
         )
 
     def partitions_to_pause(self, buffered_limit: int, max_lag_ms: int) -> list[TopicPartition]:
@@ -239,6 +257,6 @@ class PartitionGroup(Generic[R]):
             queue.clear()
         self._non_empty.clear()
         self._total_buffered = 0
-        self._stream_time = UNKNOWN
+        self._clock.reset()
         self._idle_start_ms = None
         self._paused.clear()

@@ -24,7 +24,7 @@ from typing import Any
 from streams_core import clients
 from streams_core.errors import StreamsError
 from streams_core.processor.processor import Headers
-from streams_core.runtime.partitioner import default_partition
+from streams_core.runtime.partitioner import murmur2
 from streams_core.runtime.topic_partition import TopicPartition
 
 __all__ = ["ProductionError", "RecordCollectorImpl"]
@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 
 class ProductionError(StreamsError):
     """A record could not be delivered to Kafka and the production handler says fail."""
+
+
+_NO_HEADERS: list[tuple[str, bytes]] = []
+"""Shared by every record without headers: aiokafka's batch builder wants a list and only reads it."""
 
 
 class RecordCollectorImpl:
@@ -103,34 +107,40 @@ class RecordCollectorImpl:
         pending, self._pending = self._pending, []
         producer = self.producer
         counts = self._partition_counts
-        builders: dict[tuple[str, int], Any] = {}
+        builders: dict[str, dict[int, clients.ProducerBatch]] = {}
+        no_headers = _NO_HEADERS
         for topic, key, value, timestamp, headers, partition in pending:
             if partition is None:
                 count = counts.get(topic) or await self._learn_partition_count(topic)
-                partition = self._default_partition(topic, key, count)
-            builder = builders.get((topic, partition))
+                if key is not None:
+                    partition = (murmur2(key) & 0x7FFFFFFF) % count
+                else:
+                    partition = self._round_robin_partition(topic, count)
+            by_partition = builders.get(topic)
+            if by_partition is None:
+                by_partition = builders[topic] = {}
+            builder = by_partition.get(partition)
             if builder is None:
-                builder = builders[(topic, partition)] = producer.create_batch()
-            header_list = list(headers) if headers else []
+                builder = by_partition[partition] = producer.create_batch()
+            header_list = list(headers) if headers else no_headers
             if builder.append(timestamp=timestamp, key=key, value=value, headers=header_list) is None:
                 await self._send_batch(builder, topic, partition)
-                builder = builders[(topic, partition)] = producer.create_batch()
+                builder = by_partition[partition] = producer.create_batch()
                 if builder.append(timestamp=timestamp, key=key, value=value, headers=header_list) is None:
                     raise ProductionError(f"{self._log_prefix}a record for {topic} is larger than a whole batch")
-        for (topic, partition), builder in builders.items():
-            await self._send_batch(builder, topic, partition)
+        for topic, by_partition in builders.items():
+            for partition, builder in by_partition.items():
+                await self._send_batch(builder, topic, partition)
         self.sent_records += len(pending)
 
-    async def _send_batch(self, builder: Any, topic: str, partition: int) -> None:
+    async def _send_batch(self, builder: clients.ProducerBatch, topic: str, partition: int) -> None:
         """Close a filled batch (so it does not wait out linger.ms) and queue it for its partition."""
         builder.close()
         future = await self.producer.send_batch(builder, topic, partition=partition)
         future.add_done_callback(functools.partial(self._on_delivery, builder.record_count()))
 
-    def _default_partition(self, topic: str, key: bytes | None, count: int) -> int:
-        """murmur2 of the key as Java's producer (and aiokafka's) does; keyless records round-robin."""
-        if key is not None:
-            return default_partition(key, count)
+    def _round_robin_partition(self, topic: str, count: int) -> int:
+        """Keyless records go round-robin; keyed ones by murmur2 as Java's producer (send_pending)."""
         turn = self._round_robin.get(topic, -1) + 1
         self._round_robin[topic] = turn
         return turn % count

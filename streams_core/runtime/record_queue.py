@@ -12,10 +12,10 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
-from streams_core.runtime.stamped_record import Stamped, StampedRecord
+from streams_core.runtime.stamped_record import Stamped
 from streams_core.runtime.topic_partition import TopicPartition
 
-__all__ = ["UNKNOWN", "RecordDeserializer", "RecordQueue", "StampedRecord"]
+__all__ = ["UNKNOWN", "RecordDeserializer", "RecordQueue"]
 
 UNKNOWN = -1
 """Partition or stream time before any record was seen (Kafka's RecordQueue.UNKNOWN)."""
@@ -23,22 +23,34 @@ UNKNOWN = -1
 R = TypeVar("R", bound=Stamped)
 
 RecordDeserializer = Callable[[Any], R | None]
-"""Turns a raw consumer record into a new record (e.g. a StampedRecord), or None when an error
-policy skipped it."""
+"""Turns a raw consumer record (anything with an `offset`) into the record to process (the
+processor's `Record`), or None when an error policy skipped it."""
 
 
 class RecordQueue(Generic[R]):
     """The buffered records of one partition of a task, with the partition's time.
 
-    Records are StampedRecords, or of any type with `timestamp` and `offset` (`Stamped`).
+    Records are of any type with a `timestamp` (`Stamped`); their offsets are the raw records'
+    and are kept beside them, so the record itself need not carry one (the task processes the
+    processor's `Record` as it was queued: one object per consumed record).
 
     The lowest buffered timestamp is tracked with a monotonic deque of the records themselves
     (strictly increasing timestamps, in offset order), so add and poll are amortised O(1) and
     allocate nothing beyond the deque slots. `record_deserializer` must return a new object per
-    call. `source` is free for the owner (e.g. the task's source node for this topic).
+    call. `source` is free for the owner (e.g. the task's source node for this topic). Queues
+    order by (partition time, partition), so a partition group can keep them in a heap.
     """
 
-    __slots__ = ("_deserialize", "_fifo", "_minima", "_partition_time", "partition", "skipped_records", "source")
+    __slots__ = (
+        "_deserialize",
+        "_fifo",
+        "_minima",
+        "_offsets",
+        "_partition_time",
+        "partition",
+        "skipped_records",
+        "source",
+    )
 
     def __init__(
         self,
@@ -51,6 +63,7 @@ class RecordQueue(Generic[R]):
         self.skipped_records = 0
         self._deserialize = record_deserializer
         self._fifo: deque[R] = deque()
+        self._offsets: deque[int] = deque()
         self._minima: deque[R] = deque()
         self._partition_time = UNKNOWN
 
@@ -60,6 +73,12 @@ class RecordQueue(Generic[R]):
     def __len__(self) -> int:
         return len(self._fifo)
 
+    def __lt__(self, other: RecordQueue[R]) -> bool:
+        """Heap order of a partition group: lower partition time first, ties by partition."""
+        if self._partition_time != other._partition_time:
+            return self._partition_time < other._partition_time
+        return self.partition < other.partition
+
     def add_raw_records(self, raw_records: Iterable[Any]) -> int:
         """Deserialize and buffer raw records in order; returns the new queue size.
 
@@ -67,6 +86,7 @@ class RecordQueue(Generic[R]):
         """
         deserialize = self._deserialize
         append = self._fifo.append
+        append_offset = self._offsets.append
         minima = self._minima
         skipped = 0
         for raw in raw_records:
@@ -79,6 +99,7 @@ class RecordQueue(Generic[R]):
                 minima.pop()
             minima.append(record)
             append(record)
+            append_offset(raw.offset)
         if skipped:
             self.skipped_records += skipped
         if minima:
@@ -93,6 +114,7 @@ class RecordQueue(Generic[R]):
         if not fifo:
             return None
         record = fifo.popleft()
+        self._offsets.popleft()
         minima = self._minima
         if minima[0] is record:
             minima.popleft()
@@ -115,7 +137,7 @@ class RecordQueue(Generic[R]):
     @property
     def head_record_offset(self) -> int | None:
         """Offset of the head record, or None when empty."""
-        return self._fifo[0].offset if self._fifo else None
+        return self._offsets[0] if self._offsets else None
 
     @property
     def size(self) -> int:
@@ -128,5 +150,6 @@ class RecordQueue(Generic[R]):
     def clear(self) -> None:
         """Drop every buffered record and forget the partition time (task closed or reset)."""
         self._fifo.clear()
+        self._offsets.clear()
         self._minima.clear()
         self._partition_time = UNKNOWN

@@ -12,17 +12,13 @@ Header = tuple[str, bytes]
 
 
 class Stamped(Protocol):
-    """What the record queues need of a record: its extracted timestamp and its offset.
+    """What the record queues need of a record: its extracted timestamp.
 
-    StampedRecord satisfies it, and so does any record type with these two attributes (such
-    as the processor's ConsumerRecord once it carries the extracted timestamp).
+    The processor's `Record` satisfies it (the runtime queues those), and so does StampedRecord.
     """
 
     @property
     def timestamp(self) -> int: ...
-
-    @property
-    def offset(self) -> int: ...
 
 
 @dataclass(slots=True)

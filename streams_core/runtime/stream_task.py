@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from streams_core.config import StreamsConfig
-from streams_core.processor.consumer_record import ConsumerRecord
 from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.processor.internals.record_collector import RecordCollector
 from streams_core.processor.internals.record_deserializer import DeserializationHandler
 from streams_core.processor.internals.task_processor import StateManager, TaskProcessor
+from streams_core.processor.processor import Record
 from streams_core.processor.task_id import TaskId
-from streams_core.runtime.partition_group import PartitionGroup
+from streams_core.runtime.partition_group import PartitionGroup, RecordInfo
 from streams_core.runtime.record_queue import RecordQueue
 from streams_core.runtime.topic_partition import TopicPartition
 
@@ -54,9 +54,10 @@ class StreamTask:
             kwargs["wall_clock"] = wall_clock
         self.processor = TaskProcessor(task_id, topology, config, state_manager, record_collector, **kwargs)
         queues = {tp: self._new_queue(tp) for tp in sorted(self.partitions)}
-        self.partition_group: PartitionGroup[ConsumerRecord] = PartitionGroup(
-            queues, max_task_idle_ms=config["max.task.idle.ms"]
+        self.partition_group: PartitionGroup[Record[Any, Any]] = PartitionGroup(
+            queues, max_task_idle_ms=config["max.task.idle.ms"], stream_time=self.processor.clock
         )
+        self._record_info: RecordInfo[Record[Any, Any]] = RecordInfo()
         self.consumed_offsets: dict[TopicPartition, int] = {}
         self._fetched_offsets: dict[TopicPartition, int] = {}
         """Offset of the last record fetched per partition, records the handlers skipped included."""
@@ -72,23 +73,11 @@ class StreamTask:
     def __repr__(self) -> str:
         return f"StreamTask({self.id}, partitions={sorted(self.partitions)})"
 
-    def _new_queue(self, tp: TopicPartition) -> RecordQueue[ConsumerRecord]:
-        deserialize = self.processor.deserialize
-        extract = self.processor.extract_timestamp
-        topic = tp.topic
-        queue: RecordQueue[ConsumerRecord]
-
-        def to_record(raw: Any) -> ConsumerRecord | None:
-            record = deserialize(topic, raw.partition, raw.offset, raw.timestamp, raw.key, raw.value, raw.headers)
-            if record is None:
-                return None
-            timestamp = extract(record, queue.partition_time)
-            if timestamp is None:
-                return None
-            record.timestamp = timestamp
-            return record
-
-        queue = RecordQueue(tp, to_record, self.processor.source_node(topic))
+    def _new_queue(self, tp: TopicPartition) -> RecordQueue[Record[Any, Any]]:
+        """A partition's queue with its pipeline (deserialize → timestamp → Record) and source node."""
+        queue: RecordQueue[Record[Any, Any]]
+        reader = self.processor.record_reader(tp.topic, lambda: queue.partition_time)
+        queue = RecordQueue(tp, reader, self.processor.source_node(tp.topic))
         return queue
 
     @property
@@ -127,23 +116,26 @@ class StreamTask:
         if not group.ready_to_process(now_ms):
             return 0
         processor = self.processor
+        process = processor.process_record
+        punctuate = processor.maybe_punctuate_stream_time
         offsets = self.consumed_offsets
+        info = self._record_info
+        every_partition_buffered = group.all_partitions_buffered
         done = 0
         while done < max_records:
-            nxt = group.next_record()
-            if nxt is None:
+            record = group.next_record(info)
+            if record is None:
                 break
-            record, queue = nxt
-            stream_time = group.stream_time
-            if stream_time > processor.stream_time:
-                processor.stream_time = stream_time
-            processor.process(record, record.timestamp)
-            offsets[queue.partition] = record.offset
+            queue = info.queue
+            assert queue is not None
+            tp = queue.partition
+            process(queue.source, record, tp.topic, tp.partition, info.offset)
+            offsets[tp] = info.offset
             done += 1
-            processor.maybe_punctuate_stream_time()
+            punctuate()
             if processor.commit_requested:
                 break
-            if group.num_buffered() and not group.ready_to_process(now_ms):
+            if not every_partition_buffered() and group.num_buffered() and not group.ready_to_process(now_ms):
                 break
         self.processed_records += done
         return done

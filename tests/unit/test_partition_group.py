@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 import random
+from typing import NamedTuple
 
 import pytest
 
-from streams_core.runtime.partition_group import PartitionGroup, PauseReason
+from streams_core.runtime.partition_group import PartitionGroup, PauseReason, RecordInfo
 from streams_core.runtime.record_queue import UNKNOWN, RecordQueue
 from streams_core.runtime.stamped_record import StampedRecord
 from streams_core.runtime.topic_partition import TopicPartition
@@ -31,18 +32,33 @@ _offsets = itertools.count()
 
 
 def add(group: PartitionGroup, tp: TopicPartition, *timestamps: int) -> int:
-    return group.add_raw_records(tp, [(next(_offsets), ts) for ts in timestamps])
+    return group.add_raw_records(tp, [Raw(next(_offsets), ts) for ts in timestamps])
+
+
+class Raw(NamedTuple):
+    offset: int
+    timestamp: int
+
+
+def poll(group: PartitionGroup) -> tuple[StampedRecord, RecordQueue] | None:
+    """The next record and its queue, or None (next_record fills a RecordInfo in)."""
+    info: RecordInfo = RecordInfo()
+    record = group.next_record(info)
+    if record is None:
+        return None
+    assert info.queue is not None and info.offset == record.offset
+    return record, info.queue
 
 
 def next_record(group: PartitionGroup) -> tuple[StampedRecord, RecordQueue]:
-    item = group.next_record()
+    item = poll(group)
     assert item is not None
     return item
 
 
 def drain(group: PartitionGroup) -> list[tuple[TopicPartition, int]]:
     out = []
-    while (item := group.next_record()) is not None:
+    while (item := poll(group)) is not None:
         record, queue = item
         out.append((queue.partition, record.timestamp))
     return out
@@ -61,7 +77,7 @@ def test_next_record_returns_queue_with_its_source() -> None:
     add(group, A, 1)
     record, queue = next_record(group)
     assert (record.topic, record.timestamp, queue.source) == ("a", 1, "source-a")
-    assert group.next_record() is None
+    assert poll(group) is None
 
 
 def test_ties_go_to_the_lower_partition() -> None:
@@ -84,7 +100,7 @@ def test_add_returns_queue_size_and_counts_buffered() -> None:
     assert add(group, A, 3) == 3
     assert add(group, B, 1) == 1
     assert group.num_buffered() == 4 and group.num_buffered(A) == 3
-    group.next_record()
+    poll(group)
     assert group.num_buffered() == 3
 
 
@@ -120,7 +136,7 @@ def test_stream_time_never_decreases_and_matches_model() -> None:
                 add(group, tp, *batch)
                 buffers[tp].extend(batch)
             else:
-                item = group.next_record()
+                item = poll(group)
                 non_empty = [tp for tp in partitions if buffers[tp]]
                 if not non_empty:
                     assert item is None
@@ -161,7 +177,7 @@ def test_ready_to_process_waits_max_task_idle_ms_for_empty_partitions() -> None:
     add(group, B, 2)
     assert group.ready_to_process(now_ms=1102)  # all buffered: timer reset
     assert group.enforced_processing_count == 2
-    group.next_record()
+    poll(group)
     assert not group.ready_to_process(now_ms=2000)  # A empty now: a new wait
     assert group.ready_to_process(now_ms=2100)
 
@@ -170,7 +186,7 @@ def test_idle_timer_resets_when_nothing_is_buffered() -> None:
     group = make_group(A, B, max_task_idle_ms=100)
     add(group, A, 1)
     assert not group.ready_to_process(now_ms=0)
-    group.next_record()
+    poll(group)
     assert not group.ready_to_process(now_ms=50)
     add(group, A, 2)
     assert not group.ready_to_process(now_ms=120)  # waits a full 100 ms again
@@ -194,7 +210,7 @@ def test_pause_when_buffer_full_and_resume_below_half() -> None:
     assert group.partitions_to_pause(buffered_limit=10, max_lag_ms=1000) == []  # not twice
     assert group.paused_partitions == {A: PauseReason.BUFFER_FULL}
     for _ in range(10):  # 5 from A, 5 from B (interleaved by time)
-        group.next_record()
+        poll(group)
     assert group.num_buffered(A) == 5
     assert group.partitions_to_resume(buffered_limit=10, max_lag_ms=1000) == [A]
     assert group.paused_partitions == {}
@@ -207,9 +223,9 @@ def test_buffer_full_pause_holds_until_half_drained() -> None:
     add(group, A, *range(10))
     group.partitions_to_pause(10, 1000)
     for _ in range(4):
-        group.next_record()
+        poll(group)
     assert group.partitions_to_resume(10, 1000) == []  # 6 left > 10 // 2
-    group.next_record()
+    poll(group)
     assert group.partitions_to_resume(10, 1000) == [A]
 
 
@@ -221,11 +237,11 @@ def test_pause_partition_running_ahead_of_stream_time_and_resume_when_caught_up(
     assert group.partitions_to_pause(buffered_limit=100, max_lag_ms=100) == [B]
     assert group.paused_partitions == {B: PauseReason.TIME_LAG}
     assert group.partitions_to_resume(100, 100) == []
-    group.next_record()
-    group.next_record()
+    poll(group)
+    poll(group)
     assert group.stream_time == 20
     add(group, A, 450)
-    group.next_record()  # A's partition time becomes 450, stream time 450
+    poll(group)  # A's partition time becomes 450, stream time 450
     assert group.stream_time == 450
     assert group.partitions_to_resume(100, 100) == [B]
     assert group.pause_counts[PauseReason.TIME_LAG] == 1
@@ -235,7 +251,7 @@ def test_pause_partition_running_ahead_of_stream_time_and_resume_when_caught_up(
 def test_empty_partition_is_never_paused_for_time_lag() -> None:
     group = make_group(A, B)
     add(group, B, 1000)
-    group.next_record()  # B empty, partition time 1000
+    poll(group)  # B empty, partition time 1000
     add(group, A, 0)
     assert group.partitions_to_pause(100, 10) == []
 
@@ -254,7 +270,7 @@ def test_clear_resets_everything() -> None:
     add(group, A, *range(5))
     group.partitions_to_pause(5, 100)
     group.clear()
-    assert group.num_buffered() == 0 and group.next_record() is None
+    assert group.num_buffered() == 0 and poll(group) is None
     assert group.stream_time == UNKNOWN and group.partition_time(A) == UNKNOWN
     assert group.paused_partitions == {}
 

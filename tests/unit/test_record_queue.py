@@ -12,6 +12,13 @@ from streams_core.runtime.topic_partition import TopicPartition
 TP = TopicPartition("in", 0)
 
 
+class Raw(NamedTuple):
+    """A raw consumed record as the queue reads it: it takes the offset from here."""
+
+    offset: int
+    timestamp: int | None
+
+
 def deserialize(raw: tuple[int, int | None]) -> StampedRecord | None:
     offset, timestamp = raw
     if timestamp is None:
@@ -26,7 +33,7 @@ class Offsets:
         self.next = 0
 
     def __call__(self, *timestamps: int | None) -> list[tuple[int, int | None]]:
-        raws = [(self.next + i, ts) for i, ts in enumerate(timestamps)]
+        raws = [Raw(self.next + i, ts) for i, ts in enumerate(timestamps)]
         self.next += len(timestamps)
         return raws
 
@@ -147,6 +154,6 @@ def test_any_record_type_with_timestamp_and_offset_can_be_queued() -> None:
         timestamp: int
 
     queue: RecordQueue[Plain] = RecordQueue(TP, lambda raw: Plain(*raw))
-    queue.add_raw_records([(0, 7), (1, 4)])
+    queue.add_raw_records([Raw(0, 7), Raw(1, 4)])
     assert queue.partition_time == 4
     assert queue.poll() == Plain(0, 7)

@@ -114,12 +114,14 @@ class RecordDeserializer:
             key_object = source.key_serde.deserialize(topic, key)
             value_object = source.value_serde.deserialize(topic, value)
         except DeserializationError as exc:
-            located = exc.at(topic, partition, offset)
-            handler = self.handler
-            if handler is None or not handler(
-                located, RawRecord(topic, partition, offset, timestamp, key, value, headers)
-            ):
-                raise located from located.__cause__
-            self.dropped_records += 1
+            self.skip_or_raise(exc, RawRecord(topic, partition, offset, timestamp, key, value, headers))
             return None
         return ConsumerRecord(topic, partition, offset, timestamp, key_object, value_object, headers)
+
+    def skip_or_raise(self, error: DeserializationError, raw: RawRecord) -> None:
+        """Apply the handler to a record that failed: count it as skipped, or raise the located error."""
+        located = error.at(raw.topic, raw.partition, raw.offset)
+        handler = self.handler
+        if handler is None or not handler(located, raw):
+            raise located from located.__cause__
+        self.dropped_records += 1

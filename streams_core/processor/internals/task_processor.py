@@ -27,24 +27,26 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from streams_core.config import StreamsConfig
-from streams_core.errors import StreamsError
+from streams_core.errors import DeserializationError, StreamsError
 from streams_core.processor.consumer_record import ConsumerRecord
 from streams_core.processor.internals.processor_context_impl import ProcessorContextImpl
 from streams_core.processor.internals.processor_node import ProcessorNode, SourceNode
 from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.processor.internals.punctuation_queue import PunctuationQueue, PunctuationSchedule
 from streams_core.processor.internals.record_collector import RecordCollector
-from streams_core.processor.internals.record_deserializer import DeserializationHandler, RecordDeserializer
+from streams_core.processor.internals.record_deserializer import DeserializationHandler, RawRecord, RecordDeserializer
+from streams_core.processor.internals.stream_time import UNKNOWN_TIME, StreamTime
 from streams_core.processor.processor import Headers, PunctuationType, Punctuator, Record
 from streams_core.processor.task_id import TaskId
+from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
 from streams_core.state.store import RestoreCallback, StateStore
 
 __all__ = ["UNKNOWN_TIME", "StateManager", "TaskProcessor", "TaskProcessorState"]
 
 log = logging.getLogger(__name__)
 
-UNKNOWN_TIME = -1
-"""Stream time before the first record."""
+_OWN_TIMESTAMP_EXTRACTORS = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp)
+"""Extractors that keep a valid record timestamp: the record pipeline reads it directly."""
 
 
 def system_time_ms() -> int:
@@ -81,8 +83,9 @@ class TaskProcessorState(Enum):
 class TaskProcessor:
     """Runs records and punctuations of one task through its sub-topology.
 
-    `stream_time` belongs to the owner: set it before `process` (Kafka Streams raises it to the
-    record's timestamp before processing it); `maybe_punctuate_stream_time(t)` raises it to t.
+    Stream time is the `StreamTime` cell `clock`, advanced by the owner (the runtime's partition
+    group, or the driver through `stream_time`) before `process`; `maybe_punctuate_stream_time(t)`
+    raises it to t.
     """
 
     def __init__(
@@ -98,7 +101,7 @@ class TaskProcessor:
     ) -> None:
         self.task_id = task_id
         self.topology = topology
-        self.stream_time = UNKNOWN_TIME
+        self.clock = StreamTime()
         self.commit_needed = False
         self.commit_requested = False
         self.wall_clock_time = wall_clock
@@ -112,6 +115,15 @@ class TaskProcessor:
 
     def __repr__(self) -> str:
         return f"TaskProcessor({self.task_id}, {self._state.name})"
+
+    @property
+    def stream_time(self) -> int:
+        """The task's stream time (the `clock` cell's value)."""
+        return self.clock.value
+
+    @stream_time.setter
+    def stream_time(self, value: int) -> None:
+        self.clock.value = value
 
     @property
     def state(self) -> TaskProcessorState:
@@ -224,17 +236,76 @@ class TaskProcessor:
         """The source's timestamp extractor applied; None (logged, counted) when it is negative."""
         timestamp = self.source_node(record.topic).extract_timestamp(record, partition_time)
         if timestamp < 0:
-            self._dropped_by_timestamp += 1
-            log.warning(
-                "Task %s: dropping record at topic=%s, partition=%d, offset=%d: negative extracted timestamp %d",
-                self.task_id,
-                record.topic,
-                record.partition,
-                record.offset,
-                timestamp,
-            )
+            self._drop_negative_timestamp(record, timestamp)
             return None
         return timestamp
+
+    def _drop_negative_timestamp(self, record: ConsumerRecord, timestamp: int) -> None:
+        self._dropped_by_timestamp += 1
+        log.warning(
+            "Task %s: dropping record at topic=%s, partition=%d, offset=%d: negative extracted timestamp %d",
+            self.task_id,
+            record.topic,
+            record.partition,
+            record.offset,
+            timestamp,
+        )
+
+    def record_reader(self, topic: str, partition_time: Callable[[], int]) -> Callable[[RawRecord], Record[Any, Any] | None]:
+        """The per-partition pipeline the runtime builds once per record queue.
+
+        Raw bytes → the source's key and value serdes → the timestamp → the processor `Record`,
+        one object per consumed record. A failure goes to the deserialization handler and a
+        negative timestamp is dropped and counted, as in `deserialize` and `extract_timestamp`.
+        Extractors other than the two that keep the record's own timestamp see a ConsumerRecord
+        (`partition_time()` is the queue's partition time).
+        """
+        source = self.source_node(topic)
+        key_of = source.key_serde.deserialize
+        value_of = source.value_serde.deserialize
+        extract = source.extract_timestamp
+        own_timestamp = isinstance(getattr(extract, "__self__", None), _OWN_TIMESTAMP_EXTRACTORS)
+        on_error = self._deserializer.skip_or_raise
+        drop = self._drop_negative_timestamp
+
+        def read(raw: RawRecord) -> Record[Any, Any] | None:
+            try:
+                key = key_of(topic, raw.key)
+                value = value_of(topic, raw.value)
+            except DeserializationError as exc:
+                on_error(exc, raw)
+                return None
+            timestamp = raw.timestamp
+            if not own_timestamp or timestamp < 0:
+                consumed = ConsumerRecord(topic, raw.partition, raw.offset, timestamp, key, value, raw.headers)
+                timestamp = extract(consumed, partition_time())
+                if timestamp < 0:
+                    drop(consumed, timestamp)
+                    return None
+            return Record(key, value, timestamp, raw.headers)
+
+        return read
+
+    def process_record(self, source: SourceNode, record: Record[Any, Any], topic: str, partition: int, offset: int) -> None:
+        """Run a record the `record_reader` built through the sub-topology from `source`, depth-first."""
+        context = self._context
+        context.input_topic = topic
+        context.input_partition = partition
+        context.input_offset = offset
+        context.node = source
+        try:
+            source.process(record)
+        except Exception as exc:
+            exc.add_note(
+                f"while processing a record of task {self.task_id} at processor "
+                f"{getattr(context.node, 'name', None)!r}: topic={topic}, partition={partition}, "
+                f"offset={offset}, timestamp={record.timestamp}"
+            )
+            raise
+        finally:
+            context.node = None
+            context.record = None
+        self.commit_needed = True
 
     def process(self, record: Any, timestamp: int) -> None:
         """Run one deserialized record through the sub-topology, depth-first, with `timestamp`.
