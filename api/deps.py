@@ -9,7 +9,7 @@ topology does not have, or has under another type), which knows the store's key 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import Depends, Header, Path, Request
 
@@ -18,7 +18,7 @@ from api.forwarding import HOP_HEADER, Forwarder
 from api.instance import StreamsInstance
 from api.keys import KeyCodec
 from api.settings import ApiSettings
-from streams_core import UnknownStateStoreError
+from streams_core import StoreKind
 
 __all__ = [
     "Forwarded",
@@ -32,9 +32,6 @@ __all__ = [
     "WindowStore",
     "describe_store",
 ]
-
-StoreKind = Literal["key-value", "window", "session"]
-
 
 @dataclass(frozen=True, slots=True)
 class StoreInfo:
@@ -53,33 +50,13 @@ class StoreInfo:
             raise BadRequestError("invalid key", store=self.name, key=text, reason=str(exc)) from None
 
 
-def _kind(builder: Any) -> StoreKind:
-    supplier = getattr(builder, "supplier", None)
-    if hasattr(supplier, "window_size"):
-        return "window"
-    if hasattr(supplier, "retention_period"):
-        return "session"
-    return "key-value"
-
-
 def describe_store(streams: StreamsInstance, name: str) -> StoreInfo:
-    """The kind, key serde and window size of a store, from its builder in the topology.
+    """The kind, key codec and window size of a store, from the instance's public description.
 
-    The key serde is the builder's, or `default.key.serde` when the builder has none.
     UnknownStateStoreError (404) for a name the topology does not have.
     """
-    if name not in streams.metadata.store_source_topics:
-        raise UnknownStateStoreError(
-            f"no state store named {name!r} in the topology (stores: {sorted(streams.metadata.store_source_topics)})"
-        )
-    try:
-        builder = streams.topology.internal_topology_builder.store_builder(name)
-    except KeyError:
-        builder = None
-    serde = getattr(builder, "key_serde", None) or streams.config["default.key.serde"]
-    kind = _kind(builder)
-    window_size = getattr(builder.supplier, "window_size", None) if kind == "window" else None
-    return StoreInfo(name, kind, KeyCodec.for_serde(serde), window_size)
+    description = streams.describe_store(name)
+    return StoreInfo(name, description.kind, KeyCodec.for_serde(description.key_serde), description.window_size)
 
 
 def get_streams(request: Request) -> StreamsInstance:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from streams_core import KeyQueryMetadata, State, StreamsMetadata
+from streams_core import KeyQueryMetadata, State, StoreDescription, StreamsMetadata
 
 __all__ = ["StreamsInstance"]
 
@@ -20,15 +20,15 @@ class StreamsInstance(Protocol):
     application_id: str
     config: Any
     """`config["application.server"]` and `config["default.key.serde"]` are read."""
-    metadata: Any
-    """`metadata.store_source_topics`: the stores of the topology."""
-    topology: Any
-    """`topology.internal_topology_builder.store_builder(name)`: a store's serdes and supplier."""
 
     @property
     def state(self) -> State: ...
 
     def store(self, name: str, store_type: Any, /, *, partition: int | None = None, stale: bool = False) -> Any: ...
+
+    def describe_store(self, store_name: str) -> StoreDescription:
+        """Kind, key serde and window size of a store; UnknownStateStoreError for an unknown name."""
+        ...
 
     def all_metadata(self) -> list[StreamsMetadata]: ...
 

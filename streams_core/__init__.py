@@ -4,14 +4,18 @@ Everything a user imports comes from here: the Processor API, the DSL, stores, s
 configuration, the KafkaStreams runtime and the TopologyTestDriver.
 """
 
+from streams_core.clients import InternalTopicError, KafkaClientSupplier
 from streams_core.config import StreamsConfig
 from streams_core.errors import (
     ConfigError,
     DeserializationError,
     InvalidStateStoreError,
+    MissingSinkTopicError,
     ProcessorStateError,
     SerializationError,
     StreamsError,
+    StreamsNotStartedError,
+    TaskMigratedError,
     TopologyError,
     UnknownStateStoreError,
 )
@@ -67,8 +71,18 @@ from streams_core.processor.timestamp_extractor import (
 from streams_core.processor.topic_name_extractor import RecordContext, TopicNameExtractor
 from streams_core.processor.topology import Topology
 from streams_core.processor.topology_description import TopologyDescription
-from streams_core.runtime.assignment import HostInfo, KeyQueryMetadata, StreamsMetadata
+from streams_core.runtime.assignment import (
+    AssignmentError,
+    CopartitioningError,
+    HostInfo,
+    KeyQueryMetadata,
+    MissingSourceTopicError,
+    ShutdownRequestedError,
+    StreamsMetadata,
+    UnsupportedVersionError,
+)
 from streams_core.runtime.kafka_streams import KafkaStreams, LagInfo, State, StreamThreadExceptionResponse
+from streams_core.runtime.record_collector_impl import ProductionError
 from streams_core.serde import Serde, Serdes
 from streams_core.state import (
     KeyValue,
@@ -88,12 +102,15 @@ from streams_core.state import (
     Windowed,
     WindowStore,
 )
+from streams_core.state.queryable_store_types import StateStoreProvider
+from streams_core.state.store_description import StoreDescription, StoreKind
 from streams_core.testing.test_input_topic import TestInputTopic
 from streams_core.testing.test_output_topic import TestOutputTopic
 from streams_core.testing.test_record import TestRecord
 from streams_core.testing.topology_test_driver import TopologyTestDriver
 
 __all__ = [
+    "AssignmentError",
     "Branched",
     "BranchedKStream",
     "BufferConfig",
@@ -101,12 +118,14 @@ __all__ = [
     "ConfigError",
     "Consumed",
     "ConsumerRecord",
+    "CopartitioningError",
     "DeserializationError",
     "FailOnInvalidTimestamp",
     "GlobalKTable",
     "Grouped",
     "Headers",
     "HostInfo",
+    "InternalTopicError",
     "InvalidStateStoreError",
     "JoinWindows",
     "Joined",
@@ -114,6 +133,7 @@ __all__ = [
     "KGroupedTable",
     "KStream",
     "KTable",
+    "KafkaClientSupplier",
     "KafkaStreams",
     "KeyQueryMetadata",
     "KeyValue",
@@ -121,12 +141,15 @@ __all__ = [
     "LagInfo",
     "LogAndSkipOnInvalidTimestamp",
     "Materialized",
+    "MissingSinkTopicError",
+    "MissingSourceTopicError",
     "Named",
     "Processor",
     "ProcessorContext",
     "ProcessorStateError",
     "ProcessorSupplier",
     "Produced",
+    "ProductionError",
     "PunctuationType",
     "Punctuator",
     "QueryableStoreType",
@@ -145,10 +168,14 @@ __all__ = [
     "SessionWindow",
     "SessionWindowedKStream",
     "SessionWindows",
+    "ShutdownRequestedError",
     "SlidingWindows",
     "State",
     "StateStore",
+    "StateStoreProvider",
     "StoreBuilder",
+    "StoreDescription",
+    "StoreKind",
     "Stores",
     "StreamJoined",
     "StreamPartitioner",
@@ -157,8 +184,10 @@ __all__ = [
     "StreamsConfig",
     "StreamsError",
     "StreamsMetadata",
+    "StreamsNotStartedError",
     "Suppressed",
     "TaskId",
+    "TaskMigratedError",
     "TestInputTopic",
     "TestOutputTopic",
     "TestRecord",
@@ -172,6 +201,7 @@ __all__ = [
     "TopologyError",
     "TopologyTestDriver",
     "UnknownStateStoreError",
+    "UnsupportedVersionError",
     "UsePartitionTimeOnInvalidTimestamp",
     "WallclockTimestampExtractor",
     "Window",

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
@@ -42,15 +42,20 @@ from streams_core.runtime.assignment import (
     ensure_copartitioning,
 )
 from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
+from streams_core.runtime.state_store_providers import QueryableStoreProvider
 from streams_core.runtime.stream_thread import StreamThread, ThreadState
 from streams_core.runtime.streams_partition_assignor import StreamsPartitionAssignor, TaskStates
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
+from streams_core.state.store import ReadOnlyKeyValueStore
+from streams_core.state.store_description import StoreDescription, describe_store
 
 __all__ = ["KafkaStreams", "LagInfo", "State", "StreamThreadExceptionResponse"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class State(enum.Enum):
@@ -136,6 +141,9 @@ class KafkaStreams:
         self._thread_starts: set[asyncio.Task[StreamThread]] = set()
         self._cleaner: asyncio.Task[None] | None = None
         self._errors: list[BaseException] = []
+        self._store_provider = QueryableStoreProvider(
+            lambda: [t.store_provider for t in self._threads], self._check_queryable
+        )
 
     def __repr__(self) -> str:
         return f"KafkaStreams({self.application_id!r}, {self._state.name})"
@@ -425,10 +433,20 @@ class KafkaStreams:
 
     # -- interactive queries (KIP-67) ---------------------------------------------------------
 
+    @overload
+    def store(
+        self, store_name: str, store_type: None = None, *, partition: int | None = None, stale: bool = False
+    ) -> ReadOnlyKeyValueStore[Any, Any]: ...
+
+    @overload
+    def store(
+        self, store_name: str, store_type: QueryableStoreType[T], *, partition: int | None = None, stale: bool = False
+    ) -> T: ...
+
     def store(
         self,
         store_name: str,
-        store_type: QueryableStoreType | None = None,
+        store_type: QueryableStoreType[Any] | None = None,
         *,
         partition: int | None = None,
         stale: bool = False,
@@ -438,47 +456,39 @@ class KafkaStreams:
         Queries raise `InvalidStateStoreError` (retriable) while the instance is not RUNNING or
         the store is closed or migrating, never answering partially. `stale=True` also reads
         standby copies and answers while rebalancing (KIP-535); `partition` limits the view to
-        one partition's task. Unknown names raise `UnknownStateStoreError`.
+        one partition's task. Unknown names raise `UnknownStateStoreError`. The view comes from
+        the `QueryableStoreProvider` over every stream thread's `StreamThreadStateStoreProvider`.
         """
         self._require_started()
+        self._require_store(store_name)
+        kind = store_type or QueryableStoreTypes.key_value_store()
+        provider = self._store_provider
+        provider.local_stores(store_name, kind, partition=partition, stale=stale)
+        return provider.get_store(store_name, kind, partition=partition, stale=stale)
+
+    def _require_store(self, store_name: str) -> None:
         if store_name not in self.metadata.store_source_topics:
             raise UnknownStateStoreError(
                 f"no state store named {store_name!r} in the topology "
                 f"(stores: {sorted(self.metadata.store_source_topics)})"
             )
-        store_type = store_type or QueryableStoreTypes.key_value_store()
 
-        def provider() -> list[Any]:
-            return self._local_stores(store_name, store_type, partition, stale)
-
-        provider()
-        return store_type.create(provider, store_name)
-
-    def _local_stores(self, name: str, store_type: QueryableStoreType, partition: int | None, stale: bool) -> list[Any]:
+    def _check_queryable(self, store_name: str, stale: bool) -> None:
         state = self._state
         if not (state is State.RUNNING or (stale and state is State.REBALANCING)):
             raise InvalidStateStoreError(
-                f"state store {name!r} cannot be queried now: the instance is {state.name} "
+                f"state store {store_name!r} cannot be queried now: the instance is {state.name} "
                 "(retry; stale=True also reads standby copies while rebalancing)"
             )
-        stores = []
-        for thread in self._threads:
-            tm = thread.task_manager
-            if tm is None:
-                continue
-            holders: list[Any] = list(tm.tasks.values())
-            if stale:
-                holders += list(tm.standby_tasks.values())
-            for holder in holders:
-                if partition is not None and holder.id.partition != partition:
-                    continue
-                store = holder.state_manager.get_store(name)
-                if store is None:
-                    continue
-                if not store_type.accepts(store):
-                    raise InvalidStateStoreError(f"state store {name!r} is not a {store_type!r}")
-                stores.append(store)
-        return stores
+
+    def describe_store(self, store_name: str) -> StoreDescription:
+        """What kind of store `store_name` is, its key serde and window size (for query layers such as REST)."""
+        self._require_store(store_name)
+        return describe_store(self.topology, store_name, self.config["default.key.serde"])
+
+    def store_names(self) -> list[str]:
+        """The names of the topology's queryable stores, sorted."""
+        return sorted(self.metadata.store_source_topics)
 
     async def all_local_store_partition_lags(self) -> dict[str, dict[int, LagInfo]]:
         """Per local store and partition (active and standby): changelog position, end, and lag."""
@@ -489,13 +499,11 @@ class KafkaStreams:
             if tm is None:
                 continue
             positions: dict[tuple[str, TopicPartition], int] = {}
-            for task in tm.tasks.values():
-                for store, (topic, partition) in self.metadata.changelog_partitions(task.id).items():
-                    tp = TopicPartition(topic, partition)
-                    positions[(store, tp)] = task.changelog_offsets.get(tp, 0)
-            for standby in tm.standby_tasks.values():
-                for store, tp in standby.changelog_partitions.items():
-                    positions[(store, tp)] = standby.offsets.get(tp, 0)
+            states = [t.state_manager for t in tm.tasks.values()] + [s.state_manager for s in tm.standby_tasks.values()]
+            for state in states:
+                offsets = state.changelog_offsets
+                for store, tp in state.changelog_partitions.items():
+                    positions[(store, tp)] = offsets.get(tp, 0)
             ends = await thread.changelog_end_offsets({tp for _, tp in positions})
             for (store, tp), position in positions.items():
                 end = ends.get(tp, position)

@@ -8,7 +8,7 @@ and close) lets the task become active here with only the changelog tail to rest
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from streams_core.config import StreamsConfig
@@ -19,7 +19,7 @@ from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.state.store import RestoreCallback
 
-__all__ = ["StandbyTask", "read_checkpoint"]
+__all__ = ["StandbyTask"]
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +34,11 @@ class _NoRecords:
         raise AssertionError("a standby task does not produce records")
 
 
-def read_checkpoint(state_manager: ProcessorStateManager) -> dict[TopicPartition, int]:
-    """The task's `.checkpoint` as {changelog partition: next offset to restore from}."""
-    return {TopicPartition(topic, partition): offset for (topic, partition), offset in state_manager.checkpoint_file.read().items()}
-
-
 class StandbyTask:
-    """Stores of one task on a non-owning instance, fed from the changelogs."""
+    """Stores of one task on a non-owning instance, fed from the changelogs.
+
+    Its state manager owns the changelog offsets and the checkpoint, as for an active task.
+    """
 
     def __init__(
         self,
@@ -48,53 +46,45 @@ class StandbyTask:
         topology: ProcessorTopology,
         config: StreamsConfig,
         state_manager: ProcessorStateManager,
-        changelog_partitions: Mapping[str, TopicPartition],
     ) -> None:
         self.id = task_id
         self.state_manager = state_manager
-        self.changelog_partitions = dict(changelog_partitions)
         self.processor = TaskProcessor(task_id, topology, config, state_manager, _NoRecords())
         self._callbacks: dict[TopicPartition, RestoreCallback] = {}
-        self.offsets: dict[TopicPartition, int] = {}
         self.updated_records = 0
 
     def __repr__(self) -> str:
         return f"StandbyTask({self.id})"
 
     def initialize(self) -> None:
-        """Open the stores and read where the checkpoint says they are."""
+        """Open the stores; the state manager knows from its checkpoint how far they are."""
         self.processor.init_state_stores()
-        for store, tp in self.changelog_partitions.items():
-            meta = self.state_manager.store_metadata(store)
-            if meta is not None and meta.restore_callback is not None:
-                self._callbacks[tp] = meta.restore_callback
-        checkpoint = read_checkpoint(self.state_manager)
-        self.offsets = {tp: checkpoint[tp] for tp in self._callbacks if tp in checkpoint}
+        self._callbacks = {cp.partition: cp.restore_callback for cp in self.state_manager.changelogs_to_restore()}
 
     @property
     def partitions(self) -> frozenset[TopicPartition]:
         return frozenset(self._callbacks)
 
     def start_offset(self, tp: TopicPartition) -> int | None:
-        return self.offsets.get(tp)
+        return self.state_manager.changelog_offsets.get(tp)
 
     def update(self, tp: TopicPartition, records: Iterable[Any]) -> None:
-        """Apply changelog records of one partition and remember the next offset."""
+        """Apply changelog records of one partition and note the next offset."""
         batch = list(records)
         if not batch:
             return
         self._callbacks[tp]([(r.key, r.value) for r in batch])
-        self.offsets[tp] = batch[-1].offset + 1
+        self.state_manager.update_changelog_offsets({tp: batch[-1].offset + 1})
         self.updated_records += len(batch)
 
     def checkpoint(self) -> None:
         """Flush the stores, then record how far they are."""
         self.state_manager.flush()
-        self.state_manager.checkpoint_file.write({(tp.topic, tp.partition): o for tp, o in self.offsets.items()})
+        self.state_manager.checkpoint()
 
     def close(self) -> None:
         try:
             self.checkpoint()
         finally:
             self.processor.close()
-        log.info("standby task %s closed at %s", self.id, {str(tp): o for tp, o in self.offsets.items()})
+        log.info("standby task %s closed at %s", self.id, {str(tp): o for tp, o in self.state_manager.changelog_offsets.items()})

@@ -17,23 +17,13 @@ from dataclasses import dataclass, field
 
 from streams_core import clients
 from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.state.store import RestoreCallback
+from streams_core.state.internals.processor_state_manager import ChangelogPartition
 
 __all__ = ["ChangelogPartition", "RestoreResult", "StoreChangelogReader"]
 
 log = logging.getLogger(__name__)
 
 _PROGRESS_EVERY_S = 5.0
-
-
-@dataclass(frozen=True, slots=True)
-class ChangelogPartition:
-    """One store's changelog partition, where to start, and how to apply its records."""
-
-    store_name: str
-    partition: TopicPartition
-    start_offset: int | None
-    restore_callback: RestoreCallback
 
 
 @dataclass(slots=True)

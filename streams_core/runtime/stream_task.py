@@ -14,14 +14,15 @@ from typing import Any
 
 from streams_core.config import StreamsConfig
 from streams_core.processor.internals.processor_topology import ProcessorTopology
-from streams_core.processor.internals.record_collector import RecordCollector
 from streams_core.processor.internals.record_deserializer import DeserializationHandler
-from streams_core.processor.internals.task_processor import StateManager, TaskProcessor
+from streams_core.processor.internals.task_processor import TaskProcessor
 from streams_core.processor.processor import Record
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.partition_group import PartitionGroup, RecordInfo
+from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.record_queue import RecordQueue
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 
 __all__ = ["StreamTask"]
 
@@ -37,12 +38,11 @@ class StreamTask:
         partitions: Iterable[TopicPartition],
         topology: ProcessorTopology,
         config: StreamsConfig,
-        state_manager: StateManager,
-        record_collector: RecordCollector,
+        state_manager: ProcessorStateManager,
+        record_collector: RecordCollectorImpl,
         *,
         deserialization_handler: DeserializationHandler | None = None,
         wall_clock: Callable[[], int] | None = None,
-        changelog_partitions: Mapping[str, TopicPartition] | None = None,
         checkpoint_on_commit: bool = True,
     ) -> None:
         self.id = task_id
@@ -64,9 +64,6 @@ class StreamTask:
         self._committed_offsets: dict[TopicPartition, int] = {}
         self._prepared_offsets: dict[TopicPartition, int] = {}
         self.processed_records = 0
-        self.changelog_partitions = frozenset((changelog_partitions or {}).values())
-        self.changelog_offsets: dict[TopicPartition, int] = {}
-        """Next changelog offset per logged store's partition: what the stores hold up to."""
         self.restored_records = 0
         self._checkpoint_on_commit = checkpoint_on_commit
 
@@ -164,21 +161,16 @@ class StreamTask:
         return dict(self._prepared_offsets)
 
     def post_commit(self, produced_offsets: Mapping[TopicPartition, int]) -> None:
-        """After a commit: note the changelog offsets written and (at-least-once) checkpoint them."""
-        for tp in self.changelog_partitions:
-            offset = produced_offsets.get(tp)
-            if offset is not None:
-                self.changelog_offsets[tp] = offset + 1
+        """After a commit: the state manager notes the changelog offsets written, and checkpoints
+        them when the guarantee says so (`produced_offsets`: last delivered offset per partition)."""
+        state = self.state_manager
+        state.update_changelog_offsets(
+            {tp: produced_offsets[tp] + 1 for tp in state.changelog_partitions.values() if tp in produced_offsets}
+        )
         self.processor.post_commit()
         self._committed_offsets = self._prepared_offsets
         if self._checkpoint_on_commit:
-            self.write_checkpoint()
-
-    def write_checkpoint(self) -> None:
-        """Record in `.checkpoint` the changelog offsets the (flushed) stores hold data up to."""
-        if self.changelog_offsets:
-            checkpoint = self.state_manager.checkpoint_file  # type: ignore[attr-defined]
-            checkpoint.write({(tp.topic, tp.partition): o for tp, o in self.changelog_offsets.items()})
+            state.checkpoint()
 
     def close(self, *, clean: bool = True) -> None:
         """Close processors and stores and release the task directory; a clean close checkpoints."""
@@ -186,6 +178,6 @@ class StreamTask:
         try:
             if clean:
                 self.state_manager.flush()
-                self.write_checkpoint()
+                self.state_manager.checkpoint()
         finally:
             self.processor.close()

@@ -19,12 +19,16 @@ from typing import Any
 from streams_core import clients
 from streams_core.config import StreamsConfig
 from streams_core.processor.internals.record_deserializer import RawRecord, resolve_deserialization_handler
+from streams_core.processor.task_id import TaskId
+from streams_core.runtime.processing_guarantee import ProcessingGuarantee, processing_guarantee
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
+from streams_core.runtime.state_store_providers import StreamThreadStateStoreProvider
 from streams_core.runtime.store_changelog_reader import StoreChangelogReader
 from streams_core.runtime.streams_partition_assignor import StreamsPartitionAssignor, TaskStates
 from streams_core.runtime.task_manager import TaskManager
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
+from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 
 __all__ = ["StreamThread", "ThreadState"]
 
@@ -104,9 +108,9 @@ class StreamThread:
             log_prefix=self.log_prefix,
         )
         self.collector: RecordCollectorImpl | None = None
+        self._guarantee: ProcessingGuarantee
+        self.store_provider = StreamThreadStateStoreProvider(self)
         self.task_manager: TaskManager | None = None
-        self.pause_count = 0
-        self.resume_count = 0
         self.commit_count = 0
         self.commit_latency_ms_total = 0.0
         self.poll_count = 0
@@ -133,16 +137,24 @@ class StreamThread:
         handler = resolve_deserialization_handler(
             config["default.deserialization.exception.handler"], self._send_to_dead_letter_topic
         )
+        self._consumer = self._clients.get_main_consumer(config, assignor=self.assignor, thread_index=self.index)
+        self._guarantee = processing_guarantee(
+            config,
+            self.collector,
+            self._consumer,
+            lambda transactional_id: self._clients.get_producer(
+                config, transactional_id=transactional_id, thread_index=self.index
+            ),
+            log_prefix=self.log_prefix,
+        )
         self.task_manager = TaskManager(
             self.topology,
             config,
-            self.collector,
+            self._guarantee,
             self.changelog_reader,
             deserialization_handler=handler,
-            task_collector_factory=self._create_task_collector if config.exactly_once else None,
             log_prefix=self.log_prefix,
         )
-        self._consumer = self._clients.get_main_consumer(config, assignor=self.assignor, thread_index=self.index)
         self._consumer.subscribe(sorted(self.topology.source_topics), _RebalanceListener(self))
         await self._consumer.start()
         self._last_commit_ms = wall_clock_ms()
@@ -215,9 +227,8 @@ class StreamThread:
         max_records = int(config.client_overrides("main.consumer").get("max.poll.records", 1000))
         commit_interval = config["commit.interval.ms"]
         tm = self.task_manager
-        collector = self.collector
-        assert tm is not None and collector is not None
-        exactly_once = config.exactly_once
+        guarantee = self._guarantee
+        assert tm is not None
         idle_rounds = 0
         while not self._stopping:
             busy = tm.has_buffered()
@@ -235,10 +246,7 @@ class StreamThread:
                 tm.punctuate(now)
                 if tm.standby_tasks:
                     await self._update_standbys()
-                await collector.send_pending()
-                if exactly_once:
-                    for task in tm.tasks.values():
-                        await task.record_collector.send_pending()  # type: ignore[attr-defined]
+                await guarantee.send_pending(tm.tasks.values())
                 if tm.commit_requested() or now - self._last_commit_ms >= commit_interval:
                     await self._commit()
             await asyncio.sleep(0)
@@ -257,69 +265,25 @@ class StreamThread:
         assert self._consumer is not None
         if to_pause:
             self._consumer.pause(*to_pause)
-            self.pause_count += len(to_pause)
             log.debug("%spaused %s", self.log_prefix, to_pause)
         if to_resume:
             self._consumer.resume(*to_resume)
-            self.resume_count += len(to_resume)
             log.debug("%sresumed %s", self.log_prefix, to_resume)
 
     async def _commit(self) -> None:
-        """Commit the tasks that processed, in the order the guarantee needs.
-
-        At-least-once: flush stores, flush the producer, commit the consumed offsets, then
-        checkpoint. Exactly-once: per task, flush stores, then send its output, changelog writes
-        and consumed offsets in its transaction and commit it.
-        """
+        """Commit the tasks that processed: flush their stores, then the guarantee delivers the
+        output and commits the offsets (and transactions), then standbys checkpoint."""
         tm = self.task_manager
-        assert tm is not None and self.collector is not None
+        assert tm is not None
         started = time.perf_counter()
         prepared = tm.prepare_commit()
-        if self.config.exactly_once:
-            group_id = self.config["application.id"]
-            for task, offsets in prepared:
-                collector: Any = task.record_collector
-                await collector.commit_transaction(offsets, group_id)
-                task.post_commit(collector.offsets)
-            await self.collector.flush()
-        else:
-            await self.collector.flush()
-            offsets = {tp: o for _, task_offsets in prepared for tp, o in task_offsets.items()}
-            if offsets:
-                try:
-                    assert self._consumer is not None
-                    await self._consumer.commit(offsets)
-                except (clients.CommitFailedError, clients.RebalanceInProgressError, clients.IllegalStateError) as exc:
-                    log.warning(
-                        "%scommit failed (a rebalance is under way; records will be reprocessed): %r",
-                        self.log_prefix, exc,
-                    )
-                    return
-            produced = self.collector.offsets
-            for task, _ in prepared:
-                task.post_commit(produced)
-        tasks = prepared
+        if not await self._guarantee.commit(prepared):
+            return
         tm.checkpoint_standbys()
         self._last_commit_ms = wall_clock_ms()
-        if tasks:
+        if prepared:
             self.commit_count += 1
             self.commit_latency_ms_total += (time.perf_counter() - started) * 1000
-
-    async def _create_task_collector(self, task_id: Any) -> RecordCollectorImpl:
-        """Exactly-once: a transactional producer of the task's own (`<application.id>-<task id>`)."""
-        producer = self._clients.get_producer(
-            self.config, transactional_id=f"{self.config['application.id']}-{task_id}", thread_index=self.index
-        )
-        await producer.start()
-        collector = RecordCollectorImpl(
-            producer,
-            production_handler=self.config["default.production.exception.handler"],
-            log_prefix=f"{self.log_prefix}task [{task_id}] ",
-            transactional=True,
-        )
-        sink_topics = self.topology.topic_groups[task_id.subtopology].sink_topics
-        await collector.prefetch_partition_counts(set(sink_topics))
-        return collector
 
     def _raise_pending_error(self) -> None:
         if self._pending_error is not None:
@@ -361,9 +325,6 @@ class StreamThread:
                 info.raise_if_error()
                 await tm.handle_assignment(info.active_tasks, info.standby_tasks)
                 await self._assign_standby_partitions()
-                assert self.collector is not None
-                sink_topics = {t for sid in {t.subtopology for t in tm.tasks} for t in self.topology.topic_groups[sid].sink_topics}
-                await self.collector.prefetch_partition_counts(sink_topics)
             except Exception as exc:
                 log.error("%sassignment failed: %s", self.log_prefix, exc)
                 self._pending_error = self._pending_error or exc
@@ -430,8 +391,19 @@ class StreamThread:
         """The thread's collector and, under exactly-once, each task's own."""
         found = [self.collector] if self.collector is not None else []
         if self.task_manager is not None:
-            found += [t.record_collector for t in self.task_manager.tasks.values() if t.record_collector not in found]  # type: ignore[misc]
+            found += [t.record_collector for t in self.task_manager.tasks.values() if t.record_collector not in found]
         return found
+
+    # -- interactive queries ------------------------------------------------------------------
+
+    def active_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
+        """The state managers of the active tasks (for the thread's store provider)."""
+        tm = self.task_manager
+        return [] if tm is None else [(task_id, task.state_manager) for task_id, task in tm.tasks.items()]
+
+    def standby_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
+        tm = self.task_manager
+        return [] if tm is None else [(task_id, task.state_manager) for task_id, task in tm.standby_tasks.items()]
 
     def metrics(self) -> dict[str, Any]:
         tm = self.task_manager
@@ -445,8 +417,8 @@ class StreamThread:
             "production_dropped_records": sum(c.dropped_records for c in self._collectors()),
             "standby_tasks": sorted(str(t) for t in tm.standby_tasks) if tm else [],
             "restored_records": tm.restored_records if tm else 0,
-            "pause_count": self.pause_count,
-            "resume_count": self.resume_count,
+            "pause_count": tm.pause_count if tm else 0,
+            "resume_count": tm.resume_count if tm else 0,
             "commit_count": self.commit_count,
             "commit_latency_ms_avg": self.commit_latency_ms_total / self.commit_count if self.commit_count else 0.0,
             "poll_count": self.poll_count,

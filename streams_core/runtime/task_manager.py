@@ -9,17 +9,16 @@ back to this instance. Standby tasks replicate other instances' stores from the 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from streams_core.config import StreamsConfig
-from streams_core.processor.internals.record_collector import RecordCollector
 from streams_core.processor.internals.record_deserializer import DeserializationHandler
 from streams_core.processor.task_id import TaskId
-from streams_core.runtime.record_collector_impl import RecordCollectorImpl
-from streams_core.runtime.standby_task import StandbyTask, read_checkpoint
-from streams_core.runtime.store_changelog_reader import ChangelogPartition, StoreChangelogReader
+from streams_core.runtime.processing_guarantee import ProcessingGuarantee
+from streams_core.runtime.standby_task import StandbyTask
+from streams_core.runtime.store_changelog_reader import StoreChangelogReader
 from streams_core.runtime.stream_task import StreamTask
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
@@ -27,7 +26,7 @@ from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME,
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.state.internals.thread_cache import ThreadCache
 
-__all__ = ["TaskManager", "local_task_dirs", "wipe_store_files"]
+__all__ = ["TaskManager", "local_task_dirs"]
 
 log = logging.getLogger(__name__)
 
@@ -45,14 +44,6 @@ def local_task_dirs(state_dir: Path) -> dict[TaskId, Path]:
     return found
 
 
-def wipe_store_files(task_dir: Path) -> None:
-    """Delete a task's store files (not its lock or checkpoint): state to rebuild from the changelog."""
-    for entry in task_dir.iterdir():
-        if entry.is_file() and not entry.name.startswith("."):
-            entry.unlink()
-    log.info("wiped local state of %s to restore it from the changelog", task_dir)
-
-
 class TaskManager:
     """Creates, runs and closes the active tasks of one thread."""
 
@@ -60,33 +51,31 @@ class TaskManager:
         self,
         topology: TopologyMetadata,
         config: StreamsConfig,
-        record_collector: RecordCollector,
+        guarantee: ProcessingGuarantee,
         changelog_reader: StoreChangelogReader,
         *,
         deserialization_handler: DeserializationHandler | None = None,
         wall_clock: Callable[[], int] | None = None,
-        task_collector_factory: Callable[[TaskId], Awaitable[RecordCollectorImpl]] | None = None,
         log_prefix: str = "",
     ) -> None:
         self.topology = topology
         self.config = config
         self.app_state_dir = Path(config["state.dir"]) / topology.application_id
-        self._collector = record_collector
+        self._guarantee = guarantee
         self._deserialization_handler = deserialization_handler
         self._wall_clock = wall_clock
         self._log_prefix = log_prefix
         self._reader = changelog_reader
         threads = max(1, config["num.stream.threads"])
         self.cache = ThreadCache(config["statestore.cache.max.bytes"] // threads)
-        self._task_collector_factory = task_collector_factory
         self.tasks: dict[TaskId, StreamTask] = {}
         self._by_partition: dict[TopicPartition, StreamTask] = {}
         self.standby_tasks: dict[TaskId, StandbyTask] = {}
         self._standby_by_partition: dict[TopicPartition, StandbyTask] = {}
         self.restored_records = 0
         self.prev_active: frozenset[TaskId] = frozenset()
-        self.dropped_records_of_closed_tasks = 0
-        self.processed_records_of_closed_tasks = 0
+        self._closed_totals = {"processed": 0, "dropped": 0, "paused": 0, "resumed": 0}
+        """Counters of tasks closed so far (the live tasks' are summed on demand)."""
 
     # -- assignment ---------------------------------------------------------------------------
 
@@ -109,37 +98,32 @@ class TaskManager:
                 self._create_standby(task_id)
         self.prev_active = frozenset(self.tasks)
 
-    def _open_state(self, task_id: TaskId) -> ProcessorStateManager:
-        return ProcessorStateManager(
+    def _open_state(self, task_id: TaskId, *, active: bool) -> ProcessorStateManager:
+        """Lock the task's directory and let the guarantee load, keep or wipe what it holds."""
+        changelogs = {store: TopicPartition(*tp) for store, tp in self.topology.changelog_partitions(task_id).items()}
+        state_manager = ProcessorStateManager(
             task_id,
             self.topology.application_id,
             self.app_state_dir / str(task_id),
             default_key_serde=self.config["default.key.serde"],
             default_value_serde=self.config["default.value.serde"],
+            changelog_partitions=changelogs,
         )
-
-    def _changelogs(self, task_id: TaskId) -> dict[str, TopicPartition]:
-        return {store: TopicPartition(*tp) for store, tp in self.topology.changelog_partitions(task_id).items()}
+        try:
+            self._guarantee.prepare_state(state_manager, active=active)
+        except BaseException:
+            state_manager.close()
+            raise
+        return state_manager
 
     async def _create_task(self, task_id: TaskId, partitions: frozenset[TopicPartition]) -> StreamTask:
-        """Open the stores, restore them from their changelogs, then start the processors.
-
-        Under exactly-once a task whose stores have no checkpoint (a crash, not a clean close)
-        is wiped and restored from the beginning, and the checkpoint is removed while it runs.
-        """
-        exactly_once = self.config.exactly_once
-        state_manager = self._open_state(task_id)
+        """Open the stores, restore them from their changelogs, then start the processors."""
+        state_manager = self._open_state(task_id, active=True)
         task: StreamTask | None = None
-        collector: Any = self._collector
+        collector = None
         try:
-            if self._task_collector_factory is not None:
-                collector = await self._task_collector_factory(task_id)
-            checkpoint = read_checkpoint(state_manager)
-            if exactly_once:
-                if not state_manager.checkpoint_file.path.exists():
-                    wipe_store_files(state_manager.task_dir)
-                state_manager.checkpoint_file.delete()
-            changelogs = self._changelogs(task_id)
+            sink_topics = self.topology.topic_groups[task_id.subtopology].sink_topics
+            collector = await self._guarantee.task_collector(task_id, sink_topics)
             task = StreamTask(
                 task_id,
                 partitions,
@@ -149,27 +133,22 @@ class TaskManager:
                 collector,
                 deserialization_handler=self._deserialization_handler,
                 wall_clock=self._wall_clock,
-                changelog_partitions=changelogs,
-                checkpoint_on_commit=not exactly_once,
+                checkpoint_on_commit=self._guarantee.checkpoint_on_commit,
             )
             task.processor.context.cache = self.cache
             task.processor.init_state_stores()
-            to_restore = []
-            for store, tp in changelogs.items():
-                meta = state_manager.store_metadata(store)
-                if meta is not None and meta.restore_callback is not None:
-                    to_restore.append(ChangelogPartition(store, tp, checkpoint.get(tp), meta.restore_callback))
+            to_restore = state_manager.changelogs_to_restore()
             if to_restore:
                 result = await self._reader.restore(str(task_id), to_restore)
                 task.restored_records = result.total
-                task.changelog_offsets.update(result.end_offsets)
+                state_manager.update_changelog_offsets(result.end_offsets)
             task.processor.init_processors()
         except BaseException:
             if task is not None:
                 task.processor.close()
             state_manager.close()
-            if collector is not self._collector:
-                await collector.close(clean=False)
+            if collector is not None:
+                await self._guarantee.release_task_collector(collector, clean=False)
             raise
         self.tasks[task_id] = task
         for tp in partitions:
@@ -182,18 +161,13 @@ class TaskManager:
         return task
 
     def _create_standby(self, task_id: TaskId) -> StandbyTask:
-        state_manager = self._open_state(task_id)
+        state_manager = self._open_state(task_id, active=False)
         try:
-            if self.config.exactly_once and not state_manager.checkpoint_file.path.exists():
-                # As for an active task: without a checkpoint the stores may hold writes of
-                # aborted transactions, which replaying the changelog would not undo.
-                wipe_store_files(state_manager.task_dir)
             standby = StandbyTask(
                 task_id,
                 self.topology.builder.build_subtopology(task_id.subtopology, self.config),
                 self.config,
                 state_manager,
-                self._changelogs(task_id),
             )
             standby.initialize()
         except BaseException:
@@ -210,13 +184,15 @@ class TaskManager:
         task = self.tasks.pop(task_id)
         for tp in task.partitions:
             self._by_partition.pop(tp, None)
-        self.dropped_records_of_closed_tasks += task.dropped_records
-        self.processed_records_of_closed_tasks += task.processed_records
+        totals = self._closed_totals
+        totals["processed"] += task.processed_records
+        totals["dropped"] += task.dropped_records
+        totals["paused"] += sum(task.partition_group.pause_counts.values())
+        totals["resumed"] += sum(task.partition_group.resume_counts.values())
         try:
             task.close(clean=clean)
         finally:
-            if task.record_collector is not self._collector:
-                await task.record_collector.close(clean=clean)  # type: ignore[attr-defined]
+            await self._guarantee.release_task_collector(task.record_collector, clean=clean)
         log.info("%sclosed task %s%s", self._log_prefix, task_id, "" if clean else " (dirty)")
 
     def close_standby(self, task_id: TaskId) -> None:
@@ -308,8 +284,17 @@ class TaskManager:
 
     @property
     def processed_records(self) -> int:
-        return self.processed_records_of_closed_tasks + sum(t.processed_records for t in self.tasks.values())
+        return self._closed_totals["processed"] + sum(t.processed_records for t in self.tasks.values())
 
     @property
     def dropped_records(self) -> int:
-        return self.dropped_records_of_closed_tasks + sum(t.dropped_records for t in self.tasks.values())
+        return self._closed_totals["dropped"] + sum(t.dropped_records for t in self.tasks.values())
+
+    @property
+    def pause_count(self) -> int:
+        """Partitions flow control paused, over every task this thread had (counted by the partition groups)."""
+        return self._closed_totals["paused"] + sum(sum(t.partition_group.pause_counts.values()) for t in self.tasks.values())
+
+    @property
+    def resume_count(self) -> int:
+        return self._closed_totals["resumed"] + sum(sum(t.partition_group.resume_counts.values()) for t in self.tasks.values())

@@ -1,19 +1,23 @@
 """QueryableStoreTypes: what `KafkaStreams.store()` can hand out, and the read-only facades (KIP-67).
 
-A `QueryableStoreType` says which stores it accepts and wraps all local instances of a store
-(one per task) in one read-only view. The built-in types cover key-value, window and session
-stores; a user's own type implements `accepts` and `create` the same way, so a custom store
-becomes queryable. The facades ask their provider for the stores on every call, so a store
-that is closed or migrating raises `InvalidStateStoreError` instead of answering partially.
+A `QueryableStoreType[T]` says which stores it accepts and wraps all local instances of a store
+(one per task) in one read-only view of type T, created over a `StateStoreProvider` (KIP-67's
+interfaces: `create(storeProvider, storeName)`, `getStores(storeName, queryableStoreType)`). The
+built-in types cover key-value, window and session stores; a user's own type implements `accepts`
+and `create` the same way, so a custom store becomes queryable. The facades ask their provider
+for the stores on every call, so a store that is closed or migrating raises
+`InvalidStateStoreError` instead of answering partially.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
-from streams_core.state.store import KeyValue
+from streams_core.state.session_store import ReadOnlySessionStore
+from streams_core.state.store import KeyValue, ReadOnlyKeyValueStore
+from streams_core.state.window_store import ReadOnlyWindowStore
 
 __all__ = [
     "CompositeReadOnlyKeyValueStore",
@@ -21,19 +25,41 @@ __all__ = [
     "CompositeReadOnlyWindowStore",
     "QueryableStoreType",
     "QueryableStoreTypes",
-    "StoreProvider",
+    "StateStoreProvider",
 ]
 
-StoreProvider = Callable[[], list[Any]]
-"""Returns the current local instances of one store (raises InvalidStateStoreError if not queryable)."""
+T_co = TypeVar("T_co", covariant=True)
+T = TypeVar("T")
 
 
-class QueryableStoreType(Protocol):
+class QueryableStoreType(Protocol[T_co]):
     """A kind of store that can be queried: which stores it accepts, and the view over them."""
 
     def accepts(self, store: Any) -> bool: ...
 
-    def create(self, provider: StoreProvider, store_name: str) -> Any: ...
+    def create(self, provider: StateStoreProvider, store_name: str) -> T_co: ...
+
+
+class StateStoreProvider(Protocol):
+    """The local instances of a store that a query type accepts (KIP-67's `StateStoreProvider`).
+
+    Raises `InvalidStateStoreError` when the store cannot be queried now (not RUNNING, migrating,
+    or of another type) and `UnknownStateStoreError` for a name the topology does not have.
+    """
+
+    def stores(self, store_name: str, store_type: QueryableStoreType[Any]) -> list[Any]: ...
+
+
+class _Facade:
+    """What the composite views share: the provider, the store's name and the query type."""
+
+    def __init__(self, provider: StateStoreProvider, store_name: str, store_type: QueryableStoreType[Any]) -> None:
+        self._store_provider = provider
+        self._store_type = store_type
+        self.name = store_name
+
+    def _provider(self) -> list[Any]:
+        return self._store_provider.stores(self.name, self._store_type)
 
 
 def _key_bytes(store: Any) -> Callable[[Any], bytes]:
@@ -41,12 +67,8 @@ def _key_bytes(store: Any) -> Callable[[Any], bytes]:
     return lambda key: serde.serialize(None, key) or b""
 
 
-class CompositeReadOnlyKeyValueStore:
+class CompositeReadOnlyKeyValueStore(_Facade):
     """One read-only key-value view over every local instance of a store; ranges in key-byte order."""
-
-    def __init__(self, provider: StoreProvider, store_name: str) -> None:
-        self._provider = provider
-        self.name = store_name
 
     def get(self, key: Any) -> Any:
         for store in self._provider():
@@ -84,12 +106,8 @@ class CompositeReadOnlyKeyValueStore:
         return sum(s.approximate_num_entries() for s in self._provider())
 
 
-class CompositeReadOnlyWindowStore:
+class CompositeReadOnlyWindowStore(_Facade):
     """One read-only window view over every local instance of a window store."""
-
-    def __init__(self, provider: StoreProvider, store_name: str) -> None:
-        self._provider = provider
-        self.name = store_name
 
     def fetch(self, *args: Any) -> Any:
         """`fetch(key, time)`: the value; `fetch(key, from, to)`: (start, value) pairs; with a key range: windowed entries."""
@@ -124,12 +142,8 @@ class CompositeReadOnlyWindowStore:
         return iter(entries)
 
 
-class CompositeReadOnlySessionStore:
+class CompositeReadOnlySessionStore(_Facade):
     """One read-only session view over every local instance of a session store."""
-
-    def __init__(self, provider: StoreProvider, store_name: str) -> None:
-        self._provider = provider
-        self.name = store_name
 
     def fetch(self, *args: Any) -> Iterator[KeyValue[Any, Any]]:
         for store in self._provider():
@@ -146,8 +160,10 @@ class CompositeReadOnlySessionStore:
         return None
 
 
-class _StoreType:
-    def __init__(self, kind: str, facade: Callable[[StoreProvider, str], Any], required: tuple[str, ...]) -> None:
+class _StoreType(Generic[T]):
+    def __init__(
+        self, kind: str, facade: Callable[[StateStoreProvider, str, QueryableStoreType[Any]], Any], required: tuple[str, ...]
+    ) -> None:
         self.kind = kind
         self._facade = facade
         self._required = required
@@ -155,29 +171,36 @@ class _StoreType:
     def accepts(self, store: Any) -> bool:
         return all(hasattr(store, name) for name in self._required)
 
-    def create(self, provider: StoreProvider, store_name: str) -> Any:
-        return self._facade(provider, store_name)
+    def create(self, provider: StateStoreProvider, store_name: str) -> T:
+        view: T = self._facade(provider, store_name, self)
+        return view
 
     def __repr__(self) -> str:
         return f"QueryableStoreTypes.{self.kind}()"
 
 
-_KEY_VALUE = _StoreType("key_value_store", CompositeReadOnlyKeyValueStore, ("get", "range", "all", "put"))
-_WINDOW = _StoreType("window_store", CompositeReadOnlyWindowStore, ("fetch", "fetch_all", "window_size"))
-_SESSION = _StoreType("session_store", CompositeReadOnlySessionStore, ("fetch", "find_sessions"))
+_KEY_VALUE: _StoreType[ReadOnlyKeyValueStore[Any, Any]] = _StoreType(
+    "key_value_store", CompositeReadOnlyKeyValueStore, ("get", "range", "all", "put")
+)
+_WINDOW: _StoreType[ReadOnlyWindowStore[Any, Any]] = _StoreType(
+    "window_store", CompositeReadOnlyWindowStore, ("fetch", "fetch_all", "window_size")
+)
+_SESSION: _StoreType[ReadOnlySessionStore[Any, Any]] = _StoreType(
+    "session_store", CompositeReadOnlySessionStore, ("fetch", "find_sessions")
+)
 
 
 class QueryableStoreTypes:
     """The built-in queryable store types, named as in Kafka Streams."""
 
     @staticmethod
-    def key_value_store() -> QueryableStoreType:
+    def key_value_store() -> QueryableStoreType[ReadOnlyKeyValueStore[Any, Any]]:
         return _KEY_VALUE
 
     @staticmethod
-    def window_store() -> QueryableStoreType:
+    def window_store() -> QueryableStoreType[ReadOnlyWindowStore[Any, Any]]:
         return _WINDOW
 
     @staticmethod
-    def session_store() -> QueryableStoreType:
+    def session_store() -> QueryableStoreType[ReadOnlySessionStore[Any, Any]]:
         return _SESSION

@@ -38,6 +38,7 @@ from streams_core.runtime.partitioner import default_partition
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state import QueryableStoreType
+from streams_core.state.store_description import StoreDescription, describe_store
 
 TOPIC = "words"
 PARTITIONS = 2
@@ -110,28 +111,38 @@ class FakeKafkaStreams:
         self.active_driver.close()
         self.standby_driver.close()
 
+    def describe_store(self, name: str) -> StoreDescription:
+        if name not in self.metadata.store_source_topics:
+            raise UnknownStateStoreError(f"no state store named {name!r}")
+        return describe_store(self.topology, name, self.config["default.key.serde"])
+
     def store(
-        self, name: str, store_type: QueryableStoreType, *, partition: int | None = None, stale: bool = False
+        self, name: str, store_type: QueryableStoreType[Any], *, partition: int | None = None, stale: bool = False
     ) -> Any:
         self._require_started()
         if name not in self.metadata.store_source_topics:
             raise UnknownStateStoreError(f"no state store named {name!r}")
+        outer = self
 
-        def provider() -> list[Any]:
-            if self.stores_fail or not (self.state is State.RUNNING or (stale and self.state is State.REBALANCING)):
-                raise InvalidStateStoreError(f"state store {name!r} cannot be queried now: {self.state.name}")
-            stores = []
-            if partition is None or partition in self.active:
-                stores.append(self.active_driver.get_state_store(name))
-            if stale and (partition is None or partition not in self.active):
-                stores.append(self.standby_driver.get_state_store(name))
-            for store in stores:
-                if not store_type.accepts(store):
-                    raise InvalidStateStoreError(f"state store {name!r} is not a {store_type!r}")
-            return stores
+        class _Provider:
+            def stores(self, store_name: str, kind: QueryableStoreType[Any]) -> list[Any]:
+                return outer._stores(store_name, kind, partition, stale)
 
-        provider()
-        return store_type.create(provider, name)
+        self._stores(name, store_type, partition, stale)
+        return store_type.create(_Provider(), name)
+
+    def _stores(self, name: str, store_type: QueryableStoreType[Any], partition: int | None, stale: bool) -> list[Any]:
+        if self.stores_fail or not (self.state is State.RUNNING or (stale and self.state is State.REBALANCING)):
+            raise InvalidStateStoreError(f"state store {name!r} cannot be queried now: {self.state.name}")
+        stores = []
+        if partition is None or partition in self.active:
+            stores.append(self.active_driver.get_state_store(name))
+        if stale and (partition is None or partition not in self.active):
+            stores.append(self.standby_driver.get_state_store(name))
+        for store in stores:
+            if not store_type.accepts(store):
+                raise InvalidStateStoreError(f"state store {name!r} is not a {store_type!r}")
+        return stores
 
     def _require_started(self) -> None:
         if self.state is State.CREATED:

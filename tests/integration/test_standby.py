@@ -86,10 +86,10 @@ async def test_killed_active_moves_to_the_standby_holder_which_restores_only_the
 
                 def standby_caught_up() -> bool:
                     standby = tm.standby_tasks.get(standby_id)
-                    return standby is not None and standby.offsets.get(standby_tp) == ends[standby_id.partition]
+                    return standby is not None and standby.state_manager.changelog_offsets.get(standby_tp) == ends[standby_id.partition]
 
                 await wait_until(
-                    standby_caught_up, 30, message=lambda: f"standby at {tm.standby_tasks[standby_id].offsets}, ends {ends}"
+                    standby_caught_up, 30, message=lambda: f"standby at {tm.standby_tasks[standby_id].state_manager.changelog_offsets}, ends {ends}"
                 )
                 figures["standby replicated"] = tm.standby_tasks[standby_id].updated_records
                 assert tm.standby_tasks[standby_id].updated_records > 0

@@ -1,16 +1,20 @@
-"""ProcessorStateManager: the stores of one task, their directory, lock and lifecycle.
+"""ProcessorStateManager: the stores of one task, their directory, lock, changelog offsets and checkpoint.
 
-A task creates one manager for its directory `state.dir/<application.id>/<task id>/`, builds its
-stores and calls `store.init(manager.context, store)`; each store registers itself (with a
-restore callback) through the context. The manager flushes and closes them in registration
-order. Changelog restore and the `.checkpoint` file (`OffsetCheckpoint`, `checkpoint_file`) hook
-in here later; `StateStoreMetadata` is where per-store changelog state will live.
+A task (active or standby) creates one manager for its directory
+`state.dir/<application.id>/<task id>/`, builds its stores and calls `store.init(manager.context,
+store)`; each store registers itself (with a restore callback) through the context. The manager
+flushes and closes them in registration order.
+
+It is the one owner of changelog bookkeeping: which changelog partition backs each logged store,
+the offset each one's store holds data up to (`changelog_offsets`: read from the `.checkpoint` on
+open, advanced by restores, standby updates and commits), the checkpoint file (`checkpoint()`,
+`delete_checkpoint()`), and wiping the stores to rebuild them (`wipe()`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -18,6 +22,7 @@ from typing import Any
 
 from streams_core.errors import ProcessorStateError
 from streams_core.processor.task_id import TaskId
+from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.serde import Serde
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streams_core.state.internals.store_context import StoreContext
@@ -25,7 +30,7 @@ from streams_core.state.internals.store_names import store_changelog_topic
 from streams_core.state.internals.task_directory_lock import TaskDirectoryLock
 from streams_core.state.store import RestoreCallback, StateStore
 
-__all__ = ["ProcessorStateManager", "StateStoreMetadata"]
+__all__ = ["ChangelogPartition", "ProcessorStateManager", "StateStoreMetadata"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +44,16 @@ class StateStoreMetadata:
     changelog_topic: str
 
 
+@dataclass(frozen=True, slots=True)
+class ChangelogPartition:
+    """One store's changelog partition, where to start restoring it, and how to apply its records."""
+
+    store_name: str
+    partition: TopicPartition
+    start_offset: int | None
+    restore_callback: RestoreCallback
+
+
 class ProcessorStateManager:
     """Owns a task directory (locked) and the stores registered in it."""
 
@@ -50,8 +65,12 @@ class ProcessorStateManager:
         *,
         default_key_serde: Serde[Any] | None = None,
         default_value_serde: Serde[Any] | None = None,
+        changelog_partitions: Mapping[str, TopicPartition] | None = None,
     ) -> None:
-        """Create the directory and lock it; ProcessorStateError if another process holds it."""
+        """Create the directory and lock it; ProcessorStateError if another process holds it.
+
+        `changelog_partitions` maps each logged store to its changelog partition for this task.
+        """
         self._task_id = task_id
         self._application_id = application_id
         self._task_dir = Path(task_dir)
@@ -65,6 +84,8 @@ class ProcessorStateManager:
         self._closed = False
         self._context = StoreContext(self, default_key_serde, default_value_serde)
         self._checkpoint = OffsetCheckpoint(self._task_dir / CHECKPOINT_FILE_NAME)
+        self._changelogs: dict[str, TopicPartition] = dict(changelog_partitions or {})
+        self._changelog_offsets: dict[TopicPartition, int] = {}
         log.debug("task %s: state manager opened %s", task_id, self._task_dir)
 
     @property
@@ -118,6 +139,73 @@ class ProcessorStateManager:
     def store_metadata(self, name: str) -> StateStoreMetadata | None:
         """Registration details of a store (restore callback, changelog topic), or None."""
         return self._stores.get(name)
+
+    # -- changelogs and the checkpoint ---------------------------------------------------------
+
+    @property
+    def changelog_partitions(self) -> dict[str, TopicPartition]:
+        """Changelog partition per logged store of this task (a copy)."""
+        return dict(self._changelogs)
+
+    @property
+    def changelog_offsets(self) -> dict[TopicPartition, int]:
+        """Per changelog partition, the next offset: what the stores hold data up to (a copy)."""
+        return dict(self._changelog_offsets)
+
+    @property
+    def has_checkpoint(self) -> bool:
+        return self._checkpoint.path.exists()
+
+    def load_checkpoint(self) -> dict[TopicPartition, int]:
+        """Read `.checkpoint` into the changelog offsets of the registered logged stores; returns them."""
+        logged = set(self._changelogs.values())
+        stored = self._checkpoint.read()
+        self._changelog_offsets = {
+            tp: offset for (topic, partition), offset in stored.items() if (tp := TopicPartition(topic, partition)) in logged
+        }
+        return dict(self._changelog_offsets)
+
+    def changelogs_to_restore(self) -> list[ChangelogPartition]:
+        """Each registered logged store with a restore callback, from its checkpointed offset (None: the beginning)."""
+        out = []
+        for store, tp in self._changelogs.items():
+            meta = self._stores.get(store)
+            if meta is not None and meta.restore_callback is not None:
+                out.append(ChangelogPartition(store, tp, self._changelog_offsets.get(tp), meta.restore_callback))
+        return out
+
+    def update_changelog_offsets(self, next_offsets: Mapping[TopicPartition, int]) -> None:
+        """The stores now hold their changelogs up to these next offsets (partitions of other tasks are ignored)."""
+        offsets = self._changelog_offsets
+        for tp in self._changelogs.values():
+            offset = next_offsets.get(tp)
+            if offset is not None:
+                offsets[tp] = offset
+
+    def checkpoint(self) -> None:
+        """Write the changelog offsets to `.checkpoint` (flush the stores first: it promises their content)."""
+        if self._changelog_offsets:
+            self._checkpoint.write({(tp.topic, tp.partition): o for tp, o in self._changelog_offsets.items()})
+
+    def delete_checkpoint(self) -> None:
+        """Remove `.checkpoint` (exactly-once while a task runs: a crash must not trust its stores)."""
+        self._checkpoint.delete()
+
+    def wipe(self) -> None:
+        """Delete the store files and the checkpoint (not the lock): the stores rebuild from their changelogs.
+
+        Call before the stores are registered.
+        """
+        if self._stores:
+            raise ProcessorStateError(f"task {self._task_id}: cannot wipe state while stores are open")
+        for entry in self._task_dir.iterdir():
+            if entry.is_file() and not entry.name.startswith("."):
+                entry.unlink()
+        self._checkpoint.delete()
+        self._changelog_offsets = {}
+        log.info("task %s: wiped local state in %s to restore it from the changelogs", self._task_id, self._task_dir)
+
+    # -- flush and close ----------------------------------------------------------------------
 
     def flush(self) -> None:
         """Flush every store in registration order; the first failure is raised after trying all."""

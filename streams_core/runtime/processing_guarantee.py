@@ -1,0 +1,182 @@
+"""ProcessingGuarantee: what `processing.guarantee` changes in a stream thread, chosen once at start.
+
+One interface, two implementations, so the thread and the task manager have no branches on the
+guarantee:
+
+- `AtLeastOnce`: every task writes through the thread's collector; a commit flushes the stores
+  (the caller did), flushes the producer, commits the consumed offsets, then checkpoints.
+- `ExactlyOnce`: each task has a transactional producer of its own (`transactional.id` =
+  application id + task id: aiokafka has no KIP-447 fencing); a commit sends each task's output,
+  changelog writes and consumed offsets in its transaction and commits it. A task's
+  `.checkpoint` is removed while it runs (a crash must not trust stores that may hold aborted
+  writes) and written on a clean close; a task without one is wiped and restored.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
+
+from streams_core import clients
+from streams_core.config import StreamsConfig
+from streams_core.processor.task_id import TaskId
+from streams_core.runtime.record_collector_impl import RecordCollectorImpl
+from streams_core.runtime.stream_task import StreamTask
+from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+
+__all__ = ["AtLeastOnce", "ExactlyOnce", "ProcessingGuarantee", "processing_guarantee"]
+
+log = logging.getLogger(__name__)
+
+PreparedCommit = Sequence[tuple[StreamTask, dict[TopicPartition, int]]]
+"""Tasks whose stores were flushed, each with the consumed offsets to commit."""
+
+
+class ProcessingGuarantee(Protocol):
+    """How a stream thread produces and commits under one `processing.guarantee`."""
+
+    @property
+    def checkpoint_on_commit(self) -> bool:
+        """Whether an active task writes `.checkpoint` after every commit (else only on a clean close)."""
+        ...
+
+    def prepare_state(self, state_manager: ProcessorStateManager, *, active: bool) -> None:
+        """Before a task's stores open: load, trust, or wipe what its directory holds."""
+        ...
+
+    async def task_collector(self, task_id: TaskId, sink_topics: Iterable[str]) -> RecordCollectorImpl:
+        """The collector a new task writes through."""
+        ...
+
+    async def release_task_collector(self, collector: RecordCollectorImpl, *, clean: bool) -> None:
+        """A task closed: release what `task_collector` made for it."""
+        ...
+
+    async def send_pending(self, tasks: Iterable[StreamTask]) -> None:
+        """Hand every queued output record to its producer (between batches)."""
+        ...
+
+    async def commit(self, prepared: PreparedCommit) -> bool:
+        """Deliver output and commit consumed offsets; False when the group took the commit away."""
+        ...
+
+
+class AtLeastOnce:
+    """One producer per thread; offsets committed after the producer flushed."""
+
+    checkpoint_on_commit = True
+
+    def __init__(self, collector: RecordCollectorImpl, consumer: clients.Consumer, *, log_prefix: str = "") -> None:
+        self._collector = collector
+        self._consumer = consumer
+        self._log_prefix = log_prefix
+
+    def prepare_state(self, state_manager: ProcessorStateManager, *, active: bool) -> None:
+        state_manager.load_checkpoint()
+
+    async def task_collector(self, task_id: TaskId, sink_topics: Iterable[str]) -> RecordCollectorImpl:
+        await self._collector.prefetch_partition_counts(set(sink_topics))
+        return self._collector
+
+    async def release_task_collector(self, collector: RecordCollectorImpl, *, clean: bool) -> None:
+        return None
+
+    async def send_pending(self, tasks: Iterable[StreamTask]) -> None:
+        await self._collector.send_pending()
+
+    async def commit(self, prepared: PreparedCommit) -> bool:
+        """1. flush the producer; 2. commit the offsets; 3. each task notes its changelog offsets and checkpoints."""
+        await self._collector.flush()
+        offsets = {tp: o for _, task_offsets in prepared for tp, o in task_offsets.items()}
+        if offsets:
+            try:
+                await self._consumer.commit(offsets)
+            except (clients.CommitFailedError, clients.RebalanceInProgressError, clients.IllegalStateError) as exc:
+                log.warning(
+                    "%scommit failed (a rebalance is under way; records will be reprocessed): %r", self._log_prefix, exc
+                )
+                return False
+        produced = self._collector.offsets
+        for task, _ in prepared:
+            task.post_commit(produced)
+        return True
+
+
+class ExactlyOnce:
+    """A transactional producer per task; output, changelog writes and offsets commit together."""
+
+    checkpoint_on_commit = False
+
+    def __init__(
+        self,
+        collector: RecordCollectorImpl,
+        new_producer: Callable[[str], clients.Producer],
+        config: StreamsConfig,
+        *,
+        log_prefix: str = "",
+    ) -> None:
+        self._collector = collector
+        self._new_producer = new_producer
+        self._application_id: str = config["application.id"]
+        self._production_handler = config["default.production.exception.handler"]
+        self._log_prefix = log_prefix
+
+    def prepare_state(self, state_manager: ProcessorStateManager, *, active: bool) -> None:
+        """Without a checkpoint the stores may hold writes of aborted transactions: wipe them.
+
+        An active task also removes its checkpoint while it runs; a standby keeps writing one.
+        """
+        if not state_manager.has_checkpoint:
+            state_manager.wipe()
+        state_manager.load_checkpoint()
+        if active:
+            state_manager.delete_checkpoint()
+
+    async def task_collector(self, task_id: TaskId, sink_topics: Iterable[str]) -> RecordCollectorImpl:
+        producer = self._new_producer(f"{self._application_id}-{task_id}")
+        await producer.start()
+        collector = RecordCollectorImpl(
+            producer,
+            production_handler=self._production_handler,
+            log_prefix=f"{self._log_prefix}task [{task_id}] ",
+            transactional=True,
+        )
+        try:
+            await collector.prefetch_partition_counts(set(sink_topics))
+        except BaseException:
+            await collector.close(clean=False)
+            raise
+        return collector
+
+    async def release_task_collector(self, collector: RecordCollectorImpl, *, clean: bool) -> None:
+        await collector.close(clean=clean)
+
+    async def send_pending(self, tasks: Iterable[StreamTask]) -> None:
+        await self._collector.send_pending()
+        for task in tasks:
+            await task.record_collector.send_pending()
+
+    async def commit(self, prepared: PreparedCommit) -> bool:
+        """Per task: its output, changelog writes and offsets in its transaction, committed; then the thread's output."""
+        for task, offsets in prepared:
+            collector = task.record_collector
+            await collector.commit_transaction(offsets, self._application_id)
+            task.post_commit(collector.offsets)
+        await self._collector.flush()
+        return True
+
+
+def processing_guarantee(
+    config: StreamsConfig,
+    collector: RecordCollectorImpl,
+    consumer: clients.Consumer,
+    new_producer: Callable[[str], clients.Producer],
+    *,
+    log_prefix: str = "",
+) -> ProcessingGuarantee:
+    """The implementation for `processing.guarantee`."""
+    if config.exactly_once:
+        return ExactlyOnce(collector, new_producer, config, log_prefix=log_prefix)
+    return AtLeastOnce(collector, consumer, log_prefix=log_prefix)
