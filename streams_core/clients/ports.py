@@ -36,8 +36,8 @@ __all__ = [
 ]
 
 
-class RawRecord(Protocol):
-    """A fetched record as the consumer returns it: bytes, not yet deserialized."""
+class RecordMetadata(Protocol):
+    """Where a record is: its topic, partition and offset (of a delivered batch: its first record)."""
 
     @property
     def topic(self) -> str: ...
@@ -47,6 +47,10 @@ class RawRecord(Protocol):
 
     @property
     def offset(self) -> int: ...
+
+
+class RawRecord(RecordMetadata, Protocol):
+    """A fetched record as the consumer returns it: bytes, not yet deserialized."""
 
     @property
     def timestamp(self) -> int: ...
@@ -59,19 +63,6 @@ class RawRecord(Protocol):
 
     @property
     def headers(self) -> Sequence[tuple[str, bytes]]: ...
-
-
-class RecordMetadata(Protocol):
-    """Where a delivered batch landed: its topic, partition and the offset of its first record."""
-
-    @property
-    def topic(self) -> str: ...
-
-    @property
-    def partition(self) -> int: ...
-
-    @property
-    def offset(self) -> int: ...
 
 
 class MemberAssignment(Protocol):

@@ -9,29 +9,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Protocol
 
 from aiokafka.cluster import ClusterMetadata
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 
+from streams_core.clients.ports import GroupAssignor
+
 __all__ = ["StreamsAssignorAdapter"]
-
-
-class _MemberAssignment(Protocol):
-    @property
-    def partitions(self) -> Iterable[tuple[str, int]]: ...
-
-    @property
-    def user_data(self) -> bytes: ...
-
-
-class _Assignor(Protocol):
-    def subscription(self) -> bytes: ...
-
-    def assign(self, partition_counts: Mapping[str, int], subscriptions: Mapping[str, bytes]) -> Mapping[str, _MemberAssignment]: ...
-
-    def on_assignment(self, user_data: bytes) -> None: ...
 
 
 class StreamsAssignorAdapter(AbstractPartitionAssignor):  # type: ignore[misc]  # aiokafka is untyped
@@ -40,7 +25,7 @@ class StreamsAssignorAdapter(AbstractPartitionAssignor):  # type: ignore[misc]  
     name = "stream"
     version = 0
 
-    def __init__(self, assignor: _Assignor) -> None:
+    def __init__(self, assignor: GroupAssignor) -> None:
         self._assignor = assignor
 
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
