@@ -18,11 +18,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from streams_core import clients
-from streams_core.errors import StreamsError
+from streams_core.errors import ConfigError, StreamsError
 from streams_core.processor.processor import Headers
 from streams_core.runtime.partitioner import murmur2
 from streams_core.runtime.topic_partition import TopicPartition
@@ -34,6 +34,26 @@ log = logging.getLogger(__name__)
 
 class ProductionError(StreamsError):
     """A record could not be delivered to Kafka and the production handler says fail."""
+
+
+ProductionHandler = Callable[[BaseException], bool]
+"""Decides about records the producer could not deliver: True drops them (counted), False fails."""
+
+
+def resolve_production_handler(setting: Any) -> ProductionHandler:
+    """The handler for a `default.production.exception.handler` value, resolved once.
+
+    `fail` (the default) fails the thread at the next flush, `continue` logs and drops; an object
+    with a `handle(error) -> bool` method or such a callable decides itself.
+    """
+    if setting in (None, "fail"):
+        return lambda error: False
+    if setting == "continue":
+        return lambda error: True
+    handle = getattr(setting, "handle", setting)
+    if callable(handle):
+        return lambda error: bool(handle(error))
+    raise ConfigError("default.production.exception.handler", f"expected fail, continue or a handler, got {setting!r}")
 
 
 _NO_HEADERS: list[tuple[str, bytes]] = []
@@ -56,7 +76,7 @@ class RecordCollectorImpl:
         self._in_transaction = False
         self.sent_records = 0
         self.dropped_records = 0
-        self._handler = production_handler
+        self._handler = resolve_production_handler(production_handler)
         self._pending: list[tuple[str, bytes | None, bytes | None, int, Headers, int | None]] = []
         self._partition_counts: dict[str, int] = {}
         self._round_robin: dict[str, int] = {}
@@ -198,13 +218,9 @@ class RecordCollectorImpl:
             metadata = future.result()
             self.offsets[TopicPartition(metadata.topic, metadata.partition)] = metadata.offset + records - 1
             return
-        if self._handler == "continue":
+        if self._handler(error):
             self.dropped_records += records
             log.warning("%sdropping %d records the producer could not deliver: %r", self._log_prefix, records, error)
-            return
-        handle = getattr(self._handler, "handle", self._handler)
-        if callable(handle) and handle(error):
-            self.dropped_records += records
             return
         if self._error is None:
             self._error = error

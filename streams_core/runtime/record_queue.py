@@ -10,15 +10,21 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from streams_core.runtime.stamped_record import Stamped
 from streams_core.runtime.topic_partition import TopicPartition
 
-__all__ = ["UNKNOWN", "RecordDeserializer", "RecordQueue"]
+__all__ = ["UNKNOWN", "RecordDeserializer", "RecordQueue", "Stamped"]
 
 UNKNOWN = -1
 """Partition or stream time before any record was seen (Kafka's RecordQueue.UNKNOWN)."""
+
+class Stamped(Protocol):
+    """What the record queues need of a record: its extracted timestamp (the processor's `Record` has one)."""
+
+    @property
+    def timestamp(self) -> int: ...
+
 
 R = TypeVar("R", bound=Stamped)
 

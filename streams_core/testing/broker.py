@@ -28,7 +28,6 @@ import contextlib
 import ctypes
 import logging
 import os
-import re
 import shutil
 import signal
 import socket
@@ -42,6 +41,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Self
+
+from streams_core.testing.kafka_installation import (
+    BrokerError,
+    check_logging_backend,
+    find_kafka_libs,
+    java_executable,
+)
 
 __all__ = ["BrokerError", "LocalKafkaBroker", "find_kafka_libs", "main"]
 
@@ -59,62 +65,12 @@ DEFAULT_JVM_OPTS: tuple[str, ...] = (
     "-Djava.awt.headless=true",
     "-Djava.net.preferIPv4Stack=true",
 )
-#: Environment variables: the libs dir, and extra/replacement JVM flags.
-ENV_LIBS = "STREAMS_KAFKA_LIBS"
+#: Environment variable of extra/replacement JVM flags.
 ENV_JVM_OPTS = "STREAMS_KAFKA_JVM_OPTS"
 
 _PR_SET_PDEATHSIG = 1
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 _live_brokers: set[LocalKafkaBroker] = set()
 _live_lock = threading.Lock()
-
-
-class BrokerError(RuntimeError):
-    """The local broker could not be found, started or stopped."""
-
-
-def _kafka_version(repo_root: Path) -> str:
-    """Read ``<kafka.version>`` from deps/kafka/pom.xml, the single source of the version."""
-    pom = repo_root / "deps" / "kafka" / "pom.xml"
-    try:
-        match = re.search(r"<kafka\.version>\s*([^<\s]+)\s*</kafka\.version>", pom.read_text())
-    except OSError as exc:
-        raise BrokerError(f"cannot read the Kafka version from {pom}: {exc}") from exc
-    if not match:
-        raise BrokerError(f"no <kafka.version> in {pom}")
-    return match.group(1)
-
-
-def find_kafka_libs() -> Path:
-    """Return the directory of broker jars: ``$STREAMS_KAFKA_LIBS`` or the repo's ``.cache``."""
-    env = os.environ.get(ENV_LIBS)
-    if env:
-        libs = Path(env).expanduser().resolve()
-        hint = f"(from ${ENV_LIBS})"
-    else:
-        libs = _REPO_ROOT / ".cache" / f"kafka-{_kafka_version(_REPO_ROOT)}" / "libs"
-        hint = "(from deps/kafka/pom.xml)"
-    if not libs.is_dir() or not any(libs.glob("kafka_2.13-*.jar")):
-        raise BrokerError(
-            f"Kafka broker jars not found in {libs} {hint}: run `make setup` in {_REPO_ROOT} "
-            f"(it fetches them from Maven Central), or point ${ENV_LIBS} at a directory of them"
-        )
-    return libs
-
-
-def _check_logging_backend(libs: Path) -> None:
-    """Warn when the jars hold no working slf4j binding, since the broker log is then empty."""
-    names = [p.name for p in libs.glob("*.jar")]
-    slf4j_1 = any(n.startswith("slf4j-api-1.") for n in names)
-    only_slf4j2_binding = any(n.startswith("log4j-slf4j2-impl-") for n in names) and not any(
-        n.startswith("log4j-slf4j-impl-") for n in names
-    )
-    if slf4j_1 and only_slf4j2_binding:
-        log.warning(
-            "broker logging is off: %s has slf4j-api 1.x with only the slf4j 2 binding "
-            "(log4j-slf4j2-impl); use log4j-slf4j-impl in deps/kafka/pom.xml",
-            libs,
-        )
 
 
 def _free_port() -> int:
@@ -143,17 +99,6 @@ def _random_cluster_id() -> str:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not text.startswith("-"):
             return text
-
-
-def _java() -> str:
-    """The java executable: ``$JAVA_HOME/bin/java`` or ``java`` on the PATH."""
-    home = os.environ.get("JAVA_HOME")
-    if home and (Path(home) / "bin" / "java").exists():
-        return str(Path(home) / "bin" / "java")
-    found = shutil.which("java")
-    if not found:
-        raise BrokerError("java not found (Kafka 4.x needs Java 17+): install it or set JAVA_HOME")
-    return found
 
 
 def _recv_exact(sock: socket.socket, size: int) -> bytes:
@@ -379,7 +324,7 @@ class LocalKafkaBroker:
     def _java_cmd(self, libs: Path, main_class: str, *args: str) -> list[str]:
         log4j = self.data_dir / "log4j2.properties"
         return [
-            _java(),
+            java_executable(),
             *self.jvm_opts,
             f"-Dlog4j2.configurationFile={log4j}",
             f"-Dkafka.logs.dir={self.data_dir}",
@@ -414,7 +359,7 @@ class LocalKafkaBroker:
         if self.is_running():
             return self
         libs = self._libs_dir or find_kafka_libs()
-        _check_logging_backend(libs)
+        check_logging_backend(libs)
         # Ports picked here may be grabbed by someone else before the JVM binds them: retry.
         auto_ports = self._requested_port == 0 and self._requested_controller_port == 0
         attempts = 3 if auto_ports else 1

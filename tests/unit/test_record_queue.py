@@ -6,8 +6,18 @@ import random
 from typing import NamedTuple
 
 from streams_core.runtime.record_queue import UNKNOWN, RecordQueue
-from streams_core.runtime.stamped_record import StampedRecord
 from streams_core.runtime.topic_partition import TopicPartition
+
+
+class StampedRecord(NamedTuple):
+    """A queued record for these tests: where it came from, its timestamp, key and value."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: object
+    value: object
 
 TP = TopicPartition("in", 0)
 

@@ -8,19 +8,17 @@ producer computes it (murmur2 of the serialized key, unless a partitioner is giv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from streams_core.errors import UnknownStateStoreError
+from streams_core.processor.stream_partitioner import StreamPartitioner
 from streams_core.runtime.assignment.host_info import HostInfo
 from streams_core.runtime.assignment.streams_metadata import KeyQueryMetadata, StreamsMetadata
 from streams_core.runtime.partitioner import default_partition
 from streams_core.runtime.topic_partition import TopicPartition
 
 __all__ = ["StreamPartitioner", "StreamsMetadataState"]
-
-StreamPartitioner = Callable[[str, Any, Any, int], "int | None"]
-"""(topic, key, value, num_partitions) -> partition, as Kafka's StreamPartitioner.partition."""
 
 HostPartitions = Mapping[HostInfo, Collection[TopicPartition]]
 
