@@ -175,6 +175,14 @@ class AioKafkaAdmin:
     async def delete_topics(self, topics: Iterable[str]) -> None:
         await self._manager.delete_topics(topics)
 
+    async def committed_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int | None]:
+        wanted = list(partitions)
+        found = await self._admin.list_consumer_group_offsets(group_id, partitions=[_kafka(tp) for tp in wanted])
+        offsets = {_ours(tp): meta.offset for tp, meta in found.items() if meta.offset >= 0}
+        return {tp: offsets.get(tp) for tp in wanted}
+
 
 class AioKafkaClientSupplier:
     """Creates aiokafka clients from a `StreamsConfig` (the default supplier of KafkaStreams)."""

@@ -193,6 +193,12 @@ class Admin(Protocol):
 
     async def delete_topics(self, topics: Iterable[str]) -> None: ...
 
+    async def committed_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int | None]:
+        """The group's committed offset of each partition; None where it has none."""
+        ...
+
 
 class KafkaClientSupplier(Protocol):
     """Creates the clients of a KafkaStreams instance (Kafka Streams' `KafkaClientSupplier`).

@@ -23,9 +23,7 @@ from typing import Any, TypeVar, overload
 from streams_core import clients
 from streams_core.config import StreamsConfig
 from streams_core.errors import (
-    ConfigError,
     InvalidStateStoreError,
-    MissingSinkTopicError,
     StreamsError,
     StreamsNotStartedError,
     UnknownStateStoreError,
@@ -34,18 +32,18 @@ from streams_core.processor.topology import Topology
 from streams_core.runtime.assignment import (
     HostInfo,
     KeyQueryMetadata,
-    MissingSourceTopicError,
     ShutdownRequestedError,
     StreamPartitioner,
     StreamsMetadata,
     StreamsMetadataState,
-    ensure_copartitioning,
 )
+from streams_core.runtime.autostop_manager import AutostopManager, intermediate_writers
+from streams_core.runtime.shutdown_request import broadcast_shutdown_request
 from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
 from streams_core.runtime.state_store_providers import QueryableStoreProvider
 from streams_core.runtime.stream_thread import StreamThread, ThreadState
-from streams_core.runtime.streams_partition_assignor import StreamsPartitionAssignor, TaskStates
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topic_preparation import prepare_topics
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
 from streams_core.state.store import ReadOnlyKeyValueStore
@@ -117,8 +115,6 @@ class KafkaStreams:
         props = config.explicit() if isinstance(config, StreamsConfig) else dict(config)
         self.config = StreamsConfig(props, required=("application.id", "bootstrap.servers"))
         clients.validate_client_configs(self.config)
-        if self.config["autostop.at"] is not None:
-            raise ConfigError("autostop.at", "KIP-95 incremental batch processing is not implemented yet; leave it unset")
         self.topology = topology
         self._clients: clients.KafkaClientSupplier = client_supplier or clients.AioKafkaClientSupplier()
         self.application_id: str = self.config["application.id"]
@@ -141,6 +137,8 @@ class KafkaStreams:
         self._thread_starts: set[asyncio.Task[StreamThread]] = set()
         self._cleaner: asyncio.Task[None] | None = None
         self._errors: list[BaseException] = []
+        self._autostop_enabled = self.config["autostop.at"] == "eol"
+        self._autostop: AutostopManager | None = None
         self._store_provider = QueryableStoreProvider(
             lambda: [t.store_provider for t in self._threads], self._check_queryable
         )
@@ -217,6 +215,8 @@ class KafkaStreams:
         if self._state is not State.CREATED:  # close() was called meanwhile: start nothing
             log.info("stream-client [%s] closed while starting; no stream thread started", self.application_id)
             return
+        if self._autostop_enabled:
+            await self._start_autostop()
         self._set_state(State.REBALANCING)
         self._cleaner = asyncio.get_running_loop().create_task(self._clean_state_periodically())
         for index in range(1, self.config["num.stream.threads"] + 1):
@@ -235,36 +235,48 @@ class KafkaStreams:
         admin = self._clients.get_admin(self.config)
         await admin.start()
         try:
-            manager = admin
-            sources = self.metadata.external_source_topics
-            counts = await manager.partition_counts(sorted(sources))
-            missing = sorted(t for t, n in counts.items() if not n)
-            if missing:
-                raise MissingSourceTopicError.for_topics(missing)
-            self._partition_counts = {t: n for t, n in counts.items() if n}
-            internal = self.metadata.builder.internal_topic_partition_counts(self._partition_counts)
-            self._partition_counts.update(internal)
-            ensure_copartitioning(self.metadata.copartition_groups, self._partition_counts)
-            sinks = sorted(self.metadata.external_sink_topics - set(counts))
-            sink_counts = await manager.partition_counts(sinks) if sinks else {}
-            missing_sinks = sorted(t for t, n in sink_counts.items() if not n)
-            if missing_sinks:
-                raise MissingSinkTopicError(missing_sinks)
-            specs = [
-                clients.NewTopicSpec(topic, partitions, {"cleanup.policy": "delete"})
-                for topic, partitions in sorted(internal.items())
-            ]
-            specs += [
-                clients.NewTopicSpec(topic, partitions, {"cleanup.policy": "compact", **spec.config})
-                for spec in self.metadata.changelogs.values()
-                for topic, partitions in [(spec.topic, self.metadata.num_tasks(spec.subtopology, self._partition_counts))]
-            ]
-            if specs:
-                created = await manager.ensure_topics(specs)
-                if created:
-                    log.info("stream-client [%s] created internal topics %s", self.application_id, created)
+            self._partition_counts = await prepare_topics(admin, self.metadata, autostop=self._autostop_enabled)
         finally:
             await admin.close()
+
+    async def _start_autostop(self) -> None:
+        """KIP-95: the instance's metadata-topic manager, started before the threads."""
+        counts = self._partition_counts
+        writers, intermediates = intermediate_writers(self.metadata.topic_groups, counts)
+        inputs = [
+            TopicPartition(topic, p)
+            for topic in self.metadata.source_topics - writers.topics
+            for p in range(counts[topic])
+        ]
+        self._autostop = AutostopManager(
+            self.config, self._clients, input_partitions=inputs, writers=writers, intermediate_partitions=intermediates
+        )
+        await self._autostop.start()
+
+    def _on_autostop_finished(self, thread: StreamThread) -> None:
+        """A thread finished its batch: when every live thread has, the instance closes (and may end the run)."""
+        live = [t for t in self._threads if t.alive]
+        if self._closing is None and live and all(t.autostop_finished and t.state is ThreadState.RUNNING for t in live):
+            log.info("stream-client [%s] batch run: every partition here reached its stop offset; closing", self.application_id)
+            self._closing = asyncio.get_running_loop().create_task(self._close(None))
+
+    async def _end_autostop(self) -> None:
+        """After the threads stopped: the finished marker if the whole run is done, then the manager closes."""
+        manager = self._autostop
+        if manager is None:
+            return
+        try:
+            if self._threads and all(t.autostop_finished for t in self._threads):
+                admin = self._clients.get_admin(self.config)
+                await admin.start()
+                try:
+                    await manager.finish_if_done(admin)
+                finally:
+                    await admin.close()
+        except Exception:
+            log.exception("stream-client [%s] could not check whether the batch run is finished", self.application_id)
+        finally:
+            await manager.close()
 
     async def _start_thread(self, index: int) -> StreamThread:
         thread = StreamThread(
@@ -273,6 +285,8 @@ class KafkaStreams:
             self.config,
             process_id=self.process_id,
             client_supplier=self._clients,
+            autostop=self._autostop,
+            on_autostop_finished=self._on_autostop_finished,
             on_state_change=self._on_thread_state,
             on_assignment=self._on_thread_assignment,
             on_error=self._on_thread_error,
@@ -310,6 +324,7 @@ class KafkaStreams:
                 log.warning("stream-client [%s] threads did not stop in %ss; cancelling", self.application_id, timeout)
                 for thread in self._threads:
                     await thread.kill()
+        await self._end_autostop()
         self._set_state(State.ERROR if error or self._state is State.PENDING_ERROR else State.NOT_RUNNING)
         return done
 
@@ -393,43 +408,10 @@ class KafkaStreams:
     async def _shut_down_application(self) -> bool:
         """Tell every member to shut down, then shut this client down (SHUTDOWN_APPLICATION)."""
         try:
-            await self._broadcast_shutdown_request()
+            await broadcast_shutdown_request(self.config, self._clients, self.metadata, self.process_id)
         except Exception:
             log.exception("stream-client [%s] could not ask the other members to shut down", self.application_id)
         return await self._close(None, error=True)
-
-    async def _broadcast_shutdown_request(self, timeout: float = 60.0) -> None:
-        """Join the group once with `shutdown_requested` set: the leader's assignment then carries
-        SHUTDOWN_REQUESTED to every member, whose threads end with ShutdownRequestedError."""
-        assignor = StreamsPartitionAssignor(
-            self.metadata,
-            process_id=self.process_id,
-            application_server=self.config["application.server"],
-            num_standby_replicas=self.config["num.standby.replicas"],
-            task_states=TaskStates,
-        )
-        assignor.shutdown_requested = True
-        answered = asyncio.Event()
-
-        class _Listener:
-            async def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None:
-                return None
-
-            async def on_partitions_assigned(self, assigned: frozenset[TopicPartition]) -> None:
-                answered.set()
-
-        consumer = self._clients.get_main_consumer(
-            self.config, assignor=assignor, client_id=f"{self.application_id}-shutdown-request"
-        )
-        consumer.subscribe(sorted(self.metadata.source_topics), _Listener())
-        await consumer.start()
-        try:
-            async with asyncio.timeout(timeout):
-                while not answered.is_set():
-                    await consumer.getmany(timeout_ms=200)
-            log.info("stream-client [%s] asked every member to shut down", self.application_id)
-        finally:
-            await consumer.stop()
 
     # -- interactive queries (KIP-67) ---------------------------------------------------------
 

@@ -154,6 +154,22 @@ class StreamTask:
             offsets[tp] = fetched + 1 if head is None else head
         return offsets
 
+    def committable_offset(self, tp: TopicPartition) -> int | None:
+        """`committable_offsets()` of one partition; None before anything of it was fetched."""
+        fetched = self._fetched_offsets.get(tp)
+        if fetched is None:
+            consumed = self.consumed_offsets.get(tp)
+            return None if consumed is None else consumed + 1
+        head = self.partition_group.queue(tp).head_record_offset
+        return fetched + 1 if head is None else head
+
+    def finish_partition(self, tp: TopicPartition, stop_offset: int) -> None:
+        """KIP-95: everything of `tp` before `stop_offset` was processed; commit exactly there.
+
+        (The consumer may have moved past a transaction marker at the stop offset's left.)
+        """
+        self._fetched_offsets[tp] = max(self._fetched_offsets.get(tp, -1), stop_offset - 1)
+
     def prepare_commit(self) -> dict[TopicPartition, int]:
         """Flush the stores; returns the offsets to commit (next offset to read per partition)."""
         self.processor.prepare_commit()

@@ -20,6 +20,8 @@ from streams_core import clients
 from streams_core.config import StreamsConfig
 from streams_core.processor.internals.record_deserializer import RawRecord, resolve_deserialization_handler
 from streams_core.processor.task_id import TaskId
+from streams_core.runtime.autostop_manager import AutostopManager
+from streams_core.runtime.autostop_tracker import AutostopTracker
 from streams_core.runtime.processing_guarantee import ProcessingGuarantee, processing_guarantee
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.state_store_providers import StreamThreadStateStoreProvider
@@ -33,6 +35,9 @@ from streams_core.state.internals.processor_state_manager import ProcessorStateM
 __all__ = ["StreamThread", "ThreadState"]
 
 log = logging.getLogger(__name__)
+
+
+_PROGRESS_EVERY_MS = 10_000
 
 
 def wall_clock_ms() -> int:
@@ -80,6 +85,8 @@ class StreamThread:
         on_state_change: Callable[[StreamThread, ThreadState, ThreadState], None],
         on_assignment: Callable[[StreamThread], None],
         on_error: Callable[[StreamThread, BaseException], None],
+        autostop: AutostopManager | None = None,
+        on_autostop_finished: Callable[[StreamThread], None] | None = None,
     ) -> None:
         self.index = index
         self.name = f"{config['application.id']}-StreamThread-{index}"
@@ -109,6 +116,12 @@ class StreamThread:
         )
         self.collector: RecordCollectorImpl | None = None
         self._guarantee: ProcessingGuarantee
+        self._autostop_manager = autostop
+        self._autostop: AutostopTracker | None = None
+        self.autostop_finished = False
+        """KIP-95: every task of this thread reached its stop offsets (and reported)."""
+        self._on_autostop_finished = on_autostop_finished or (lambda thread: None)
+        self._last_progress_ms = 0
         self.store_provider = StreamThreadStateStoreProvider(self)
         self.task_manager: TaskManager | None = None
         self.commit_count = 0
@@ -147,6 +160,9 @@ class StreamThread:
             ),
             log_prefix=self.log_prefix,
         )
+        if self._autostop_manager is not None:
+            sinks = {sid: info.sink_topics for sid, info in self.topology.topic_groups.items()}
+            self._autostop = AutostopTracker(self._autostop_manager, self._consumer, sinks, log_prefix=self.log_prefix)
         self.task_manager = TaskManager(
             self.topology,
             config,
@@ -228,6 +244,7 @@ class StreamThread:
         commit_interval = config["commit.interval.ms"]
         tm = self.task_manager
         guarantee = self._guarantee
+        autostop = self._autostop
         assert tm is not None
         idle_rounds = 0
         while not self._stopping:
@@ -238,7 +255,7 @@ class StreamThread:
             async with self._lock:
                 self._raise_pending_error()
                 for tp, records in batch.items():
-                    tm.add_records(tp, records)
+                    tm.add_records(tp, records if autostop is None else autostop.truncate(tp, records))
                 now = wall_clock_ms()
                 processed = tm.process(max_records, now)
                 idle_rounds = 0 if processed else idle_rounds + 1
@@ -247,9 +264,32 @@ class StreamThread:
                 if tm.standby_tasks:
                     await self._update_standbys()
                 await guarantee.send_pending(tm.tasks.values())
-                if tm.commit_requested() or now - self._last_commit_ms >= commit_interval:
+                task_finished = autostop is not None and await autostop.update(tm.tasks)
+                if task_finished or tm.commit_requested() or now - self._last_commit_ms >= commit_interval:
                     await self._commit()
+                if autostop is not None:
+                    await self._autostop_progress(autostop, now)
             await asyncio.sleep(0)
+
+    async def _autostop_progress(self, autostop: AutostopTracker, now_ms: int) -> None:
+        """Report finished tasks after their commit; tell the instance once every task is finished."""
+        tm = self.task_manager
+        assert tm is not None
+        await autostop.after_commit(tm.tasks)
+        finished = self.state is ThreadState.RUNNING and autostop.finished(tm.tasks)
+        if finished != self.autostop_finished:
+            self.autostop_finished = finished
+            log.info("%sautostop: %s", self.log_prefix, "every task finished" if finished else "tasks to process")
+            self._on_autostop_finished(self)
+        if now_ms - self._last_progress_ms >= _PROGRESS_EVERY_MS and not finished:
+            self._last_progress_ms = now_ms
+            progress = autostop.progress(tm.tasks)
+            to_go = sum(stop - at for at, stop in progress.values() if stop is not None)
+            unknown = sum(1 for _, stop in progress.values() if stop is None)
+            log.info(
+                "%sbatch run: %d records processed, %d to go over %d partitions (%d waiting for a stop offset)",
+                self.log_prefix, tm.processed_records, to_go, len(progress), unknown,
+            )
 
     def _flow_control(self) -> None:
         """Pause partitions whose queue is full or that run ahead in time; resume drained ones."""
@@ -295,6 +335,7 @@ class StreamThread:
     async def on_partitions_revoked(self) -> None:
         """Eager rebalance: commit and close every task before the group reassigns."""
         async with self._lock:
+            self.autostop_finished = False
             self._set_state(ThreadState.PARTITIONS_REVOKED)
             tm = self.task_manager
             if tm is None or not (tm.tasks or tm.standby_tasks):
@@ -323,6 +364,8 @@ class StreamThread:
                 return
             try:
                 info.raise_if_error()
+                if self._autostop is not None:
+                    await self._autostop.on_assignment(leader=self.assignor.is_leader)
                 await tm.handle_assignment(info.active_tasks, info.standby_tasks)
                 await self._assign_standby_partitions()
             except Exception as exc:
@@ -422,4 +465,17 @@ class StreamThread:
             "commit_count": self.commit_count,
             "commit_latency_ms_avg": self.commit_latency_ms_total / self.commit_count if self.commit_count else 0.0,
             "poll_count": self.poll_count,
+            "autostop": self._autostop_metrics(),
+        }
+
+    def _autostop_metrics(self) -> dict[str, Any] | None:
+        """KIP-95 progress: per assigned partition the next offset to process and the stop offset."""
+        tm = self.task_manager
+        if self._autostop is None or tm is None:
+            return None
+        progress = self._autostop.progress(tm.tasks)
+        return {
+            "finished": self.autostop_finished,
+            "records_to_go": sum(stop - at for at, stop in progress.values() if stop is not None),
+            "partitions": {str(tp): {"offset": at, "stop_offset": stop} for tp, (at, stop) in sorted(progress.items())},
         }

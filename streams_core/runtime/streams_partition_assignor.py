@@ -52,10 +52,13 @@ class StreamsPartitionAssignor:
         self.assignment: AssignmentInfo | None = None
         self.shutdown_requested = False
         self.partition_counts: dict[str, int] = {}
+        self.is_leader = False
+        """Whether this member computed the group's assignment in the latest rebalance."""
 
     def subscription(self) -> bytes:
         """This member's SubscriptionInfo, encoded for the JoinGroup user data."""
         states = self._task_states()
+        self.is_leader = False
         return SubscriptionInfo(
             process_id=self.process_id,
             user_endpoint=self.application_server,
@@ -68,6 +71,7 @@ class StreamsPartitionAssignor:
     def assign(self, partition_counts: Mapping[str, int], subscriptions: Mapping[str, bytes]) -> dict[str, MemberAssignment]:
         """The leader's assignment of every member (synchronous: aiokafka awaits nothing here)."""
         self.partition_counts = dict(partition_counts)
+        self.is_leader = True
         result = compute_group_assignment(
             subscriptions,
             self.topology.subtopologies,

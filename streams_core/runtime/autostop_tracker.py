@@ -1,0 +1,132 @@
+"""AutostopTracker: a stream thread's side of KIP-95 (`autostop.at=eol`).
+
+Each assigned source partition stops at its stop offset: records at or past it are dropped from
+fetched batches (`truncate`), and once everything before it was processed the partition is
+finished: committed exactly at the stop offset and paused (`update`). A task whose partitions
+are all finished reports, after the commit that made its output visible, the end offsets of the
+intermediate partitions its sub-topology writes to (`after_commit`), which lets downstream
+sub-topologies learn their stop offsets. The thread is finished when every task is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
+
+from streams_core import clients
+from streams_core.processor.task_id import TaskId
+from streams_core.runtime.autostop_manager import AutostopManager
+from streams_core.runtime.stream_task import StreamTask
+from streams_core.runtime.topic_partition import TopicPartition
+
+__all__ = ["AutostopTracker", "PartitionProgress"]
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R", bound=clients.RawRecord)
+
+PartitionProgress = tuple[int, int | None]
+"""(next offset to process, stop offset or None while unknown) of one partition."""
+
+
+class AutostopTracker:
+    """Stops one thread's partitions at their stop offsets and reports its finished tasks."""
+
+    def __init__(
+        self,
+        manager: AutostopManager,
+        consumer: clients.Consumer,
+        sink_topics: Mapping[int, frozenset[str]],
+        *,
+        log_prefix: str = "",
+    ) -> None:
+        self._manager = manager
+        self._consumer = consumer
+        self._sink_topics = sink_topics
+        self._log_prefix = log_prefix
+        self._stops: dict[TopicPartition, int] = {}
+        self._finished: set[TopicPartition] = set()
+        self._reported: set[TaskId] = set()
+        self._positions: dict[TopicPartition, int] = {}
+
+    async def on_assignment(self, *, leader: bool) -> None:
+        """Before the new tasks run: know the run (the leader may start one); forget the old partitions."""
+        await self._manager.establish_run(leader=leader)
+        self._stops.clear()
+        self._finished.clear()
+        self._reported.clear()
+        self._positions.clear()
+
+    def truncate(self, tp: TopicPartition, records: Sequence[R]) -> Sequence[R]:
+        """The records before `tp`'s stop offset."""
+        stop = self._stops.get(tp)
+        if stop is None or not records or records[-1].offset < stop:
+            return records
+        return [r for r in records if r.offset < stop]
+
+    async def update(self, tasks: Mapping[TaskId, StreamTask]) -> bool:
+        """Learn new stop offsets; finish and pause drained partitions. True when a task just finished."""
+        manager = self._manager
+        just_finished = False
+        for task in tasks.values():
+            open_partitions = 0
+            for tp in task.partitions:
+                if tp in self._finished:
+                    continue
+                stop = self._stops.get(tp)
+                if stop is None:
+                    stop = manager.stop_offset(tp)
+                    if stop is None:
+                        open_partitions += 1
+                        continue
+                    self._stops[tp] = stop
+                if task.partition_group.num_buffered(tp) or not await self._reached(task, tp, stop):
+                    open_partitions += 1
+                    continue
+                task.finish_partition(tp, stop)
+                self._finished.add(tp)
+                self._consumer.pause(tp)
+                log.info("%sautostop: %s finished at its stop offset %d", self._log_prefix, tp, stop)
+            if not open_partitions and task.id not in self._reported:
+                just_finished = True
+        return just_finished
+
+    async def _reached(self, task: StreamTask, tp: TopicPartition, stop: int) -> bool:
+        committable = task.committable_offset(tp)
+        if committable is not None and committable >= stop:
+            return True
+        position = await self._consumer.position(tp)
+        self._positions[tp] = position
+        return position >= stop
+
+    def task_finished(self, task: StreamTask) -> bool:
+        return all(tp in self._finished for tp in task.partitions)
+
+    async def after_commit(self, tasks: Mapping[TaskId, StreamTask]) -> None:
+        """Report every finished task whose output is committed (its intermediate partitions' end offsets)."""
+        manager = self._manager
+        for task_id, task in tasks.items():
+            if task_id in self._reported or task.commit_needed or not self.task_finished(task):
+                continue
+            sinks = self._sink_topics.get(task_id.subtopology, frozenset())
+            intermediates = [tp for tp in manager.intermediate_partitions if tp.topic in sinks]
+            if intermediates and not manager.reported(task.partitions, intermediates):
+                await manager.report_done(task.partitions, intermediates)
+            self._reported.add(task_id)
+
+    def finished(self, tasks: Mapping[TaskId, StreamTask]) -> bool:
+        """Every task finished and reported (a thread without tasks is finished too)."""
+        return all(task_id in self._reported for task_id in tasks)
+
+    def progress(self, tasks: Mapping[TaskId, StreamTask]) -> dict[TopicPartition, PartitionProgress]:
+        """Per assigned partition: where processing is and where it stops."""
+        out: dict[TopicPartition, PartitionProgress] = {}
+        for task in tasks.values():
+            for tp in task.partitions:
+                at = task.committable_offset(tp)
+                if at is None:
+                    at = self._positions.get(tp, 0)
+                stop = self._stops.get(tp)
+                out[tp] = (min(at, stop) if stop is not None else at, stop)
+        return out

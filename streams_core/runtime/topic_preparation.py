@@ -1,0 +1,59 @@
+"""Topic checks and creation before a KafkaStreams instance starts its threads.
+
+1. Source topics must exist, co-partitioned sources must agree on partition counts, named sink
+   topics must exist (each a clear error naming the topics).
+2. Repartition topics and changelog topics are created where missing (`assign()` is synchronous
+   and cannot create them later).
+3. KIP-95: with `autostop.at=eol` the metadata topic `<application.id>-autostop-metadata` (one
+   partition, compacted) is created; without it a leftover metadata topic is deleted, so a later
+   batch run never picks up stale stop offsets (the seed's batch-to-streaming switch).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from streams_core import clients
+from streams_core.errors import MissingSinkTopicError
+from streams_core.runtime.assignment import MissingSourceTopicError, ensure_copartitioning
+from streams_core.runtime.autostop_metadata import metadata_topic_name
+from streams_core.runtime.topology_metadata import TopologyMetadata
+
+__all__ = ["prepare_topics"]
+
+log = logging.getLogger(__name__)
+
+
+async def prepare_topics(admin: clients.Admin, metadata: TopologyMetadata, *, autostop: bool) -> dict[str, int]:
+    """Check and create the topics; returns the partition count of every source, internal and through topic."""
+    application_id = metadata.application_id
+    sources = metadata.external_source_topics
+    counts = await admin.partition_counts(sorted(sources))
+    missing = sorted(t for t, n in counts.items() if not n)
+    if missing:
+        raise MissingSourceTopicError.for_topics(missing)
+    partition_counts = {t: n for t, n in counts.items() if n}
+    internal = metadata.builder.internal_topic_partition_counts(partition_counts)
+    partition_counts.update(internal)
+    ensure_copartitioning(metadata.copartition_groups, partition_counts)
+    sinks = sorted(metadata.external_sink_topics - set(counts))
+    sink_counts = await admin.partition_counts(sinks) if sinks else {}
+    missing_sinks = sorted(t for t, n in sink_counts.items() if not n)
+    if missing_sinks:
+        raise MissingSinkTopicError(missing_sinks)
+    specs = [clients.NewTopicSpec(topic, partitions, {"cleanup.policy": "delete"}) for topic, partitions in sorted(internal.items())]
+    specs += [
+        clients.NewTopicSpec(spec.topic, metadata.num_tasks(spec.subtopology, partition_counts), {"cleanup.policy": "compact", **spec.config})
+        for spec in metadata.changelogs.values()
+    ]
+    autostop_topic = metadata_topic_name(application_id)
+    if autostop:
+        specs.append(clients.NewTopicSpec(autostop_topic, 1, {"cleanup.policy": "compact"}))
+    elif (await admin.partition_counts([autostop_topic])).get(autostop_topic):
+        await admin.delete_topics([autostop_topic])
+        log.info("stream-client [%s] deleted the stop offsets of an earlier batch run (%s)", application_id, autostop_topic)
+    if specs:
+        created = await admin.ensure_topics(specs)
+        if created:
+            log.info("stream-client [%s] created internal topics %s", application_id, created)
+    return partition_counts

@@ -1,0 +1,146 @@
+"""KIP-95 `autostop.at=eol` against the real broker, following the seed's test plan.
+
+A batch run stops exactly at the end offsets recorded when it started: records produced after
+the start are left for the next run, which processes exactly those. Each test counts what reached
+the output and reads the metadata topic to check the markers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streams_core import KafkaStreams, Serdes, State, StreamsBuilder, Topology
+from streams_core.runtime.autostop_metadata import AutostopLog, metadata_topic_name
+from tests.integration.apps.counting_app import build_topology, streams_config
+from tests.integration.streams_testkit import committed_offsets
+from tests.kafka_utils import create_topic, produce, read_all, unique_topic
+
+pytestmark = pytest.mark.broker
+
+RUN_TIMEOUT = 90.0
+
+
+async def produce_keys(bootstrap: str, topic: str, partitions: int, per_partition: int, tag: str = "") -> None:
+    await produce(
+        bootstrap,
+        topic,
+        [(f"k{p}-{i % 7}".encode(), f"{tag}{i}".encode(), p) for p in range(partitions) for i in range(per_partition)],
+    )
+
+
+async def run_batch(topology: Topology, config: dict[str, Any], *, started: asyncio.Event | None = None) -> KafkaStreams:
+    """Start one instance with autostop.at=eol and wait until it closed itself (NOT_RUNNING)."""
+    streams = KafkaStreams(topology, {**config, "autostop.at": "eol"})
+    await streams.start()
+    try:
+        if started is not None:
+            await streams.wait_for_state(State.RUNNING, timeout=RUN_TIMEOUT)
+            started.set()
+        await streams.wait_for_state(State.NOT_RUNNING, State.ERROR, timeout=RUN_TIMEOUT)
+    finally:
+        await streams.close()
+    assert streams.state is State.NOT_RUNNING, streams.errors
+    return streams
+
+
+async def metadata_log(bootstrap: str, app_id: str) -> tuple[AutostopLog, list[tuple[bytes | None, bytes | None]]]:
+    records = await read_all(bootstrap, metadata_topic_name(app_id))
+    log = AutostopLog(app_id)
+    for r in records:
+        log.apply(r.key, r.value)
+    return log, [(r.key, r.value) for r in records]
+
+
+def last_counts(records: list[Any]) -> dict[bytes, int]:
+    counts: dict[bytes, int] = {}
+    for r in records:
+        counts[r.key] = int.from_bytes(r.value, "big", signed=True)
+    return counts
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+async def test_a_run_stops_at_the_end_offsets_of_its_start_and_the_next_run_takes_the_rest(
+    bootstrap_servers: str, tmp_path: Path, partitions: int
+) -> None:
+    bootstrap = bootstrap_servers
+    app_id, source, sink = unique_topic("auto"), unique_topic("auto-in"), unique_topic("auto-out")
+    await create_topic(bootstrap, source, partitions)
+    await create_topic(bootstrap, sink, partitions)
+    await produce_keys(bootstrap, source, partitions, 50)
+    config = streams_config(bootstrap, app_id, tmp_path / "state")
+
+    started = asyncio.Event()
+    late = asyncio.create_task(_produce_once_running(bootstrap, source, partitions, started))
+    await run_batch(build_topology(source, sink), config, started=started)
+    await late
+
+    first = await read_all(bootstrap, sink)
+    assert len(first) == 50 * partitions, "the first run processes exactly what was there at its start"
+    committed = await committed_offsets(bootstrap, app_id)
+    assert sorted(committed.values()) == [50] * partitions
+    log, _ = await metadata_log(bootstrap, app_id)
+    state = log.state()
+    assert state.finished and sorted(state.stop_offsets.values()) == [50] * partitions
+
+    await run_batch(build_topology(source, sink), config)
+    second = await read_all(bootstrap, sink)
+    assert len(second) - len(first) == 20 * partitions, "the second run processes exactly the records produced later"
+    assert sum(last_counts(second).values()) == 70 * partitions
+    log, records = await metadata_log(bootstrap, app_id)
+    assert log.state().finished and sorted(log.state().stop_offsets.values()) == [70] * partitions
+    assert sum(1 for k, v in records if k == app_id.encode() and v == b"1") == 2, "one finished marker per run"
+    assert any(v is None for _, v in records), "the second run tombstoned the first run's entries"
+
+
+async def _produce_once_running(bootstrap: str, topic: str, partitions: int, started: asyncio.Event) -> None:
+    await started.wait()
+    await produce_keys(bootstrap, topic, partitions, 20, tag="late-")
+
+
+async def test_an_empty_input_finishes_at_once(bootstrap_servers: str, tmp_path: Path) -> None:
+    bootstrap = bootstrap_servers
+    app_id, source, sink = unique_topic("auto-empty"), unique_topic("auto-in"), unique_topic("auto-out")
+    await create_topic(bootstrap, source, 2)
+    await create_topic(bootstrap, sink, 2)
+    await run_batch(build_topology(source, sink), streams_config(bootstrap, app_id, tmp_path))
+    assert await read_all(bootstrap, sink) == []
+    log, _ = await metadata_log(bootstrap, app_id)
+    assert log.state().finished
+
+
+async def test_a_repartitioned_word_count_reaches_its_final_output_in_the_same_run(bootstrap_servers: str, tmp_path: Path) -> None:
+    """Intermediate topics stop at the offsets their producers report (done notifications)."""
+    bootstrap = bootstrap_servers
+    app_id, source, sink = unique_topic("auto-wc"), unique_topic("auto-lines"), unique_topic("auto-counts")
+    await create_topic(bootstrap, source, 2)
+    await create_topic(bootstrap, sink, 2)
+    lines = [f"alpha beta gamma {i % 5} beta".encode() for i in range(120)]
+    await produce(bootstrap, source, [(None, line, i % 2) for i, line in enumerate(lines)])
+    truth = Counter(word for line in lines for word in line.decode().split())
+
+    builder = StreamsBuilder()
+    (
+        builder.stream(source, key_serde=Serdes.String(), value_serde=Serdes.String())
+        .flat_map_values(lambda line: line.split())
+        .group_by(lambda key, word: word)
+        .count()
+        .to_stream()
+        .to(sink, value_serde=Serdes.Long())
+    )
+    config = streams_config(bootstrap, app_id, tmp_path, extra={"statestore.cache.max.bytes": 0})
+    await run_batch(builder.build(), config)
+    counts = last_counts(await read_all(bootstrap, sink))
+    assert {k.decode(): v for k, v in counts.items()} == dict(truth)
+    log, _ = await metadata_log(bootstrap, app_id)
+    state = log.state()
+    assert state.finished
+    sources = {source_tp for source_tp, _ in state.done}
+    targets = {target for _, target in state.done}
+    assert {(tp.topic, tp.partition) for tp in sources} == {(source, 0), (source, 1)}
+    assert len(targets) == 2 and all(t.topic.startswith(app_id) and t.topic.endswith("-repartition") for t in targets)
+    assert len(state.done) == 4, "one done notification per input partition and repartition partition"
