@@ -8,9 +8,8 @@ marker. Input stop offsets are last stable offsets (read_committed end offsets),
 waits for an open or aborted transaction.
 
 One run per instance: the run state is fixed at the instance's first assignment and kept across
-its later rebalances. The finished marker is written at most once per run: a transactional
-producer of id `<application.id>-autostop` writes it after checking the log, and a concurrent
-writer is fenced.
+its later rebalances. The finished marker is written at most once per run: of the instances that
+see every partition done, the one whose claim record comes first in the log writes it.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from streams_core.runtime.autostop_metadata import (
     AutostopLog,
     IntermediateWriters,
     RunState,
+    claim_key,
     done_key,
     metadata_topic_name,
     stop_key,
@@ -55,6 +55,7 @@ class AutostopManager:
         input_partitions: Iterable[TopicPartition],
         writers: IntermediateWriters,
         intermediate_partitions: Iterable[TopicPartition] = (),
+        process_id: str,
         wait_timeout_s: float = 60.0,
     ) -> None:
         self._config = config
@@ -65,6 +66,7 @@ class AutostopManager:
         self.input_partitions = frozenset(input_partitions)
         self.writers = writers
         self.intermediate_partitions = frozenset(intermediate_partitions)
+        self._process_id = process_id
         self._wait_timeout = wait_timeout_s
         self._log = AutostopLog(self.application_id)
         self._state = RunState()
@@ -243,24 +245,13 @@ class AutostopManager:
         return await self._write_finished_marker(run)
 
     async def _write_finished_marker(self, run: RunState) -> bool:
-        producer = self._clients.get_producer(self._config, transactional_id=f"{self.application_id}-autostop")
-        await producer.start()
-        try:
-            await producer.begin_transaction()
-            state = await self._caught_up()
-            if state.finished or dict(state.stop_offsets) != dict(run.stop_offsets):
-                await producer.abort_transaction()
-                return False
-            batch = producer.create_batch()
-            batch.append(timestamp=int(time.time() * 1000), key=self.application_id.encode(), value=FINISHED, headers=[])
-            batch.close()
-            await producer.send_batch(batch, self.topic, partition=0)
-            await producer.commit_transaction()
-        except clients.ProducerFenced:
+        """Claim the marker, read the log back, and write it only if this claim came first."""
+        await self._write([(claim_key(self._process_id), self._process_id.encode())])
+        state = await self._caught_up()
+        if state.finished or state.claimant != self._process_id or dict(state.stop_offsets) != dict(run.stop_offsets):
             log.info("autostop [%s]: another instance writes the finished marker", self.application_id)
             return False
-        finally:
-            await producer.stop()
+        await self._write([(self.application_id.encode(), FINISHED)])
         log.info("autostop [%s]: the run is finished; finished marker written", self.application_id)
         return True
 

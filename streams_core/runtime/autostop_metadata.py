@@ -8,11 +8,16 @@ One partition, compacted. Records, keys and values UTF-8 text:
 | `<application.id>` | `0`: completed marker (the stop offsets above are whole) | the leader, after the stop offsets |
 | `<application.id>` | `1`: finished marker (the run is over) | the instance that sees every partition done |
 | `done:<src topic>:<src p>:<topic>:<p>` | end offset of intermediate partition `<topic>-<p>` once the task that read `<src topic>-<src p>` finished it | that task, after its last commit |
+| `claim:<process id>` | the process id | an instance that saw every partition done and wants to write the finished marker |
 
 A null value is a tombstone: the next clean start tombstones every record of the previous run
 before it writes new stop offsets (compaction cleans up). Reading the log in order
 (`AutostopLog.apply`) gives the state of the current run (`RunState`): valid when a completed
 marker follows its stop offsets and no finished marker or tombstone of the marker came after.
+
+The finished marker is written once: every candidate appends a claim, reads the log back, and
+only the instance whose claim comes first after the run's completed marker writes it (the
+partition orders all writes, so no lock is needed).
 
 An intermediate partition (repartition or `through` topic) has no stop offset of its own: it
 stops at the highest end offset its writers reported, once every source partition of every
@@ -32,6 +37,7 @@ __all__ = [
     "AutostopLog",
     "IntermediateWriters",
     "RunState",
+    "claim_key",
     "done_key",
     "metadata_topic_name",
     "stop_key",
@@ -53,6 +59,10 @@ def done_key(source: TopicPartition, intermediate: TopicPartition) -> bytes:
     return f"done:{source.topic}:{source.partition}:{intermediate.topic}:{intermediate.partition}".encode()
 
 
+def claim_key(process_id: str) -> bytes:
+    return f"claim:{process_id}".encode()
+
+
 def _parse_tp(parts: list[str]) -> TopicPartition:
     return TopicPartition(parts[0], int(parts[1]))
 
@@ -68,6 +78,8 @@ class RunState:
     completed: bool = False
     finished: bool = False
     keys: frozenset[bytes] = frozenset()
+    claimant: str | None = None
+    """The process whose claim to write the finished marker came first in this run."""
     """Every live key of the log (what a new run must tombstone)."""
 
     @property
@@ -109,7 +121,7 @@ class IntermediateWriters:
 class AutostopLog:
     """Reads the metadata partition record by record (in offset order) into a `RunState`."""
 
-    __slots__ = ("_application_key", "_completed", "_done", "_finished", "_keys", "_stops")
+    __slots__ = ("_application_key", "_claimant", "_completed", "_done", "_finished", "_keys", "_stops")
 
     def __init__(self, application_id: str) -> None:
         self._application_key = application_id.encode()
@@ -118,6 +130,7 @@ class AutostopLog:
         self._completed = False
         self._finished = False
         self._keys: set[bytes] = set()
+        self._claimant: str | None = None
 
     def apply(self, key: bytes | None, value: bytes | None) -> None:
         """One record of the log; unknown keys are ignored (a newer writer's records)."""
@@ -132,6 +145,7 @@ class AutostopLog:
                 self._completed = self._finished = False
             elif value == COMPLETED:
                 self._completed, self._finished = True, False
+                self._claimant = None
             elif value == FINISHED:
                 self._finished = True
             return
@@ -144,6 +158,9 @@ class AutostopLog:
                     self._stops.pop(tp, None)
                 else:
                     self._stops[tp] = int(value)
+            elif parts[0] == "claim":
+                if value is not None and self._completed and self._claimant is None:
+                    self._claimant = value.decode(errors="replace")
             elif parts[0] == "done" and len(parts) == 5:
                 pair = (_parse_tp(parts[1:3]), _parse_tp(parts[3:5]))
                 if value is None:
@@ -154,4 +171,6 @@ class AutostopLog:
             return
 
     def state(self) -> RunState:
-        return RunState(dict(self._stops), dict(self._done), self._completed, self._finished, frozenset(self._keys))
+        return RunState(
+            dict(self._stops), dict(self._done), self._completed, self._finished, frozenset(self._keys), self._claimant
+        )

@@ -249,7 +249,12 @@ class KafkaStreams:
             for p in range(counts[topic])
         ]
         self._autostop = AutostopManager(
-            self.config, self._clients, input_partitions=inputs, writers=writers, intermediate_partitions=intermediates
+            self.config,
+            self._clients,
+            input_partitions=inputs,
+            writers=writers,
+            intermediate_partitions=intermediates,
+            process_id=self.process_id,
         )
         await self._autostop.start()
 

@@ -144,3 +144,90 @@ async def test_a_repartitioned_word_count_reaches_its_final_output_in_the_same_r
     assert {(tp.topic, tp.partition) for tp in sources} == {(source, 0), (source, 1)}
     assert len(targets) == 2 and all(t.topic.startswith(app_id) and t.topic.endswith("-repartition") for t in targets)
     assert len(state.done) == 4, "one done notification per input partition and repartition partition"
+
+
+def word_count(source: str, sink: str) -> Topology:
+    """Two sub-topologies through a repartition topic: the seed's deadlock DAG when several instances share them."""
+    builder = StreamsBuilder()
+    (
+        builder.stream(source, key_serde=Serdes.String(), value_serde=Serdes.String())
+        .flat_map_values(lambda line: line.split())
+        .group_by(lambda key, word: word)
+        .count()
+        .to_stream()
+        .to(sink, value_serde=Serdes.Long())
+    )
+    return builder.build()
+
+
+def three_stage_count(source: str, sink: str) -> Topology:
+    """Three sub-topologies chained through two repartition topics (the seed's multi-stage DAG)."""
+    builder = StreamsBuilder()
+    (
+        builder.stream(source, key_serde=Serdes.String(), value_serde=Serdes.String())
+        .select_key(lambda key, value: value.split()[0])
+        .repartition()
+        .map_values(lambda value: value.split()[1])
+        .group_by(lambda key, second: second)
+        .count()
+        .to_stream()
+        .to(sink, value_serde=Serdes.Long())
+    )
+    return builder.build()
+
+
+async def run_instances(topology: Any, configs: list[dict[str, Any]]) -> list[KafkaStreams]:
+    """Start every instance (autostop.at=eol) together and wait until all closed themselves."""
+    instances = [KafkaStreams(topology(), {**config, "autostop.at": "eol"}) for config in configs]
+    try:
+        await asyncio.gather(*(s.start() for s in instances))
+        await asyncio.gather(*(s.wait_for_state(State.NOT_RUNNING, State.ERROR, timeout=RUN_TIMEOUT) for s in instances))
+    finally:
+        await asyncio.gather(*(s.close() for s in instances))
+    for streams in instances:
+        assert streams.state is State.NOT_RUNNING, streams.errors
+    return instances
+
+
+@pytest.mark.parametrize(
+    ("instances", "threads", "guarantee", "shape"),
+    [
+        (2, 1, "at_least_once", "word-count"),
+        (3, 2, "at_least_once", "word-count"),
+        (2, 2, "exactly_once", "word-count"),
+        (2, 1, "at_least_once", "three-stage"),
+        (3, 1, "exactly_once", "three-stage"),
+    ],
+)
+async def test_every_instance_stops_and_the_counts_equal_the_truth(
+    bootstrap_servers: str, tmp_path: Path, instances: int, threads: int, guarantee: str, shape: str
+) -> None:
+    bootstrap = bootstrap_servers
+    app_id, source, sink = unique_topic("auto-multi"), unique_topic("auto-lines"), unique_topic("auto-counts")
+    await create_topic(bootstrap, source, 4)
+    await create_topic(bootstrap, sink, 4)
+    words = ["alpha", "beta", "gamma", "delta", "eps"]
+    lines = [f"{words[i % 5]} {words[(i * 3) % 5]} {words[(i * 7) % 5]}" for i in range(400)]
+    await produce(bootstrap, source, [(None, line.encode(), i % 4) for i, line in enumerate(lines)])
+    if shape == "word-count":
+        truth = Counter(word for line in lines for word in line.split())
+        topology = word_count
+    else:
+        truth = Counter(line.split()[1] for line in lines)
+        topology = three_stage_count
+    configs = [
+        streams_config(
+            bootstrap, app_id, tmp_path / f"i{n}", guarantee,
+            extra={"num.stream.threads": threads, "statestore.cache.max.bytes": 0},
+        )
+        for n in range(instances)
+    ]
+    await run_instances(lambda: topology(source, sink), configs)
+    isolation = "read_committed" if guarantee == "exactly_once" else "read_uncommitted"
+    counts = last_counts(await read_all(bootstrap, sink, isolation_level=isolation))
+    assert {k.decode(): v for k, v in counts.items()} == dict(truth)
+    log, records = await metadata_log(bootstrap, app_id)
+    assert log.state().finished
+    assert sum(1 for k, v in records if k == app_id.encode() and v == b"1") == 1, "the finished marker is written once"
+    committed = await committed_offsets(bootstrap, app_id)
+    assert {tp.partition: o for tp, o in committed.items() if tp.topic == source} == {p: 100 for p in range(4)}
