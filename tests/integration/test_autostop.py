@@ -7,18 +7,34 @@ the output and reads the metadata topic to check the markers.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from streams_core import KafkaStreams, Serdes, State, StreamsBuilder, Topology
+from streams_core import (
+    KafkaStreams,
+    Processor,
+    ProcessorContext,
+    Record,
+    Serdes,
+    State,
+    StreamsBuilder,
+    StreamsConfig,
+    StreamsError,
+    Topology,
+)
+from streams_core.clients.group_admin import GroupAdmin
 from streams_core.runtime.autostop_metadata import AutostopLog, metadata_topic_name
+from streams_core.tools.application_reset import reset_application
 from tests.integration.apps.counting_app import build_topology, streams_config
+from tests.integration.apps.harness import AppProcesses
 from tests.integration.streams_testkit import committed_offsets
-from tests.kafka_utils import create_topic, produce, read_all, unique_topic
+from tests.kafka_utils import consume_until, create_topic, produce, read_all, unique_topic
 
 pytestmark = pytest.mark.broker
 
@@ -231,3 +247,145 @@ async def test_every_instance_stops_and_the_counts_equal_the_truth(
     assert sum(1 for k, v in records if k == app_id.encode() and v == b"1") == 1, "the finished marker is written once"
     committed = await committed_offsets(bootstrap, app_id)
     assert {tp.partition: o for tp, o in committed.items() if tp.topic == source} == {p: 100 for p in range(4)}
+
+
+def reset_args(app_id: str, bootstrap: str, **options: Any) -> argparse.Namespace:
+    defaults: dict[str, Any] = {
+        "input_topics": [], "intermediate_topics": [], "to_earliest": False, "to_datetime": None, "to_offset": None,
+        "delete_stopoffsets": False, "state_dir": None, "dry_run": False,
+    }
+    return argparse.Namespace(application_id=app_id, bootstrap_servers=bootstrap, **(defaults | options))
+
+
+async def test_batch_then_streaming_then_batch_as_the_seed_says(bootstrap_servers: str, tmp_path: Path) -> None:
+    bootstrap = bootstrap_servers
+    app_id, source, sink = unique_topic("auto-switch"), unique_topic("auto-in"), unique_topic("auto-out")
+    await create_topic(bootstrap, source, 2)
+    await create_topic(bootstrap, sink, 2)
+    await produce_keys(bootstrap, source, 2, 30)
+    config = streams_config(bootstrap, app_id, tmp_path)
+    await run_batch(build_topology(source, sink), config)
+    assert len(await read_all(bootstrap, sink)) == 60
+
+    streaming = KafkaStreams(build_topology(source, sink), config)
+    await streaming.start()
+    try:
+        await streaming.wait_for_state(State.RUNNING, timeout=RUN_TIMEOUT)
+        assert not await _topic_exists(bootstrap, metadata_topic_name(app_id)), "streaming deletes stale stop offsets"
+        await produce_keys(bootstrap, source, 2, 10, tag="stream-")
+        await consume_until(bootstrap, sink, 80, timeout=60)
+    finally:
+        await streaming.close()
+
+    await produce_keys(bootstrap, source, 2, 5, tag="batch2-")
+    await run_batch(build_topology(source, sink), config)
+    assert len(await read_all(bootstrap, sink)) == 90
+    log, _ = await metadata_log(bootstrap, app_id)
+    assert log.state().finished and sorted(log.state().stop_offsets.values()) == [45, 45]
+
+
+async def _topic_exists(bootstrap: str, topic: str) -> bool:
+    async with GroupAdmin(StreamsConfig({"application.id": "probe", "bootstrap.servers": bootstrap})) as admin:
+        return topic in await admin.list_topics()
+
+
+class Slow(Processor[str, bytes, str, bytes]):
+    """Forwards each record after 10 ms, so a batch run lasts long enough to be stopped by hand."""
+
+    def init(self, context: ProcessorContext[str, bytes]) -> None:
+        self.context = context
+
+    def process(self, record: Record[str, bytes]) -> None:
+        time.sleep(0.01)
+        self.context.forward(record)
+
+
+def slow_topology(source: str, sink: str) -> Topology:
+    return (
+        Topology()
+        .add_source("SOURCE", source, key_serde=Serdes.String(), value_serde=Serdes.Bytes())
+        .add_processor("SLOW", Slow, "SOURCE")
+        .add_sink("SINK", sink, "SLOW", key_serde=Serdes.String(), value_serde=Serdes.Bytes())
+    )
+
+
+async def test_delete_stopoffsets_lets_a_batch_stopped_by_hand_start_fresh(bootstrap_servers: str, tmp_path: Path) -> None:
+    bootstrap = bootstrap_servers
+    app_id, source, sink = unique_topic("auto-manual"), unique_topic("auto-in"), unique_topic("auto-out")
+    await create_topic(bootstrap, source, 1)
+    await create_topic(bootstrap, sink, 1)
+    await produce_keys(bootstrap, source, 1, 300)
+    config = streams_config(bootstrap, app_id, tmp_path, extra={"max.poll.records": 10})
+    stopped = KafkaStreams(slow_topology(source, sink), {**config, "autostop.at": "eol"})
+    await stopped.start()
+    await stopped.wait_for_state(State.RUNNING, timeout=RUN_TIMEOUT)
+    await asyncio.sleep(0.5)
+    await stopped.close()
+    assert 0 < len(await read_all(bootstrap, sink)) < 300, "stopped by hand mid-run"
+    log, _ = await metadata_log(bootstrap, app_id)
+    assert log.state().valid, "a run stopped by hand is left as a run to continue"
+
+    await produce_keys(bootstrap, source, 1, 20, tag="later-")
+    plan = await reset_application(reset_args(app_id, bootstrap, delete_stopoffsets=True))
+    assert plan.topics_to_delete == [metadata_topic_name(app_id)] and not plan.offsets
+    await run_batch(slow_topology(source, sink), config)
+    committed = await committed_offsets(bootstrap, app_id)
+    assert list(committed.values()) == [320], "the fresh run's stop offset includes the records produced after the stop"
+
+
+async def test_the_reset_tool_refuses_an_active_group_and_a_reset_rerun_reaches_the_same_counts(
+    bootstrap_servers: str, tmp_path: Path
+) -> None:
+    bootstrap = bootstrap_servers
+    app_id, source, sink = unique_topic("auto-reset"), unique_topic("auto-in"), unique_topic("auto-out")
+    await create_topic(bootstrap, source, 2)
+    await create_topic(bootstrap, sink, 2)
+    await produce_keys(bootstrap, source, 2, 40)
+    config = streams_config(bootstrap, app_id, tmp_path / "state")
+    await run_batch(build_topology(source, sink), config)
+    first = last_counts(await read_all(bootstrap, sink))
+    assert sum(first.values()) == 80
+
+    active = KafkaStreams(build_topology(source, sink), config)
+    await active.start()
+    try:
+        await active.wait_for_state(State.RUNNING, timeout=RUN_TIMEOUT)
+        with pytest.raises(StreamsError, match="still has active members"):
+            await reset_application(reset_args(app_id, bootstrap, input_topics=[source]))
+    finally:
+        await active.close()
+
+    dry = await reset_application(reset_args(app_id, bootstrap, input_topics=[source], dry_run=True))
+    assert f"{app_id}-counts-changelog" in dry.topics_to_delete and set(dry.offsets.values()) == {0}
+    assert await _topic_exists(bootstrap, f"{app_id}-counts-changelog"), "a dry run changes nothing"
+    plan = await reset_application(reset_args(app_id, bootstrap, input_topics=[source], state_dir=str(tmp_path / "state")))
+    assert {tp.partition: o for tp, o in plan.offsets.items()} == {0: 0, 1: 0}
+    assert not (tmp_path / "state" / app_id).exists()
+    await asyncio.sleep(1.0)  # topic deletion settles before the rerun recreates the changelog
+    await run_batch(build_topology(source, sink), config)
+    after = await read_all(bootstrap, sink)
+    assert len(after) == 160 and last_counts(after) == first, "the rerun counted from scratch to the same counts"
+
+
+async def test_a_kill_9_restart_reuses_the_first_runs_stop_offsets(bootstrap_servers: str, tmp_path: Path) -> None:
+    """Exactly-once, killed mid-run while more input arrives: the restart stops where the first start said."""
+    bootstrap = bootstrap_servers
+    app_id, source, sink = unique_topic("auto-kill"), unique_topic("auto-in"), unique_topic("auto-out")
+    await create_topic(bootstrap, source, 2)
+    await create_topic(bootstrap, sink, 2)
+    await produce_keys(bootstrap, source, 2, 4000)
+    with AppProcesses(tmp_path, bootstrap, app_id, source, sink) as procs:
+        app = procs.start("a", "exactly_once", "--autostop", "eol", "--commit-interval-ms", "200")
+        await app.wait_running(timeout=90)
+        log, _ = await metadata_log(bootstrap, app_id)
+        assert log.state().valid and sorted(log.state().stop_offsets.values()) == [4000, 4000]
+        app.kill()
+        await produce_keys(bootstrap, source, 2, 500, tag="after-kill-")
+        again = procs.start("a", "exactly_once", "--autostop", "eol", "--commit-interval-ms", "200")
+        assert await asyncio.to_thread(again.proc.wait, RUN_TIMEOUT) == 0, again.log_tail()
+    committed = await committed_offsets(bootstrap, app_id)
+    assert {tp.partition: o for tp, o in committed.items() if tp.topic == source} == {0: 4000, 1: 4000}
+    counts = last_counts(await read_all(bootstrap, sink, isolation_level="read_committed"))
+    assert sum(counts.values()) == 8000, "exactly the first run's records, each counted once"
+    log, _ = await metadata_log(bootstrap, app_id)
+    assert log.state().finished and sorted(log.state().stop_offsets.values()) == [4000, 4000]

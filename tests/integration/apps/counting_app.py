@@ -2,7 +2,7 @@
 
     python -m tests.integration.apps.counting_app --bootstrap B --app-id A --input T --output O
         --state-dir D --guarantee at_least_once|exactly_once [--standby N] [--application-server H:P]
-        [--commit-interval-ms MS] [--caching] [--cache-max-bytes N]
+        [--commit-interval-ms MS] [--caching] [--cache-max-bytes N] [--autostop eol]
 
 Each input record (String key, any value) increments the key's count in the persistent
 key-value store `counts` (changelog `<app id>-counts-changelog`) and forwards `(key, count)` to
@@ -106,6 +106,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--commit-interval-ms", type=int, default=None, help="commit.interval.ms (default 100)")
     parser.add_argument("--caching", action="store_true", help="build the store with_caching_enabled()")
     parser.add_argument("--cache-max-bytes", type=int, default=None, help="statestore.cache.max.bytes")
+    parser.add_argument("--autostop", choices=("eol",), default=None, help="autostop.at (KIP-95 batch run)")
     return parser.parse_args(argv)
 
 
@@ -120,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra["commit.interval.ms"] = args.commit_interval_ms
     if args.cache_max_bytes is not None:
         extra["statestore.cache.max.bytes"] = args.cache_max_bytes
+    if args.autostop is not None:
+        extra["autostop.at"] = args.autostop
     config = streams_config(
         args.bootstrap,
         args.app_id,

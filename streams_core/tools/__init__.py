@@ -1,0 +1,1 @@
+"""Command-line tools: `python -m streams_core.tools reset ...` (the application reset tool)."""
