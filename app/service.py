@@ -72,6 +72,7 @@ async def _serve(
         "state.dir": settings.state_dir,
         "num.standby.replicas": settings.num_standby_replicas,
         "processing.guarantee": settings.processing_guarantee,
+        "autostop.at": settings.autostop_at,
         **extra_config,
     }
     await _ensure_topics(config, topics, timeout=15)
@@ -86,7 +87,8 @@ async def _serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    streams.set_state_listener(lambda new, old: stop.set() if new in (State.ERROR, State.PENDING_ERROR) else None)
+    ends = (State.ERROR, State.PENDING_ERROR, State.NOT_RUNNING)  # NOT_RUNNING: a batch run (--autostop) is done
+    streams.set_state_listener(lambda new, old: stop.set() if new in ends else None)
     try:
         await streams.start()
         log.info("%s serving queries on http://%s", settings.application_id, settings.application_server)

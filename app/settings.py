@@ -2,7 +2,7 @@
 
 Containers set the environment (docker/compose.yaml); people use flags. Names:
 STREAMS_BOOTSTRAP_SERVERS, STREAMS_APPLICATION_SERVER, STREAMS_STATE_DIR, STREAMS_BIND_HOST,
-STREAMS_APPLICATION_ID, STREAMS_NUM_STANDBY_REPLICAS, STREAMS_PROCESSING_GUARANTEE.
+STREAMS_APPLICATION_ID, STREAMS_NUM_STANDBY_REPLICAS, STREAMS_PROCESSING_GUARANTEE, STREAMS_AUTOSTOP_AT.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ class ServiceSettings:
     application_id: str
     num_standby_replicas: int
     processing_guarantee: str
+    autostop_at: str | None = None
+    """KIP-95: `eol` makes a batch run that stops at the end of the input as it was at the start."""
 
     @property
     def port(self) -> int:
@@ -49,6 +51,8 @@ def add_service_arguments(parser: argparse.ArgumentParser, application_id: str) 
     parser.add_argument("--num-standby-replicas", type=int, default=int(_env("NUM_STANDBY_REPLICAS", "0") or 0))
     parser.add_argument("--processing-guarantee", default=_env("PROCESSING_GUARANTEE", "at_least_once"),
                         choices=["at_least_once", "exactly_once"])
+    parser.add_argument("--autostop", default=_env("AUTOSTOP_AT"), choices=["eol"],
+                        help="batch run (KIP-95 autostop.at): process the input written so far, then exit 0")
 
 
 def settings_from(args: argparse.Namespace) -> ServiceSettings:
@@ -61,4 +65,5 @@ def settings_from(args: argparse.Namespace) -> ServiceSettings:
         application_id=args.application_id,
         num_standby_replicas=args.num_standby_replicas,
         processing_guarantee=args.processing_guarantee,
+        autostop_at=args.autostop,
     )

@@ -71,3 +71,28 @@ def test_wordcount_exits_3_when_the_port_is_taken(bootstrap_servers: str, tmp_pa
         )
     assert result.returncode == 3, result.stderr[-2000:]
     assert f"cannot serve queries on 127.0.0.1:{port}" in result.stderr
+
+
+async def test_wordcount_batch_run_counts_what_was_written_and_exits_0(bootstrap_servers: str, tmp_path: Path) -> None:
+    """`python -m app wordcount --autostop eol`: a KIP-95 batch run of the service, then exit 0."""
+    import asyncio
+
+    from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC
+    from tests.kafka_utils import create_topic, produce, read_all, unique_topic
+
+    app_id = unique_topic("wordcount-batch")
+    for topic in (INPUT_TOPIC, OUTPUT_TOPIC):
+        await create_topic(bootstrap_servers, topic, 4)
+    tag = app_id.rsplit("-", 1)[1]
+    await produce(bootstrap_servers, INPUT_TOPIC, [(None, f"batch{tag} batch{tag} run{tag}".encode())] * 3)
+    result = await asyncio.to_thread(
+        _run,
+        "wordcount", "--bootstrap-servers", bootstrap_servers, "--autostop", "eol",
+        "--application-server", f"127.0.0.1:{_free_port()}", "--state-dir", str(tmp_path),
+        "--application-id", app_id,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = await read_all(bootstrap_servers, OUTPUT_TOPIC)
+    counts = {r.key.decode(): int.from_bytes(r.value, "big") for r in output if r.key and tag in r.key.decode()}
+    assert counts[f"batch{tag}"] == 6 and counts[f"run{tag}"] == 3
