@@ -89,7 +89,26 @@ _HELP = {
     "streams_restored_records_total": ("counter", "Records restored from changelogs."),
     "streams_store_lag": ("gauge", "Changelog records a local store copy is behind."),
     "streams_store_offset": ("gauge", "Changelog position of a local store copy."),
+    "streams_batch_records_to_go": ("gauge", "KIP-95 batch run: records of a partition before its stop offset."),
+    "streams_batch_finished": ("gauge", "KIP-95 batch run: 1 once every task of a stream thread reached its stop offsets."),
 }
+
+
+def _batch_samples(threads: list[dict[str, Any]]) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """Records to go per partition with a known stop offset, and whether each thread finished."""
+    to_go: list[tuple[str, float]] = []
+    finished: list[tuple[str, float]] = []
+    for thread in threads:
+        batch = thread.get("autostop")
+        if not batch:
+            continue
+        finished.append((f'{{thread="{_escape(thread["thread"])}"}}', int(batch["finished"])))
+        for name, info in batch["partitions"].items():
+            if info["stop_offset"] is not None:
+                topic, partition = name.rsplit("-", 1)
+                labels = f'{{topic="{_escape(topic)}",partition="{partition}"}}'
+                to_go.append((labels, info["stop_offset"] - info["offset"]))
+    return to_go, finished
 
 
 async def render_metrics(streams: StreamsInstance, latency: QueryLatency, started: float, lag_timeout: float) -> str:
@@ -117,6 +136,7 @@ async def render_metrics(streams: StreamsInstance, latency: QueryLatency, starte
         "streams_store_lag": by_store("offset_lag"),
         "streams_store_offset": by_store("current_offset_position"),
     }
+    samples["streams_batch_records_to_go"], samples["streams_batch_finished"] = _batch_samples(threads)
     lines = [line for name, (kind, text) in _HELP.items() for line in _metric(name, kind, text, samples[name])]
     lines += latency.lines()
     return "\n".join(lines) + "\n"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 
 
 _PROGRESS_EVERY_MS = 10_000
+_TERMINAL_PROGRESS_EVERY_MS = 500
 
 
 def wall_clock_ms() -> int:
@@ -122,6 +124,7 @@ class StreamThread:
         """KIP-95: every task of this thread reached its stop offsets (and reported)."""
         self._on_autostop_finished = on_autostop_finished or (lambda thread: None)
         self._last_progress_ms = 0
+        self._last_progress_log_ms = 0
         self.store_provider = StreamThreadStateStoreProvider(self)
         self.task_manager: TaskManager | None = None
         self.commit_count = 0
@@ -281,15 +284,22 @@ class StreamThread:
             self.autostop_finished = finished
             log.info("%sautostop: %s", self.log_prefix, "every task finished" if finished else "tasks to process")
             self._on_autostop_finished(self)
-        if now_ms - self._last_progress_ms >= _PROGRESS_EVERY_MS and not finished:
+        on_terminal = sys.stderr.isatty()
+        every = _TERMINAL_PROGRESS_EVERY_MS if on_terminal else _PROGRESS_EVERY_MS
+        if now_ms - self._last_progress_ms >= every and not finished:
             self._last_progress_ms = now_ms
             progress = autostop.progress(tm.tasks)
             to_go = sum(stop - at for at, stop in progress.values() if stop is not None)
             unknown = sum(1 for _, stop in progress.values() if stop is None)
-            log.info(
-                "%sbatch run: %d records processed, %d to go over %d partitions (%d waiting for a stop offset)",
-                self.log_prefix, tm.processed_records, to_go, len(progress), unknown,
-            )
+            if on_terminal:
+                sys.stderr.write(f"\r{self.name}: batch run, {tm.processed_records} processed, {to_go} to go   ")
+                sys.stderr.flush()
+            if now_ms - self._last_progress_log_ms >= _PROGRESS_EVERY_MS:
+                self._last_progress_log_ms = now_ms
+                log.info(
+                    "%sbatch run: %d records processed, %d to go over %d partitions (%d waiting for a stop offset)",
+                    self.log_prefix, tm.processed_records, to_go, len(progress), unknown,
+                )
 
     def _flow_control(self) -> None:
         """Pause partitions whose queue is full or that run ahead in time; resume drained ones."""
