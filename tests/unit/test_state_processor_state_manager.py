@@ -11,6 +11,7 @@ import pytest
 
 from streams_core.errors import ProcessorStateError
 from streams_core.processor.task_id import TaskId
+from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.serde import Serdes
 from streams_core.state import Stores
 from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
@@ -139,3 +140,52 @@ def test_an_uncreatable_directory_is_a_processor_state_error(tmp_path: Path) -> 
     (tmp_path / "file").write_text("")
     with pytest.raises(ProcessorStateError, match="cannot create state directory"):
         ProcessorStateManager(TaskId(0, 0), "app", tmp_path / "file" / "0_0")
+
+
+CL = TopicPartition("app-counts-changelog", 3)
+OTHER = TopicPartition("app-other-changelog", 3)
+
+
+def _logged(tmp_path: Path) -> ProcessorStateManager:
+    return ProcessorStateManager(TaskId(0, 3), "app", tmp_path / "0_3", changelog_partitions={"counts": CL})
+
+
+def test_changelog_offsets_come_from_the_checkpoint_and_only_for_its_logged_stores(tmp_path: Path) -> None:
+    manager = _logged(tmp_path)
+    manager.checkpoint_file.write({(CL.topic, CL.partition): 40, (OTHER.topic, OTHER.partition): 7})
+    assert manager.has_checkpoint
+    assert manager.load_checkpoint() == {CL: 40} and manager.changelog_offsets == {CL: 40}
+
+
+def test_restore_starts_at_the_checkpoint_or_the_beginning(tmp_path: Path) -> None:
+    manager = _logged(tmp_path)
+    restored: list[object] = []
+    manager.register(InMemoryKeyValueStore("counts"), restored.append)
+    [fresh] = manager.changelogs_to_restore()
+    assert (fresh.store_name, fresh.partition, fresh.start_offset) == ("counts", CL, None)
+    manager.checkpoint_file.write({(CL.topic, CL.partition): 12})
+    manager.load_checkpoint()
+    assert manager.changelogs_to_restore()[0].start_offset == 12
+
+
+def test_commits_advance_the_offsets_and_checkpoint_writes_them(tmp_path: Path) -> None:
+    manager = _logged(tmp_path)
+    manager.update_changelog_offsets({CL: 5, OTHER: 99, TopicPartition("out", 0): 3})
+    assert manager.changelog_offsets == {CL: 5}, "partitions of other tasks or outputs are not the state's"
+    manager.checkpoint()
+    assert manager.checkpoint_file.read() == {(CL.topic, CL.partition): 5}
+    manager.delete_checkpoint()
+    assert not manager.has_checkpoint
+
+
+def test_wipe_deletes_store_files_and_checkpoint_but_keeps_the_lock(tmp_path: Path) -> None:
+    manager = _logged(tmp_path)
+    (manager.task_dir / "counts.sqlite").write_bytes(b"data")
+    manager.update_changelog_offsets({CL: 5})
+    manager.checkpoint()
+    manager.wipe()
+    assert sorted(p.name for p in manager.task_dir.iterdir()) == [".lock"]
+    assert manager.changelog_offsets == {}
+    manager.register(InMemoryKeyValueStore("counts"))
+    with pytest.raises(ProcessorStateError, match="while stores are open"):
+        manager.wipe()
