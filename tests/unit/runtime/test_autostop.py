@@ -1,0 +1,44 @@
+"""KIP-95 `autostop.at=eol` on the fake cluster: the instance processes up to the stop offsets
+(past a trailing transaction marker too), commits them, writes the finished marker and stops."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streams_core import KafkaStreams
+from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.testing import FakeKafkaCluster
+from streams_core.testing.fake_kafka import FakeProducer
+
+from .harness import APP, Instance, eventually, passthrough_topology, streams_config
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+async def test_a_batch_run_stops_by_itself_at_the_end_of_the_input(tmp_path: Path, guarantee: str) -> None:
+    cluster = FakeKafkaCluster()
+    for topic in ("in", "out"):
+        cluster.create_topic(topic, 2)
+    for i in range(6):
+        cluster.produce("in", b"k%d" % i, b"plain-%d" % i)
+    upstream = FakeProducer(cluster, client_id="upstream", transactional_id="upstream")
+    await upstream.start()
+    await upstream.begin_transaction()
+    batch = upstream.create_batch()
+    batch.append(timestamp=1, key=b"t", value=b"transactional", headers=[])
+    await upstream.send_batch(batch, "in", partition=1)
+    await upstream.commit_transaction()  # partition 1 now ends with a commit marker
+
+    instance = Instance(cluster, passthrough_topology(), streams_config(tmp_path, {"autostop.at": "eol", "processing.guarantee": guarantee}))
+    await instance.streams.start()
+    try:
+        await eventually(lambda: instance.streams.state is KafkaStreams.State.NOT_RUNNING, what="the run to stop itself")
+        cluster.produce("in", b"late", b"after the stop offsets", partition=0)
+    finally:
+        await instance.close()
+    assert instance.streams.errors == []
+    assert sorted(r.value or b"" for r in cluster.records("out")) == sorted([b"plain-%d" % i for i in range(6)] + [b"transactional"])
+    ends = cluster.end_offsets("in")
+    assert cluster.committed(APP) == {TopicPartition("in", 0): ends[TopicPartition("in", 0)] - 1, TopicPartition("in", 1): ends[TopicPartition("in", 1)]}
+    assert (bytes(APP, "ascii"), b"1") in [(r.key, r.value) for r in cluster.records(f"{APP}-autostop-metadata")], "the finished marker"

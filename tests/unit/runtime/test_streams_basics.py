@@ -1,0 +1,132 @@
+"""KafkaStreams on the fake cluster: processing and output, internal topics, state, client states."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streams_core import KafkaStreams, Materialized, MissingSourceTopicError, Serdes, StreamsBuilder
+from streams_core.runtime.partitioner import default_partition
+from streams_core.testing import FakeKafkaCluster
+
+from .harness import (
+    APP,
+    CHANGELOG,
+    Instance,
+    counting_topology,
+    counts,
+    eventually,
+    passthrough_topology,
+    produce_words,
+    running,
+    streams_config,
+    unlong,
+)
+
+
+def cluster_with(*topics: tuple[str, int]) -> FakeKafkaCluster:
+    cluster = FakeKafkaCluster()
+    for name, partitions in topics:
+        cluster.create_topic(name, partitions)
+    return cluster
+
+
+async def test_passthrough_copies_keys_values_timestamps_and_headers(tmp_path: Path) -> None:
+    cluster = cluster_with(("in", 1), ("out", 1))
+    async with running(cluster, passthrough_topology(), streams_config(tmp_path)):
+        cluster.produce("in", b"k1", b"v1", timestamp=11, headers=[("h", b"1")])
+        cluster.produce("in", b"k2", b"v2", timestamp=12)
+        await eventually(lambda: len(cluster.records("out")) == 2, what="output")
+    out = cluster.records("out")
+    assert [(r.key, r.value, r.timestamp, r.headers) for r in out] == [
+        (b"k1", b"v1", 11, (("h", b"1"),)),
+        (b"k2", b"v2", 12, ()),
+    ]
+
+
+async def test_output_is_partitioned_by_murmur2_of_the_key(tmp_path: Path) -> None:
+    cluster = cluster_with(("in", 1), ("out", 4))
+    keys = [f"key-{i}".encode() for i in range(12)]
+    async with running(cluster, passthrough_topology(), streams_config(tmp_path)):
+        for key in keys:
+            cluster.produce("in", key, b"v")
+        await eventually(lambda: len(cluster.records("out")) == 12, what="output")
+    assert {r.key: r.partition for r in cluster.records("out")} == {k: default_partition(k, 4) for k in keys}
+
+
+async def test_one_task_per_input_partition_and_order_kept_per_partition(tmp_path: Path) -> None:
+    cluster = cluster_with(("in", 3), ("out", 3))
+    async with running(cluster, passthrough_topology(), streams_config(tmp_path)) as app:
+        assert {str(t) for t in app.tasks()} == {"0_0", "0_1", "0_2"}
+        for i in range(30):
+            cluster.produce("in", b"k%d" % (i % 5), b"%d" % i, timestamp=i)
+        await eventually(lambda: len(cluster.records("out")) == 30, what="output")
+    by_key: dict[bytes | None, list[int]] = {}
+    for r in cluster.records("out"):
+        by_key.setdefault(r.key, []).append(int(r.value or b"0"))
+    assert all(values == sorted(values) for values in by_key.values())
+
+
+async def test_counts_in_store_changelog_and_interactive_query(tmp_path: Path) -> None:
+    cluster = cluster_with(("in", 1), ("out", 1))
+    async with running(cluster, counting_topology(), streams_config(tmp_path)) as app:
+        produce_words(cluster, "a b a c a")
+        await eventually(lambda: len(cluster.records("out")) == 5, what="output")
+        assert app.streams.store("counts").get("a") == 3
+        await eventually(lambda: len(cluster.records(CHANGELOG)) == 5, what="changelog")
+    assert counts(cluster) == {"a": 3, "b": 1, "c": 1}
+    changelog = {(r.key or b"").decode(): unlong(r.value) for r in cluster.records(CHANGELOG)}
+    assert changelog == {"a": 3, "b": 1, "c": 1}
+
+
+async def test_internal_topics_are_created_with_the_source_partition_count(tmp_path: Path) -> None:
+    cluster = cluster_with(("words", 2), ("counts-out", 2))
+    builder = StreamsBuilder()
+    (builder.stream("words", key_serde=Serdes.String(), value_serde=Serdes.String())
+     .group_by(lambda key, value: value)
+     .count(Materialized.as_("word-count"))
+     .to_stream().to("counts-out", value_serde=Serdes.Long()))
+    async with running(cluster, builder.build(), streams_config(tmp_path)):
+        assert cluster.partition_count(f"{APP}-word-count-changelog") == 2
+        assert cluster.topic_config(f"{APP}-word-count-changelog")["cleanup.policy"] == "compact"
+        assert cluster.partition_count(f"{APP}-word-count-repartition") == 2
+        for i, word in enumerate("x y x z x y".split()):
+            cluster.produce("words", f"line{i}", word, timestamp=i)
+        await eventually(lambda: counts(cluster, "counts-out").get("x") == 3, what="repartitioned counts")
+    assert counts(cluster, "counts-out") == {"x": 3, "y": 2, "z": 1}
+
+
+async def test_missing_source_topic_fails_start(tmp_path: Path) -> None:
+    cluster = cluster_with(("out", 1))
+    instance = Instance(cluster, passthrough_topology(), streams_config(tmp_path))
+    with pytest.raises(MissingSourceTopicError):
+        await instance.streams.start()
+    await instance.close()
+
+
+async def test_state_listener_sees_the_lifecycle(tmp_path: Path) -> None:
+    cluster = cluster_with(("in", 1), ("out", 1))
+    async with running(cluster, passthrough_topology(), streams_config(tmp_path)) as app:
+        pass
+    assert app.states == [
+        ("CREATED", "REBALANCING"),
+        ("REBALANCING", "RUNNING"),
+        ("RUNNING", "PENDING_SHUTDOWN"),
+        ("PENDING_SHUTDOWN", "NOT_RUNNING"),
+    ]
+    assert app.streams.state is KafkaStreams.State.NOT_RUNNING
+
+
+async def test_close_commits_final_offsets_and_leaves_the_group(tmp_path: Path) -> None:
+    cluster = cluster_with(("in", 2), ("out", 2))
+    config = streams_config(tmp_path, {"commit.interval.ms": 60_000})
+    async with running(cluster, passthrough_topology(), config) as app:
+        for i in range(10):
+            cluster.produce("in", b"k%d" % i, b"v")
+        await eventually(lambda: len(cluster.records("out")) == 10, what="output")
+        assert cluster.committed(APP) == {}, "no commit before the interval"
+        assert cluster.members(APP) == [app.supplier.main_consumers[0].member_id]
+    assert cluster.committed(APP) == cluster.end_offsets("in")
+    assert cluster.members(APP) == []
+    assert all(p.stopped for p in app.supplier.producers)

@@ -1,0 +1,154 @@
+"""TaskManager, StreamTask and StandbyTask over the fake clients, without a stream thread: task
+creation with restore, stale fetches, commit offsets and checkpoints, closing, standby updates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from streams_core import StreamsConfig, TaskId
+from streams_core.runtime.processing_guarantee import processing_guarantee
+from streams_core.runtime.record_collector_impl import RecordCollectorImpl
+from streams_core.runtime.store_changelog_reader import StoreChangelogReader
+from streams_core.runtime.task_manager import TaskManager
+from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topology_metadata import TopologyMetadata
+from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
+from streams_core.testing import FakeKafkaCluster
+from streams_core.testing.fake_kafka import FakeConsumer, FakeProducer, FakeRecord
+
+from .harness import APP, CHANGELOG, counting_topology, long, streams_config
+
+T00 = TaskId(0, 0)
+IN0, CL0 = TopicPartition("in", 0), TopicPartition(CHANGELOG, 0)
+
+
+class Harness:
+    """A TaskManager with an at-least-once guarantee over a fake producer and consumers."""
+
+    def __init__(self, cluster: FakeKafkaCluster, tmp_path: Path) -> None:
+        self.cluster = cluster
+        config = StreamsConfig(streams_config(tmp_path))
+        topology = counting_topology()
+        builder = topology.internal_topology_builder
+        builder.set_application_id(APP)
+        builder.apply_config(config)
+        self.producer = FakeProducer(cluster, client_id="producer")
+        self.consumer = FakeConsumer(cluster, client_id="main", group_id=APP)
+        self.restore_consumer = FakeConsumer(cluster, client_id="restore", group_id=None, auto_offset_reset="none")
+        self.collector = RecordCollectorImpl(self.producer)
+        guarantee = processing_guarantee(config, self.collector, self.consumer, lambda tid: self.producer)
+        self.tm = TaskManager(
+            TopologyMetadata(builder, APP), config, guarantee, StoreChangelogReader(self.restore_consumer),
+            wall_clock=lambda: 0,
+        )
+        self.guarantee = guarantee
+        self.task_dir = tmp_path / "state-0" / APP / str(T00)
+
+    async def start(self) -> None:
+        await self.producer.start()
+
+    def store(self, standby: bool = False) -> Any:
+        task = self.tm.standby_tasks[T00] if standby else self.tm.tasks[T00]
+        return task.state_manager.get_store("counts")
+
+
+class NoRebalanceListener:
+    async def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None:
+        return None
+
+    async def on_partitions_assigned(self, assigned: frozenset[TopicPartition]) -> None:
+        return None
+
+
+def new_cluster() -> FakeKafkaCluster:
+    cluster = FakeKafkaCluster()
+    for topic in ("in", "out", CHANGELOG):
+        cluster.create_topic(topic)
+    return cluster
+
+
+def records(cluster: FakeKafkaCluster, *words: str) -> list[FakeRecord]:
+    return [cluster.produce("in", w, w, timestamp=i, partition=0) for i, w in enumerate(words)]
+
+
+async def test_a_new_task_is_restored_before_its_processors_start(tmp_path: Path) -> None:
+    cluster = new_cluster()
+    cluster.produce(CHANGELOG, "a", long(4), partition=0)
+    h = Harness(cluster, tmp_path)
+    await h.start()
+    await h.tm.handle_assignment({T00: [IN0]})
+    task = h.tm.tasks[T00]
+    assert task.restored_records == 1 and h.tm.restored_records == 1
+    assert h.store().get("a") == 4
+    assert task.state_manager.changelog_offsets == {CL0: 1}
+    assert h.tm.prev_active == frozenset({T00})
+    await h.tm.close_all()
+
+
+async def test_records_of_a_partition_no_task_owns_are_refused(tmp_path: Path) -> None:
+    cluster = new_cluster()
+    h = Harness(cluster, tmp_path)
+    await h.start()
+    await h.tm.handle_assignment({T00: [IN0]})
+    assert h.tm.add_records(TopicPartition("in", 5), records(cluster, "x")) == -1
+    assert h.tm.add_records(IN0, records(cluster, "a", "b")) == 2
+    await h.tm.close_all()
+
+
+async def test_process_prepare_commit_and_checkpoint(tmp_path: Path) -> None:
+    cluster = new_cluster()
+    h = Harness(cluster, tmp_path)
+    await h.start()
+    await h.tm.handle_assignment({T00: [IN0]})
+    h.tm.add_records(IN0, records(cluster, "a", "b", "a"))
+    assert h.tm.process(10, 0) == 3
+    assert h.tm.processed_records == 3
+    await h.guarantee.send_pending(h.tm.tasks.values())
+    prepared = h.tm.prepare_commit()
+    assert [offsets for _, offsets in prepared] == [{IN0: 3}]
+    h.consumer.subscribe(["in"], NoRebalanceListener())  # a group member, so that its commits are accepted
+    await h.consumer.start()
+    await cluster.wait_stable(APP)
+    assert await h.guarantee.commit(prepared)
+    assert cluster.committed(APP) == {IN0: 3}
+    assert OffsetCheckpoint(h.task_dir / CHECKPOINT_FILE_NAME).read() == {(CHANGELOG, 0): 3}
+    assert h.tm.prepare_commit() == [], "nothing new to commit"
+    await h.tm.close_all()
+    await h.consumer.stop()
+
+
+async def test_an_unassigned_task_is_closed_and_its_state_checkpointed(tmp_path: Path) -> None:
+    cluster = new_cluster()
+    h = Harness(cluster, tmp_path)
+    await h.start()
+    await h.tm.handle_assignment({T00: [IN0]})
+    h.tm.add_records(IN0, records(cluster, "a"))
+    h.tm.process(10, 0)
+    await h.collector.flush()
+    h.tm.tasks[T00].post_commit(h.collector.offsets)
+    await h.tm.handle_assignment({})
+    assert h.tm.tasks == {}
+    assert OffsetCheckpoint(h.task_dir / CHECKPOINT_FILE_NAME).read() == {(CHANGELOG, 0): 1}
+    assert h.tm.local_state_offset_sums() == {T00: 1}
+    assert h.tm.processed_records == 1, "closed tasks still count"
+
+
+async def test_a_standby_task_applies_changelog_records_and_checkpoints(tmp_path: Path) -> None:
+    cluster = new_cluster()
+    h = Harness(cluster, tmp_path)
+    await h.start()
+    await h.tm.handle_assignment({}, {T00: [IN0]})
+    assert h.tm.standby_start_offsets() == {CL0: None}, "no checkpoint: from the beginning"
+    changelog = [cluster.produce(CHANGELOG, k, long(v), partition=0) for k, v in (("a", 1), ("b", 2), ("a", 3))]
+    h.tm.update_standby(CL0, changelog)
+    assert (h.store(standby=True).get("a"), h.store(standby=True).get("b")) == (3, 2)
+    assert h.tm.standby_tasks[T00].updated_records == 3
+    h.tm.checkpoint_standbys()
+    assert OffsetCheckpoint(h.task_dir / CHECKPOINT_FILE_NAME).read() == {(CHANGELOG, 0): 3}
+    await h.tm.close_all()
+    h2 = Harness(cluster, tmp_path)
+    await h2.start()
+    await h2.tm.handle_assignment({}, {T00: [IN0]})
+    assert h2.tm.standby_start_offsets() == {CL0: 3}, "a restarted standby continues from its checkpoint"
+    await h2.tm.close_all()
