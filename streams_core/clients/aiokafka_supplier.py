@@ -109,6 +109,12 @@ class AioKafkaConsumer:
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         await self._consumer.commit({_kafka(tp): offset for tp, offset in offsets.items()})
 
+    def enforce_rebalance(self) -> None:
+        """aiokafka has no public call for it: ask its group coordinator to rejoin (as a failed heartbeat would)."""
+        coordinator = getattr(self._consumer, "_coordinator", None)
+        if coordinator is not None:
+            coordinator.request_rejoin()
+
 
 class AioKafkaProducer:
     """The `Producer` port over an `AIOKafkaProducer` (batches are aiokafka's BatchBuilder)."""

@@ -135,6 +135,10 @@ class Consumer(Protocol):
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None: ...
 
+    def enforce_rebalance(self) -> None:
+        """Rejoin the group at the next poll (Kafka's `Consumer.enforceRebalance`): tasks migrated."""
+        ...
+
 
 class ProducerBatch(Protocol):
     """A batch of records for one partition, filled by `append` and sent whole."""

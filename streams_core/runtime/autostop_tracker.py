@@ -100,6 +100,10 @@ class AutostopTracker:
         self._positions[tp] = position
         return position >= stop
 
+    def stop_offset(self, tp: TopicPartition) -> int | None:
+        """The stop offset of an assigned partition, once known."""
+        return self._stops.get(tp)
+
     def task_finished(self, task: StreamTask) -> bool:
         return all(tp in self._finished for tp in task.partitions)
 

@@ -163,6 +163,16 @@ class StreamTask:
         head = self.partition_group.queue(tp).head_record_offset
         return fetched + 1 if head is None else head
 
+    def drained_partitions(self) -> list[TopicPartition]:
+        """Partitions with nothing buffered (their committable offset may move to the consumer's position)."""
+        group = self.partition_group
+        return [tp for tp in self.partitions if not group.num_buffered(tp)]
+
+    def note_position(self, tp: TopicPartition, position: int) -> None:
+        """A drained partition's consumer position: commit there, past transaction markers (KAFKA-6607)."""
+        if not self.partition_group.num_buffered(tp) and position > 0:
+            self._fetched_offsets[tp] = max(self._fetched_offsets.get(tp, -1), position - 1)
+
     def finish_partition(self, tp: TopicPartition, stop_offset: int) -> None:
         """KIP-95: everything of `tp` before `stop_offset` was processed; commit exactly there.
 

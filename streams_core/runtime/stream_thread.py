@@ -266,10 +266,14 @@ class StreamThread:
                 tm.punctuate(now)
                 if tm.standby_tasks:
                     await self._update_standbys()
-                await guarantee.send_pending(tm.tasks.values())
-                task_finished = autostop is not None and await autostop.update(tm.tasks)
-                if task_finished or tm.commit_requested() or now - self._last_commit_ms >= commit_interval:
-                    await self._commit()
+                try:
+                    await guarantee.send_pending(tm.tasks.values())
+                    task_finished = autostop is not None and await autostop.update(tm.tasks)
+                    if task_finished or tm.commit_requested() or now - self._last_commit_ms >= commit_interval:
+                        await self._commit()
+                except clients.ProducerFenced as exc:
+                    await self._on_task_migrated(exc)
+                    continue
                 if autostop is not None:
                     await self._autostop_progress(autostop, now)
             await asyncio.sleep(0)
@@ -326,6 +330,7 @@ class StreamThread:
         tm = self.task_manager
         assert tm is not None
         started = time.perf_counter()
+        await self._note_positions()
         prepared = tm.prepare_commit()
         if not await self._guarantee.commit(prepared):
             return
@@ -334,6 +339,39 @@ class StreamThread:
         if prepared:
             self.commit_count += 1
             self.commit_latency_ms_total += (time.perf_counter() - started) * 1000
+
+    async def _on_task_migrated(self, error: BaseException) -> None:
+        """A task's producer was fenced: another instance owns its transactional id now.
+
+        As Kafka Streams' TaskMigratedException: close every task dirty (open transactions are
+        aborted; without a checkpoint their stores are restored again) and rejoin the group, which
+        gives the tasks to whoever owns them now.
+        """
+        tm = self.task_manager
+        assert tm is not None and self._consumer is not None and self.collector is not None
+        log.warning("%stask migrated (%r): closing every task dirty and rejoining the group", self.log_prefix, error)
+        self.collector.clear_pending()
+        try:
+            await tm.close_all(clean=False)
+        except Exception:
+            log.exception("%sclosing migrated tasks failed", self.log_prefix)
+        self._consumer.enforce_rebalance()
+
+    async def _note_positions(self) -> None:
+        """Drained partitions commit at the consumer's position (not before a trailing marker),
+        but never past a batch run's stop offset."""
+        tm, consumer = self.task_manager, self._consumer
+        if tm is None or consumer is None:
+            return
+        for task in tm.tasks.values():
+            for tp in task.drained_partitions():
+                position = await consumer.position(tp)
+                if self._autostop is not None:
+                    stop = self._autostop.stop_offset(tp)
+                    if stop is None:
+                        continue
+                    position = min(position, stop)
+                task.note_position(tp, position)
 
     def _raise_pending_error(self) -> None:
         if self._pending_error is not None:

@@ -132,6 +132,11 @@ class FakeConsumer:
         if self.started and not self.stopped:
             self._join()
 
+    def enforce_rebalance(self) -> None:
+        """Ask the group to rebalance (every member is revoked and reassigned)."""
+        if self.group_id is not None and self._member:
+            self.cluster._request_rebalance(self.cluster._group(self.group_id))
+
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         if self.topics:
             raise clients.IllegalStateError("assign() after subscribe(): they are mutually exclusive")

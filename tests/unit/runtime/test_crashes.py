@@ -126,11 +126,6 @@ async def test_at_least_once_crash_after_the_commit_before_the_checkpoint_restor
     assert counts == {k: list(range(1, n + 1)) for k, n in sent.items()}, "restored from the changelog, nothing lost or doubled"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ProducerFenced from a task's transactional producer kills the stream thread (ERROR) instead of "
-    "being handled as a migrated task (close it dirty and rejoin), as docs/broker.md says the runtime does",
-)
 async def test_a_fenced_task_producer_is_a_migrated_task_not_a_fatal_error(tmp_path: Path) -> None:
     cluster = cluster_with()
     async with running(cluster, counting_topology(), streams_config(tmp_path, EOS)) as app:

@@ -96,16 +96,10 @@ async def test_aborted_input_is_read_only_under_at_least_once(tmp_path: Path, gu
         await (upstream.commit_transaction() if commit else upstream.abort_transaction())
     async with running(cluster, passthrough_topology(), streams_config(tmp_path, {"processing.guarantee": guarantee})):
         await eventually(lambda: len(cluster.records("out")) == len(expected), what="output")
-        await eventually(lambda: cluster.committed(APP) == {IN0: 4}, what="commit past the last record")
+        await eventually(lambda: cluster.committed(APP) == {IN0: 5}, what="commit past the trailing commit marker")
     assert [r.value for r in cluster.records("out")] == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a drained partition is committed at its last record + 1, not at the consumer's position: a "
-    "trailing transaction marker keeps the committed offset one below the end forever (lag never 0; "
-    "Kafka Streams commits the position, KAFKA-6607)",
-)
 async def test_a_drained_partition_is_committed_at_the_end_past_a_trailing_marker(tmp_path: Path) -> None:
     cluster = cluster_with()
     upstream = FakeProducer(cluster, client_id="upstream", transactional_id="upstream")
