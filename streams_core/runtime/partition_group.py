@@ -4,10 +4,11 @@ Definitions (KIP-28 "Stream Time and Sync."; as Kafka's original `PartitionGroup
 
 - the next record is the head of the non-empty queue with the lowest partition time (ties: the
   lower `TopicPartition`, so the choice is deterministic);
-- stream time is the lowest partition time among the partitions that have buffered records,
-  re-evaluated after every add and poll and kept monotonic (never decreases). A partition with
-  nothing buffered does not hold stream time back; `max.task.idle.ms` decides whether the task
-  waits for it (`ready_to_process`).
+- stream time is the highest timestamp of the records taken so far, so it never decreases and
+  never runs ahead of what was processed (as today's Kafka Streams; the original KIP-28 text took
+  the lowest buffered partition time, which jumps to records not yet processed while a task
+  waits for an empty partition, and fires stream-time punctuations early). A partition with
+  nothing buffered does not hold the task back beyond `max.task.idle.ms` (`ready_to_process`).
 """
 
 from __future__ import annotations
@@ -92,7 +93,6 @@ class PartitionGroup(Generic[R]):
             if len(queue):
                 self._non_empty.append(queue)
         heapq.heapify(self._non_empty)
-        self._advance_stream_time()
 
     def __repr__(self) -> str:
         return (
@@ -110,7 +110,6 @@ class PartitionGroup(Generic[R]):
         self._total_buffered += size - before
         if before == 0 and size:
             heapq.heappush(self._non_empty, queue)
-            self._advance_stream_time()
         return size
 
     def next_record(self, info: RecordInfo[R]) -> R | None:
@@ -132,17 +131,12 @@ class PartitionGroup(Generic[R]):
             heapq.heappop(heap)
         elif queue.partition_time != before:
             heapq.heapreplace(heap, queue)
-        if heap:
-            self._clock.advance(heap[0].partition_time)
+        self._clock.advance(record.timestamp)
         return record
-
-    def _advance_stream_time(self) -> None:
-        if self._non_empty:
-            self._clock.advance(self._non_empty[0].partition_time)
 
     @property
     def stream_time(self) -> int:
-        """Lowest partition time over partitions with buffered records, never decreasing."""
+        """The highest timestamp of the records taken so far (never decreasing; UNKNOWN before the first)."""
         return self._clock.value
 
     @property

@@ -119,15 +119,17 @@ def test_unknown_partition_is_rejected() -> None:
         make_group(A).add_raw_records(TopicPartition("x", 0), [(0, 1)])
 
 
-def test_stream_time_is_lowest_partition_time_of_buffered_partitions() -> None:
+def test_stream_time_is_the_highest_timestamp_taken_never_one_still_buffered() -> None:
     group = make_group(A, B)
     assert group.stream_time == UNKNOWN
     add(group, A, 10, 20)
-    assert group.stream_time == 10  # B has nothing buffered: it does not hold stream time back
     add(group, B, 3)
-    assert group.stream_time == 10  # never decreases
-    assert drain(group)[0] == (B, 3)
-    assert group.stream_time == 20
+    assert group.stream_time == UNKNOWN, "buffering alone does not move stream time"
+    assert next_record(group)[0].timestamp == 3 and group.stream_time == 3
+    assert next_record(group)[0].timestamp == 10 and group.stream_time == 10
+    add(group, B, 5)  # a late record: taken before A's 20 (lower partition time), stream time stays
+    assert next_record(group)[0].timestamp == 5 and group.stream_time == 10
+    assert next_record(group)[0].timestamp == 20 and group.stream_time == 20
 
 
 def test_stream_time_never_decreases_and_matches_model() -> None:
@@ -156,11 +158,10 @@ def test_stream_time_never_decreases_and_matches_model() -> None:
                     record, queue = item
                     assert queue.partition == expected_tp
                     assert record.timestamp == buffers[expected_tp].pop(0)
+                    model_stream = max(model_stream, record.timestamp)
             for tp in partitions:
                 if buffers[tp]:
                     model_pt[tp] = max(model_pt[tp], min(buffers[tp]))
-            if any(buffers.values()):
-                model_stream = max(model_stream, min(model_pt[tp] for tp in partitions if buffers[tp]))
             assert group.stream_time == model_stream >= last
             last = group.stream_time
 
@@ -243,6 +244,8 @@ def test_pause_partition_running_ahead_of_stream_time_and_resume_when_caught_up(
     group = make_group(A, B)
     add(group, A, 0, 10, 20)
     add(group, B, 500, 600)
+    assert group.partitions_to_pause(buffered_limit=100, max_lag_ms=100) == [], "no stream time yet"
+    poll(group)
     assert group.stream_time == 0
     assert group.partitions_to_pause(buffered_limit=100, max_lag_ms=100) == [B]
     assert group.paused_partitions == {B: PauseReason.TIME_LAG}
@@ -251,7 +254,7 @@ def test_pause_partition_running_ahead_of_stream_time_and_resume_when_caught_up(
     poll(group)
     assert group.stream_time == 20
     add(group, A, 450)
-    poll(group)  # A's partition time becomes 450, stream time 450
+    poll(group)  # A's 450 taken: stream time 450, B is no longer 100 ahead
     assert group.stream_time == 450
     assert group.partitions_to_resume(100, 100) == [B]
     assert group.pause_counts[PauseReason.TIME_LAG] == 1
@@ -270,6 +273,7 @@ def test_time_lag_pause_lifts_when_the_partition_drains() -> None:
     group = make_group(A, B)
     add(group, A, 0)
     add(group, B, 500)
+    poll(group)  # A's 0: stream time 0
     assert group.partitions_to_pause(100, 10) == [B]
     drain(group)
     assert group.partitions_to_resume(100, 10) == [B]

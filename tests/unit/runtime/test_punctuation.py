@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
 from streams_core import PunctuationType, Topology
 from streams_core.testing import FakeKafkaCluster
 
@@ -58,11 +56,6 @@ async def test_wall_clock_punctuation_fires_without_input(tmp_path: Path) -> Non
     assert all(c - a >= 30 for a, c in zip(times, times[2:], strict=False)), "at most one punctuation per interval"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PartitionGroup advances stream time to the lowest buffered partition time, so while a task "
-    "idles for an empty partition (max.task.idle.ms) stream time jumps to a record not yet processed",
-)
 async def test_stream_time_does_not_run_ahead_of_processed_records_while_idling(tmp_path: Path) -> None:
     cluster, topology = setup(PunctuationType.STREAM_TIME, 1000, "left", "right")
     config = streams_config(tmp_path, {"max.task.idle.ms": 60_000})
