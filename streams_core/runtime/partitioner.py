@@ -3,13 +3,16 @@ Kafka producer (Java, aiokafka, librdkafka's murmur2_random) puts them."""
 
 from __future__ import annotations
 
-from struct import unpack_from
+from collections.abc import Callable
+from struct import Struct
 
 __all__ = ["default_partition", "murmur2", "to_positive"]
 
 _MASK = 0xFFFFFFFF
 _SEED = 0x9747B28C
 _M = 0x5BD1E995
+_unpackers: dict[int, Callable[[bytes | bytearray | memoryview], tuple[int, ...]]] = {}
+"""A compiled little-endian unpacker per number of 4-byte blocks (keys repeat their lengths)."""
 
 
 def murmur2(data: bytes | bytearray | memoryview) -> int:
@@ -18,7 +21,10 @@ def murmur2(data: bytes | bytearray | memoryview) -> int:
     h = (_SEED ^ length) & _MASK
     blocks = length >> 2
     if blocks:
-        for k in unpack_from(f"<{blocks}I", data):
+        unpack = _unpackers.get(blocks)
+        if unpack is None:
+            unpack = _unpackers[blocks] = Struct(f"<{blocks}I").unpack_from
+        for k in unpack(data):
             k = (k * _M) & _MASK
             k ^= k >> 24
             k = (k * _M) & _MASK

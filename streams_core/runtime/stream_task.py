@@ -115,6 +115,8 @@ class StreamTask:
         processor = self.processor
         process = processor.process_record
         punctuate = processor.maybe_punctuate_stream_time
+        punctuations = processor.stream_time_punctuations
+        clock = processor.clock
         offsets = self.consumed_offsets
         info = self._record_info
         every_partition_buffered = group.all_partitions_buffered
@@ -129,7 +131,8 @@ class StreamTask:
             process(queue.source, record, tp.topic, tp.partition, info.offset)
             offsets[tp] = info.offset
             done += 1
-            punctuate()
+            if clock.value >= punctuations.due:
+                punctuate()
             if processor.commit_requested:
                 break
             if not every_partition_buffered() and group.num_buffered() and not group.ready_to_process(now_ms):

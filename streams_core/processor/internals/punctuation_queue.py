@@ -68,14 +68,20 @@ PunctuateCallback = Callable[[PunctuationSchedule, int], None]
 """Runs one schedule's punctuator at a time; the task sets up the processor context around it."""
 
 
+NEVER = 2**63 - 1
+"""A `due` time no stream or wall-clock time reaches."""
+
+
 class PunctuationQueue:
     """A min-heap of schedules by next time (ties in scheduling order)."""
 
-    __slots__ = ("_heap", "_sequence")
+    __slots__ = ("_heap", "_sequence", "due")
 
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, PunctuationSchedule]] = []
         self._sequence = count()
+        self.due = NEVER
+        """The earliest time a schedule may be due (NEVER when none): a per-record check costs one compare."""
 
     def __len__(self) -> int:
         return sum(1 for _, _, schedule in self._heap if not schedule.cancelled)
@@ -83,6 +89,7 @@ class PunctuationQueue:
     def schedule(self, schedule: PunctuationSchedule) -> PunctuationSchedule:
         """Add a schedule; returns it (it is its own Cancellable)."""
         heapq.heappush(self._heap, (schedule.next_time, next(self._sequence), schedule))
+        self.due = self._heap[0][0]
         return schedule
 
     @property
@@ -106,8 +113,10 @@ class PunctuationQueue:
             if not schedule.cancelled:
                 schedule.advance(now)
                 heapq.heappush(heap, (schedule.next_time, next(self._sequence), schedule))
+        self.due = heap[0][0] if heap else NEVER
         return punctuated
 
     def clear(self) -> None:
         """Drop every schedule (the task is closing)."""
         self._heap.clear()
+        self.due = NEVER

@@ -45,6 +45,9 @@ __all__ = ["UNKNOWN_TIME", "StateManager", "TaskProcessor", "TaskProcessorState"
 
 log = logging.getLogger(__name__)
 
+new_record = tuple.__new__
+"""Builds a Record from its fields without the Python-level NamedTuple constructor (hot path)."""
+
 _OWN_TIMESTAMP_EXTRACTORS = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp)
 """Extractors that keep a valid record timestamp: the record pipeline reads it directly."""
 
@@ -115,6 +118,11 @@ class TaskProcessor:
 
     def __repr__(self) -> str:
         return f"TaskProcessor({self.task_id}, {self._state.name})"
+
+    @property
+    def stream_time_punctuations(self) -> PunctuationQueue:
+        """The stream-time schedules (`due` tells the runtime's loop when to call `maybe_punctuate_stream_time`)."""
+        return self._stream_time_punctuations
 
     @property
     def stream_time(self) -> int:
@@ -282,7 +290,7 @@ class TaskProcessor:
                 if timestamp < 0:
                     drop(consumed, timestamp)
                     return None
-            return Record(key, value, timestamp, raw.headers)
+            return new_record(Record, (key, value, timestamp, raw.headers))
 
         return read
 
