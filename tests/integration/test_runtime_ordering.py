@@ -206,5 +206,7 @@ async def test_task_waits_max_task_idle_ms_for_an_empty_partition(bootstrap_serv
         assert group.enforced_processing_count >= 1
 
     waited = recorder.seen[0].processed_at - buffered_at
-    assert idle_ms / 1000 - 0.05 <= waited <= idle_ms / 1000 + 1.5, waited
+    # The test sees the records buffered up to a few polls late on a loaded machine (seen: 0.125 s
+    # while two other suites ran), so the lower bound allows 0.25 s of observation lag.
+    assert idle_ms / 1000 - 0.25 <= waited <= idle_ms / 1000 + 1.5, waited
     assert [s.key for s in recorder.seen] == [r.key for r in left_recs]
