@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 
 setup: $(VENV)/.installed $(KAFKA_LIBS)/.complete
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml streams_core/runtime/_murmur2.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]' --config-settings editable_mode=compat

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from struct import Struct
 
-__all__ = ["default_partition", "murmur2", "to_positive"]
+__all__ = ["default_partition", "murmur2", "murmur2_py", "to_positive"]
 
 _MASK = 0xFFFFFFFF
 _SEED = 0x9747B28C
@@ -15,8 +15,11 @@ _unpackers: dict[int, Callable[[bytes | bytearray | memoryview], tuple[int, ...]
 """A compiled little-endian unpacker per number of 4-byte blocks (keys repeat their lengths)."""
 
 
-def murmur2(data: bytes | bytearray | memoryview) -> int:
-    """The 32-bit murmur2 hash of `data` as Java computes it: a signed int in [-2**31, 2**31)."""
+def murmur2_py(data: bytes | bytearray | memoryview) -> int:
+    """The 32-bit murmur2 hash of `data` as Java computes it: a signed int in [-2**31, 2**31).
+
+    The reference implementation; `murmur2` is the compiled one when it was built.
+    """
     length = len(data)
     h = (_SEED ^ length) & _MASK
     blocks = length >> 2
@@ -42,6 +45,19 @@ def murmur2(data: bytes | bytearray | memoryview) -> int:
     h = (h * _M) & _MASK
     h ^= h >> 15
     return h - 0x100000000 if h & 0x80000000 else h
+
+
+def _compiled() -> Callable[[bytes | bytearray | memoryview], int] | None:
+    """The C murmur2 that `make setup` builds (an optional extension), or None without a compiler."""
+    try:
+        from streams_core.runtime._murmur2 import murmur2 as compiled
+    except ImportError:
+        return None
+    return compiled
+
+
+murmur2 = _compiled() or murmur2_py
+"""murmur2 as Java computes it: compiled where it was built, else `murmur2_py`."""
 
 
 def to_positive(number: int) -> int:

@@ -61,3 +61,19 @@ def test_agrees_with_aiokafka() -> None:
             assert murmur2(data) & 0xFFFFFFFF == aiokafka_murmur2(data) & 0xFFFFFFFF
             n = rng.randrange(1, 50)
             assert default_partition(data, n) == partitioner(data, list(range(n)), list(range(n)))
+
+
+def test_the_compiled_murmur2_is_built_and_agrees_with_the_reference() -> None:
+    import random
+    import shutil
+
+    from streams_core.runtime import partitioner
+
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler here: the pure-Python murmur2 is used")
+    assert partitioner.murmur2 is not partitioner.murmur2_py, "make setup builds streams_core/runtime/_murmur2.c"
+    rng = random.Random(7)
+    samples = [b"", b"a", b"ab", b"abc", b"abcd", bytearray(b"kafka"), memoryview(b"streams")]
+    samples += [rng.randbytes(rng.randrange(0, 64)) for _ in range(2000)]
+    for data in samples:
+        assert partitioner.murmur2(data) == partitioner.murmur2_py(data), data
