@@ -140,17 +140,8 @@ async def test_a_repartitioned_word_count_reaches_its_final_output_in_the_same_r
     await produce(bootstrap, source, [(None, line, i % 2) for i, line in enumerate(lines)])
     truth = Counter(word for line in lines for word in line.decode().split())
 
-    builder = StreamsBuilder()
-    (
-        builder.stream(source, key_serde=Serdes.String(), value_serde=Serdes.String())
-        .flat_map_values(lambda line: line.split())
-        .group_by(lambda key, word: word)
-        .count()
-        .to_stream()
-        .to(sink, value_serde=Serdes.Long())
-    )
     config = streams_config(bootstrap, app_id, tmp_path, extra={"statestore.cache.max.bytes": 0})
-    await run_batch(builder.build(), config)
+    await run_batch(word_count(source, sink), config)
     counts = last_counts(await read_all(bootstrap, sink))
     assert {k.decode(): v for k, v in counts.items()} == dict(truth)
     log, _ = await metadata_log(bootstrap, app_id)
