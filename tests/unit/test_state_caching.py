@@ -152,3 +152,25 @@ def test_a_restore_below_the_cache_evicts_what_it_changes(tmp_path: Path) -> Non
     assert store.get(b"a") == b"1"
     restore([(b"a", None)])
     assert store.get(b"a") is None
+
+
+def test_reads_never_write_scans_merge_the_cache_with_the_store(tmp_path: Path) -> None:
+    """Range, all and their reverses answer from cache and store together without flushing."""
+    store, inner, _ = _store(tmp_path)
+    flushed: list[bytes] = []
+    store.set_flush_listener(lambda key, new, old, ts: flushed.append(key))
+    for key in (b"a", b"c", b"e", b"g"):
+        inner.put(key, b"stored")
+    store.put(b"b", b"cached")  # new key between stored ones
+    store.put(b"c", b"updated")  # cached update of a stored key
+    store.delete(b"e")  # cached delete hides the stored key
+    store.put(b"h", b"cached")  # new key after every stored one
+    expected = [(b"a", b"stored"), (b"b", b"cached"), (b"c", b"updated"), (b"g", b"stored"), (b"h", b"cached")]
+    assert [tuple(kv) for kv in store.all()] == expected
+    assert [tuple(kv) for kv in store.reverse_all()] == expected[::-1]
+    assert [tuple(kv) for kv in store.range(b"b", b"g")] == expected[1:4]
+    assert [tuple(kv) for kv in store.reverse_range(b"b", b"g")] == expected[1:4][::-1]
+    assert [tuple(kv) for kv in store.prefix_scan(b"h")] == [(b"h", b"cached")]
+    assert flushed == [] and inner.get(b"e") == b"stored" and inner.get(b"b") is None, "nothing was written below"
+    store.flush()
+    assert sorted(flushed) == [b"b", b"c", b"e", b"h"] and inner.get(b"e") is None

@@ -6,9 +6,10 @@ listener, set by a DSL processor, is told of each flushed key with its new and o
 is how downstream updates are de-duplicated. Final results are the same with the cache on or
 off; only how many intermediate updates are written and forwarded changes.
 
-Range scans, `all` and counts first flush this store's dirty entries and then read the store
-below (Kafka Streams merges cache and store iterators instead; flushing is simpler and gives the
-same answers, at the cost of flushing earlier than a commit).
+Reads never write: range scans and `all` merge this store's dirty cache entries (a cached
+delete hides the stored key) with the store below in key order, as Kafka Streams' merged sorted
+iterator does, so a query or a punctuation that scans the store changes neither when updates are
+flushed and forwarded nor what the changelog holds. Only commits and evictions flush.
 """
 
 from __future__ import annotations
@@ -77,28 +78,35 @@ class CachingKeyValueStore(WrappedStateStore[Any]):
         return value  # type: ignore[no-any-return]
 
     def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue[bytes, bytes]]:
-        self._flush_cache()
-        return self._wrapped.range(from_key, to_key)  # type: ignore[no-any-return]
+        return _merged(self._dirty(lambda k: _within(k, from_key, to_key)), self._wrapped.range(from_key, to_key), False)
 
     def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue[bytes, bytes]]:
-        self._flush_cache()
-        return self._wrapped.reverse_range(from_key, to_key)  # type: ignore[no-any-return]
+        dirty = self._dirty(lambda k: _within(k, from_key, to_key), reverse=True)
+        return _merged(dirty, self._wrapped.reverse_range(from_key, to_key), True)
 
     def prefix_scan(self, prefix: bytes, prefix_serde: Any = None) -> Iterator[KeyValue[bytes, bytes]]:
-        self._flush_cache()
-        return self._wrapped.prefix_scan(prefix, prefix_serde)  # type: ignore[no-any-return]
+        if not isinstance(prefix, bytes | bytearray):  # a typed prefix: the store below serializes it
+            self._flush_cache()
+            return self._wrapped.prefix_scan(prefix, prefix_serde)
+        return _merged(self._dirty(lambda k: k.startswith(prefix)), self._wrapped.prefix_scan(prefix, prefix_serde), False)
 
     def all(self) -> Iterator[KeyValue[bytes, bytes]]:
-        self._flush_cache()
-        return self._wrapped.all()  # type: ignore[no-any-return]
+        return _merged(self._dirty(lambda k: True), self._wrapped.all(), False)
 
     def reverse_all(self) -> Iterator[KeyValue[bytes, bytes]]:
-        self._flush_cache()
-        return self._wrapped.reverse_all()  # type: ignore[no-any-return]
+        return _merged(self._dirty(lambda k: True, reverse=True), self._wrapped.reverse_all(), True)
 
     def approximate_num_entries(self) -> int:
-        self._flush_cache()
+        """The store below's estimate (cached writes not yet flushed are not counted, as in Kafka Streams)."""
         return self._wrapped.approximate_num_entries()  # type: ignore[no-any-return]
+
+    def _dirty(self, wanted: Callable[[bytes], bool], *, reverse: bool = False) -> list[tuple[bytes, bytes | None]]:
+        """This store's not-yet-flushed entries that `wanted` selects, in key order."""
+        named = self._named
+        if named is None or not named.dirty:
+            return []
+        entries = named.entries
+        return sorted(((k, entries[k].value) for k in named.dirty if wanted(k)), reverse=reverse)
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -163,6 +171,39 @@ class CachingKeyValueStore(WrappedStateStore[Any]):
         finally:
             if hasattr(context, "record"):
                 context.node, context.record = saved
+
+
+def _within(key: bytes, from_key: bytes | None, to_key: bytes | None) -> bool:
+    return (from_key is None or key >= from_key) and (to_key is None or key <= to_key)
+
+
+def _merged(
+    dirty: list[tuple[bytes, bytes | None]], stored: Iterator[KeyValue[bytes, bytes]], reverse: bool
+) -> Iterator[KeyValue[bytes, bytes]]:
+    """Dirty cache entries and stored entries in one key order; the cache wins, a cached None deletes."""
+    if not dirty:
+        yield from stored
+        return
+    def before(a: bytes, b: bytes) -> bool:
+        return a > b if reverse else a < b
+
+    pending = iter(dirty)
+    cached = next(pending, None)
+    for entry in stored:
+        while cached is not None and before(cached[0], entry.key):
+            if cached[1] is not None:
+                yield KeyValue(cached[0], cached[1])
+            cached = next(pending, None)
+        if cached is not None and cached[0] == entry.key:
+            if cached[1] is not None:
+                yield KeyValue(cached[0], cached[1])
+            cached = next(pending, None)
+            continue
+        yield entry
+    while cached is not None:
+        if cached[1] is not None:
+            yield KeyValue(cached[0], cached[1])
+        cached = next(pending, None)
 
 
 class _InvalidatingContext:
