@@ -7,6 +7,7 @@ are in `streams_core.kstream.internals`. See docs/dsl.md.
 from streams_core.kstream.branched import Branched
 from streams_core.kstream.branched_kstream import BranchedKStream
 from streams_core.kstream.consumed import Consumed
+from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.global_ktable import GlobalKTable
 from streams_core.kstream.grouped import Grouped
 from streams_core.kstream.joined import Joined
@@ -31,6 +32,7 @@ __all__ = [
     "BranchedKStream",
     "BufferConfig",
     "Consumed",
+    "EmitStrategy",
     "GlobalKTable",
     "Grouped",
     "JoinWindows",
