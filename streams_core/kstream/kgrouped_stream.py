@@ -120,7 +120,8 @@ class KGroupedStream:
         parent, sources = self.upstream(store)
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
         b.add_processor(name, lambda: factory(store), (parent,), stores=(builder,))
-        return KTable(b, name, m.key_serde, m.value_serde, sources, StoreValueGetterSupplier(store), store)
+        return KTable(b, name, m.key_serde, m.value_serde, sources, StoreValueGetterSupplier(store), store,
+                      queryable=m.store_name)  # fmt: skip
 
     def upstream(self, store: str) -> tuple[str, frozenset[str]]:
         """The node to aggregate from and its sources: a repartition source when the key changed."""

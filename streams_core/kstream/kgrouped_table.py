@@ -115,4 +115,5 @@ class KGroupedTable:
         source = b.repartition(self.name, prefix, self.key_serde, change_serde, drop_null_keys=False)
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
         b.add_processor(name, lambda: factory(store), (source,), stores=(builder,))
-        return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store)
+        return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store,
+                      queryable=m.store_name)  # fmt: skip

@@ -33,6 +33,7 @@ from streams_core.kstream.internals.kstream_processors import (
 from streams_core.kstream.internals.ktable_processors import KTableSource
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.internals.send_old_values import SendOldValues
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
 from streams_core.kstream.produced import Produced
@@ -274,7 +275,8 @@ class KStream:
         store = store_name(b, materialized, names.KSTREAM_TOTABLE)
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
         b.add_processor(name, lambda: KTableSource(store), (stream.name,), stores=(builder,))
-        return KTable(b, name, m.key_serde, m.value_serde, stream.source_nodes, StoreValueGetterSupplier(store), store)
+        return KTable(b, name, m.key_serde, m.value_serde, stream.source_nodes, StoreValueGetterSupplier(store), store,
+                      queryable=m.store_name, old_values=SendOldValues("source", m.store_name is not None))  # fmt: skip
 
     # -- grouping -----------------------------------------------------------------------------
 

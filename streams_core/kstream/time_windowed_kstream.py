@@ -124,4 +124,4 @@ class TimeWindowedKStream:
                         stores=(builder,))  # fmt: skip
         key_serde = b.bound(TimeWindowedSerde(m.key_serde, size))
         return KTable(b, name, key_serde, m.value_serde, sources, WindowStoreValueGetterSupplier(store), store,
-                      ("time", windows.grace_period_ms))  # fmt: skip
+                      ("time", windows.grace_period_ms), queryable=m.store_name)  # fmt: skip

@@ -49,17 +49,32 @@ def test_unnamed_table_store_is_named_after_the_topic() -> None:
     assert "Processor: KTABLE-SOURCE-0000000002 (stores: [t-STATE-STORE-0000000000])" in str(builder.build().describe())
 
 
-def test_filter_drops_updates_invisible_before_and_after() -> None:
+def test_filter_of_an_unmaterialized_table_forwards_a_tombstone_per_rejected_record() -> None:
+    """As Java's KTableFilter without old values: every rejected update becomes (key, None)."""
     builder = StreamsBuilder()
     t = table(builder)
     t.filter(lambda k, v: v > 1, materialized=Materialized.as_("big")).to_stream().to("out")
     t.filter_not(lambda k, v: v > 1).to_stream().to("small")
     out, driver = run(builder)
     with driver:
+        assert out == [TestRecord("a", None, 1), TestRecord("b", 2, 2), TestRecord("a", 3, 3),
+                       TestRecord("a", None, 4)]  # fmt: skip
+        assert driver.create_output_topic("small", S, L).read_records_to_list() == [
+            TestRecord("a", 1, 1), TestRecord("b", None, 2), TestRecord("a", None, 3), TestRecord("a", None, 4)]  # fmt: skip
+        assert list(driver.get_key_value_store("big").all()) == [KeyValue("b", 2)]
+
+
+def test_filter_of_a_materialized_table_drops_updates_invisible_before_and_after() -> None:
+    """Upstream materialised: the filter sends old values and skips (None, None) changes (Java's rule)."""
+    builder = StreamsBuilder()
+    t = table(builder, Materialized.as_("t-store"))
+    t.filter(lambda k, v: v > 1).to_stream().to("out")
+    t.filter_not(lambda k, v: v > 1).to_stream().to("small")
+    out, driver = run(builder)
+    with driver:
         assert out == [TestRecord("b", 2, 2), TestRecord("a", 3, 3), TestRecord("a", None, 4)]
         assert driver.create_output_topic("small", S, L).read_records_to_list() == [
             TestRecord("a", 1, 1), TestRecord("a", None, 3)]  # fmt: skip
-        assert list(driver.get_key_value_store("big").all()) == [KeyValue("b", 2)]
 
 
 def test_map_values_maps_new_and_old_and_keeps_deletes() -> None:

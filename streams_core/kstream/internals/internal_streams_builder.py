@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.dsl_serde import BoundSerde, infer
@@ -25,6 +25,7 @@ __all__ = ["InternalStreamsBuilder"]
 log = logging.getLogger(__name__)
 
 S = TypeVar("S", bound=Serde[Any] | None)
+B = TypeVar("B")
 
 _RECORD_TIMESTAMP = FailOnInvalidTimestamp()
 
@@ -41,11 +42,32 @@ class InternalStreamsBuilder:
         self.itb = self.topology.internal_topology_builder
         self._index = 0
         self._bound: list[BoundSerde[Any]] = []
+        self._dsl_stores: list[Any] = []
+        self._caching: list[bool] = []
         self.itb.on_build(self._bind)
 
     def _bind(self, config: Any) -> None:
         for serde in self._bound:
             serde.bind(config)
+        self._strip_caching(config)
+
+    def dsl_store(self, store_builder: B) -> B:
+        """Register a store builder of a DSL operator (its caching layer goes when the cache size is 0)."""
+        self._dsl_stores.append(store_builder)
+        self._caching.append(bool(cast(Any, store_builder).caching_enabled))
+        return store_builder
+
+    def _strip_caching(self, config: Any) -> None:
+        """As Java's `rewriteTopology`: `statestore.cache.max.bytes=0` builds the DSL's stores without a cache."""
+        try:
+            no_cache = config["statestore.cache.max.bytes"] == 0
+        except (KeyError, TypeError):
+            no_cache = False
+        for store_builder, caching in zip(self._dsl_stores, self._caching, strict=True):
+            if caching and not no_cache:
+                store_builder.with_caching_enabled()
+            else:
+                store_builder.with_caching_disabled()
 
     # -- names --------------------------------------------------------------------------------
 

@@ -141,6 +141,7 @@ def _stream_table(this: KStream, table: Any, left: bool, joiner: Any, joined: Jo
     if this.repartition_required:
         this = this._repartitioned(name, j.key_serde or this.key_serde, j.value_serde or this.value_serde)
     getter = table._value_getter("a KStream-KTable join")
+    table.old_values.materialize()
     sources = this.source_nodes | table.source_nodes
     b.copartition(sources)
     b.add_processor(name, lambda: KStreamKTableJoin(getter, joiner, left), (this.name,), connected=getter.store_names)

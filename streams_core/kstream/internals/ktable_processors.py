@@ -73,13 +73,18 @@ class KTableSource(_Materializing):
 class KTableFilter(_Materializing):
     """Keeps the values `predicate(key, value)` accepts (rejects, for `filter_not`); others become None.
 
-    An update rejected both before and after is not forwarded: downstream never saw the key.
+    A rejected update is forwarded as a tombstone, as Java's; when old values are sent (the
+    upstream table is materialised, or a group_by or join downstream asked: SendOldValues), an
+    update rejected both before and after is not forwarded: downstream never saw the key.
     """
 
-    def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool, store_name: str | None) -> None:
+    def __init__(
+        self, predicate: Callable[[Any, Any], Any], negate: bool, store_name: str | None, send_old_values: bool = True
+    ) -> None:
         super().__init__(store_name)
         self._predicate = predicate
         self._keep = not negate
+        self._send_old_values = send_old_values
 
     def process(self, record: Record[Any, Any]) -> None:
         key, change, timestamp, headers = record
@@ -89,7 +94,7 @@ class KTableFilter(_Materializing):
             new = None
         if old is not None and bool(predicate(key, old)) is not keep:
             old = None
-        if new is None and old is None:
+        if new is None and old is None and self._send_old_values:
             return
         if self._store is not None:
             self._store.put(key, None if new is None else ValueAndTimestamp(new, timestamp))

@@ -55,7 +55,7 @@ def key_value_store(
     elif hasattr(supplier, "window_size") or hasattr(supplier, "retention_period"):
         raise TypeError(f"store {name!r}: this operator needs a key-value store supplier, got {supplier!r}")
     builder = Stores.key_value_store_builder(supplier, key_serde, isb.bound(ValueAndTimestampSerde(value_serde)))
-    return TimestampedStoreBuilder(_flags(builder, m), TimestampedKeyValueStore)
+    return isb.dsl_store(TimestampedStoreBuilder(_flags(builder, m), TimestampedKeyValueStore))
 
 
 def window_store(
@@ -89,10 +89,11 @@ def window_store(
             f"plus the grace period ({minimum_retention_ms} ms)"
         )
     builder = Stores.window_store_builder(supplier, key_serde, isb.bound(ValueAndTimestampSerde(value_serde)))
-    return TimestampedStoreBuilder(_flags(builder, m), TimestampedWindowStore)
+    return isb.dsl_store(TimestampedStoreBuilder(_flags(builder, m), TimestampedWindowStore))
 
 
 def session_store(
+    isb: InternalStreamsBuilder,
     name: str,
     materialized: Materialized | None,
     minimum_retention_ms: int,
@@ -115,4 +116,4 @@ def session_store(
             f"store {name!r}: the retention period ({retention} ms) must be no smaller than the inactivity gap "
             f"plus the grace period ({minimum_retention_ms} ms)"
         )
-    return _flags(Stores.session_store_builder(supplier, key_serde, value_serde), m)
+    return isb.dsl_store(_flags(Stores.session_store_builder(supplier, key_serde, value_serde), m))
