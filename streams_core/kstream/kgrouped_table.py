@@ -112,7 +112,7 @@ class KGroupedTable:
         name = b.processor_name(named, prefix)
         change_serde = b.bound(ChangeSerde(self.value_serde))
         prefix = self.grouped_name or store
-        source = b.repartition(self.name, prefix, self.key_serde, change_serde, drop_null_keys=False)
+        source = b.repartition(self.name, prefix, self.key_serde, change_serde, null_key_filter=False)
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
         b.add_processor(name, lambda: factory(store), (source,), stores=(builder,))
         return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store,

@@ -249,7 +249,7 @@ class KStream:
         prefix = r.name or b.new_processor_name(names.KSTREAM_REPARTITION)
         key, value = r.key_serde or self.key_serde, r.value_serde or self.value_serde
         source = b.repartition(self.name, prefix, key, value, number_of_partitions=r.number_of_partitions,
-                               partitioner=r.partitioner, drop_null_keys=False)  # fmt: skip
+                               partitioner=r.partitioner)  # fmt: skip
         return KStream(b, source, key, value, frozenset({source}))
 
     def process(self, supplier: Any, *store_names: str, named: Named_ = None) -> KStream:

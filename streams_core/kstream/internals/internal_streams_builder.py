@@ -18,6 +18,7 @@ from streams_core.kstream.internals.kstream_processors import KStreamFilter
 from streams_core.kstream.named import Named, name_of
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp
 from streams_core.processor.topology import Topology
+from streams_core.processor.topology_description import SinkDescription, SourceDescription
 from streams_core.serde import Serde
 
 __all__ = ["InternalStreamsBuilder"]
@@ -34,6 +35,10 @@ def _has_key(key: Any, value: Any) -> bool:
     return key is not None
 
 
+def _any_key(key: Any, value: Any) -> bool:
+    return True
+
+
 class InternalStreamsBuilder:
     """Names, serdes and the topology a StreamsBuilder's operators write into."""
 
@@ -43,6 +48,7 @@ class InternalStreamsBuilder:
         self._index = 0
         self._bound: list[BoundSerde[Any]] = []
         self._dsl_stores: list[Any] = []
+        self._relaxed_joins: set[str] = set()
         self._caching: list[bool] = []
         self.itb.on_build(self._bind)
 
@@ -135,13 +141,15 @@ class InternalStreamsBuilder:
         *,
         number_of_partitions: int | None = None,
         partitioner: Any = None,
-        drop_null_keys: bool = True,
+        null_key_filter: bool = True,
     ) -> str:
         """Send `parent`'s records through the internal topic `<prefix>-repartition`; the new source's name.
 
-        Records with a None key are dropped first (they cannot be partitioned by key). The
-        nodes are named `<topic>-filter`, `<topic>-sink` and `<topic>-source`, or get
-        generated names when the prefix was generated (as Kafka Streams does).
+        A filter before the sink drops records with a None key (they cannot be partitioned by
+        key), unless a left or outer join downstream wants them (KIP-962): decided when the
+        topology is complete, as Java's `rewriteRepartitionNodes`. The nodes are named
+        `<topic>-filter`, `<topic>-sink` and `<topic>-source`, or get generated names when the
+        prefix was generated (as Kafka Streams does). `KTable.group_by` has no filter.
         """
         topic = prefix if prefix.endswith(names.REPARTITION_TOPIC_SUFFIX) else prefix + names.REPARTITION_TOPIC_SUFFIX
         sink = self.new_processor_name(names.KSTREAM_SINK)
@@ -151,13 +159,52 @@ class InternalStreamsBuilder:
             sink, null_filter, source = f"{topic}-sink", f"{topic}-filter", f"{topic}-source"
         self.itb.add_internal_topic(topic, number_of_partitions)
         upstream = parent
-        if drop_null_keys:
-            self.itb.add_processor(null_filter, lambda: KStreamFilter(_has_key, False), (parent,))
+        if null_key_filter:
+            self.itb.add_processor(null_filter, lambda: KStreamFilter(self._null_key_predicate(null_filter), False),
+                                   (parent,))  # fmt: skip
             upstream = null_filter
         self.itb.add_sink(sink, topic, (upstream,), key_serde, value_serde, partitioner)
         self.itb.add_source(source, (topic,), None, key_serde, value_serde, _RECORD_TIMESTAMP)
         log.debug("repartition topic %s: %s -> %s", topic, parent, source)
         return source
+
+    def relaxed_null_key_join(self, name: str) -> None:
+        """`name` is a left or outer join node: repartition topics upstream of it keep None keys (KIP-962)."""
+        self._relaxed_joins.add(name)
+
+    def _null_key_predicate(self, filter_name: str) -> Callable[[Any, Any], bool]:
+        """Keep every record when a relaxed join is downstream of `filter_name`, else only keyed ones."""
+        if self._relaxed_joins and self._reaches_relaxed_join(filter_name):
+            return _any_key
+        return _has_key
+
+    def _reaches_relaxed_join(self, start: str) -> bool:
+        """Whether a relaxed join is downstream of `start`, following sinks to the sources of their topics."""
+        children: dict[str, list[str]] = {}
+        readers: dict[str, list[str]] = {}
+        sink_topics: dict[str, str] = {}
+        for subtopology in self.itb.describe().subtopologies:
+            for node in subtopology.nodes:
+                children[node.name] = [child.name for child in node.successors]
+                if isinstance(node, SourceDescription):
+                    for topic in node.topics:
+                        readers.setdefault(topic, []).append(node.name)
+                elif isinstance(node, SinkDescription) and node.topic is not None:
+                    sink_topics[node.name] = node.topic
+        seen: set[str] = set()
+        pending = [start]
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in self._relaxed_joins:
+                return True
+            pending.extend(children.get(name, ()))
+            sink_topic = sink_topics.get(name)
+            if sink_topic is not None:
+                pending.extend(readers.get(sink_topic, ()))
+        return False
 
     def copartition(self, source_nodes: Iterable[str]) -> None:
         """The topics of these sources are joined: they must be co-partitioned."""

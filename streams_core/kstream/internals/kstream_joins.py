@@ -90,6 +90,9 @@ def _stream_stream(
             names.KSTREAM_JOINTHIS, names.KSTREAM_OUTERSHARED
         )
         outer_store = (f"{sj.store_name}-outer-shared-join" if sj.store_name else shared) + "-store"
+    if left_outer:
+        b.relaxed_null_key_join(this_windowed)
+        b.relaxed_null_key_join(other_windowed)
     trackers = TimeTrackers()
     b.add_processor(this_windowed, lambda: KStreamJoinWindow(this_store), (this.name,),
                     stores=(_window_store(sj, this_store, windows, key_serde, this_serde),))  # fmt: skip
@@ -145,6 +148,8 @@ def _stream_table(this: KStream, table: Any, left: bool, joiner: Any, joined: Jo
     sources = this.source_nodes | table.source_nodes
     b.copartition(sources)
     b.add_processor(name, lambda: KStreamKTableJoin(getter, joiner, left), (this.name,), connected=getter.store_names)
+    if left:
+        b.relaxed_null_key_join(name)
     return KStream(b, name, this.key_serde, b.infer(this.value_serde, "value"), sources)
 
 
@@ -159,5 +164,7 @@ def _stream_global(this: KStream, table: Any, left: bool, key_selector: Any, joi
     getter = StoreValueGetterSupplier(table.store_name)
     b.add_processor(name, lambda: KStreamKTableJoin(getter, joiner, left, key_selector), (this.name,),
                     connected=getter.store_names)  # fmt: skip
+    if left:
+        b.relaxed_null_key_join(name)
     return KStream(b, name, this.key_serde, b.infer(this.value_serde, "value"), this.source_nodes,
                    this.repartition_required)

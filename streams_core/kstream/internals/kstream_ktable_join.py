@@ -4,7 +4,8 @@ Only stream records trigger output: `joiner(key, value, table value)` at the str
 timestamp; table updates just change what later records see. An inner join drops records
 whose key has no table value; a left join passes None. For a GlobalKTable the lookup key is
 `key_selector(key, value)`. Records with a None value are dropped and counted, as are records
-with a None lookup key in an inner join (a left join emits them with None, KIP-962).
+with a None lookup key; a left join keeps a record whose own key is None (KIP-962) and joins it
+with None (or with what its selected global key finds), as Java's KStreamKTableJoinProcessor.
 """
 
 from __future__ import annotations
@@ -47,14 +48,11 @@ class KStreamKTableJoin:
     def process(self, record: Record[Any, Any]) -> None:
         key, value, timestamp, headers = record
         lookup = key if self._key_selector is None else self._key_selector(key, value)
-        if value is None or lookup is None:
-            if value is not None and self._left:
-                self._forward(Record(key, self._joiner(key, value, None), timestamp, headers))
-                return
+        if not (self._left and key is None and value is not None) and (lookup is None or value is None):
             self.dropped_records += 1
-            log.debug("join: skipping a record with a None key or value at offset %s", self._context.offset)
+            log.debug("join: skipping a record with a None join key or value at offset %s", self._context.offset)
             return
-        stored = self._getter.get(lookup)
+        stored = None if lookup is None else self._getter.get(lookup)
         if stored is None:
             if self._left:
                 self._forward(Record(key, self._joiner(key, value, None), timestamp, headers))
