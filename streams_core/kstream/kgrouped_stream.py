@@ -42,7 +42,10 @@ def _zero() -> int:
 class KGroupedStream:
     """A grouped stream: the node to aggregate from, serdes, and whether to repartition first."""
 
-    __slots__ = ("_builder", "grouped_name", "key_serde", "name", "repartition_required", "source_nodes", "value_serde")
+    __slots__ = (
+        "_builder", "_repartition_source", "grouped_name", "key_serde", "name", "repartition_required", "source_nodes",
+        "value_serde",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -61,6 +64,7 @@ class KGroupedStream:
         self.source_nodes = source_nodes
         self.repartition_required = repartition_required
         self.grouped_name = grouped_name
+        self._repartition_source: str | None = None
 
     def __repr__(self) -> str:
         return f"KGroupedStream({self.name!r})"
@@ -127,5 +131,10 @@ class KGroupedStream:
         """The node to aggregate from and its sources: a repartition source when the key changed."""
         if not self.repartition_required:
             return self.name, self.source_nodes
+        if self._repartition_source is not None and self.grouped_name is not None:
+            # Java reuses a named grouping's repartition topic for each aggregation of it
+            self._builder.burn_repartition_names()
+            return self._repartition_source, frozenset({self._repartition_source})
         source = self._builder.repartition(self.name, self.grouped_name or store, self.key_serde, self.value_serde)
+        self._repartition_source = source
         return source, frozenset({source})

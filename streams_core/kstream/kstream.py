@@ -58,7 +58,9 @@ Named_ = Named | str | None
 class KStream:
     """A record stream: `name` is the node producing it; serdes are what is known of its keys and values."""
 
-    __slots__ = ("_builder", "key_serde", "name", "repartition_required", "source_nodes", "value_serde")
+    __slots__ = (
+        "_builder", "_join_repartition", "key_serde", "name", "repartition_required", "source_nodes", "value_serde",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -75,6 +77,7 @@ class KStream:
         self.value_serde = value_serde
         self.source_nodes = source_nodes
         self.repartition_required = repartition_required
+        self._join_repartition: KStream | None = None
 
     def __repr__(self) -> str:
         return f"KStream({self.name!r})"
@@ -348,6 +351,17 @@ class KStream:
         """This stream sent through `<prefix>-repartition` (records with None keys dropped)."""
         source = self._builder.repartition(self.name, prefix, key_serde, value_serde)
         return KStream(self._builder, source, key_serde, value_serde, frozenset({source}))
+
+    def _repartitioned_for_join(
+        self, prefix: str, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None
+    ) -> KStream:
+        """This stream repartitioned for a join (Java's `repartitionForJoin`): a second join of the
+        same key-changed stream under its own name reuses the topic (the names are burnt anyway)."""
+        if self._join_repartition is not None and prefix == self.name:
+            self._builder.burn_repartition_names()
+            return self._join_repartition
+        self._join_repartition = self._repartitioned(prefix, key_serde, value_serde)
+        return self._join_repartition
 
     def _check_same_builder(self, other: Any) -> None:
         if getattr(other, "_builder", None) is not self._builder:

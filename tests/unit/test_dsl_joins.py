@@ -203,8 +203,8 @@ def test_stream_table_join_after_select_key_repartitions_the_stream() -> None:
         driver.create_input_topic("orders", S, S).pipe_input("order-1", "ann", 1)
         assert driver.create_output_topic("out", S, S).read_key_values_to_list() == [KeyValue("ann", "ann+Ann")]
     itb = topology.internal_topology_builder
-    assert itb.internal_topics == {"join-KSTREAM-JOIN-0000000005-repartition"}
-    assert itb.copartition_groups() == [frozenset({"join-KSTREAM-JOIN-0000000005-repartition", "customers"})]
+    assert itb.internal_topics == {"join-KSTREAM-KEY-SELECT-0000000004-repartition"}
+    assert itb.copartition_groups() == [frozenset({"join-KSTREAM-KEY-SELECT-0000000004-repartition", "customers"})]
 
 
 def test_global_table_join_with_a_key_selector() -> None:

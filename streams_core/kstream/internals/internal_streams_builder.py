@@ -168,6 +168,21 @@ class InternalStreamsBuilder:
         log.debug("repartition topic %s: %s -> %s", topic, parent, source)
         return source
 
+    def burn_repartition_names(self) -> None:
+        """Java generates a repartition's three node names even when it reuses an existing one."""
+        for prefix in (names.KSTREAM_SINK, names.KSTREAM_FILTER, names.KSTREAM_SOURCE):
+            self.new_processor_name(prefix)
+
+    def table_repartition(
+        self, parent: str, topic: str, sink: str, source: str, key_serde: Serde[Any] | None, value_serde: Serde[Any]
+    ) -> str:
+        """`KTable.group_by`'s repartition topic: a sink and a source, no null-key filter (Java's
+        GroupedTableOperationRepartitionNode)."""
+        self.itb.add_internal_topic(topic, None)
+        self.itb.add_sink(sink, topic, (parent,), key_serde, value_serde, None)
+        self.itb.add_source(source, (topic,), None, key_serde, value_serde, _RECORD_TIMESTAMP)
+        return source
+
     def relaxed_null_key_join(self, name: str) -> None:
         """`name` is a left or outer join node: repartition topics upstream of it keep None keys (KIP-962)."""
         self._relaxed_joins.add(name)

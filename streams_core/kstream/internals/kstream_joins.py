@@ -70,9 +70,9 @@ def _stream_stream(
     this_serde = sj.value_serde or this.value_serde
     other_serde = sj.other_value_serde or other.value_serde
     if this.repartition_required:
-        this = this._repartitioned(f"{sj.name}-left" if sj.name else this.name, key_serde, this_serde)
+        this = this._repartitioned_for_join(f"{sj.name}-left" if sj.name else this.name, key_serde, this_serde)
     if other.repartition_required:
-        other = other._repartitioned(f"{sj.name}-right" if sj.name else other.name, key_serde, other_serde)
+        other = other._repartitioned_for_join(f"{sj.name}-right" if sj.name else other.name, key_serde, other_serde)
     b.copartition(this.source_nodes | other.source_nodes)
     left_outer, right_outer = kind in ("left", "outer"), kind == "outer"
     this_windowed = f"{sj.name}-this-windowed" if sj.name else b.new_processor_name(names.KSTREAM_WINDOWED)
@@ -140,9 +140,12 @@ def _stream_table(this: KStream, table: Any, left: bool, joiner: Any, joined: Jo
     joiner = with_key(joiner, 2, "the joiner")
     j = joined or Joined()
     b = this._builder
-    name = b.processor_name(j.name, names.KSTREAM_LEFTJOIN if left else names.KSTREAM_JOIN)
     if this.repartition_required:
-        this = this._repartitioned(name, j.key_serde or this.key_serde, j.value_serde or this.value_serde)
+        # Java names the topic after the Joined name, else after the key-changing node, and
+        # repartitions before it names the join
+        prefix = j.name or this.name
+        this = this._repartitioned_for_join(prefix, j.key_serde or this.key_serde, j.value_serde or this.value_serde)
+    name = b.processor_name(j.name, names.KSTREAM_LEFTJOIN if left else names.KSTREAM_JOIN)
     getter = table._value_getter("a KStream-KTable join")
     table.old_values.materialize()
     sources = this.source_nodes | table.source_nodes
