@@ -23,7 +23,7 @@ from streams_core.kstream.internals.ktable_processors import (
     KTableRepartitionMap,
     KTableToStream,
 )
-from streams_core.kstream.internals.ktable_suppress import KTableSuppress
+from streams_core.kstream.internals.ktable_suppress import KTableSuppress, SuppressBuffers, SuppressValueGetterSupplier
 from streams_core.kstream.internals.ktable_value_getters import (
     FilterValueGetterSupplier,
     JoinValueGetterSupplier,
@@ -198,11 +198,13 @@ class KTable:
             duration = suppressed.time_limit_ms  # type: ignore[assignment]
         buffer = suppressed.buffer_config
         serdes = (self.key_serde, self.value_serde)
+        buffers = SuppressBuffers()
         b.add_processor(name, lambda: KTableSuppress(
             name, duration, suppressed.final_results, suppressed.final_results, buffer.record_limit,
-            buffer.byte_limit, buffer.fail_when_full, serdes,
+            buffer.byte_limit, buffer.fail_when_full, serdes, buffers,
         ), (self.name,))  # fmt: skip
-        return KTable(b, name, self.key_serde, self.value_serde, self.source_nodes, None, None, self.windows,
+        getter = None if self._getter is None else SuppressValueGetterSupplier(self._getter, buffers)
+        return KTable(b, name, self.key_serde, self.value_serde, self.source_nodes, getter, None, self.windows,
                       old_values=SendOldValues("processor", False, (self.old_values,)))  # fmt: skip
 
     def group_by(
