@@ -113,9 +113,9 @@ class KGroupedTable:
         given = name_of(named)
         # Java's KGroupedTableImpl: sink and source names from `named` or generated, then the
         # aggregation's name; a named grouping's topic is made once and shared by its aggregations
-        sink = f"{given}-sink" if given else b.new_processor_name(names.KSTREAM_SINK)
-        source = f"{given}-source" if given else b.new_processor_name(names.KSTREAM_SOURCE)
-        name = given or b.new_processor_name(prefix)
+        sink = b.suffixed_name(given, "-sink", names.KSTREAM_SINK)
+        source = b.suffixed_name(given, "-source", names.KSTREAM_SOURCE)
+        name = b.processor_name(given, prefix)
         if self._repartition_source is None or self.grouped_name is None:
             topic = (self.grouped_name or store) + names.REPARTITION_TOPIC_SUFFIX
             change_serde = b.bound(ChangeSerde(self.value_serde))

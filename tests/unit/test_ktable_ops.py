@@ -153,4 +153,4 @@ def test_group_by_reduce_and_aggregate_with_subtractors() -> None:
         assert driver.get_key_value_store("sum").get("fruit") == 0
         assert driver.get_key_value_store("n").get("fruit") == 0
     # Java names the sink after the aggregation (unnamed here), not after the grouping
-    assert "Sink: KSTREAM-SINK-0000000003 (topic: cat-repartition)" in str(builder.build().describe())
+    assert "Sink: KSTREAM-SINK-0000000004 (topic: cat-repartition)" in str(builder.build().describe())

@@ -88,8 +88,15 @@ class InternalStreamsBuilder:
         return name
 
     def processor_name(self, named: Named | str | None, prefix: str) -> str:
-        """The user's name, else a generated one."""
-        return name_of(named) or self.new_processor_name(prefix)
+        """The user's name, else a generated one; an index is used either way (Java's
+        `orElseGenerateWithPrefix` burns it for a given name, so later numbers match)."""
+        generated = self.new_processor_name(prefix)
+        return name_of(named) or generated
+
+    def suffixed_name(self, name: str | None, suffix: str, prefix: str) -> str:
+        """`<name><suffix>`, else a generated name; an index is used either way (Java's `suffixWithOrElseGet`)."""
+        generated = self.new_processor_name(prefix)
+        return generated if name is None else name + suffix
 
     # -- serdes -------------------------------------------------------------------------------
 
