@@ -6,6 +6,11 @@ are in `streams_core.kstream.internals`. See docs/dsl.md.
 
 from streams_core.kstream.branched import Branched
 from streams_core.kstream.branched_kstream import BranchedKStream
+from streams_core.kstream.cogrouped_kstream import (
+    CogroupedKStream,
+    SessionWindowedCogroupedKStream,
+    TimeWindowedCogroupedKStream,
+)
 from streams_core.kstream.consumed import Consumed
 from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.global_ktable import GlobalKTable
@@ -31,6 +36,7 @@ __all__ = [
     "Branched",
     "BranchedKStream",
     "BufferConfig",
+    "CogroupedKStream",
     "Consumed",
     "EmitStrategy",
     "GlobalKTable",
@@ -45,12 +51,14 @@ __all__ = [
     "Named",
     "Produced",
     "Repartitioned",
+    "SessionWindowedCogroupedKStream",
     "SessionWindowedKStream",
     "SessionWindows",
     "SlidingWindows",
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "TimeWindows",
     "WindowedSerdes",

@@ -21,6 +21,7 @@ from streams_core.kstream.named import Named
 from streams_core.serde import Serde, Serdes
 
 if TYPE_CHECKING:
+    from streams_core.kstream.cogrouped_kstream import CogroupedKStream
     from streams_core.kstream.internals.internal_streams_builder import InternalStreamsBuilder
     from streams_core.kstream.ktable import KTable
     from streams_core.kstream.session_windowed_kstream import SessionWindowedKStream
@@ -94,6 +95,13 @@ class KGroupedStream:
         return self._aggregate(names.KSTREAM_AGGREGATE, named, materialized,
                                self._builder.infer(self.value_serde, "value"),
                                lambda store: KStreamAggregate(store, initializer, aggregator))  # fmt: skip
+
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Start a cogroup (KIP-150): this stream folded by `aggregator(key, value, aggregate)`, more
+        grouped streams added with `.cogroup(grouped, aggregator)`, then `.aggregate(initializer)`."""
+        from streams_core.kstream.cogrouped_kstream import CogroupedKStream
+
+        return CogroupedKStream(self, aggregator)
 
     def windowed_by(self, windows: Any) -> TimeWindowedKStream | SessionWindowedKStream:
         """Aggregate per window: `TimeWindows`, `SlidingWindows` or `SessionWindows`."""
