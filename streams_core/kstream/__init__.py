@@ -28,6 +28,7 @@ from streams_core.kstream.session_windowed_kstream import SessionWindowedKStream
 from streams_core.kstream.stream_joined import StreamJoined
 from streams_core.kstream.streams_builder import StreamsBuilder
 from streams_core.kstream.suppressed import BufferConfig, Suppressed
+from streams_core.kstream.table_joined import TableJoined
 from streams_core.kstream.time_windowed_kstream import TimeWindowedKStream
 from streams_core.kstream.windowed_serdes import WindowedSerdes
 from streams_core.kstream.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows, Windows
@@ -58,6 +59,7 @@ __all__ = [
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TableJoined",
     "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "TimeWindows",

@@ -36,6 +36,7 @@ from streams_core.kstream.internals.send_old_values import SendOldValues
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named, name_of
 from streams_core.kstream.suppressed import Suppressed
+from streams_core.kstream.table_joined import TableJoined
 from streams_core.serde import Serde
 
 if TYPE_CHECKING:
@@ -229,15 +230,44 @@ class KTable:
 
     # -- joins --------------------------------------------------------------------------------
 
-    def join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named_ = None,
-             materialized: Materialized | None = None) -> KTable:  # fmt: skip
-        """Inner join on the key with a co-partitioned table: `joiner(left, right)` while both have a value."""
-        return self._join(other, joiner, "inner", named, materialized)
+    def join(self, other: KTable, joiner: Callable[..., Any], *args: Any, named: Named_ = None,
+             materialized: Materialized | None = None, table_joined: TableJoined | None = None) -> KTable:  # fmt: skip
+        """Inner join on the key with a co-partitioned table: `joiner(left, right)` while both have a value.
 
-    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named_ = None,
-                  materialized: Materialized | None = None) -> KTable:  # fmt: skip
-        """Left join: `joiner(left, right or None)` while the left table has a value."""
-        return self._join(other, joiner, "left", named, materialized)
+        `join(other, foreign_key_extractor, joiner, table_joined=None, materialized=None)` is the
+        foreign-key join (KIP-213): each left value joins the `other` row whose key is
+        `foreign_key_extractor(value)` (or `(key, value)`); the tables need not be co-partitioned.
+        """
+        return self._dispatch(other, joiner, "inner", args, named, materialized, table_joined)
+
+    def left_join(self, other: KTable, joiner: Callable[..., Any], *args: Any, named: Named_ = None,
+                  materialized: Materialized | None = None, table_joined: TableJoined | None = None) -> KTable:  # fmt: skip
+        """Left join: `joiner(left, right or None)` while the left table has a value (also by foreign key)."""
+        return self._dispatch(other, joiner, "left", args, named, materialized, table_joined)
+
+    def _dispatch(self, other: KTable, function: Any, kind: str, args: tuple[Any, ...], named: Named_,
+                  materialized: Materialized | None, table_joined: TableJoined | None) -> KTable:  # fmt: skip
+        if args and callable(args[0]) and not isinstance(args[0], (Named, str)):
+            from streams_core.kstream.internals.ktable_fk_join import foreign_key_join
+
+            for option in args[1:]:
+                if isinstance(option, TableJoined):
+                    table_joined = option
+                elif isinstance(option, Materialized):
+                    materialized = option
+                elif option is not None:
+                    raise TypeError(f"a foreign-key join takes a TableJoined and a Materialized, got {option!r}")
+            if not isinstance(other, KTable) or other._builder is not self._builder:
+                raise TopologyError(f"a KTable joins a KTable of the same StreamsBuilder, got {other!r}")
+            return foreign_key_join(self, other, function, args[0], kind == "left", table_joined, materialized)
+        for option in args:
+            if isinstance(option, Materialized):
+                materialized = option
+            elif isinstance(option, (Named, str)):
+                named = option
+            elif option is not None:
+                raise TypeError(f"a table join takes a Named and a Materialized, got {option!r}")
+        return self._join(other, function, kind, named, materialized)
 
     def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named_ = None,
                    materialized: Materialized | None = None) -> KTable:  # fmt: skip
