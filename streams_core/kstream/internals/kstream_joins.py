@@ -19,6 +19,7 @@ from streams_core.kstream.internals.kstream_ktable_join import KStreamKTableJoin
 from streams_core.kstream.internals.kstream_processors import KStreamPassThrough
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.outer_join_store import SideValuesSerde, TimestampedKeyAndJoinSideSerde
+from streams_core.kstream.internals.versioned_stores import VersionedStoreBuilder
 from streams_core.kstream.joined import Joined
 from streams_core.kstream.named import name_of
 from streams_core.kstream.stream_joined import StreamJoined
@@ -188,10 +189,25 @@ def _stream_table(this: KStream, table: Any, left: bool, joiner: Any, joined: Jo
     table.old_values.materialize()
     sources = this.source_nodes | table.source_nodes
     b.copartition(sources)
-    b.add_processor(name, lambda: KStreamKTableJoin(getter, joiner, left), (this.name,), connected=getter.store_names)
+    grace = j.grace_period_ms
+    if grace is not None and not _versioned(b, table):
+        raise TopologyError(
+            "a grace period in a stream-table join needs a versioned table: materialise it with "
+            "Materialized.as_(Stores.persistent_versioned_key_value_store(name, history_retention))"
+        )
+    if grace is not None and b.itb.store_builder(table.store_name).history_retention_ms < grace:
+        raise TopologyError("History retention must be at least grace period.")
+    key_serde = b.bound(this.key_serde) if this.key_serde is not None else None
+    b.add_processor(name, lambda: KStreamKTableJoin(getter, joiner, left, None, grace, key_serde), (this.name,),
+                    connected=getter.store_names)  # fmt: skip
     if left:
         b.relaxed_null_key_join(name)
     return KStream(b, name, this.key_serde, b.infer(this.value_serde, "value"), sources)
+
+
+def _versioned(b: Any, table: Any) -> bool:
+    """Whether `table` is materialised in a versioned store."""
+    return table.store_name is not None and isinstance(b.itb.store_builder(table.store_name), VersionedStoreBuilder)
 
 
 def _stream_global(this: KStream, table: Any, left: bool, key_selector: Any, joiner: Any, named: Any = None) -> KStream:

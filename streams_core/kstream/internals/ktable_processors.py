@@ -62,12 +62,27 @@ class KTableSource(_Materializing):
             )  # fmt: skip
             return
         store = self._store
+        if getattr(store, "versioned", False):
+            self._put_versioned(store, record)
+            return
         stored = store.get(key)
         if value is None and stored is None:
             return
         store.put(key, None if value is None else ValueAndTimestamp(value, timestamp))
         if self._forward is not None:
             self._forward(Record(key, Change(value, None if stored is None else stored.value), timestamp, headers))
+
+
+    def _put_versioned(self, store: Any, record: Record[Any, Any]) -> None:
+        """A versioned table (KIP-914): an out-of-order update goes into the history only."""
+        key, value, timestamp, headers = record
+        previous = store.get(key)
+        if not store.put_versioned(key, value, timestamp):
+            return
+        if value is None and previous is None:
+            return
+        if self._forward is not None:
+            self._forward(Record(key, Change(value, None if previous is None else previous.value), timestamp, headers))
 
 
 class KTableFilter(_Materializing):

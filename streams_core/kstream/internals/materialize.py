@@ -17,9 +17,11 @@ from streams_core.kstream.internals.timestamped_stores import (
     TimestampedWindowStore,
 )
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestampSerde
+from streams_core.kstream.internals.versioned_stores import VersionedKeySerde, VersionedStoreBuilder, VersionedValueSerde
 from streams_core.kstream.materialized import Materialized
 from streams_core.serde import Serde
 from streams_core.state.stores import Stores
+from streams_core.state.versioned_key_value_store import VersionedKeyValueBytesStoreSupplier
 
 __all__ = ["key_value_store", "session_store", "store_name", "window_store"]
 
@@ -45,10 +47,16 @@ def key_value_store(
     materialized: Materialized | None,
     key_serde: Serde[Any] | None,
     value_serde: Serde[Any] | None,
-) -> TimestampedStoreBuilder:
+) -> Any:
     """A timestamped key-value store builder (a KTable's or an aggregate's store)."""
     m = materialized or Materialized()
     supplier = m.supplier
+    if isinstance(supplier, VersionedKeyValueBytesStoreSupplier):
+        versions = Stores.key_value_store_builder(
+            Stores.persistent_key_value_store(supplier.name), isb.bound(VersionedKeySerde(key_serde)),
+            isb.bound(VersionedValueSerde(value_serde)),
+        )  # fmt: skip
+        return isb.dsl_store(VersionedStoreBuilder(_flags(versions, m), supplier.history_retention_ms))
     if supplier is None:
         factory = Stores.in_memory_key_value_store if m.in_memory else Stores.persistent_key_value_store
         supplier = factory(name)
