@@ -20,7 +20,7 @@ from streams_core import (
 )
 from streams_core.state.versioned_key_value_store import PUT_RETURN_CODE_NOT_PUT, VersionedRecord
 
-I, S = Serdes.Integer(), Serdes.String()
+INT, S = Serdes.Integer(), Serdes.String()
 CONFIG = {"application.id": "versioned", "statestore.cache.max.bytes": 0}
 
 
@@ -30,22 +30,22 @@ def plus(left: Any, right: Any) -> str:
 
 def grace_join(grace_ms: int) -> TopologyTestDriver:
     builder = StreamsBuilder()
-    stream = builder.stream("streamTopic", Consumed.with_(I, S))
-    table = builder.table("tableTopic2", Consumed.with_(I, S),
+    stream = builder.stream("streamTopic", Consumed.with_(INT, S))
+    table = builder.table("tableTopic2", Consumed.with_(INT, S),
                           Materialized.as_(Stores.persistent_versioned_key_value_store("V-grace", 5 * 60_000)))  # fmt: skip
-    stream.join(table, plus, Joined.with_(I, S, S, "Grace").with_grace_period(grace_ms)).to("out")
+    stream.join(table, plus, Joined.with_(INT, S, S, "Grace").with_grace_period(grace_ms)).to("out")
     return TopologyTestDriver(builder.build(), CONFIG)
 
 
 def push(driver: TopologyTestDriver, topic: str, count: int, prefix: str, timestamps: Any) -> None:
-    source = driver.create_input_topic(topic, I, S)
+    source = driver.create_input_topic(topic, INT, S)
     for i in range(count):
         source.pipe_input(i, f"{prefix}{i}", timestamps(i))
 
 
 def test_stream_records_wait_for_the_grace_period_and_join_as_of_their_time() -> None:
     with grace_join(2) as driver:
-        out = driver.create_output_topic("out", I, S)
+        out = driver.create_output_topic("out", INT, S)
         push(driver, "tableTopic2", 4, "Y", lambda i: 0)
         assert out.read_records_to_list() == []
         push(driver, "streamTopic", 4, "X", lambda i: i)
@@ -54,7 +54,7 @@ def test_stream_records_wait_for_the_grace_period_and_join_as_of_their_time() ->
         assert out.read_records_to_list() == []
         push(driver, "streamTopic", 4, "X", lambda i: i)
         assert out.read_records_to_list() == [TestRecord(0, "X0+YY0", 0), TestRecord(1, "X1+YY1", 1)]
-        driver.create_input_topic("streamTopic", I, S).pipe_input(5, "test", 7)
+        driver.create_input_topic("streamTopic", INT, S).pipe_input(5, "test", 7)
         assert out.read_records_to_list() == [TestRecord(2, "X2+YY2", 2), TestRecord(2, "X2+YY2", 2),
                                               TestRecord(3, "X3+YY3", 3), TestRecord(3, "X3+YY3", 3)]  # fmt: skip
         push(driver, "tableTopic2", 4, "YYY", lambda i: 0)
@@ -63,7 +63,7 @@ def test_stream_records_wait_for_the_grace_period_and_join_as_of_their_time() ->
 
 def test_a_record_later_than_the_grace_period_joins_at_once() -> None:
     with grace_join(2) as driver:
-        out = driver.create_output_topic("out", I, S)
+        out = driver.create_output_topic("out", INT, S)
         push(driver, "tableTopic2", 4, "Y", lambda i: 0)
         push(driver, "streamTopic", 4, "X", lambda i: i)
         assert out.read_records_to_list() == [TestRecord(0, "X0+Y0", 0), TestRecord(1, "X1+Y1", 1)]
@@ -118,5 +118,5 @@ def test_a_grace_period_needs_a_versioned_table() -> None:
 def test_the_history_retention_must_cover_the_grace_period() -> None:
     builder = StreamsBuilder()
     table = builder.table("t", Consumed.with_(S, S), Materialized.as_(Stores.persistent_versioned_key_value_store("v", 5)))
-    with pytest.raises(TopologyError, match="History retention must be at least grace period."):
+    with pytest.raises(TopologyError, match=r"History retention must be at least grace period\."):
         builder.stream("s", Consumed.with_(S, S)).join(table, plus, Joined.as_("j").with_grace_period(10))
