@@ -1,5 +1,6 @@
-"""The DSL operators of issue 13 on the real broker: cogroup, emit_strategy(on_window_close) and a
-foreign-key join run by two instances (subscription and response topics, through a rebalance)."""
+"""The DSL operators of issue 13 on the real broker: cogroup, emit_strategy(on_window_close), a
+foreign-key join run by two instances (subscription and response topics, through a rebalance) and a
+grace-period stream-table join over a versioned table."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from typing import Any
 import pytest
 
 from streams_core import (
+    Consumed,
     EmitStrategy,
+    Joined,
     KafkaStreams,
     Materialized,
     QueryableStoreTypes,
     Serdes,
     State,
+    Stores,
     StreamsBuilder,
     TimeWindows,
     Topology,
@@ -145,3 +149,41 @@ async def test_foreign_key_join_with_two_instances_and_a_rebalance(bootstrap_ser
         if second is not None:
             await second.close()
         await instances[0].close()
+
+
+def _versioned_join_topology(suffix: str) -> Topology:
+    builder = StreamsBuilder()
+    prices = builder.table(f"prices-{suffix}", Consumed.with_(S, S),
+                           Materialized.as_(Stores.persistent_versioned_key_value_store("prices", 60_000)))  # fmt: skip
+    (builder.stream(f"trades-{suffix}", Consumed.with_(S, S))
+     .join(prices, lambda trade, price: f"{trade}@{price}", Joined.as_("priced").with_grace_period(1000))
+     .to(f"priced-{suffix}"))  # fmt: skip
+    return builder.build()
+
+
+@pytest.mark.slow
+async def test_stream_table_join_with_a_grace_period_reads_the_versioned_table_as_of_each_trade(
+    bootstrap_servers: str, tmp_path: Path
+) -> None:
+    suffix = unique_topic("vj")
+    for topic in (f"prices-{suffix}", f"trades-{suffix}", f"priced-{suffix}"):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    base = int(time.time() * 1000) - 60_000
+    # prices and trades are in the topics before the application starts; it takes records by
+    # timestamp across the two co-partitioned topics (waiting for both: max.task.idle.ms)
+    await produce(bootstrap_servers, f"prices-{suffix}", [Rec(b"ACME", b"v1", partition=0, timestamp_ms=base),
+                                                         Rec(b"ACME", b"v2", partition=0, timestamp_ms=base + 100)])  # fmt: skip
+    trades = [(b"t50", 50), (b"t150", 150), (b"flush", 2000)]
+    await produce(bootstrap_servers, f"trades-{suffix}",
+                  [Rec(b"ACME", value, partition=0, timestamp_ms=base + offset) for value, offset in trades])  # fmt: skip
+    instances = await _start(lambda: _versioned_join_topology(suffix), f"vj-{suffix}", bootstrap_servers, tmp_path, 1,
+                             **{"default.key.serde": S, "default.value.serde": S, "max.task.idle.ms": 5000})  # fmt: skip
+    try:
+        async def priced() -> bool:
+            out = await read_all(bootstrap_servers, f"priced-{suffix}")
+            return [(r.value, r.timestamp) for r in out] == [(b"t50@v1", base + 50), (b"t150@v2", base + 150)]
+
+        await _wait_until(priced, 60, "two trades priced as of their time, the last one still in the grace period")
+    finally:
+        for streams in instances:
+            await streams.close()
