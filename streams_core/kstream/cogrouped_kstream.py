@@ -32,7 +32,7 @@ from streams_core.kstream.internals.ktable_value_getters import (
     WindowStoreValueGetterSupplier,
 )
 from streams_core.kstream.internals.materialize import key_value_store, session_store, store_name, window_store
-from streams_core.kstream.materialized import Materialized
+from streams_core.kstream.materialized import Materialized, named_and_materialized
 from streams_core.kstream.named import Named, name_of
 from streams_core.kstream.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
 from streams_core.kstream.windows import SessionWindows, SlidingWindows, TimeWindows
@@ -45,18 +45,6 @@ __all__ = ["CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedC
 
 Aggregator = Callable[[Any, Any, Any], Any]
 Named_ = Named | str | None
-
-
-def _options(args: tuple[Any, ...], named: Named_, materialized: Materialized | None) -> tuple[Named_, Materialized | None]:
-    """Java's overloads `(initializer[, Named][, Materialized])`, positionally or by keyword."""
-    for option in args:
-        if isinstance(option, Materialized):
-            materialized = option
-        elif isinstance(option, (Named, str)):
-            named = option
-        elif option is not None:
-            raise TypeError(f"expected a Named or a Materialized, got {option!r}")
-    return named, materialized
 
 
 class CogroupedKStream:
@@ -93,7 +81,7 @@ class CogroupedKStream:
     ) -> KTable:
         """The aggregate per key, from `initializer()`, updated by each stream's aggregator."""
         check_callable(initializer, "aggregate's initializer")
-        named, materialized = _options(options, named, materialized)
+        named, materialized = named_and_materialized(options, named, materialized, "aggregate")
         return _build(self, named, materialized, "plain", lambda store, aggregator: KStreamAggregate(
             store, initializer, aggregator))  # fmt: skip
 
@@ -125,7 +113,7 @@ class TimeWindowedCogroupedKStream:
         materialized: Materialized | None = None,
     ) -> KTable:
         check_callable(initializer, "aggregate's initializer")
-        named, materialized = _options(options, named, materialized)
+        named, materialized = named_and_materialized(options, named, materialized, "aggregate")
         windows = self.windows
         kind: type[Any] = KStreamSlidingWindowAggregate if isinstance(windows, SlidingWindows) else KStreamWindowAggregate
         return _build(self._cogrouped, named, materialized, windows, lambda store, aggregator: kind(
@@ -151,7 +139,7 @@ class SessionWindowedCogroupedKStream:
     ) -> KTable:
         check_callable(initializer, "aggregate's initializer")
         check_callable(merger, "aggregate's merger")
-        named, materialized = _options(options, named, materialized)
+        named, materialized = named_and_materialized(options, named, materialized, "aggregate")
         windows = self.windows
         return _build(self._cogrouped, named, materialized, windows, lambda store, aggregator: (
             KStreamSessionWindowAggregate(windows, store, initializer, aggregator, merger)))  # fmt: skip

@@ -9,8 +9,11 @@ or `SessionWindowedKStream.emit_strategy(...)`.
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any, TypeVar
 
-__all__ = ["EmitStrategy", "StrategyType"]
+__all__ = ["EmitStrategy", "StrategyType", "with_emit_strategy"]
+
+W = TypeVar("W")
 
 
 class StrategyType(Enum):
@@ -57,3 +60,14 @@ class EmitStrategy:
 
 _ON_UPDATE = EmitStrategy(StrategyType.ON_WINDOW_UPDATE)
 _ON_CLOSE = EmitStrategy(StrategyType.ON_WINDOW_CLOSE)
+
+
+def with_emit_strategy(windowed: W, emit_strategy: EmitStrategy) -> W:
+    """A copy of a windowed stream (time or session) that aggregates with `emit_strategy`."""
+    if not isinstance(emit_strategy, EmitStrategy):
+        raise TypeError(f"emit_strategy takes an EmitStrategy, got {emit_strategy!r}")
+    source: Any = windowed
+    kind: Any = type(windowed)
+    copy: Any = kind(source._grouped, source.windows)
+    copy._emit_strategy = emit_strategy
+    return copy  # type: ignore[no-any-return]

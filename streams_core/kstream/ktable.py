@@ -33,7 +33,7 @@ from streams_core.kstream.internals.ktable_value_getters import (
 )
 from streams_core.kstream.internals.materialize import key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
-from streams_core.kstream.materialized import Materialized
+from streams_core.kstream.materialized import Materialized, named_and_materialized
 from streams_core.kstream.named import Named, name_of
 from streams_core.kstream.suppressed import Suppressed
 from streams_core.kstream.table_joined import TableJoined
@@ -260,13 +260,7 @@ class KTable:
             if not isinstance(other, KTable) or other._builder is not self._builder:
                 raise TopologyError(f"a KTable joins a KTable of the same StreamsBuilder, got {other!r}")
             return foreign_key_join(self, other, function, args[0], kind == "left", table_joined, materialized)
-        for option in args:
-            if isinstance(option, Materialized):
-                materialized = option
-            elif isinstance(option, (Named, str)):
-                named = option
-            elif option is not None:
-                raise TypeError(f"a table join takes a Named and a Materialized, got {option!r}")
+        named, materialized = named_and_materialized(args, named, materialized, "a table join")
         return self._join(other, function, kind, named, materialized)
 
     def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named_ = None,

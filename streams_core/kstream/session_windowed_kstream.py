@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streams_core.kstream.emit_strategy import EmitStrategy
+from streams_core.kstream.emit_strategy import EmitStrategy, with_emit_strategy
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable
 from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
@@ -63,11 +63,7 @@ class SessionWindowedKStream:
 
     def emit_strategy(self, emit_strategy: EmitStrategy) -> SessionWindowedKStream:
         """When the aggregations below forward results: every update (default) or once per closed window."""
-        if not isinstance(emit_strategy, EmitStrategy):
-            raise TypeError(f"emit_strategy takes an EmitStrategy, got {emit_strategy!r}")
-        windowed = SessionWindowedKStream(self._grouped, self.windows)
-        windowed._emit_strategy = emit_strategy
-        return windowed
+        return with_emit_strategy(self, emit_strategy)
 
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
         """Records per key and session."""

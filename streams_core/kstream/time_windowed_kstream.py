@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streams_core.kstream.emit_strategy import EmitStrategy
+from streams_core.kstream.emit_strategy import EmitStrategy, with_emit_strategy
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable
 from streams_core.kstream.internals.kstream_sliding_window_aggregate import KStreamSlidingWindowAggregate
@@ -61,11 +61,7 @@ class TimeWindowedKStream:
 
     def emit_strategy(self, emit_strategy: EmitStrategy) -> TimeWindowedKStream:
         """When the aggregations below forward results: every update (default) or once per closed window."""
-        if not isinstance(emit_strategy, EmitStrategy):
-            raise TypeError(f"emit_strategy takes an EmitStrategy, got {emit_strategy!r}")
-        windowed = TimeWindowedKStream(self._grouped, self.windows)
-        windowed._emit_strategy = emit_strategy
-        return windowed
+        return with_emit_strategy(self, emit_strategy)
 
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
         """Records per key and window."""

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from streams_core.errors import DeserializationError
 from streams_core.kstream.internals.change import Change
-from streams_core.kstream.internals.dsl_serde import BoundSerde, complete
+from streams_core.kstream.internals.dsl_serde import WrappingSerde
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
 from streams_core.processor.processor import Record
 
@@ -78,17 +78,11 @@ def _unpack_hash(data: bytes, offset: int) -> tuple[bytes | None, int]:
     return data[offset + 1 : offset + 17], offset + 17
 
 
-class SubscriptionWrapperSerde(BoundSerde[SubscriptionWrapper]):
+class SubscriptionWrapperSerde(WrappingSerde[SubscriptionWrapper]):
     """version 0 | instruction | hash flag (+16 bytes) | primary partition (int32, -1: none) | primary key."""
 
     name = "SubscriptionWrapper"
-
-    def __init__(self, primary_key_serde: Any) -> None:
-        self._given = primary_key_serde
-        self.inner = primary_key_serde
-
-    def bind(self, config: Any) -> None:
-        self.inner = complete(self._given, config, "key")
+    role = "key"
 
     def serialize(self, topic: str | None, data: SubscriptionWrapper | None) -> bytes | None:
         if data is None:
@@ -109,17 +103,11 @@ class SubscriptionWrapperSerde(BoundSerde[SubscriptionWrapper]):
                                    None if partition == _NO_PARTITION else partition)  # fmt: skip
 
 
-class SubscriptionResponseWrapperSerde(BoundSerde[SubscriptionResponseWrapper]):
+class SubscriptionResponseWrapperSerde(WrappingSerde[SubscriptionResponseWrapper]):
     """version 0 | hash flag (+16 bytes) | primary partition (int32) | value flag | foreign value."""
 
     name = "SubscriptionResponseWrapper"
-
-    def __init__(self, foreign_value_serde: Any) -> None:
-        self._given = foreign_value_serde
-        self.inner = foreign_value_serde
-
-    def bind(self, config: Any) -> None:
-        self.inner = complete(self._given, config, "value")
+    role = "value"
 
     def serialize(self, topic: str | None, data: SubscriptionResponseWrapper | None) -> bytes | None:
         if data is None:

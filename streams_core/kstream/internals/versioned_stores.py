@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from streams_core.kstream.internals.dsl_serde import BoundSerde, complete
+from streams_core.kstream.internals.dsl_serde import WrappingSerde
 from streams_core.state.versioned_key_value_store import DELETED, VersionedKeyValueStore
 
 __all__ = ["VersionedKeySerde", "VersionedStoreBuilder", "VersionedValueSerde"]
@@ -16,17 +16,11 @@ __all__ = ["VersionedKeySerde", "VersionedStoreBuilder", "VersionedValueSerde"]
 _TOMBSTONE = b"\x00"
 
 
-class VersionedKeySerde(BoundSerde[tuple[Any, int]]):
+class VersionedKeySerde(WrappingSerde[tuple[Any, int]]):
     """(key, timestamp) as the key's bytes then the timestamp, 8 bytes big-endian (order: key, time)."""
 
     name = "VersionedKey"
-
-    def __init__(self, key_serde: Any) -> None:
-        self._given = key_serde
-        self.inner = key_serde
-
-    def bind(self, config: Any) -> None:
-        self.inner = complete(self._given, config, "key")
+    role = "key"
 
     def serialize(self, topic: str | None, data: tuple[Any, int] | None) -> bytes | None:
         if data is None:
@@ -41,17 +35,11 @@ class VersionedKeySerde(BoundSerde[tuple[Any, int]]):
         return self.inner.deserialize(topic, data[:-8]), timestamp
 
 
-class VersionedValueSerde(BoundSerde[Any]):
+class VersionedValueSerde(WrappingSerde[Any]):
     """A version's value: a flag byte (0: tombstone, 1: value) then the value's bytes."""
 
     name = "VersionedValue"
-
-    def __init__(self, value_serde: Any) -> None:
-        self._given = value_serde
-        self.inner = value_serde
-
-    def bind(self, config: Any) -> None:
-        self.inner = complete(self._given, config, "value")
+    role = "value"
 
     def serialize(self, topic: str | None, data: Any) -> bytes | None:
         if data is DELETED:
