@@ -225,8 +225,8 @@ class SubscriptionSend:
                   context.topic, context.partition, context.offset)  # fmt: skip
 
 
-class SubscriptionReceive:
-    """On the right side: keep (or delete) the subscription, forward Change(new, old) keyed (fk, pk)."""
+class _SubscriptionStoreProcessor:
+    """A right-side processor of the subscription store, keyed by (foreign key, primary key) bytes."""
 
     def __init__(self, store_name: str, foreign_key_serde: Any, primary_key_serde: Any) -> None:
         self._store_name = store_name
@@ -242,6 +242,10 @@ class SubscriptionReceive:
 
     def close(self) -> None:
         """The store is closed by the task."""
+
+
+class SubscriptionReceive(_SubscriptionStoreProcessor):
+    """On the right side: keep (or delete) the subscription, forward Change(new, old) keyed (fk, pk)."""
 
     def process(self, record: Record[Any, SubscriptionWrapper]) -> None:
         foreign_key, wrapper, timestamp, headers = record
@@ -295,23 +299,8 @@ class SubscriptionJoin:
         self._context.forward(Record(primary_key, response, timestamp, headers))
 
 
-class ForeignTableJoin:
+class ForeignTableJoin(_SubscriptionStoreProcessor):
     """On the right table: answer every subscriber of the changed foreign key."""
-
-    def __init__(self, store_name: str, foreign_key_serde: Any, primary_key_serde: Any) -> None:
-        self._store_name = store_name
-        self._foreign_key_serde = foreign_key_serde
-        self._primary_key_serde = primary_key_serde
-        self.dropped_records = 0
-
-    def init(self, context: Any) -> None:
-        self._context = context
-        self._store = context.get_state_store(self._store_name)
-        self._fk_serde = _serde(self._foreign_key_serde, context.key_serde)
-        self._pk_serde = _serde(self._primary_key_serde, context.key_serde)
-
-    def close(self) -> None:
-        """The store is closed by the task."""
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
         foreign_key, change, timestamp, headers = record
