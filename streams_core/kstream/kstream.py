@@ -277,9 +277,11 @@ class KStream:
         stream = self._repartitioned(name, m.key_serde, m.value_serde) if self.repartition_required else self
         store = store_name(b, materialized, names.KSTREAM_TOTABLE)
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
-        b.add_processor(name, lambda: KTableSource(store), (stream.name,), stores=(builder,))
+        old_values = SendOldValues("source", m.store_name is not None)
+        b.add_processor(name, lambda: KTableSource(store if old_values.materialized else None), (stream.name,))
+        b.deferred_store(name, builder, old_values)
         return KTable(b, name, m.key_serde, m.value_serde, stream.source_nodes, StoreValueGetterSupplier(store), store,
-                      queryable=m.store_name, old_values=SendOldValues("source", m.store_name is not None))  # fmt: skip
+                      queryable=m.store_name, old_values=old_values)  # fmt: skip
 
     # -- grouping -----------------------------------------------------------------------------
 

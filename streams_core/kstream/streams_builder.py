@@ -76,7 +76,8 @@ class StreamsBuilder:
         value_serde: Serde[Any] | None = None,
         timestamp_extractor: Any = None,
     ) -> KTable:
-        """A table of `topic` read as a changelog (latest value per key; None deletes), in a store."""
+        """A table of `topic` read as a changelog (latest value per key; None deletes); in a store when
+        materialised: named, or needed downstream (joins, `group_by`), as Kafka Streams decides."""
         m, c = self._table_options(options, consumed, materialized, key_serde, value_serde, timestamp_extractor)
         b = self._internal
         store = store_name(b, m, f"{topic}-")
@@ -84,8 +85,9 @@ class StreamsBuilder:
         name = f"{c.name}-table-source" if c.name else b.new_processor_name(names.KTABLE_SOURCE)
         b.add_source(source, (topic,), None, m.key_serde, m.value_serde, c.timestamp_extractor)
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
-        b.add_processor(name, lambda: KTableSource(store), (source,), stores=(builder,))
         old_values = SendOldValues("source", m.store_name is not None)
+        b.add_processor(name, lambda: KTableSource(store if old_values.materialized else None), (source,))
+        b.deferred_store(name, builder, old_values)
         return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store,
                       queryable=m.store_name, old_values=old_values)  # fmt: skip
 

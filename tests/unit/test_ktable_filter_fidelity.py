@@ -102,3 +102,37 @@ def test_table_takes_consumed_and_materialized_positionally() -> None:
         builder.table("t2", Consumed.with_(S, INT), consumed=Consumed.with_(S, INT))
     with pytest.raises(TypeError):
         builder.table("t3", "store")  # type: ignore[arg-type]
+
+
+def test_unnamed_tables_keep_no_store_as_javas_describe_shows() -> None:
+    """Kafka Streams 4.3.1 prints exactly this for the same topology (checked with its describe())."""
+    builder = StreamsBuilder()
+    builder.table("t", Consumed.with_(S, S)).to_stream().to("out")
+    builder.stream("s", Consumed.with_(S, S)).to_table(materialized=Materialized.with_(S, S)).to_stream().to("out2")
+    assert str(builder.build().describe()) == (
+        "Topologies:\n"
+        "   Sub-topology: 0\n"
+        "    Source: KSTREAM-SOURCE-0000000001 (topics: [t])\n"
+        "      --> KTABLE-SOURCE-0000000002\n"
+        "    Processor: KTABLE-SOURCE-0000000002 (stores: [])\n"
+        "      --> KTABLE-TOSTREAM-0000000003\n"
+        "      <-- KSTREAM-SOURCE-0000000001\n"
+        "    Processor: KTABLE-TOSTREAM-0000000003 (stores: [])\n"
+        "      --> KSTREAM-SINK-0000000004\n"
+        "      <-- KTABLE-SOURCE-0000000002\n"
+        "    Sink: KSTREAM-SINK-0000000004 (topic: out)\n"
+        "      <-- KTABLE-TOSTREAM-0000000003\n"
+        "\n"
+        "  Sub-topology: 1\n"
+        "    Source: KSTREAM-SOURCE-0000000005 (topics: [s])\n"
+        "      --> KSTREAM-TOTABLE-0000000006\n"
+        "    Processor: KSTREAM-TOTABLE-0000000006 (stores: [])\n"
+        "      --> KTABLE-TOSTREAM-0000000008\n"
+        "      <-- KSTREAM-SOURCE-0000000005\n"
+        "    Processor: KTABLE-TOSTREAM-0000000008 (stores: [])\n"
+        "      --> KSTREAM-SINK-0000000009\n"
+        "      <-- KSTREAM-TOTABLE-0000000006\n"
+        "    Sink: KSTREAM-SINK-0000000009 (topic: out2)\n"
+        "      <-- KTABLE-TOSTREAM-0000000008\n"
+        "\n"
+    )

@@ -190,6 +190,11 @@ class InternalStreamsBuilder:
         self.itb.add_source(source, (topic,), None, key_serde, value_serde, _RECORD_TIMESTAMP)
         return source
 
+    def deferred_store(self, processor_name: str, store_builder: Any, old_values: Any) -> None:
+        """A source table's store, added to the topology once the table is materialised (named,
+        or needed by a join, `group_by`, ...: as Java decides); never for a table nobody needs."""
+        old_values.when_materialized(lambda: self.itb.add_state_store(store_builder, (processor_name,)))
+
     def relaxed_null_key_join(self, name: str) -> None:
         """`name` is a left or outer join node: repartition topics upstream of it keep None keys (KIP-962)."""
         self._relaxed_joins.add(name)

@@ -48,7 +48,8 @@ class KTableSource(_Materializing):
 
     Forwards `Change(value, previous value)`. A delete of an absent key changes nothing and is
     not forwarded (Kafka Streams forwards it only when caching is off). Records with a None key
-    are dropped and counted.
+    are dropped and counted. Without a store (a table nobody materialised) it forwards
+    `Change(value, None)` for every record, as Java's.
     """
 
     def process(self, record: Record[Any, Any]) -> None:
@@ -62,6 +63,9 @@ class KTableSource(_Materializing):
             )  # fmt: skip
             return
         store = self._store
+        if store is None:  # not materialised: no old values, as Java's KTableSource without a store
+            self._forward(Record(key, Change(value, None), timestamp, headers))
+            return
         if getattr(store, "versioned", False):
             self._put_versioned(store, record)
             return
@@ -118,7 +122,8 @@ class KTableFilter(_Materializing):
 
 
 class KTableMapValues(_Materializing):
-    """Maps new and old values with `mapper(value)` or `mapper(key, value)`; None stays None."""
+    """Maps new and old values with `mapper(value)` or `mapper(key, value)`; None stays None (and is
+    forwarded, as Java's: a delete of a key an unmaterialised table never saw is a tombstone)."""
 
     def __init__(self, mapper: Callable[..., Any], with_key: bool, store_name: str | None) -> None:
         super().__init__(store_name)
@@ -129,8 +134,6 @@ class KTableMapValues(_Materializing):
         key, change, timestamp, headers = record
         mapper = self._mapper
         new, old = change
-        if new is None and old is None:
-            return
         if self._with_key:
             new = None if new is None else mapper(key, new)
             old = None if old is None else mapper(key, old)
