@@ -141,10 +141,78 @@ def test_named_join_names_its_nodes_topics_and_store() -> None:
         assert line in description, line
 
 
-def test_unnamed_join_takes_javas_generated_names() -> None:
-    itb = topology(False, False).internal_topology_builder
-    itb.set_application_id("fk")
-    assert itb.internal_topics == {"fk-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic",
-                                   "fk-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic"}  # fmt: skip
-    assert "KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000010" in itb.state_store_names
-    assert "KTABLE-FK-JOIN-OUTPUT-STATE-STORE-0000000019" in itb.state_store_names
+# What Kafka Streams 4.3.1 prints for this topology (its describe(), run with its jars)
+JAVA_FK_TOPOLOGY = (
+    'Topologies:\n'
+    '   Sub-topology: 0\n'
+    '    Source: KTABLE-SOURCE-0000000016 (topics: [KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic])\n'
+    '      --> KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-0000000017\n'
+    '    Source: KSTREAM-SOURCE-0000000001 (topics: [left_table])\n'
+    '      --> KTABLE-SOURCE-0000000002\n'
+    '    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-0000000017 (stores: [left_table-STATE-STORE-0000000000])\n'
+    '      --> KTABLE-FK-JOIN-OUTPUT-0000000018\n'
+    '      <-- KTABLE-SOURCE-0000000016\n'
+    '    Processor: KTABLE-FK-JOIN-OUTPUT-0000000018 (stores: [])\n'
+    '      --> KTABLE-TOSTREAM-0000000020\n'
+    '      <-- KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-0000000017\n'
+    '    Processor: KTABLE-SOURCE-0000000002 (stores: [left_table-STATE-STORE-0000000000])\n'
+    '      --> KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000007\n'
+    '      <-- KSTREAM-SOURCE-0000000001\n'
+    '    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000007 (stores: [])\n'
+    '      --> KTABLE-SINK-0000000008\n'
+    '      <-- KTABLE-SOURCE-0000000002\n'
+    '    Processor: KTABLE-TOSTREAM-0000000020 (stores: [])\n'
+    '      --> KSTREAM-SINK-0000000021\n'
+    '      <-- KTABLE-FK-JOIN-OUTPUT-0000000018\n'
+    '    Sink: KSTREAM-SINK-0000000021 (topic: output)\n'
+    '      <-- KTABLE-TOSTREAM-0000000020\n'
+    '    Sink: KTABLE-SINK-0000000008 (topic: KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic)\n'
+    '      <-- KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000007\n'
+    '\n'
+    '  Sub-topology: 1\n'
+    '    Source: KSTREAM-SOURCE-0000000004 (topics: [right_table])\n'
+    '      --> KTABLE-SOURCE-0000000005\n'
+    '    Source: KTABLE-SOURCE-0000000009 (topics: [KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic])\n'
+    '      --> KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000011\n'
+    '    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000011 (stores: [KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000010])\n'
+    '      --> KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000012\n'
+    '      <-- KTABLE-SOURCE-0000000009\n'
+    '    Processor: KTABLE-SOURCE-0000000005 (stores: [right_table-STATE-STORE-0000000003])\n'
+    '      --> KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000013\n'
+    '      <-- KSTREAM-SOURCE-0000000004\n'
+    '    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000012 (stores: [right_table-STATE-STORE-0000000003])\n'
+    '      --> KTABLE-SINK-0000000015\n'
+    '      <-- KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000011\n'
+    '    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000013 (stores: [KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000010])\n'
+    '      --> KTABLE-SINK-0000000015\n'
+    '      <-- KTABLE-SOURCE-0000000005\n'
+    '    Sink: KTABLE-SINK-0000000015 (topic: KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic)\n'
+    '      <-- KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000012, KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000013\n'
+    '\n'
+)
+
+
+def test_unnamed_join_has_kafka_streams_topology() -> None:
+    builder = StreamsBuilder()
+    left = builder.table("left_table", key_serde=S, value_serde=S)
+    right = builder.table("right_table", key_serde=S, value_serde=S)
+    left.join(right, fk_of, lambda x, y: x + y).to_stream().to("output")
+    assert str(builder.build().describe()) == JAVA_FK_TOPOLOGY
+
+
+@pytest.mark.parametrize("left_join", [False, True])
+def test_deletes_as_kafka_streams_4_3_emits_them(left_join: bool) -> None:
+    """Kafka Streams 4.3.1's driver gives exactly these records (one tombstone for the deleted row,
+    nothing for the delete of a row that never existed)."""
+    with TopologyTestDriver(topology(left_join, False), CONFIG) as driver:
+        right, left = driver.create_input_topic("right_table", S, S), driver.create_input_topic("left_table", S, S)
+        right.pipe_input("rhs1", "rhsValue1", 0)
+        left.pipe_input("lhs1", "lhsValue1|rhs1", 3)
+        left.pipe_input("lhs2", "lhsValue2|rhs9", 4)
+        left.pipe_input("lhs1", None, 6)
+        left.pipe_input("lhs3", None, 7)
+        expected = [TestRecord("lhs1", "(lhsValue1|rhs1,rhsValue1)", 3)]
+        if left_join:
+            expected.append(TestRecord("lhs2", "(lhsValue2|rhs9,None)", 4))
+        expected.append(TestRecord("lhs1", None, 6))
+        assert driver.create_output_topic("output", S, S).read_records_to_list() == expected

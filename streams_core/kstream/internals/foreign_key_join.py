@@ -7,8 +7,9 @@ subscription store under (foreign key, primary key) and `SubscriptionJoin` answe
 right value; `ForeignTableJoin` answers every subscriber of a foreign key when the right
 table changes. Answers go back through the response topic, to the primary key's partition,
 where `ResponseJoin` drops answers whose hash no longer matches the left value (stale) and
-joins the rest. The instructions and their rules are Java's (SubscriptionSendProcessorSupplier
-and friends); the hash is a 128-bit BLAKE2b, not Java's Murmur3 (only ours reads it).
+joins the rest. The instructions and their rules are Kafka Streams 4.3's
+(SubscriptionSendProcessorSupplier and friends, checked against its sources and driver); the
+hash is a 128-bit BLAKE2b, not Java's Murmur3 (only ours reads it).
 """
 
 from __future__ import annotations
@@ -180,37 +181,32 @@ class SubscriptionSend:
         key, (new, old), _, _ = record
         self._hash: tuple[bytes | None] | None = None
         extract = self._extractor
+        old_fk = None if old is None else extract(key, old)
         if self._left:
-            if old is not None:
-                old_fk = extract(key, old)
-                new_fk = None if new is None else extract(key, new)
-                if old_fk is not None and not self._same(new_fk, old_fk):
-                    self._send(record, old_fk, Instruction.DELETE_KEY_AND_PROPAGATE)
-                self._send(record, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-            elif new is not None:
-                self._send(record, extract(key, new), Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-            return
-        if old is not None:
-            old_fk = extract(key, old)
-            if old_fk is None:
-                self._skip()
-                return
-            if new is None:
-                self._send(record, old_fk, Instruction.DELETE_KEY_AND_PROPAGATE)
-                return
-            new_fk = extract(key, new)
-            if new_fk is None:
-                self._skip()
-                return
-            if not self._same(new_fk, old_fk):
+            if old is None and new is None:
+                return  # an idempotent delete
+            new_fk = None if new is None else extract(key, new)
+            if old_fk is not None and not self._same(new_fk, old_fk):
                 self._send(record, old_fk, Instruction.DELETE_KEY_NO_PROPAGATE)
+            # always a response, for a left-join result; a None FK subscribes to nothing
             self._send(record, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-        elif new is not None:
-            new_fk = extract(key, new)
-            if new_fk is None:
-                self._skip()
-            else:
-                self._send(record, new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+            return
+        if new is None:
+            if old_fk is not None:
+                self._send(record, old_fk, Instruction.DELETE_KEY_AND_PROPAGATE)
+            return
+        new_fk = extract(key, new)
+        if new_fk is None:
+            self._skip()
+            if old_fk is not None:
+                self._send(record, old_fk, Instruction.DELETE_KEY_AND_PROPAGATE)
+        elif old_fk is None:
+            self._send(record, new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+        elif not self._same(new_fk, old_fk):
+            self._send(record, old_fk, Instruction.DELETE_KEY_NO_PROPAGATE)
+            self._send(record, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+        else:
+            self._send(record, new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
 
     def _send(self, record: Record[Any, Change[Any]], foreign_key: Any, instruction: Instruction) -> None:
         if self._hash is None:

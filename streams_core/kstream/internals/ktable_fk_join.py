@@ -6,8 +6,9 @@
       both -> <name>-subscription-response-sink => <name>-subscription-response-topic
       => ...-source -> <name>-subscription-response-resolver -> <name>-result (the result table)
 
-Unnamed, the nodes take Java's generated names (`KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-<n>`,
-...), burning indices as Java does. The registration topic is co-partitioned with the right
+Unnamed, the nodes take Kafka Streams 4.3's generated names (`KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-<n>`,
+`KTABLE-SINK-<n>`, `KTABLE-SOURCE-<n>`, ...), burning indices as it does (checked against its
+`describe()`); the result table has a store only when named or needed downstream. The registration topic is co-partitioned with the right
 table, the response topic with the left one; a response goes to the partition its
 subscription came from.
 """
@@ -101,10 +102,10 @@ def foreign_key_join(
     b.itb.add_internal_topic(registration_topic, None)
     send = b.suffixed_name(given, "-subscription-registration-processor", SUBSCRIPTION_REGISTRATION)
     b.add_processor(send, lambda: SubscriptionSend(extract, fk_serde, value_serde, left), (this.name,))
-    registration_sink = b.suffixed_name(given, "-subscription-registration-sink", names.KSTREAM_SINK)
+    registration_sink = b.suffixed_name(given, "-subscription-registration-sink", names.KTABLE_SINK)
     sink_partitioner = None if tj.other_partitioner is None else _key_only(tj.other_partitioner)
     b.itb.add_sink(registration_sink, registration_topic, (send,), fk_serde, wrapper_serde, sink_partitioner)
-    registration_source = b.suffixed_name(given, "-subscription-registration-source", names.KSTREAM_SOURCE)
+    registration_source = b.suffixed_name(given, "-subscription-registration-source", names.KTABLE_SOURCE)
     b.itb.add_source(registration_source, (registration_topic,), None, fk_serde, wrapper_serde, _RECORD_TIMESTAMP)
     b.copartition(other.source_nodes | {registration_source})
 
@@ -125,11 +126,11 @@ def foreign_key_join(
 
     response_topic = b.suffixed_name(given, "-subscription-response", SUBSCRIPTION_RESPONSE) + TOPIC_SUFFIX
     b.itb.add_internal_topic(response_topic, None)
-    response_sink = b.suffixed_name(given, "-subscription-response-sink", names.KSTREAM_SINK)
+    response_sink = b.suffixed_name(given, "-subscription-response-sink", names.KTABLE_SINK)
     response_partitioner = _response_partition if tj.partitioner is None else _key_only(tj.partitioner)
     b.itb.add_sink(response_sink, response_topic, (join_foreign, foreign_join), pk_serde, response_serde,
                    response_partitioner)  # fmt: skip
-    response_source = b.suffixed_name(given, "-subscription-response-source", names.KSTREAM_SOURCE)
+    response_source = b.suffixed_name(given, "-subscription-response-source", names.KTABLE_SOURCE)
     b.itb.add_source(response_source, (response_topic,), None, pk_serde, response_serde, _RECORD_TIMESTAMP)
     b.copartition(this.source_nodes | {response_source})
 
@@ -142,7 +143,8 @@ def foreign_key_join(
     m = (materialized or Materialized()).merged_serdes(pk_serde, b.infer(this.value_serde, "value"))
     store = store_name(b, materialized, OUTPUT)
     result_store = key_value_store(b, store, m, m.key_serde, m.value_serde)
-    b.add_processor(result, lambda: KTableSource(store), (resolver,), stores=(result_store,))
+    old_values = SendOldValues("source", m.store_name is not None)  # a store only when named or needed, as Java
+    b.add_processor(result, lambda: KTableSource(store if old_values.materialized else None), (resolver,))
+    b.deferred_store(result, result_store, old_values)
     return KTable(b, result, m.key_serde, m.value_serde, frozenset({response_source}) | this.source_nodes,
-                  StoreValueGetterSupplier(store), store, queryable=m.store_name,
-                  old_values=SendOldValues("source", m.store_name is not None))  # fmt: skip
+                  StoreValueGetterSupplier(store), store, queryable=m.store_name, old_values=old_values)  # fmt: skip
