@@ -19,13 +19,13 @@ from streams_core import (
     Materialized,
     QueryableStoreTypes,
     Serdes,
-    State,
     Stores,
     StreamsBuilder,
     TimeWindows,
     Topology,
 )
-from tests.integration.test_dsl_integration import FAST_GROUP, _settled, _wait_until
+from tests.integration.test_dsl_integration import _settled, _wait_until
+from tests.integration.test_dsl_integration import _start as start_instances
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 
 pytestmark = pytest.mark.broker
@@ -35,18 +35,9 @@ S = Serdes.String()
 
 async def _start(topology_factory: Callable[[], Topology], app_id: str, bootstrap: str, tmp: Path, n: int,
                  **extra: Any) -> list[KafkaStreams]:  # fmt: skip
-    """Start `n` instances (cache off unless `extra` says otherwise: exact outputs), wait for RUNNING."""
-    instances = []
-    for i in range(n):
-        config = {"application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": str(tmp / f"instance-{i}"),
-                  "application.server": f"127.0.0.1:{17100 + i}", "statestore.cache.max.bytes": 0, **FAST_GROUP,
-                  **extra}  # fmt: skip
-        streams = KafkaStreams(topology_factory(), config)
-        await streams.start()
-        instances.append(streams)
-    for streams in instances:
-        await streams.wait_for_state(State.RUNNING, timeout=60)
-    return instances
+    """The DSL integration tests' start, with the cache off (exact outputs) unless `extra` says otherwise."""
+    return await start_instances(topology_factory, app_id, bootstrap, tmp, n, 17100,
+                                 **{"statestore.cache.max.bytes": 0, **extra})  # fmt: skip
 
 
 def _cogroup_and_emit_topology(suffix: str) -> Topology:
