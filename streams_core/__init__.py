@@ -93,6 +93,7 @@ from streams_core.state import (
     Windowed,
     WindowStore,
 )
+from streams_core.state.versioned_key_value_store import VersionedKeyValueStore, VersionedRecord
 from streams_core.testing.test_input_topic import TestInputTopic
 from streams_core.testing.test_output_topic import TestOutputTopic
 from streams_core.testing.test_record import TestRecord
@@ -183,6 +184,8 @@ __all__ = [
     "TopologyTestDriver",
     "UnknownStateStoreError",
     "UsePartitionTimeOnInvalidTimestamp",
+    "VersionedKeyValueStore",
+    "VersionedRecord",
     "WallclockTimestampExtractor",
     "Window",
     "WindowStore",
