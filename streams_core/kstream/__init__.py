@@ -6,7 +6,13 @@ are in `streams_core.kstream.internals`. See docs/dsl.md.
 
 from streams_core.kstream.branched import Branched
 from streams_core.kstream.branched_kstream import BranchedKStream
+from streams_core.kstream.cogrouped_kstream import (
+    CogroupedKStream,
+    SessionWindowedCogroupedKStream,
+    TimeWindowedCogroupedKStream,
+)
 from streams_core.kstream.consumed import Consumed
+from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.global_ktable import GlobalKTable
 from streams_core.kstream.grouped import Grouped
 from streams_core.kstream.joined import Joined
@@ -22,6 +28,7 @@ from streams_core.kstream.session_windowed_kstream import SessionWindowedKStream
 from streams_core.kstream.stream_joined import StreamJoined
 from streams_core.kstream.streams_builder import StreamsBuilder
 from streams_core.kstream.suppressed import BufferConfig, Suppressed
+from streams_core.kstream.table_joined import TableJoined
 from streams_core.kstream.time_windowed_kstream import TimeWindowedKStream
 from streams_core.kstream.windowed_serdes import WindowedSerdes
 from streams_core.kstream.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows, Windows
@@ -30,7 +37,9 @@ __all__ = [
     "Branched",
     "BranchedKStream",
     "BufferConfig",
+    "CogroupedKStream",
     "Consumed",
+    "EmitStrategy",
     "GlobalKTable",
     "Grouped",
     "JoinWindows",
@@ -43,12 +52,15 @@ __all__ = [
     "Named",
     "Produced",
     "Repartitioned",
+    "SessionWindowedCogroupedKStream",
     "SessionWindowedKStream",
     "SessionWindows",
     "SlidingWindows",
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TableJoined",
+    "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "TimeWindows",
     "WindowedSerdes",

@@ -21,6 +21,7 @@ from streams_core.kstream.named import Named
 from streams_core.serde import Serde, Serdes
 
 if TYPE_CHECKING:
+    from streams_core.kstream.cogrouped_kstream import CogroupedKStream
     from streams_core.kstream.internals.internal_streams_builder import InternalStreamsBuilder
     from streams_core.kstream.ktable import KTable
     from streams_core.kstream.session_windowed_kstream import SessionWindowedKStream
@@ -42,7 +43,10 @@ def _zero() -> int:
 class KGroupedStream:
     """A grouped stream: the node to aggregate from, serdes, and whether to repartition first."""
 
-    __slots__ = ("_builder", "grouped_name", "key_serde", "name", "repartition_required", "source_nodes", "value_serde")
+    __slots__ = (
+        "_builder", "_repartition_source", "grouped_name", "key_serde", "name", "repartition_required", "source_nodes",
+        "value_serde",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -61,6 +65,7 @@ class KGroupedStream:
         self.source_nodes = source_nodes
         self.repartition_required = repartition_required
         self.grouped_name = grouped_name
+        self._repartition_source: str | None = None
 
     def __repr__(self) -> str:
         return f"KGroupedStream({self.name!r})"
@@ -91,6 +96,13 @@ class KGroupedStream:
                                self._builder.infer(self.value_serde, "value"),
                                lambda store: KStreamAggregate(store, initializer, aggregator))  # fmt: skip
 
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Start a cogroup (KIP-150): this stream folded by `aggregator(key, value, aggregate)`, more
+        grouped streams added with `.cogroup(grouped, aggregator)`, then `.aggregate(initializer)`."""
+        from streams_core.kstream.cogrouped_kstream import CogroupedKStream
+
+        return CogroupedKStream(self, aggregator)
+
     def windowed_by(self, windows: Any) -> TimeWindowedKStream | SessionWindowedKStream:
         """Aggregate per window: `TimeWindows`, `SlidingWindows` or `SessionWindows`."""
         from streams_core.kstream.session_windowed_kstream import SessionWindowedKStream
@@ -120,11 +132,17 @@ class KGroupedStream:
         parent, sources = self.upstream(store)
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
         b.add_processor(name, lambda: factory(store), (parent,), stores=(builder,))
-        return KTable(b, name, m.key_serde, m.value_serde, sources, StoreValueGetterSupplier(store), store)
+        return KTable(b, name, m.key_serde, m.value_serde, sources, StoreValueGetterSupplier(store), store,
+                      queryable=m.store_name)  # fmt: skip
 
     def upstream(self, store: str) -> tuple[str, frozenset[str]]:
         """The node to aggregate from and its sources: a repartition source when the key changed."""
         if not self.repartition_required:
             return self.name, self.source_nodes
+        if self._repartition_source is not None and self.grouped_name is not None:
+            # Java reuses a named grouping's repartition topic for each aggregation of it
+            self._builder.burn_repartition_names()
+            return self._repartition_source, frozenset({self._repartition_source})
         source = self._builder.repartition(self.name, self.grouped_name or store, self.key_serde, self.value_serde)
+        self._repartition_source = source
         return source, frozenset({source})

@@ -17,7 +17,7 @@ from streams_core.kstream.internals.ktable_aggregate import KTableAggregate, KTa
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import key_value_store, store_name
 from streams_core.kstream.materialized import Materialized
-from streams_core.kstream.named import Named
+from streams_core.kstream.named import Named, name_of
 from streams_core.serde import Serde, Serdes
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def _subtract_one(key: Any, value: Any, count: int) -> int:
 class KGroupedTable:
     """A re-grouped table: the repartition-map node, serdes of the group key and values."""
 
-    __slots__ = ("_builder", "grouped_name", "key_serde", "name", "value_serde")
+    __slots__ = ("_builder", "_repartition_source", "grouped_name", "key_serde", "name", "value_serde")
 
     def __init__(
         self,
@@ -59,6 +59,7 @@ class KGroupedTable:
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.grouped_name = grouped_name
+        self._repartition_source: str | None = None
 
     def __repr__(self) -> str:
         return f"KGroupedTable({self.name!r})"
@@ -109,10 +110,18 @@ class KGroupedTable:
         b = self._builder
         m = (materialized or Materialized()).merged_serdes(self.key_serde, value_serde)
         store = store_name(b, materialized, prefix)
-        name = b.processor_name(named, prefix)
-        change_serde = b.bound(ChangeSerde(self.value_serde))
-        prefix = self.grouped_name or store
-        source = b.repartition(self.name, prefix, self.key_serde, change_serde, drop_null_keys=False)
+        given = name_of(named)
+        # Java's KGroupedTableImpl: sink and source names from `named` or generated, then the
+        # aggregation's name; a named grouping's topic is made once and shared by its aggregations
+        sink = b.suffixed_name(given, "-sink", names.KSTREAM_SINK)
+        source = b.suffixed_name(given, "-source", names.KSTREAM_SOURCE)
+        name = b.processor_name(given, prefix)
+        if self._repartition_source is None or self.grouped_name is None:
+            topic = (self.grouped_name or store) + names.REPARTITION_TOPIC_SUFFIX
+            change_serde = b.bound(ChangeSerde(self.value_serde))
+            self._repartition_source = b.table_repartition(self.name, topic, sink, source, self.key_serde, change_serde)
+        source = self._repartition_source
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
         b.add_processor(name, lambda: factory(store), (source,), stores=(builder,))
-        return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store)
+        return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store,
+                      queryable=m.store_name)  # fmt: skip

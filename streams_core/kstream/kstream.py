@@ -33,6 +33,7 @@ from streams_core.kstream.internals.kstream_processors import (
 from streams_core.kstream.internals.ktable_processors import KTableSource
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.internals.send_old_values import SendOldValues
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
 from streams_core.kstream.produced import Produced
@@ -57,7 +58,9 @@ Named_ = Named | str | None
 class KStream:
     """A record stream: `name` is the node producing it; serdes are what is known of its keys and values."""
 
-    __slots__ = ("_builder", "key_serde", "name", "repartition_required", "source_nodes", "value_serde")
+    __slots__ = (
+        "_builder", "_join_repartition", "key_serde", "name", "repartition_required", "source_nodes", "value_serde",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -74,6 +77,7 @@ class KStream:
         self.value_serde = value_serde
         self.source_nodes = source_nodes
         self.repartition_required = repartition_required
+        self._join_repartition: KStream | None = None
 
     def __repr__(self) -> str:
         return f"KStream({self.name!r})"
@@ -248,7 +252,7 @@ class KStream:
         prefix = r.name or b.new_processor_name(names.KSTREAM_REPARTITION)
         key, value = r.key_serde or self.key_serde, r.value_serde or self.value_serde
         source = b.repartition(self.name, prefix, key, value, number_of_partitions=r.number_of_partitions,
-                               partitioner=r.partitioner, drop_null_keys=False)  # fmt: skip
+                               partitioner=r.partitioner)  # fmt: skip
         return KStream(b, source, key, value, frozenset({source}))
 
     def process(self, supplier: Any, *store_names: str, named: Named_ = None) -> KStream:
@@ -273,8 +277,11 @@ class KStream:
         stream = self._repartitioned(name, m.key_serde, m.value_serde) if self.repartition_required else self
         store = store_name(b, materialized, names.KSTREAM_TOTABLE)
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
-        b.add_processor(name, lambda: KTableSource(store), (stream.name,), stores=(builder,))
-        return KTable(b, name, m.key_serde, m.value_serde, stream.source_nodes, StoreValueGetterSupplier(store), store)
+        old_values = SendOldValues("source", m.store_name is not None)
+        b.add_processor(name, lambda: KTableSource(store if old_values.materialized else None), (stream.name,))
+        b.deferred_store(name, builder, old_values)
+        return KTable(b, name, m.key_serde, m.value_serde, stream.source_nodes, StoreValueGetterSupplier(store), store,
+                      queryable=m.store_name, old_values=old_values)  # fmt: skip
 
     # -- grouping -----------------------------------------------------------------------------
 
@@ -346,6 +353,17 @@ class KStream:
         """This stream sent through `<prefix>-repartition` (records with None keys dropped)."""
         source = self._builder.repartition(self.name, prefix, key_serde, value_serde)
         return KStream(self._builder, source, key_serde, value_serde, frozenset({source}))
+
+    def _repartitioned_for_join(
+        self, prefix: str, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None
+    ) -> KStream:
+        """This stream repartitioned for a join (Java's `repartitionForJoin`): a second join of the
+        same key-changed stream under its own name reuses the topic (the names are burnt anyway)."""
+        if self._join_repartition is not None and prefix == self.name:
+            self._builder.burn_repartition_names()
+            return self._join_repartition
+        self._join_repartition = self._repartitioned(prefix, key_serde, value_serde)
+        return self._join_repartition
 
     def _check_same_builder(self, other: Any) -> None:
         if getattr(other, "_builder", None) is not self._builder:

@@ -23,7 +23,7 @@ from streams_core.kstream.internals.ktable_processors import (
     KTableRepartitionMap,
     KTableToStream,
 )
-from streams_core.kstream.internals.ktable_suppress import KTableSuppress
+from streams_core.kstream.internals.ktable_suppress import KTableSuppress, SuppressBuffers, SuppressValueGetterSupplier
 from streams_core.kstream.internals.ktable_value_getters import (
     FilterValueGetterSupplier,
     JoinValueGetterSupplier,
@@ -32,9 +32,11 @@ from streams_core.kstream.internals.ktable_value_getters import (
     ValueGetterSupplier,
 )
 from streams_core.kstream.internals.materialize import key_value_store, store_name
-from streams_core.kstream.materialized import Materialized
+from streams_core.kstream.internals.send_old_values import SendOldValues
+from streams_core.kstream.materialized import Materialized, named_and_materialized
 from streams_core.kstream.named import Named, name_of
 from streams_core.kstream.suppressed import Suppressed
+from streams_core.kstream.table_joined import TableJoined
 from streams_core.serde import Serde
 
 if TYPE_CHECKING:
@@ -54,7 +56,10 @@ class KTable:
     2 * gap + grace + 1)`: how long after a window ends its result is final), for `suppress`.
     """
 
-    __slots__ = ("_builder", "_getter", "key_serde", "name", "source_nodes", "store_name", "value_serde", "windows")
+    __slots__ = (
+        "_builder", "_getter", "_queryable", "key_serde", "name", "old_values", "source_nodes", "store_name",
+        "value_serde", "windows",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -66,6 +71,9 @@ class KTable:
         getter: ValueGetterSupplier | None,
         store_name: str | None = None,
         windows: tuple[str, int] | None = None,
+        *,
+        queryable: str | None = None,
+        old_values: SendOldValues | None = None,
     ) -> None:
         self._builder = builder
         self.name = name
@@ -75,14 +83,16 @@ class KTable:
         self._getter = getter
         self.store_name = store_name
         self.windows = windows
+        self._queryable = queryable
+        self.old_values = old_values or SendOldValues("stored", True)
 
     def __repr__(self) -> str:
         return f"KTable({self.name!r}, store={self.store_name!r})"
 
     @property
     def queryable_store_name(self) -> str | None:
-        """The store holding this table (None when it is computed, not materialised)."""
-        return self.store_name
+        """The name of the store to query this table by; None unless the store was named (as Java)."""
+        return self._queryable
 
     def _value_getter(self, purpose: str) -> ValueGetterSupplier:
         if self._getter is None:
@@ -100,6 +110,7 @@ class KTable:
         factory: Callable[[str | None], Any],
         value_serde: Serde[Any] | None,
         getter: Callable[[], ValueGetterSupplier],
+        old_values: SendOldValues | None = None,
     ) -> KTable:
         b = self._builder
         name = b.processor_name(named, prefix)
@@ -110,10 +121,12 @@ class KTable:
             m = materialized.merged_serdes(self.key_serde, value_serde)
             store = store_name(b, materialized, prefix)
             stores = (key_value_store(b, store, m, m.key_serde, m.value_serde),)
+        old_values = old_values or SendOldValues("processor", store is not None, (self.old_values,))
         b.add_processor(name, lambda: factory(store), (self.name,), stores=stores)
         value_getter = StoreValueGetterSupplier(store) if store is not None else getter()
         return KTable(b, name, m.key_serde if m else self.key_serde, m.value_serde if m else value_serde,
-                      self.source_nodes, value_getter, store, self.windows)  # fmt: skip
+                      self.source_nodes, value_getter, store, self.windows,
+                      queryable=materialized.store_name if materialized else None, old_values=old_values)  # fmt: skip
 
     # -- operators ----------------------------------------------------------------------------
 
@@ -131,9 +144,15 @@ class KTable:
 
     def _filter(self, predicate: Any, negate: bool, named: Named_, materialized: Materialized | None) -> KTable:
         check_callable(predicate, "filter's predicate")
+        # as Java's KTableFilter: old values are sent at once if the upstream table is materialised
+        old_values = SendOldValues("processor", materialized is not None, (self.old_values,))
+        if self.old_values.enable(False):
+            old_values.enabled = True
         return self._stateful_child(
-            names.KTABLE_FILTER, named, materialized, lambda store: KTableFilter(predicate, negate, store),
+            names.KTABLE_FILTER, named, materialized,
+            lambda store: KTableFilter(predicate, negate, store, old_values.enabled),
             self.value_serde, lambda: FilterValueGetterSupplier(self._value_getter("a filter"), predicate, negate),
+            old_values,
         )  # fmt: skip
 
     def map_values(
@@ -180,11 +199,14 @@ class KTable:
             duration = suppressed.time_limit_ms  # type: ignore[assignment]
         buffer = suppressed.buffer_config
         serdes = (self.key_serde, self.value_serde)
+        buffers = SuppressBuffers()
         b.add_processor(name, lambda: KTableSuppress(
             name, duration, suppressed.final_results, suppressed.final_results, buffer.record_limit,
-            buffer.byte_limit, buffer.fail_when_full, serdes,
+            buffer.byte_limit, buffer.fail_when_full, serdes, buffers,
         ), (self.name,))  # fmt: skip
-        return KTable(b, name, self.key_serde, self.value_serde, self.source_nodes, None, None, self.windows)
+        getter = None if self._getter is None else SuppressValueGetterSupplier(self._getter, buffers)
+        return KTable(b, name, self.key_serde, self.value_serde, self.source_nodes, getter, None, self.windows,
+                      old_values=SendOldValues("processor", False, (self.old_values,)))  # fmt: skip
 
     def group_by(
         self,
@@ -200,6 +222,7 @@ class KTable:
         check_callable(selector, "group_by's selector")
         g = (grouped or Grouped()).merged(key_serde=key_serde, value_serde=value_serde)
         b = self._builder
+        self.old_values.enable(True)
         name = b.processor_name(g.name, names.KTABLE_SELECT)
         b.add_processor(name, lambda: KTableRepartitionMap(selector), (self.name,))
         return KGroupedTable(b, name, g.key_serde or b.infer(self.key_serde, "key"),
@@ -207,15 +230,38 @@ class KTable:
 
     # -- joins --------------------------------------------------------------------------------
 
-    def join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named_ = None,
-             materialized: Materialized | None = None) -> KTable:  # fmt: skip
-        """Inner join on the key with a co-partitioned table: `joiner(left, right)` while both have a value."""
-        return self._join(other, joiner, "inner", named, materialized)
+    def join(self, other: KTable, joiner: Callable[..., Any], *args: Any, named: Named_ = None,
+             materialized: Materialized | None = None, table_joined: TableJoined | None = None) -> KTable:  # fmt: skip
+        """Inner join on the key with a co-partitioned table: `joiner(left, right)` while both have a value.
 
-    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named_ = None,
-                  materialized: Materialized | None = None) -> KTable:  # fmt: skip
-        """Left join: `joiner(left, right or None)` while the left table has a value."""
-        return self._join(other, joiner, "left", named, materialized)
+        `join(other, foreign_key_extractor, joiner, table_joined=None, materialized=None)` is the
+        foreign-key join (KIP-213): each left value joins the `other` row whose key is
+        `foreign_key_extractor(value)` (or `(key, value)`); the tables need not be co-partitioned.
+        """
+        return self._dispatch(other, joiner, "inner", args, named, materialized, table_joined)
+
+    def left_join(self, other: KTable, joiner: Callable[..., Any], *args: Any, named: Named_ = None,
+                  materialized: Materialized | None = None, table_joined: TableJoined | None = None) -> KTable:  # fmt: skip
+        """Left join: `joiner(left, right or None)` while the left table has a value (also by foreign key)."""
+        return self._dispatch(other, joiner, "left", args, named, materialized, table_joined)
+
+    def _dispatch(self, other: KTable, function: Any, kind: str, args: tuple[Any, ...], named: Named_,
+                  materialized: Materialized | None, table_joined: TableJoined | None) -> KTable:  # fmt: skip
+        if args and callable(args[0]) and not isinstance(args[0], (Named, str)):
+            from streams_core.kstream.internals.ktable_fk_join import foreign_key_join
+
+            for option in args[1:]:
+                if isinstance(option, TableJoined):
+                    table_joined = option
+                elif isinstance(option, Materialized):
+                    materialized = option
+                elif option is not None:
+                    raise TypeError(f"a foreign-key join takes a TableJoined and a Materialized, got {option!r}")
+            if not isinstance(other, KTable) or other._builder is not self._builder:
+                raise TopologyError(f"a KTable joins a KTable of the same StreamsBuilder, got {other!r}")
+            return foreign_key_join(self, other, function, args[0], kind == "left", table_joined, materialized)
+        named, materialized = named_and_materialized(args, named, materialized, "a table join")
+        return self._join(other, function, kind, named, materialized)
 
     def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named_ = None,
                    materialized: Materialized | None = None) -> KTable:  # fmt: skip
@@ -238,6 +284,8 @@ class KTable:
         other_name = f"{given}-join-other" if given else b.new_processor_name(other_prefix)
         this_getter = self._value_getter("a join")
         other_getter = other._value_getter("a join")
+        self.old_values.materialize()
+        other.old_values.materialize()
         sources = self.source_nodes | other.source_nodes
         b.copartition(sources)
         b.add_processor(this_name, lambda: KTableKTableJoin(other_getter, joiner, kind, True), (self.name,),
@@ -257,4 +305,10 @@ class KTable:
         getter: ValueGetterSupplier = JoinValueGetterSupplier(this_getter, other_getter, joiner, kind)
         if store is not None:
             getter = StoreValueGetterSupplier(store)
-        return KTable(b, merge, key_serde, value_serde, sources, getter, store)
+        if kind != "inner":
+            self.old_values.enable(True)
+        if kind == "outer":
+            other.old_values.enable(True)
+        return KTable(b, merge, key_serde, value_serde, sources, getter, store,
+                      queryable=materialized.store_name if materialized else None,
+                      old_values=SendOldValues("join", False, (self.old_values, other.old_values)))  # fmt: skip

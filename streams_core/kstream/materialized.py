@@ -18,7 +18,7 @@ from streams_core.kstream.internals.durations import Millis, millis
 from streams_core.serde import Serde
 from streams_core.state.internals.store_names import validate_store_name
 
-__all__ = ["Materialized"]
+__all__ = ["Materialized", "named_and_materialized"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +79,19 @@ class Materialized:
     def merged_serdes(self, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None) -> Materialized:
         """A copy whose missing serdes are `key_serde` / `value_serde`."""
         return replace(self, key_serde=self.key_serde or key_serde, value_serde=self.value_serde or value_serde)
+
+
+def named_and_materialized(
+    options: tuple[Any, ...], named: Any, materialized: Materialized | None, what: str
+) -> tuple[Any, Materialized | None]:
+    """Java's overloads taking a `Named` and/or a `Materialized` positionally: sort them out."""
+    from streams_core.kstream.named import Named
+
+    for option in options:
+        if isinstance(option, Materialized):
+            materialized = option
+        elif isinstance(option, (Named, str)):
+            named = option
+        elif option is not None:
+            raise TypeError(f"{what} takes a Named and a Materialized, got {option!r}")
+    return named, materialized

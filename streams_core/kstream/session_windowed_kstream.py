@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from streams_core.kstream.emit_strategy import EmitStrategy, with_emit_strategy
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable
 from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
@@ -50,14 +51,19 @@ def _none() -> None:
 class SessionWindowedKStream:
     """A grouped stream with `SessionWindows`."""
 
-    __slots__ = ("_grouped", "windows")
+    __slots__ = ("_emit_strategy", "_grouped", "windows")
 
     def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
         self._grouped = grouped
         self.windows = windows
+        self._emit_strategy = EmitStrategy.on_window_update()
 
     def __repr__(self) -> str:
         return f"SessionWindowedKStream({self._grouped.name!r}, {self.windows!r})"
+
+    def emit_strategy(self, emit_strategy: EmitStrategy) -> SessionWindowedKStream:
+        """When the aggregations below forward results: every update (default) or once per closed window."""
+        return with_emit_strategy(self, emit_strategy)
 
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
         """Records per key and session."""
@@ -110,10 +116,13 @@ class SessionWindowedKStream:
         name = b.processor_name(named, prefix)
         parent, sources = grouped.upstream(store)
         minimum = windows.inactivity_gap_ms + windows.grace_period_ms
-        builder = session_store(store, m, minimum, m.key_serde, m.value_serde)
-        b.add_processor(name, lambda: KStreamSessionWindowAggregate(windows, store, initializer, aggregator, merger),
-                        (parent,), stores=(builder,))  # fmt: skip
+        emit = self._emit_strategy
+        if emit.emits_on_close:
+            m = m.with_caching_disabled()  # as Java: the final results come from the store, not the cache
+        builder = session_store(b, store, m, minimum, m.key_serde, m.value_serde)
+        b.add_processor(name, lambda: KStreamSessionWindowAggregate(windows, store, initializer, aggregator, merger,
+                                                                    emit), (parent,), stores=(builder,))  # fmt: skip
         key_serde = b.bound(SessionWindowedSerde(m.key_serde))
         final_after = 2 * windows.inactivity_gap_ms + windows.grace_period_ms + 1
         return KTable(b, name, key_serde, m.value_serde, sources, SessionStoreValueGetterSupplier(store), store,
-                      ("session", final_after))  # fmt: skip
+                      ("session", final_after), queryable=m.store_name)  # fmt: skip

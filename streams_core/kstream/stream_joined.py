@@ -19,6 +19,10 @@ class StreamJoined:
     must be repartitioned). `with_store_name("s")` names the stores `s-this-join-store` and
     `s-other-join-store` (generated otherwise); `with_name("j")` names the processors
     (`j-this-join`, ...). Logging of the join stores is on unless `with_logging_disabled()`.
+    `with_this_store_supplier` / `with_other_store_supplier` give a side's window store
+    (`Stores.persistent_window_store(name, retention, window_size, True)`: it must keep
+    duplicates, its window size must be the join's `before + after` and its retention at least
+    that plus the grace period).
     """
 
     key_serde: Serde[Any] | None = None
@@ -29,6 +33,8 @@ class StreamJoined:
     logging_enabled: bool = True
     log_config: dict[str, str] = field(default_factory=dict)
     in_memory: bool = False
+    this_store_supplier: Any = None
+    other_store_supplier: Any = None
 
     def __post_init__(self) -> None:
         for what, value in (("StreamJoined name", self.name), ("StreamJoined store name", self.store_name)):
@@ -67,6 +73,14 @@ class StreamJoined:
 
     def with_logging_disabled(self) -> StreamJoined:
         return replace(self, logging_enabled=False, log_config={})
+
+    def with_this_store_supplier(self, supplier: Any) -> StreamJoined:
+        """The window store supplier of this (the left) side."""
+        return replace(self, this_store_supplier=supplier)
+
+    def with_other_store_supplier(self, supplier: Any) -> StreamJoined:
+        """The window store supplier of the other (the right) side."""
+        return replace(self, other_store_supplier=supplier)
 
     def with_in_memory_stores(self) -> StreamJoined:
         """Keep the join's window stores in memory (rebuilt from their changelogs on start)."""

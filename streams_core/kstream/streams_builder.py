@@ -26,6 +26,7 @@ from streams_core.kstream.internals.internal_streams_builder import InternalStre
 from streams_core.kstream.internals.ktable_processors import KTableSource
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.internals.send_old_values import SendOldValues
 from streams_core.kstream.kstream import KStream
 from streams_core.kstream.ktable import KTable
 from streams_core.kstream.materialized import Materialized
@@ -68,36 +69,40 @@ class StreamsBuilder:
     def table(
         self,
         topic: str,
-        materialized: Materialized | Consumed | None = None,
-        *,
+        *options: Materialized | Consumed | None,
         consumed: Consumed | None = None,
+        materialized: Materialized | None = None,
         key_serde: Serde[Any] | None = None,
         value_serde: Serde[Any] | None = None,
         timestamp_extractor: Any = None,
     ) -> KTable:
-        """A table of `topic` read as a changelog (latest value per key; None deletes), in a store."""
-        m, c = self._table_options(materialized, consumed, key_serde, value_serde, timestamp_extractor)
+        """A table of `topic` read as a changelog (latest value per key; None deletes); in a store when
+        materialised: named, or needed downstream (joins, `group_by`), as Kafka Streams decides."""
+        m, c = self._table_options(options, consumed, materialized, key_serde, value_serde, timestamp_extractor)
         b = self._internal
         store = store_name(b, m, f"{topic}-")
         source = b.processor_name(c.name, names.KSTREAM_SOURCE)
         name = f"{c.name}-table-source" if c.name else b.new_processor_name(names.KTABLE_SOURCE)
         b.add_source(source, (topic,), None, m.key_serde, m.value_serde, c.timestamp_extractor)
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
-        b.add_processor(name, lambda: KTableSource(store), (source,), stores=(builder,))
-        return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store)
+        old_values = SendOldValues("source", m.store_name is not None)
+        b.add_processor(name, lambda: KTableSource(store if old_values.materialized else None), (source,))
+        b.deferred_store(name, builder, old_values)
+        return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store,
+                      queryable=m.store_name, old_values=old_values)  # fmt: skip
 
     def global_table(
         self,
         topic: str,
-        materialized: Materialized | Consumed | None = None,
-        *,
+        *options: Materialized | Consumed | None,
         consumed: Consumed | None = None,
+        materialized: Materialized | None = None,
         key_serde: Serde[Any] | None = None,
         value_serde: Serde[Any] | None = None,
         timestamp_extractor: Any = None,
     ) -> GlobalKTable:
         """A table of all of `topic` on every instance; its store needs no changelog (the topic is one)."""
-        m, c = self._table_options(materialized, consumed, key_serde, value_serde, timestamp_extractor)
+        m, c = self._table_options(options, consumed, materialized, key_serde, value_serde, timestamp_extractor)
         b = self._internal
         store = store_name(b, m, f"{topic}-")
         source = b.processor_name(c.name, names.KSTREAM_SOURCE)
@@ -139,18 +144,27 @@ class StreamsBuilder:
 
     @staticmethod
     def _table_options(
-        materialized: Materialized | Consumed | None,
+        options: tuple[Materialized | Consumed | None, ...],
         consumed: Consumed | None,
+        materialized: Materialized | None,
         key_serde: Serde[Any] | None,
         value_serde: Serde[Any] | None,
         timestamp_extractor: Any,
     ) -> tuple[Materialized, Consumed]:
-        if isinstance(materialized, Consumed):
-            if consumed is not None:
-                raise TopologyError("pass the Consumed once (positionally or as consumed=)")
-            materialized, consumed = None, materialized
-        if materialized is not None and not isinstance(materialized, Materialized):
-            raise TypeError(f"expected a Materialized or a Consumed, got {materialized!r}")
+        """Java's `table(topic)`, `(topic, Consumed)`, `(topic, Materialized)`, `(topic, Consumed, Materialized)`."""
+        if len(options) > 2:
+            raise TypeError(f"table takes at most a Consumed and a Materialized after the topic, got {options!r}")
+        for option in options:
+            if isinstance(option, Consumed):
+                if consumed is not None:
+                    raise TopologyError("pass the Consumed once (positionally or as consumed=)")
+                consumed = option
+            elif isinstance(option, Materialized):
+                if materialized is not None:
+                    raise TopologyError("pass the Materialized once (positionally or as materialized=)")
+                materialized = option
+            elif option is not None:
+                raise TypeError(f"expected a Materialized or a Consumed, got {option!r}")
         c = (consumed or Consumed()).merged(key_serde=key_serde, value_serde=value_serde,
                                             timestamp_extractor=timestamp_extractor)  # fmt: skip
         return (materialized or Materialized()).merged_serdes(c.key_serde, c.value_serde), c

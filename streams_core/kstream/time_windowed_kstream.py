@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from streams_core.kstream.emit_strategy import EmitStrategy, with_emit_strategy
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable
 from streams_core.kstream.internals.kstream_sliding_window_aggregate import KStreamSlidingWindowAggregate
@@ -48,14 +49,19 @@ def _none() -> None:
 class TimeWindowedKStream:
     """A grouped stream with `TimeWindows` or `SlidingWindows`."""
 
-    __slots__ = ("_grouped", "windows")
+    __slots__ = ("_emit_strategy", "_grouped", "windows")
 
     def __init__(self, grouped: KGroupedStream, windows: TimeWindows | SlidingWindows) -> None:
         self._grouped = grouped
         self.windows = windows
+        self._emit_strategy = EmitStrategy.on_window_update()
 
     def __repr__(self) -> str:
         return f"TimeWindowedKStream({self._grouped.name!r}, {self.windows!r})"
+
+    def emit_strategy(self, emit_strategy: EmitStrategy) -> TimeWindowedKStream:
+        """When the aggregations below forward results: every update (default) or once per closed window."""
+        return with_emit_strategy(self, emit_strategy)
 
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
         """Records per key and window."""
@@ -109,7 +115,9 @@ class TimeWindowedKStream:
             processor, size = KStreamWindowAggregate, windows.size_ms
             retention = size + windows.grace_period_ms
         builder = window_store(b, store, m, size, retention, m.key_serde, m.value_serde)
-        b.add_processor(name, lambda: processor(windows, store, initializer, aggregator), (parent,), stores=(builder,))
+        emit = self._emit_strategy
+        b.add_processor(name, lambda: processor(windows, store, initializer, aggregator, emit), (parent,),
+                        stores=(builder,))  # fmt: skip
         key_serde = b.bound(TimeWindowedSerde(m.key_serde, size))
         return KTable(b, name, key_serde, m.value_serde, sources, WindowStoreValueGetterSupplier(store), store,
-                      ("time", windows.grace_period_ms))  # fmt: skip
+                      ("time", windows.grace_period_ms), queryable=m.store_name)  # fmt: skip

@@ -74,14 +74,15 @@ class SourceDescription(NodeDescription):
 class ProcessorDescription(NodeDescription):
     """A processor and the names of the state stores connected to it."""
 
-    __slots__ = ("stores",)
+    __slots__ = ("_connected", "stores")
 
     def __init__(self, name: str, stores: Iterable[str]) -> None:
         super().__init__(name)
-        self.stores = frozenset(stores)
+        self._connected = tuple(dict.fromkeys(stores))  # connection order: Java's HashSet breaks bucket ties so
+        self.stores = frozenset(self._connected)
 
     def __str__(self) -> str:
-        return f"Processor: {self.name} (stores: {_set(self.stores)}){self._links()}"
+        return f"Processor: {self.name} (stores: {_set(self._connected)}){self._links()}"
 
 
 class SinkDescription(NodeDescription):
@@ -173,5 +174,30 @@ def _names(nodes: tuple[NodeDescription, ...]) -> str:
     return ", ".join(node.name for node in nodes) if nodes else "none"
 
 
-def _set(items: frozenset[str]) -> str:
-    return "[" + ", ".join(sorted(items)) + "]"
+def _set(items: Iterable[str]) -> str:
+    """A set printed in the order Java's `HashSet<String>` iterates it (Java prints stores and topics so)."""
+    return "[" + ", ".join(java_hash_set_order(items)) + "]"
+
+
+def _java_string_hash(text: str) -> int:
+    """Java's `String.hashCode()` over UTF-16 code units, as an unsigned 32-bit int."""
+    units = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_set_order(items: Iterable[str]) -> list[str]:
+    """The iteration order of a `new HashSet<>(items)`: by bucket of the spread hash (capacity 16,
+    doubled past 3/4 load); names sharing a bucket in the order given (Java's insertion order)."""
+    names = list(dict.fromkeys(items))
+    capacity = 16
+    while len(names) > 0.75 * capacity:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = _java_string_hash(name)
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(names, key=bucket)

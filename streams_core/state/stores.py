@@ -51,6 +51,18 @@ class Stores:
         return InMemoryKeyValueBytesStoreSupplier(validate_store_name(name))
 
     @staticmethod
+    def persistent_versioned_key_value_store(name: str, history_retention_ms: Millis) -> Any:
+        """A versioned key-value store (KIP-889): every version of a key for `history_retention_ms`.
+
+        For `Materialized.as_(...)` of a table (a versioned table); see
+        `streams_core.state.versioned_key_value_store`.
+        """
+        from streams_core.state.versioned_key_value_store import VersionedKeyValueBytesStoreSupplier
+
+        retention = _millis(name, "history retention", history_retention_ms)
+        return VersionedKeyValueBytesStoreSupplier(validate_store_name(name), retention)
+
+    @staticmethod
     def persistent_window_store(
         name: str, retention_period_ms: Millis, window_size_ms: Millis, retain_duplicates: bool = False
     ) -> WindowBytesStoreSupplier:

@@ -12,6 +12,10 @@ directory deleted on close. As in Kafka Streams' driver:
   moves only with `advance_wall_clock_time`, which fires the wall-clock punctuations due;
 - after each record and each clock advance every task that processed or punctuated commits
   (its stores are flushed), so a commit requested by a processor happens at once;
+- with `max.task.idle.ms` > 0 a task holds records back while one of its source topics is
+  empty, until that topic gets a record or the mock wall clock passes the idle deadline (set
+  when the topic was first seen empty), then takes the record with the lowest timestamp first,
+  as Kafka Streams' driver does (its PartitionGroup); 0 (the default) or -1 process at once;
 - records that fail to deserialize fail the pipe call, unless
   `default.deserialization.exception.handler` says otherwise (`dropped_records` counts skips);
 - internal (repartition) topics are named `<application.id>-<name>`;
@@ -133,6 +137,9 @@ class TopologyTestDriver:
         self._topics: dict[str, deque[ProducedRecord]] = {}
         self._next_offsets: dict[str, int] = {}
         self._pending: deque[ProducedRecord] = deque()
+        self._idle_ms = validated["max.task.idle.ms"]
+        self._buffered: dict[str, deque[ProducedRecord]] = {}
+        self._idle_deadlines: dict[str, int] = {}
         self._task_of_topic: dict[str, TaskProcessor | None] = {}
         self._closed = False
         self._running = False
@@ -326,12 +333,7 @@ class TopologyTestDriver:
         """Records dropped: skipped by the deserialization handler, for a negative extracted
         timestamp, or by DSL processors (null keys where a key is needed, records too late for
         their window); as Kafka Streams' `dropped-records` metric."""
-        total = 0
-        for task in self._all_tasks():
-            total += task.dropped_records
-            for node in task.topology.nodes:
-                total += getattr(node.processor, "dropped_records", 0)
-        return total
+        return sum(task.dropped_records for task in self._all_tasks())
 
     def _run(self) -> None:
         if self._running:
@@ -339,13 +341,43 @@ class TopologyTestDriver:
         pending = self._pending
         self._running = True
         try:
-            while pending:
-                self._process(pending.popleft())
+            while True:
+                while pending:
+                    raw = pending.popleft()
+                    if self._idle_ms > 0 and self._task_for(raw.topic) is not self._global_task:
+                        self._buffered.setdefault(raw.topic, deque()).append(raw)
+                    else:
+                        self._process(raw)
+                if self._idle_ms <= 0 or not self._process_buffered_record():
+                    break
         except BaseException:
             pending.clear()
             raise
         finally:
             self._running = False
+
+    def _process_buffered_record(self) -> bool:
+        """Process one held-back record of a task that may go on (max.task.idle.ms); False if none may."""
+        topic_groups = self._builder.topic_groups()
+        for subtopology_id in sorted(self._tasks):
+            topics = sorted(topic_groups[subtopology_id].source_topics)
+            ready = [t for t in topics if self._buffered.get(t)]
+            if not ready:
+                continue
+            waiting = False
+            for topic in topics:
+                if self._buffered.get(topic):
+                    self._idle_deadlines.pop(topic, None)
+                elif self._wall_clock_ms < self._idle_deadlines.setdefault(topic, self._wall_clock_ms + self._idle_ms):
+                    waiting = True
+            if waiting:
+                log.info("records of task %s_0 wait for max.task.idle.ms (advance the wall clock or pipe records "
+                         "to its empty topics)", subtopology_id)  # fmt: skip
+                continue
+            topic = min(ready, key=lambda t: self._buffered[t][0].timestamp)
+            self._process(self._buffered[topic].popleft())
+            return True
+        return False
 
     def _process(self, raw: ProducedRecord) -> None:
         topic = raw.topic
@@ -421,6 +453,21 @@ class TopologyTestDriver:
     def get_window_store(self, name: str) -> Any:
         """The window store named `name` (typed; a DSL windowed aggregate's store gives plain aggregates)."""
         return self._typed_store(name, "window", ("fetch", "fetch_all", "window_size"))
+
+    def get_timestamped_key_value_store(self, name: str) -> Any:
+        """The DSL key-value store named `name`, answering `ValueAndTimestamp(value, timestamp)`s (as Java's)."""
+        return self._timestamped(self.get_key_value_store(name), name)
+
+    def get_timestamped_window_store(self, name: str) -> Any:
+        """The DSL window store named `name`, answering `ValueAndTimestamp(value, timestamp)`s (as Java's)."""
+        return self._timestamped(self.get_window_store(name), name)
+
+    @staticmethod
+    def _timestamped(store: Any, name: str) -> Any:
+        timestamped = getattr(store, "timestamped", None)
+        if timestamped is None:
+            raise StreamsError(f"state store {name!r} keeps no timestamps (a DSL table or aggregate's store does)")
+        return timestamped
 
     def get_session_store(self, name: str) -> Any:
         """The session store named `name` (typed)."""

@@ -36,15 +36,18 @@ async def _wait_until(check: Callable[[], Awaitable[bool]], timeout: float, what
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-async def _start(topology_factory: Callable[[], Topology], app_id: str, bootstrap: str, tmp: Path, n: int) -> list[KafkaStreams]:
+async def _start(topology_factory: Callable[[], Topology], app_id: str, bootstrap: str, tmp: Path, n: int,
+                 port_base: int = 17000, **extra: Any) -> list[KafkaStreams]:  # fmt: skip
+    """Start `n` instances (config: FAST_GROUP and `extra`) and wait until they are RUNNING."""
     instances = []
     for i in range(n):
         config = {
             "application.id": app_id,
             "bootstrap.servers": bootstrap,
             "state.dir": str(tmp / f"instance-{i}"),
-            "application.server": f"127.0.0.1:{17000 + i}",
+            "application.server": f"127.0.0.1:{port_base + i}",
             **FAST_GROUP,
+            **extra,
         }
         streams = KafkaStreams(topology_factory(), config)
         await streams.start()

@@ -93,4 +93,4 @@ def test_enrichment_join() -> None:
         ]  # fmt: skip
     itb = enrichment_topology().internal_topology_builder
     itb.set_application_id("enrich")
-    assert itb.copartition_groups() == [frozenset({"enrich-KSTREAM-JOIN-0000000004-repartition", "customers"})]
+    assert itb.copartition_groups() == [frozenset({"enrich-KSTREAM-KEY-SELECT-0000000003-repartition", "customers"})]

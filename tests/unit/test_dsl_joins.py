@@ -11,6 +11,7 @@ from streams_core import (
     JoinWindows,
     KeyValue,
     Serdes,
+    Stores,
     StreamJoined,
     StreamsBuilder,
     TestRecord,
@@ -115,15 +116,84 @@ def test_late_and_null_key_records() -> None:
 
 
 def test_stream_joined_names_processors_and_stores() -> None:
+    """StreamsBuilderTest.shouldUseSpecifiedNameForLeftJoinOperationBetweenKStreamAndKStream."""
     builder = StreamsBuilder()
     left = builder.stream("left", key_serde=S, value_serde=S)
     right = builder.stream("right", key_serde=S, value_serde=S)
-    left.left_join(right, plus, WINDOWS, StreamJoined.with_(S, S, S).with_name("j").with_store_name("s")).to("out")
+    left.left_join(right, plus, WINDOWS, StreamJoined.with_(S, S, S).with_name("j").with_store_name("j")).to("out")
     text = str(builder.build().describe())
-    for line in ("Processor: j-this-windowed (stores: [s-this-join-store])",
-                 "Processor: j-this-join (stores: [s-other-join-store, s-outer-shared-join-store])",
-                 "Processor: j-merge (stores: [])"):  # fmt: skip
+    for line in ("Processor: j-this-windowed (stores: [j-this-join-store])",
+                 "Processor: j-other-windowed (stores: [j-outer-other-join-store])",
+                 "Processor: j-this-join (stores: [j-outer-other-join-store, j-left-shared-join-store])",
+                 "Processor: j-outer-other-join (stores: [j-left-shared-join-store, j-this-join-store])",
+                 "Processor: j-merge (stores: [])",
+                 "Sink: KSTREAM-SINK-0000000007 (topic: out)"):  # fmt: skip  (indices are burnt for given names)
         assert line in text
+
+
+JAVA_LEFT_JOIN = (
+    "Topologies:\n"
+    "   Sub-topology: 0\n"
+    "    Source: KSTREAM-SOURCE-0000000000 (topics: [input-topic1])\n"
+    "      --> KSTREAM-WINDOWED-0000000002\n"
+    "    Source: KSTREAM-SOURCE-0000000001 (topics: [input-topic2])\n"
+    "      --> KSTREAM-WINDOWED-0000000003\n"
+    "    Processor: KSTREAM-WINDOWED-0000000002 (stores: [{this}])\n"
+    "      --> KSTREAM-JOINTHIS-0000000004\n"
+    "      <-- KSTREAM-SOURCE-0000000000\n"
+    "    Processor: KSTREAM-WINDOWED-0000000003 (stores: [{other}])\n"
+    "      --> KSTREAM-OUTEROTHER-0000000005\n"
+    "      <-- KSTREAM-SOURCE-0000000001\n"
+    "    Processor: KSTREAM-JOINTHIS-0000000004 (stores: [{other}, {shared}])\n"
+    "      --> KSTREAM-MERGE-0000000006\n"
+    "      <-- KSTREAM-WINDOWED-0000000002\n"
+    "    Processor: KSTREAM-OUTEROTHER-0000000005 (stores: [{this}, {shared}])\n"
+    "      --> KSTREAM-MERGE-0000000006\n"
+    "      <-- KSTREAM-WINDOWED-0000000003\n"
+    "    Processor: KSTREAM-MERGE-0000000006 (stores: [])\n"
+    "      --> none\n"
+    "      <-- KSTREAM-JOINTHIS-0000000004, KSTREAM-OUTEROTHER-0000000005\n\n"
+)
+
+
+def left_join_topology(stream_joined: StreamJoined) -> str:
+    builder = StreamsBuilder()
+    stream1 = builder.stream("input-topic1")
+    stream2 = builder.stream("input-topic2")
+    stream1.left_join(stream2, plus, JoinWindows.of_time_difference_with_no_grace(100), stream_joined)
+    return str(builder.build().describe())
+
+
+def test_stream_joined_store_name_as_javas_topology_test() -> None:
+    """TopologyTest.streamStreamLeftJoinTopologyWithCustomStoresNames."""
+    text = left_join_topology(StreamJoined.with_(S, S, S).with_store_name("custom-name"))
+    assert text == JAVA_LEFT_JOIN.format(this="custom-name-this-join-store", other="custom-name-outer-other-join-store",
+                                         shared="custom-name-left-shared-join-store")  # fmt: skip
+
+
+def test_stream_joined_store_suppliers_as_javas_topology_test() -> None:
+    """TopologyTest.streamStreamLeftJoinTopologyWithCustomStoresSuppliers."""
+    this = Stores.in_memory_window_store("in-memory-join-store", 200, 200, True)
+    other = Stores.in_memory_window_store("in-memory-join-store-other", 200, 200, True)
+    text = left_join_topology(StreamJoined.with_(S, S, S).with_this_store_supplier(this).with_other_store_supplier(other))
+    assert text == JAVA_LEFT_JOIN.format(this="in-memory-join-store", other="in-memory-join-store-other",
+                                         shared="in-memory-join-store-left-shared-join-store")  # fmt: skip
+
+
+def test_stream_joined_store_suppliers_hold_the_join_windows() -> None:
+    this = Stores.in_memory_window_store("mine", 200, 200, True)
+    other = Stores.in_memory_window_store("theirs", 200, 200, True)
+    joined = StreamJoined.with_(S, S, S).with_this_store_supplier(this).with_other_store_supplier(other)
+    out = stream_join("join", JoinWindows.of_time_difference_with_no_grace(100),
+                      [("L", "a", "l1", 100), ("R", "a", "r1", 105)], joined)  # fmt: skip
+    assert out == [TestRecord("a", "l1+r1", 105)]
+    with pytest.raises(TopologyError, match="window size"):
+        left_join_topology(StreamJoined().with_this_store_supplier(Stores.in_memory_window_store("w", 500, 50, True)))
+    with pytest.raises(TopologyError, match="retain duplicates"):
+        left_join_topology(StreamJoined().with_this_store_supplier(Stores.in_memory_window_store("d", 200, 200, False)))
+    with pytest.raises(TopologyError, match="different store names"):
+        left_join_topology(StreamJoined().with_this_store_supplier(this).with_other_store_supplier(
+            Stores.in_memory_window_store("mine", 200, 200, True)))  # fmt: skip
 
 
 def test_generated_join_names_follow_kafka_streams() -> None:
@@ -203,8 +273,8 @@ def test_stream_table_join_after_select_key_repartitions_the_stream() -> None:
         driver.create_input_topic("orders", S, S).pipe_input("order-1", "ann", 1)
         assert driver.create_output_topic("out", S, S).read_key_values_to_list() == [KeyValue("ann", "ann+Ann")]
     itb = topology.internal_topology_builder
-    assert itb.internal_topics == {"join-KSTREAM-JOIN-0000000005-repartition"}
-    assert itb.copartition_groups() == [frozenset({"join-KSTREAM-JOIN-0000000005-repartition", "customers"})]
+    assert itb.internal_topics == {"join-KSTREAM-KEY-SELECT-0000000004-repartition"}
+    assert itb.copartition_groups() == [frozenset({"join-KSTREAM-KEY-SELECT-0000000004-repartition", "customers"})]
 
 
 def test_global_table_join_with_a_key_selector() -> None:

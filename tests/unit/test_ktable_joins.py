@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from streams_core import KeyValue, Materialized, Serdes, StreamsBuilder, TestRecord, TopologyError, TopologyTestDriver
+from streams_core import KeyValue, Materialized, Serdes, StreamsBuilder, TestRecord, TopologyTestDriver
 
 S = Serdes.String()
 CONFIG = {"application.id": "tjoin", "statestore.cache.max.bytes": 0}
@@ -85,14 +85,24 @@ def test_chained_join_reads_through_an_unmaterialised_join() -> None:
             TestRecord("k", "123", 3), TestRecord("k", "423", 4)]  # fmt: skip
 
 
-def test_a_suppressed_table_cannot_be_joined() -> None:
+def test_a_suppressed_table_joins_with_the_values_it_has_emitted() -> None:
+    """Java's KTableSuppressProcessorSupplier.view(): a key waiting in the buffer reads as its prior value."""
     from streams_core import BufferConfig, Suppressed
 
     builder = StreamsBuilder()
     table = builder.table("t", key_serde=S, value_serde=S)
     suppressed = table.suppress(Suppressed.until_time_limit(10, BufferConfig.unbounded()))
-    with pytest.raises(TopologyError, match="suppressed"):
-        table.join(suppressed, lambda a, b: a)
+    builder.stream("s", key_serde=S, value_serde=S).left_join(suppressed, lambda a, b: f"{a}+{b}").to("out")
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        t, stream = driver.create_input_topic("t", S, S), driver.create_input_topic("s", S, S)
+        t.pipe_input("k", "v1", 0)  # buffered: the suppressed table has no value for k yet
+        stream.pipe_input("k", "x", 1)
+        t.pipe_input("other", "o", 20)  # stream time 20: k's v1 is emitted
+        stream.pipe_input("k", "y", 21)
+        t.pipe_input("k", "v2", 22)  # buffered again: k still reads as v1
+        stream.pipe_input("k", "z", 23)
+        assert driver.create_output_topic("out", S, S).read_records_to_list() == [
+            TestRecord("k", "x+None", 1), TestRecord("k", "y+v1", 21), TestRecord("k", "z+v1", 23)]  # fmt: skip
 
 
 @pytest.mark.parametrize("kind", ["join", "left_join", "outer_join"])

@@ -43,23 +43,45 @@ def test_table_source_upserts_deletes_and_forwards_tombstones() -> None:
     assert "Processor: KTABLE-SOURCE-0000000001 (stores: [tbl])" in str(builder.build().describe())
 
 
-def test_unnamed_table_store_is_named_after_the_topic() -> None:
+def test_an_unnamed_table_has_a_store_only_when_something_needs_it() -> None:
+    """As Java (checked against Kafka 4.3.1's describe()): `table(...).to_stream()` keeps no store; a
+    join or group_by materialises the table, in a store named after the topic."""
     builder = StreamsBuilder()
     table(builder).to_stream().to("out")
+    assert "Processor: KTABLE-SOURCE-0000000002 (stores: [])" in str(builder.build().describe())
+    builder = StreamsBuilder()
+    table(builder).group_by(lambda k, v: (k, v)).count()
     assert "Processor: KTABLE-SOURCE-0000000002 (stores: [t-STATE-STORE-0000000000])" in str(builder.build().describe())
 
 
-def test_filter_drops_updates_invisible_before_and_after() -> None:
+def test_filter_of_an_unmaterialized_table_forwards_a_tombstone_per_rejected_record() -> None:
+    """As Java's KTableFilter without old values: every rejected update becomes (key, None)."""
     builder = StreamsBuilder()
     t = table(builder)
     t.filter(lambda k, v: v > 1, materialized=Materialized.as_("big")).to_stream().to("out")
     t.filter_not(lambda k, v: v > 1).to_stream().to("small")
     out, driver = run(builder)
     with driver:
+        # the unmaterialised source forwards the delete of "c" (never seen) too, as Java's
+        assert out == [TestRecord("a", None, 1), TestRecord("b", 2, 2), TestRecord("a", 3, 3),
+                       TestRecord("a", None, 4), TestRecord("c", None, 5)]  # fmt: skip
+        assert driver.create_output_topic("small", S, L).read_records_to_list() == [
+            TestRecord("a", 1, 1), TestRecord("b", None, 2), TestRecord("a", None, 3), TestRecord("a", None, 4),
+            TestRecord("c", None, 5)]  # fmt: skip
+        assert list(driver.get_key_value_store("big").all()) == [KeyValue("b", 2)]
+
+
+def test_filter_of_a_materialized_table_drops_updates_invisible_before_and_after() -> None:
+    """Upstream materialised: the filter sends old values and skips (None, None) changes (Java's rule)."""
+    builder = StreamsBuilder()
+    t = table(builder, Materialized.as_("t-store"))
+    t.filter(lambda k, v: v > 1).to_stream().to("out")
+    t.filter_not(lambda k, v: v > 1).to_stream().to("small")
+    out, driver = run(builder)
+    with driver:
         assert out == [TestRecord("b", 2, 2), TestRecord("a", 3, 3), TestRecord("a", None, 4)]
         assert driver.create_output_topic("small", S, L).read_records_to_list() == [
             TestRecord("a", 1, 1), TestRecord("a", None, 3)]  # fmt: skip
-        assert list(driver.get_key_value_store("big").all()) == [KeyValue("b", 2)]
 
 
 def test_map_values_maps_new_and_old_and_keeps_deletes() -> None:
@@ -67,7 +89,8 @@ def test_map_values_maps_new_and_old_and_keeps_deletes() -> None:
     table(builder).map_values(lambda v: v * 10, materialized=Materialized.as_("tens")).to_stream().to("out")
     out, driver = run(builder)
     with driver:
-        assert out == [TestRecord("a", 10, 1), TestRecord("b", 20, 2), TestRecord("a", 30, 3), TestRecord("a", None, 4)]
+        assert out == [TestRecord("a", 10, 1), TestRecord("b", 20, 2), TestRecord("a", 30, 3), TestRecord("a", None, 4),
+                       TestRecord("c", None, 5)]  # fmt: skip
         assert list(driver.get_key_value_store("tens").all()) == [KeyValue("b", 20)]
 
 
@@ -137,4 +160,5 @@ def test_group_by_reduce_and_aggregate_with_subtractors() -> None:
         assert driver.create_output_topic("n-out", S, L).read_values_to_list() == [1, 2, 1, 2, 1, 0]
         assert driver.get_key_value_store("sum").get("fruit") == 0
         assert driver.get_key_value_store("n").get("fruit") == 0
-    assert "Sink: cat-repartition-sink (topic: cat-repartition)" in str(builder.build().describe())
+    # Java names the sink after the aggregation (unnamed here), not after the grouping
+    assert "Sink: KSTREAM-SINK-0000000004 (topic: cat-repartition)" in str(builder.build().describe())

@@ -471,3 +471,58 @@ def test_close_closes_processors_and_stores_and_deletes_state() -> None:
     driver.close()
     with pytest.raises(StreamsError, match="the TopologyTestDriver is closed"):
         driver.create_input_topic("a")
+
+
+def test_max_task_idle_ms_holds_records_until_every_source_topic_has_one() -> None:
+    """As Kafka Streams' driver: with max.task.idle.ms the task waits for its empty topics (or for the
+    idle time on the wall clock), then processes the lowest timestamp first."""
+    from streams_core import StreamsBuilder
+
+    def topology() -> Any:
+        builder = StreamsBuilder()
+        table = builder.table("table", key_serde=Serdes.String(), value_serde=Serdes.String())
+        stream = builder.stream("stream", key_serde=Serdes.String(), value_serde=Serdes.String())
+        stream.join(table, lambda s, t: f"{s}+{t}").to("out")
+        return builder.build()
+
+    def table_store(driver: TopologyTestDriver) -> str:
+        return next(name for name in driver.get_all_state_stores() if name.startswith("table-"))
+
+    s = Serdes.String()
+    with TopologyTestDriver(topology(), {"max.task.idle.ms": 100}) as driver:
+        driver.create_input_topic("stream", s, s).pipe_input("k", "late-in-time", 10)
+        out = driver.create_output_topic("out", s, s)
+        assert out.read_records_to_list() == []  # held: the table topic is empty
+        driver.create_input_topic("table", s, s).pipe_input("k", "t", 5)
+        # the table record (5 < 10) goes first; then the table topic is empty again: the stream waits
+        assert out.read_records_to_list() == []
+        assert driver.get_key_value_store(table_store(driver)).get("k") == "t"
+        driver.advance_wall_clock_time(99)
+        assert out.read_records_to_list() == []
+        driver.advance_wall_clock_time(1)  # 100 ms since the table topic was seen empty
+        assert out.read_records_to_list() == [TestRecord("k", "late-in-time+t", 10)]
+        driver.create_input_topic("stream", s, s).pipe_input("k", "alone", 20)
+        driver.advance_wall_clock_time(100)
+        assert out.read_records_to_list() == [TestRecord("k", "alone+t", 20)]
+    with TopologyTestDriver(topology()) as driver:  # the default, 0: each record at once
+        driver.create_input_topic("stream", s, s).pipe_input("k", "late-in-time", 10)
+        driver.create_input_topic("table", s, s).pipe_input("k", "t", 5)
+        assert driver.create_output_topic("out", s, s).read_records_to_list() == []
+
+
+def test_timestamped_stores_answer_values_with_their_timestamps() -> None:
+    from streams_core import Materialized, StreamsBuilder, TimeWindows
+    from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
+
+    s = Serdes.String()
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", key_serde=s, value_serde=s).group_by_key()
+    grouped.count(Materialized.as_("counts"))
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).count(Materialized.as_("windowed"))
+    with TopologyTestDriver(builder.build(), {"statestore.cache.max.bytes": 0}) as driver:
+        source = driver.create_input_topic("in", s, s)
+        source.pipe_input("a", "x", 3)
+        source.pipe_input("a", "y", 7)
+        assert driver.get_timestamped_key_value_store("counts").get("a") == ValueAndTimestamp(2, 7)
+        assert driver.get_key_value_store("counts").get("a") == 2
+        assert driver.get_timestamped_window_store("windowed").fetch("a", 0) == ValueAndTimestamp(2, 7)

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from streams_core.errors import StreamsError
 from streams_core.serde import Serde
 
-__all__ = ["BoundSerde", "InferredSerde", "complete", "infer"]
+__all__ = ["BoundSerde", "InferredSerde", "WrappingSerde", "complete", "infer"]
 
 T = TypeVar("T")
 
@@ -76,6 +76,19 @@ class InferredSerde(BoundSerde[Any]):
 
     def __repr__(self) -> str:
         return f"{self._target or self.guess!r} (inferred from upstream)"
+
+
+class WrappingSerde(BoundSerde[T]):
+    """A serde around another (`inner`), completed from the config's default for `role` at build time."""
+
+    role = "value"
+
+    def __init__(self, inner: Serde[Any] | None) -> None:
+        self._given = inner
+        self.inner: Any = inner
+
+    def bind(self, config: Any) -> None:
+        self.inner = complete(self._given, config, self.role)
 
 
 def infer(serde: Serde[Any] | None, role: str) -> Serde[Any] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.dsl_serde import BoundSerde, infer
@@ -18,6 +18,7 @@ from streams_core.kstream.internals.kstream_processors import KStreamFilter
 from streams_core.kstream.named import Named, name_of
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp
 from streams_core.processor.topology import Topology
+from streams_core.processor.topology_description import SinkDescription, SourceDescription
 from streams_core.serde import Serde
 
 __all__ = ["InternalStreamsBuilder"]
@@ -25,12 +26,17 @@ __all__ = ["InternalStreamsBuilder"]
 log = logging.getLogger(__name__)
 
 S = TypeVar("S", bound=Serde[Any] | None)
+B = TypeVar("B")
 
 _RECORD_TIMESTAMP = FailOnInvalidTimestamp()
 
 
 def _has_key(key: Any, value: Any) -> bool:
     return key is not None
+
+
+def _any_key(key: Any, value: Any) -> bool:
+    return True
 
 
 class InternalStreamsBuilder:
@@ -41,11 +47,33 @@ class InternalStreamsBuilder:
         self.itb = self.topology.internal_topology_builder
         self._index = 0
         self._bound: list[BoundSerde[Any]] = []
+        self._dsl_stores: list[Any] = []
+        self._relaxed_joins: set[str] = set()
+        self._caching: list[bool] = []
         self.itb.on_build(self._bind)
 
     def _bind(self, config: Any) -> None:
         for serde in self._bound:
             serde.bind(config)
+        self._strip_caching(config)
+
+    def dsl_store(self, store_builder: B) -> B:
+        """Register a store builder of a DSL operator (its caching layer goes when the cache size is 0)."""
+        self._dsl_stores.append(store_builder)
+        self._caching.append(bool(cast(Any, store_builder).caching_enabled))
+        return store_builder
+
+    def _strip_caching(self, config: Any) -> None:
+        """As Java's `rewriteTopology`: `statestore.cache.max.bytes=0` builds the DSL's stores without a cache."""
+        try:
+            no_cache = config["statestore.cache.max.bytes"] == 0
+        except (KeyError, TypeError):
+            no_cache = False
+        for store_builder, caching in zip(self._dsl_stores, self._caching, strict=True):
+            if caching and not no_cache:
+                store_builder.with_caching_enabled()
+            else:
+                store_builder.with_caching_disabled()
 
     # -- names --------------------------------------------------------------------------------
 
@@ -60,8 +88,15 @@ class InternalStreamsBuilder:
         return name
 
     def processor_name(self, named: Named | str | None, prefix: str) -> str:
-        """The user's name, else a generated one."""
-        return name_of(named) or self.new_processor_name(prefix)
+        """The user's name, else a generated one; an index is used either way (Java's
+        `orElseGenerateWithPrefix` burns it for a given name, so later numbers match)."""
+        generated = self.new_processor_name(prefix)
+        return name_of(named) or generated
+
+    def suffixed_name(self, name: str | None, suffix: str, prefix: str) -> str:
+        """`<name><suffix>`, else a generated name; an index is used either way (Java's `suffixWithOrElseGet`)."""
+        generated = self.new_processor_name(prefix)
+        return generated if name is None else name + suffix
 
     # -- serdes -------------------------------------------------------------------------------
 
@@ -113,13 +148,15 @@ class InternalStreamsBuilder:
         *,
         number_of_partitions: int | None = None,
         partitioner: Any = None,
-        drop_null_keys: bool = True,
+        null_key_filter: bool = True,
     ) -> str:
         """Send `parent`'s records through the internal topic `<prefix>-repartition`; the new source's name.
 
-        Records with a None key are dropped first (they cannot be partitioned by key). The
-        nodes are named `<topic>-filter`, `<topic>-sink` and `<topic>-source`, or get
-        generated names when the prefix was generated (as Kafka Streams does).
+        A filter before the sink drops records with a None key (they cannot be partitioned by
+        key), unless a left or outer join downstream wants them (KIP-962): decided when the
+        topology is complete, as Java's `rewriteRepartitionNodes`. The nodes are named
+        `<topic>-filter`, `<topic>-sink` and `<topic>-source`, or get generated names when the
+        prefix was generated (as Kafka Streams does). `KTable.group_by` has no filter.
         """
         topic = prefix if prefix.endswith(names.REPARTITION_TOPIC_SUFFIX) else prefix + names.REPARTITION_TOPIC_SUFFIX
         sink = self.new_processor_name(names.KSTREAM_SINK)
@@ -129,13 +166,72 @@ class InternalStreamsBuilder:
             sink, null_filter, source = f"{topic}-sink", f"{topic}-filter", f"{topic}-source"
         self.itb.add_internal_topic(topic, number_of_partitions)
         upstream = parent
-        if drop_null_keys:
-            self.itb.add_processor(null_filter, lambda: KStreamFilter(_has_key, False), (parent,))
+        if null_key_filter:
+            self.itb.add_processor(null_filter, lambda: KStreamFilter(self._null_key_predicate(null_filter), False),
+                                   (parent,))  # fmt: skip
             upstream = null_filter
         self.itb.add_sink(sink, topic, (upstream,), key_serde, value_serde, partitioner)
         self.itb.add_source(source, (topic,), None, key_serde, value_serde, _RECORD_TIMESTAMP)
         log.debug("repartition topic %s: %s -> %s", topic, parent, source)
         return source
+
+    def burn_repartition_names(self) -> None:
+        """Java generates a repartition's three node names even when it reuses an existing one."""
+        for prefix in (names.KSTREAM_SINK, names.KSTREAM_FILTER, names.KSTREAM_SOURCE):
+            self.new_processor_name(prefix)
+
+    def table_repartition(
+        self, parent: str, topic: str, sink: str, source: str, key_serde: Serde[Any] | None, value_serde: Serde[Any]
+    ) -> str:
+        """`KTable.group_by`'s repartition topic: a sink and a source, no null-key filter (Java's
+        GroupedTableOperationRepartitionNode)."""
+        self.itb.add_internal_topic(topic, None)
+        self.itb.add_sink(sink, topic, (parent,), key_serde, value_serde, None)
+        self.itb.add_source(source, (topic,), None, key_serde, value_serde, _RECORD_TIMESTAMP)
+        return source
+
+    def deferred_store(self, processor_name: str, store_builder: Any, old_values: Any) -> None:
+        """A source table's store, added to the topology once the table is materialised (named,
+        or needed by a join, `group_by`, ...: as Java decides); never for a table nobody needs."""
+        old_values.when_materialized(lambda: self.itb.add_state_store(store_builder, (processor_name,)))
+
+    def relaxed_null_key_join(self, name: str) -> None:
+        """`name` is a left or outer join node: repartition topics upstream of it keep None keys (KIP-962)."""
+        self._relaxed_joins.add(name)
+
+    def _null_key_predicate(self, filter_name: str) -> Callable[[Any, Any], bool]:
+        """Keep every record when a relaxed join is downstream of `filter_name`, else only keyed ones."""
+        if self._relaxed_joins and self._reaches_relaxed_join(filter_name):
+            return _any_key
+        return _has_key
+
+    def _reaches_relaxed_join(self, start: str) -> bool:
+        """Whether a relaxed join is downstream of `start`, following sinks to the sources of their topics."""
+        children: dict[str, list[str]] = {}
+        readers: dict[str, list[str]] = {}
+        sink_topics: dict[str, str] = {}
+        for subtopology in self.itb.describe().subtopologies:
+            for node in subtopology.nodes:
+                children[node.name] = [child.name for child in node.successors]
+                if isinstance(node, SourceDescription):
+                    for topic in node.topics:
+                        readers.setdefault(topic, []).append(node.name)
+                elif isinstance(node, SinkDescription) and node.topic is not None:
+                    sink_topics[node.name] = node.topic
+        seen: set[str] = set()
+        pending = [start]
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in self._relaxed_joins:
+                return True
+            pending.extend(children.get(name, ()))
+            sink_topic = sink_topics.get(name)
+            if sink_topic is not None:
+                pending.extend(readers.get(sink_topic, ()))
+        return False
 
     def copartition(self, source_nodes: Iterable[str]) -> None:
         """The topics of these sources are joined: they must be co-partitioned."""

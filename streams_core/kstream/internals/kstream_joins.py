@@ -19,6 +19,7 @@ from streams_core.kstream.internals.kstream_ktable_join import KStreamKTableJoin
 from streams_core.kstream.internals.kstream_processors import KStreamPassThrough
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.outer_join_store import SideValuesSerde, TimestampedKeyAndJoinSideSerde
+from streams_core.kstream.internals.versioned_stores import VersionedStoreBuilder
 from streams_core.kstream.joined import Joined
 from streams_core.kstream.named import name_of
 from streams_core.kstream.stream_joined import StreamJoined
@@ -70,31 +71,45 @@ def _stream_stream(
     this_serde = sj.value_serde or this.value_serde
     other_serde = sj.other_value_serde or other.value_serde
     if this.repartition_required:
-        this = this._repartitioned(f"{sj.name}-left" if sj.name else this.name, key_serde, this_serde)
+        this = this._repartitioned_for_join(f"{sj.name}-left" if sj.name else this.name, key_serde, this_serde)
     if other.repartition_required:
-        other = other._repartitioned(f"{sj.name}-right" if sj.name else other.name, key_serde, other_serde)
+        other = other._repartitioned_for_join(f"{sj.name}-right" if sj.name else other.name, key_serde, other_serde)
     b.copartition(this.source_nodes | other.source_nodes)
     left_outer, right_outer = kind in ("left", "outer"), kind == "outer"
-    this_windowed = f"{sj.name}-this-windowed" if sj.name else b.new_processor_name(names.KSTREAM_WINDOWED)
-    other_windowed = f"{sj.name}-other-windowed" if sj.name else b.new_processor_name(names.KSTREAM_WINDOWED)
+    # names as Java's KStreamImplJoin (indices are used even for given names)
+    this_suffix = "-outer-this-join" if right_outer else "-this-join"
+    other_suffix = "-outer-other-join" if left_outer else "-other-join"
+    this_windowed = b.suffixed_name(sj.name, "-this-windowed", names.KSTREAM_WINDOWED)
+    other_windowed = b.suffixed_name(sj.name, "-other-windowed", names.KSTREAM_WINDOWED)
     this_generated = b.new_processor_name(names.KSTREAM_OUTERTHIS if right_outer else names.KSTREAM_JOINTHIS)
     other_generated = b.new_processor_name(names.KSTREAM_OUTEROTHER if left_outer else names.KSTREAM_JOINOTHER)
-    this_join = f"{sj.name}-this-join" if sj.name else this_generated
-    other_join = f"{sj.name}-other-join" if sj.name else other_generated
-    merge = f"{sj.name}-merge" if sj.name else b.new_processor_name(names.KSTREAM_MERGE)
-    this_store = (f"{sj.store_name}-this-join" if sj.store_name else this_generated) + "-store"
-    other_store = (f"{sj.store_name}-other-join" if sj.store_name else other_generated) + "-store"
+    this_join = sj.name + this_suffix if sj.name else this_generated
+    other_join = sj.name + other_suffix if sj.name else other_generated
+    merge = b.suffixed_name(sj.name, "-merge", names.KSTREAM_MERGE)
+    this_window_store = _window_store(sj, sj.this_store_supplier, this_generated, this_suffix, windows, key_serde,
+                                      this_serde)  # fmt: skip
+    other_window_store = _window_store(sj, sj.other_store_supplier, other_generated, other_suffix, windows, key_serde,
+                                       other_serde)  # fmt: skip
+    this_store, other_store = this_window_store.name, other_window_store.name
+    if this_store == other_store:
+        raise TopologyError(f"the two sides of a stream-stream join need different store names; both are {this_store!r}")
     outer_store = None
     if left_outer:
-        shared = this_generated.replace(names.KSTREAM_OUTERTHIS, names.KSTREAM_OUTERSHARED).replace(
-            names.KSTREAM_JOINTHIS, names.KSTREAM_OUTERSHARED
-        )
-        outer_store = (f"{sj.store_name}-outer-shared-join" if sj.store_name else shared) + "-store"
+        suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
+        if sj.this_store_supplier is not None:
+            outer_store = sj.this_store_supplier.name + suffix + "-store"
+        elif sj.store_name:
+            outer_store = sj.store_name + suffix + "-store"
+        else:
+            digits = this_generated[len(names.KSTREAM_OUTERTHIS if right_outer else names.KSTREAM_JOINTHIS):]
+            outer_store = names.KSTREAM_OUTERSHARED + digits + "-store"
+    if left_outer:
+        b.relaxed_null_key_join(this_windowed)
+        b.relaxed_null_key_join(other_windowed)
     trackers = TimeTrackers()
-    b.add_processor(this_windowed, lambda: KStreamJoinWindow(this_store), (this.name,),
-                    stores=(_window_store(sj, this_store, windows, key_serde, this_serde),))  # fmt: skip
+    b.add_processor(this_windowed, lambda: KStreamJoinWindow(this_store), (this.name,), stores=(this_window_store,))
     b.add_processor(other_windowed, lambda: KStreamJoinWindow(other_store), (other.name,),
-                    stores=(_window_store(sj, other_store, windows, key_serde, other_serde),))  # fmt: skip
+                    stores=(other_window_store,))  # fmt: skip
     outer_builders: tuple[Any, ...] = ()
     if outer_store is not None:
         factory = Stores.in_memory_key_value_store if sj.in_memory else Stores.persistent_key_value_store
@@ -108,8 +123,10 @@ def _stream_stream(
     b.add_processor(
         this_join,
         lambda: KStreamKStreamJoin(True, other_store, windows, joiner, left_outer, trackers, outer_store),
-        (this_windowed,), stores=outer_builders, connected=(other_store,),
+        (this_windowed,), connected=(other_store,),
     )  # fmt: skip
+    for outer_builder in outer_builders:  # connected after the other side's store, as Java does
+        b.itb.add_state_store(outer_builder, (this_join,))
     b.add_processor(
         other_join,
         lambda: KStreamKStreamJoin(False, this_store, windows, joiner, right_outer, trackers, outer_store),
@@ -123,10 +140,35 @@ def _logging(builder: Any, sj: StreamJoined) -> Any:
     return builder.with_logging_enabled(sj.log_config) if sj.logging_enabled else builder.with_logging_disabled()
 
 
-def _window_store(sj: StreamJoined, name: str, windows: JoinWindows, key_serde: Any, value_serde: Any) -> Any:
+def _window_store(
+    sj: StreamJoined,
+    supplier: Any,
+    generated: str,
+    suffix: str,
+    windows: JoinWindows,
+    key_serde: Any,
+    value_serde: Any,
+) -> Any:
+    """A side's window store: from its supplier (checked as Java's `assertWindowSettings`), else
+    `<store name><suffix>-store` or `<generated name>-store`."""
     size = windows.size_ms
-    factory = Stores.in_memory_window_store if sj.in_memory else Stores.persistent_window_store
-    supplier = factory(name, size + windows.grace_period_ms, size, True)
+    if supplier is None:
+        name = (sj.store_name + suffix if sj.store_name else generated) + "-store"
+        factory = Stores.in_memory_window_store if sj.in_memory else Stores.persistent_window_store
+        supplier = factory(name, size + windows.grace_period_ms, size, True)
+    else:
+        if not supplier.retain_duplicates:
+            raise TopologyError(f"the join store supplier {supplier.name!r} must retain duplicates")
+        if supplier.window_size != size:
+            raise TopologyError(
+                f"the join store supplier {supplier.name!r} has window size {supplier.window_size} ms; "
+                f"the join windows need {size} ms (before + after)"
+            )
+        if supplier.retention_period < size + windows.grace_period_ms:
+            raise TopologyError(
+                f"the join store supplier {supplier.name!r} keeps {supplier.retention_period} ms; the join "
+                f"needs at least {size + windows.grace_period_ms} ms (window size + grace)"
+            )
     return _logging(Stores.window_store_builder(supplier, key_serde, value_serde), sj)
 
 
@@ -137,14 +179,35 @@ def _stream_table(this: KStream, table: Any, left: bool, joiner: Any, joined: Jo
     joiner = with_key(joiner, 2, "the joiner")
     j = joined or Joined()
     b = this._builder
-    name = b.processor_name(j.name, names.KSTREAM_LEFTJOIN if left else names.KSTREAM_JOIN)
     if this.repartition_required:
-        this = this._repartitioned(name, j.key_serde or this.key_serde, j.value_serde or this.value_serde)
+        # Java names the topic after the Joined name, else after the key-changing node, and
+        # repartitions before it names the join
+        prefix = j.name or this.name
+        this = this._repartitioned_for_join(prefix, j.key_serde or this.key_serde, j.value_serde or this.value_serde)
+    name = b.processor_name(j.name, names.KSTREAM_LEFTJOIN if left else names.KSTREAM_JOIN)
     getter = table._value_getter("a KStream-KTable join")
+    table.old_values.materialize()
     sources = this.source_nodes | table.source_nodes
     b.copartition(sources)
-    b.add_processor(name, lambda: KStreamKTableJoin(getter, joiner, left), (this.name,), connected=getter.store_names)
+    grace = j.grace_period_ms
+    if grace is not None and not _versioned(b, table):
+        raise TopologyError(
+            "a grace period in a stream-table join needs a versioned table: materialise it with "
+            "Materialized.as_(Stores.persistent_versioned_key_value_store(name, history_retention))"
+        )
+    if grace is not None and b.itb.store_builder(table.store_name).history_retention_ms < grace:
+        raise TopologyError("History retention must be at least grace period.")
+    key_serde = b.bound(this.key_serde) if this.key_serde is not None else None
+    b.add_processor(name, lambda: KStreamKTableJoin(getter, joiner, left, None, grace, key_serde), (this.name,),
+                    connected=getter.store_names)  # fmt: skip
+    if left:
+        b.relaxed_null_key_join(name)
     return KStream(b, name, this.key_serde, b.infer(this.value_serde, "value"), sources)
+
+
+def _versioned(b: Any, table: Any) -> bool:
+    """Whether `table` is materialised in a versioned store."""
+    return table.store_name is not None and isinstance(b.itb.store_builder(table.store_name), VersionedStoreBuilder)
 
 
 def _stream_global(this: KStream, table: Any, left: bool, key_selector: Any, joiner: Any, named: Any = None) -> KStream:
@@ -158,5 +221,7 @@ def _stream_global(this: KStream, table: Any, left: bool, key_selector: Any, joi
     getter = StoreValueGetterSupplier(table.store_name)
     b.add_processor(name, lambda: KStreamKTableJoin(getter, joiner, left, key_selector), (this.name,),
                     connected=getter.store_names)  # fmt: skip
+    if left:
+        b.relaxed_null_key_join(name)
     return KStream(b, name, this.key_serde, b.infer(this.value_serde, "value"), this.source_nodes,
                    this.repartition_required)

@@ -4,11 +4,19 @@ Only stream records trigger output: `joiner(key, value, table value)` at the str
 timestamp; table updates just change what later records see. An inner join drops records
 whose key has no table value; a left join passes None. For a GlobalKTable the lookup key is
 `key_selector(key, value)`. Records with a None value are dropped and counted, as are records
-with a None lookup key in an inner join (a left join emits them with None, KIP-962).
+with a None lookup key; a left join keeps a record whose own key is None (KIP-962) and joins it
+with None (or with what its selected global key finds), as Java's KStreamKTableJoinProcessor.
+
+A versioned table is read as of the stream record's timestamp. With a grace period (KIP-923)
+a record waits in a buffer until the largest timestamp buffered so far passes its own by the
+grace period, then joins; records leave the buffer in (timestamp, serialized key, arrival)
+order, and a record already older than that when it arrives joins at once. The buffer is in
+memory (Java's is a changelogged store): records waiting when a task closes are lost.
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -29,8 +37,15 @@ class KStreamKTableJoin:
         joiner: Callable[[Any, Any, Any], Any],
         left: bool,
         key_selector: Callable[[Any, Any], Any] | None = None,
+        grace_ms: int | None = None,
+        key_serde: Any = None,
     ) -> None:
         self._getter = getter_supplier.get()
+        self._grace = grace_ms
+        self._key_serde = key_serde
+        self._buffer: list[tuple[int, bytes, int, Record[Any, Any]]] = []
+        self._buffer_time = -1
+        self._seq = 0
         self._joiner = joiner
         self._left = left
         self._key_selector = key_selector
@@ -40,21 +55,43 @@ class KStreamKTableJoin:
         self._getter.init(context)
         self._forward = context.forward
         self._context = context
+        self._as_of = getattr(self._getter, "get_as_of", None) if getattr(self._getter, "versioned", False) else None
+        if self._key_serde is None:
+            self._key_serde = context.key_serde
 
     def close(self) -> None:
         """Stores are closed by their tasks."""
 
     def process(self, record: Record[Any, Any]) -> None:
-        key, value, timestamp, headers = record
+        key, value, timestamp, _ = record
         lookup = key if self._key_selector is None else self._key_selector(key, value)
-        if value is None or lookup is None:
-            if value is not None and self._left:
-                self._forward(Record(key, self._joiner(key, value, None), timestamp, headers))
-                return
+        if not (self._left and key is None and value is not None) and (lookup is None or value is None):
             self.dropped_records += 1
-            log.debug("join: skipping a record with a None key or value at offset %s", self._context.offset)
+            log.debug("join: skipping a record with a None join key or value at offset %s", self._context.offset)
             return
-        stored = self._getter.get(lookup)
+        if self._grace is None:
+            self._join(record, lookup)
+            return
+        if self._buffer_time - self._grace > timestamp:
+            self._join(record, lookup)
+            return
+        key_bytes = self._key_serde.serialize(None, key) or b""
+        heapq.heappush(self._buffer, (timestamp, key_bytes, self._seq, record))
+        self._seq += 1
+        self._buffer_time = max(self._buffer_time, timestamp)
+        while self._buffer and self._buffer[0][0] <= self._buffer_time - self._grace:
+            waiting = heapq.heappop(self._buffer)[3]
+            selected = waiting.key if self._key_selector is None else self._key_selector(waiting.key, waiting.value)
+            self._join(waiting, selected)
+
+    def _join(self, record: Record[Any, Any], lookup: Any) -> None:
+        key, value, timestamp, headers = record
+        if lookup is None:
+            stored = None
+        elif self._as_of is not None:
+            stored = self._as_of(lookup, timestamp)
+        else:
+            stored = self._getter.get(lookup)
         if stored is None:
             if self._left:
                 self._forward(Record(key, self._joiner(key, value, None), timestamp, headers))

@@ -5,17 +5,24 @@ than `t + gap`; they merge into one session with the record (their aggregates co
 merger). Merged-away sessions are deleted and retracted downstream (`Change(None, old)`), then
 the merged session is forwarded (`Change(new, None)`), each keyed by its `Windowed` key with
 the session end as timestamp. A record whose merged session would end before
-`observed stream time - grace - gap` is late: dropped and counted.
+`observed stream time - grace - gap` is late: dropped and counted. With
+`EmitStrategy.on_window_close()` nothing is forwarded until a session closes, then its final
+value once, ordered by session end (WindowCloseEmitter).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.internals.change import Change
-from streams_core.kstream.internals.forwarding import ChangeForwarder
-from streams_core.kstream.internals.kstream_window_aggregate import NO_TIMESTAMP, window_aggregate_drop
+from streams_core.kstream.internals.kstream_window_aggregate import (
+    NO_TIMESTAMP,
+    ON_WINDOW_UPDATE,
+    init_window_forwarding,
+    window_aggregate_drop,
+)
 from streams_core.processor.processor import Record
 from streams_core.state.windowed import SessionWindow, Windowed
 
@@ -32,7 +39,9 @@ class KStreamSessionWindowAggregate:
         initializer: Callable[[], Any],
         aggregator: Callable[[Any, Any, Any], Any],
         merger: Callable[[Any, Any, Any], Any],
+        emit_strategy: EmitStrategy = ON_WINDOW_UPDATE,
     ) -> None:
+        self._emit_strategy = emit_strategy
         self._gap = windows.inactivity_gap_ms
         self._grace = windows.grace_period_ms
         self._store_name = store_name
@@ -46,8 +55,21 @@ class KStreamSessionWindowAggregate:
         store = context.get_state_store(self._store_name)
         self._context = context
         self._store = store
-        self._forwarder = ChangeForwarder(context, store)
-        self._forward = self._forwarder.forward
+        self._forward, self._emitter = init_window_forwarding(
+            context, store, self._emit_strategy, self._emit_bounds, self._closed_sessions
+        )
+
+    @staticmethod
+    def _emit_bounds(last: int, close_time: int) -> tuple[int, int] | None:
+        """Ends of the sessions closed since `last` (both inclusive, as Java's)."""
+        lower, upper = max(0, last), close_time - 1
+        return (lower, upper) if upper >= 0 and upper >= lower else None
+
+    def _closed_sessions(self, lower: int, upper: int) -> Iterator[tuple[Any, Any, int]]:
+        """Sessions of every key ending in [lower, upper], by end (Java's time-ordered session store)."""
+        sessions = [s for s in self._store.find_sessions(None, None, lower, upper) if s.key.window.end <= upper]
+        sessions.sort(key=lambda session: session.key.window.end)
+        return ((windowed, aggregate, windowed.window.end) for windowed, aggregate in sessions)
 
     def close(self) -> None:
         """The store is closed by the task."""
@@ -69,7 +91,13 @@ class KStreamSessionWindowAggregate:
             aggregate = self._merger(key, aggregate, session_aggregate)
             start = min(start, session.window.start)
             end = max(end, session.window.end)
-        if end < close_time:
+        late = end < close_time
+        if self._emitter is not None:
+            # Java emits after the update, from a store that keeps closed sessions a while; we
+            # emit first (our store drops them at once) and leave out the sessions this record
+            # merges away, which is what Java's store holds by then.
+            self._emitter.maybe_emit(record, close_time, () if late else {s for s, _ in merged})
+        if late:
             window_aggregate_drop(self, "late: its session closed", record, close_time)
             return
         forward = self._forward

@@ -2,28 +2,32 @@
 
 For each record, every window containing its timestamp is updated, unless the window has
 closed: a window closes when the processor's observed stream time (the largest timestamp it
-has seen) reaches `window end + grace`. A record whose windows are all closed is late: it is
-dropped and counted. Updates are forwarded as `Change(new, old)` keyed by
-`Windowed(key, TimeWindow(start, end))`, with the largest timestamp in the window.
+has seen) reaches `window end + grace`. Each closed window a record falls in counts one
+dropped record (Java's `dropped-records`), even when the record updates other windows.
+Updates are forwarded as `Change(new, old)` keyed by `Windowed(key, TimeWindow(start, end))`,
+with the largest timestamp in the window; with `EmitStrategy.on_window_close()` nothing is
+forwarded until a window closes, then its final value once (WindowCloseEmitter).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.forwarding import ChangeForwarder
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
+from streams_core.kstream.internals.window_close_emitter import NO_TIMESTAMP, Bounds, Fetch, WindowCloseEmitter
 from streams_core.processor.processor import Record
 from streams_core.state.windowed import TimeWindow, Windowed
 
-__all__ = ["KStreamWindowAggregate", "window_aggregate_drop"]
+__all__ = ["NO_TIMESTAMP", "ON_WINDOW_UPDATE", "KStreamWindowAggregate", "init_window_forwarding", "window_aggregate_drop"]
 
 log = logging.getLogger(__name__)
 
-NO_TIMESTAMP = -1
+ON_WINDOW_UPDATE = EmitStrategy.on_window_update()
 
 
 def window_aggregate_drop(processor: Any, reason: str, record: Record[Any, Any], close_time: int | None = None) -> None:
@@ -37,6 +41,24 @@ def window_aggregate_drop(processor: Any, reason: str, record: Record[Any, Any],
     )  # fmt: skip
 
 
+def init_window_forwarding(
+    context: Any, store: Any, emit_strategy: EmitStrategy, bounds: Bounds, fetch: Fetch
+) -> tuple[Callable[[Record[Any, Any]], None] | None, WindowCloseEmitter | None]:
+    """How a windowed aggregation forwards: per update (None when the cache forwards), or the close emitter."""
+    if emit_strategy.emits_on_close:
+        return None, WindowCloseEmitter(context.forward, bounds, fetch)
+    return ChangeForwarder(context, store).forward, None
+
+
+def timestamped_windows(store: Any) -> Fetch:
+    """The `fetch` of a WindowCloseEmitter over a timestamped window store: windows by start time."""
+
+    def fetch(lower: int, upper: int) -> Iterator[tuple[Any, Any, int]]:
+        return ((windowed, stored.value, stored.timestamp) for windowed, stored in store.fetch_all(lower, upper))
+
+    return fetch
+
+
 class KStreamWindowAggregate:
     """`aggregator(key, value, aggregate)` per key and time window (`TimeWindows`)."""
 
@@ -46,7 +68,9 @@ class KStreamWindowAggregate:
         store_name: str,
         initializer: Callable[[], Any],
         aggregator: Callable[[Any, Any, Any], Any],
+        emit_strategy: EmitStrategy = ON_WINDOW_UPDATE,
     ) -> None:
+        self._emit_strategy = emit_strategy
         self._size = windows.size_ms
         self._advance = windows.advance_ms
         self._grace = windows.grace_period_ms
@@ -60,8 +84,27 @@ class KStreamWindowAggregate:
         view = context.get_state_store(self._store_name)
         self._context = context
         self._store = view.timestamped
-        self._forwarder = ChangeForwarder(context, view)
-        self._forward = self._forwarder.forward
+        self._forward, self._emitter = init_window_forwarding(
+            context, view, self._emit_strategy, self._emit_bounds, timestamped_windows(self._store)
+        )
+
+    def _starts(self, timestamp: int) -> range:
+        """The starts of the windows containing `timestamp` (Java's `windowsFor`)."""
+        advance = self._advance
+        first = (max(0, timestamp - self._size + advance) // advance) * advance
+        return range(first, timestamp + 1, advance)
+
+    def _emit_bounds(self, last: int, close_time: int) -> tuple[int, int] | None:
+        """Starts of the windows closed since `last` (Java's emitRange bounds and shouldRangeFetch)."""
+        upper = close_time - self._size
+        if upper < 0:
+            return None
+        if last == NO_TIMESTAMP:
+            return 0, upper
+        lower = max(0, last - self._size) + 1
+        if self._starts(upper) == self._starts(lower - 1):
+            return None
+        return lower, upper
 
     def process(self, record: Record[Any, Any]) -> None:
         key, value, timestamp, headers = record
@@ -71,14 +114,16 @@ class KStreamWindowAggregate:
         if timestamp > self._observed:
             self._observed = timestamp
         close_time = self._observed - self._grace
-        size, advance = self._size, self._advance
+        emitter = self._emitter
+        if emitter is not None:
+            emitter.maybe_emit(record, close_time)
+        size = self._size
         store, forward = self._store, self._forward
-        start = (max(0, timestamp - size + advance) // advance) * advance
-        updated = False
-        while start <= timestamp:
+        for start in self._starts(timestamp):
             end = start + size
-            if end > close_time:
-                updated = True
+            if end <= close_time:
+                window_aggregate_drop(self, f"window [{start},{end}) closed", record, close_time)
+            else:
                 stored = store.fetch(key, start)
                 if stored is None:
                     old = None
@@ -91,9 +136,6 @@ class KStreamWindowAggregate:
                 store.put(key, ValueAndTimestamp(new, new_timestamp), start)
                 if forward is not None:
                     forward(Record(Windowed(key, TimeWindow(start, end)), Change(new, old), new_timestamp, headers))
-            start += advance
-        if not updated:
-            window_aggregate_drop(self, "late: every window closed", record, close_time)
 
     def close(self) -> None:
         """The store is closed by the task."""

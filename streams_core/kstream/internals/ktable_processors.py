@@ -48,7 +48,8 @@ class KTableSource(_Materializing):
 
     Forwards `Change(value, previous value)`. A delete of an absent key changes nothing and is
     not forwarded (Kafka Streams forwards it only when caching is off). Records with a None key
-    are dropped and counted.
+    are dropped and counted. Without a store (a table nobody materialised) it forwards
+    `Change(value, None)` for every record, as Java's.
     """
 
     def process(self, record: Record[Any, Any]) -> None:
@@ -62,6 +63,12 @@ class KTableSource(_Materializing):
             )  # fmt: skip
             return
         store = self._store
+        if store is None:  # not materialised: no old values, as Java's KTableSource without a store
+            self._forward(Record(key, Change(value, None), timestamp, headers))
+            return
+        if getattr(store, "versioned", False):
+            self._put_versioned(store, record)
+            return
         stored = store.get(key)
         if value is None and stored is None:
             return
@@ -70,16 +77,33 @@ class KTableSource(_Materializing):
             self._forward(Record(key, Change(value, None if stored is None else stored.value), timestamp, headers))
 
 
+    def _put_versioned(self, store: Any, record: Record[Any, Any]) -> None:
+        """A versioned table (KIP-914): an out-of-order update goes into the history only."""
+        key, value, timestamp, headers = record
+        previous = store.get(key)
+        if not store.put_versioned(key, value, timestamp):
+            return
+        if value is None and previous is None:
+            return
+        if self._forward is not None:
+            self._forward(Record(key, Change(value, None if previous is None else previous.value), timestamp, headers))
+
+
 class KTableFilter(_Materializing):
     """Keeps the values `predicate(key, value)` accepts (rejects, for `filter_not`); others become None.
 
-    An update rejected both before and after is not forwarded: downstream never saw the key.
+    A rejected update is forwarded as a tombstone, as Java's; when old values are sent (the
+    upstream table is materialised, or a group_by or join downstream asked: SendOldValues), an
+    update rejected both before and after is not forwarded: downstream never saw the key.
     """
 
-    def __init__(self, predicate: Callable[[Any, Any], Any], negate: bool, store_name: str | None) -> None:
+    def __init__(
+        self, predicate: Callable[[Any, Any], Any], negate: bool, store_name: str | None, send_old_values: bool = True
+    ) -> None:
         super().__init__(store_name)
         self._predicate = predicate
         self._keep = not negate
+        self._send_old_values = send_old_values
 
     def process(self, record: Record[Any, Any]) -> None:
         key, change, timestamp, headers = record
@@ -89,7 +113,7 @@ class KTableFilter(_Materializing):
             new = None
         if old is not None and bool(predicate(key, old)) is not keep:
             old = None
-        if new is None and old is None:
+        if new is None and old is None and self._send_old_values:
             return
         if self._store is not None:
             self._store.put(key, None if new is None else ValueAndTimestamp(new, timestamp))
@@ -98,7 +122,8 @@ class KTableFilter(_Materializing):
 
 
 class KTableMapValues(_Materializing):
-    """Maps new and old values with `mapper(value)` or `mapper(key, value)`; None stays None."""
+    """Maps new and old values with `mapper(value)` or `mapper(key, value)`; None stays None (and is
+    forwarded, as Java's: a delete of a key an unmaterialised table never saw is a tombstone)."""
 
     def __init__(self, mapper: Callable[..., Any], with_key: bool, store_name: str | None) -> None:
         super().__init__(store_name)
@@ -109,8 +134,6 @@ class KTableMapValues(_Materializing):
         key, change, timestamp, headers = record
         mapper = self._mapper
         new, old = change
-        if new is None and old is None:
-            return
         if self._with_key:
             new = None if new is None else mapper(key, new)
             old = None if old is None else mapper(key, old)

@@ -1,8 +1,9 @@
 """KTableSuppress: hold a table's updates in a buffer and emit them later (`KTable.suppress`).
 
 Each update is buffered under its key (a newer update replaces it, keeping the value the key
-had before buffering as the old value) with a buffer time: the window end for final results,
-the record timestamp for a time limit. Whenever a record arrives, the processor's observed
+had before buffering as the old value, and the key's buffer time: a key's timer is not re-armed,
+as in Java's InMemoryTimeOrderedKeyValueChangeBuffer) with a buffer time: the window end for
+final results, the first buffered record's timestamp for a time limit. Whenever a record arrives, the processor's observed
 stream time (its largest record timestamp) minus the suppression duration is the expiry time,
 and every entry with a buffer time at or before it is emitted, oldest first. For final
 results the duration is the window's grace period, and buffered deletes of windows never
@@ -10,7 +11,10 @@ emitted are dropped. For sessions it is `2 * gap + grace + 1`: the session aggre
 Kafka Streams') still accepts a record at `end + gap` while stream time is within
 `gap + grace` of it, so only then can no record extend a session; Kafka Streams waits
 `gap + grace` and may emit a session that is extended afterwards. A bounded buffer that fills
-either fails or emits its oldest entries.
+either fails or emits its oldest entries; its bytes are counted as Java counts them (buffer
+time, key, prior/old/new values, and the record context: timestamp, offset, topic, partition,
+headers). While a key waits, a join reading the suppressed table sees its prior value
+(`SuppressValueGetterSupplier`, Java's `KTableSuppressProcessorSupplier.view()`).
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from typing import Any
 
 from streams_core.errors import StreamsError
 from streams_core.kstream.internals.change import Change
+from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
 from streams_core.processor.processor import Record
 
-__all__ = ["KTableSuppress"]
+__all__ = ["KTableSuppress", "SuppressBuffers", "SuppressValueGetterSupplier"]
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +47,44 @@ class _Entry:
         self.size = size
 
 
+class SuppressBuffers:
+    """The buffer of each task's KTableSuppress, for the value getters of the suppressed table."""
+
+    def __init__(self) -> None:
+        self.by_task: dict[Any, KTableSuppress] = {}
+
+
+class _SuppressGetter:
+    __slots__ = ("_buffers", "_context", "_parent")
+
+    def __init__(self, parent: Any, buffers: SuppressBuffers) -> None:
+        self._parent = parent
+        self._buffers = buffers
+
+    def init(self, context: Any) -> None:
+        self._context = context
+        self._parent.init(context)
+
+    def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
+        suppress = self._buffers.by_task.get(self._context.task_id)
+        entry = None if suppress is None else suppress.buffered(key)
+        if entry is None:
+            return self._parent.get(key)  # type: ignore[no-any-return]
+        return None if entry.prior is None else ValueAndTimestamp(entry.prior, entry.record.timestamp)
+
+
+class SuppressValueGetterSupplier:
+    """A suppressed table's value: the prior value of a buffered key, else the parent table's."""
+
+    def __init__(self, parent: Any, buffers: SuppressBuffers) -> None:
+        self._parent = parent
+        self._buffers = buffers
+        self.store_names: tuple[str, ...] = parent.store_names
+
+    def get(self) -> _SuppressGetter:
+        return _SuppressGetter(self._parent.get(), self._buffers)
+
+
 class KTableSuppress:
     """Buffers `Change` updates by key and forwards them once their buffer time expires."""
 
@@ -55,7 +98,9 @@ class KTableSuppress:
         byte_limit: int | None,
         fail_when_full: bool,
         serdes: Any = None,
+        buffers: SuppressBuffers | None = None,
     ) -> None:
+        self._buffers = buffers
         self._name = name
         self._duration = duration_ms
         self._window_end_time = window_end_time
@@ -65,18 +110,25 @@ class KTableSuppress:
         self._fail_when_full = fail_when_full
         self._serdes = serdes
         self._entries: dict[Any, _Entry] = {}
-        self._heap: list[tuple[int, int, Any]] = []
+        self._heap: list[tuple[int, bytes, int, Any]] = []
         self._seq = itertools.count()
         self._bytes = 0
         self._observed = NO_TIMESTAMP
 
     def init(self, context: Any) -> None:
         self._forward = context.forward
-        if self._byte_limit is not None:
-            key_serde, value_serde = self._serdes or (None, None)
-            self._serdes = (key_serde or context.key_serde, value_serde or context.value_serde)
+        self._context = context
+        if self._buffers is not None:
+            self._buffers.by_task[context.task_id] = self
+        key_serde, value_serde = self._serdes or (None, None)
+        self._serdes = (key_serde or context.key_serde, value_serde or context.value_serde)
+
+    def buffered(self, key: Any) -> _Entry | None:
+        return self._entries.get(key)
 
     def close(self) -> None:
+        if self._buffers is not None and self._buffers.by_task.get(self._context.task_id) is self:
+            del self._buffers.by_task[self._context.task_id]
         if self._entries:
             log.info("%s: closing with %d buffered updates not emitted", self._name, len(self._entries))
 
@@ -88,16 +140,19 @@ class KTableSuppress:
 
     def _buffer(self, record: Record[Any, Any]) -> None:
         key = record.key
-        time = key.window.end if self._window_end_time else record.timestamp
-        existing = self._entries.pop(key, None)
-        prior = record.value.old_value if existing is None else existing.prior
-        if existing is not None:
-            self._bytes -= existing.size
-        size = self._size_of(key, record.value) if self._byte_limit is not None else 0
-        entry = _Entry(time, next(self._seq), record, prior, size)
-        self._entries[key] = entry
-        self._bytes += size
-        heapq.heappush(self._heap, (time, entry.seq, key))
+        existing = self._entries.get(key)
+        if existing is None:
+            time = key.window.end if self._window_end_time else record.timestamp
+            entry = _Entry(time, next(self._seq), record, record.value.old_value, 0)
+            self._entries[key] = entry
+            # Java's buffer is sorted by (buffer time, serialized key)
+            heapq.heappush(self._heap, (time, self._serdes[0].serialize(None, key) or b"", entry.seq, key))
+        else:
+            entry = existing
+            entry.record = record
+            self._bytes -= entry.size
+        entry.size = self._size_of(key, entry, existing is None) if self._byte_limit is not None else 0
+        self._bytes += entry.size
 
     def _enforce(self) -> None:
         expiry = self._observed - self._duration
@@ -120,9 +175,9 @@ class KTableSuppress:
     def _emit_oldest(self) -> None:
         heap, entries = self._heap, self._entries
         while heap:
-            _, seq, key = heapq.heappop(heap)
+            _, _, seq, key = heapq.heappop(heap)
             entry = entries.get(key)
-            if entry is None or entry.seq != seq:
+            if entry is None or entry.seq != seq:  # emitted before; a key has one live heap entry
                 continue
             del entries[key]
             self._bytes -= entry.size
@@ -133,9 +188,19 @@ class KTableSuppress:
             self._forward(record.with_value(Change(new, entry.prior)))
             return
 
-    def _size_of(self, key: Any, change: Change[Any]) -> int:
+    def _size_of(self, key: Any, entry: _Entry, prior_is_old: bool) -> int:
+        """Java's `computeRecordSize`: buffer time, key, prior/old/new values and the record context."""
         key_serde, value_serde = self._serdes
+        change = entry.record.value
+
+        def length(value: Any) -> int:
+            return 0 if value is None else len(value_serde.serialize(None, value) or b"")
+
         size = 8 + len(key_serde.serialize(None, key) or b"")
-        for value in change:
-            size += len(value_serde.serialize(None, value) or b"")
+        size += length(entry.prior) + (0 if prior_is_old else length(change.old_value))
+        size += length(change.new_value)
+        context = self._context
+        size += 8 + 8 + len(context.topic or "") + 4
+        for name, value in entry.record.headers:
+            size += len(name) + (0 if value is None else len(value))
         return size

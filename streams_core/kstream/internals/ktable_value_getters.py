@@ -50,6 +50,14 @@ class _StoreGetter:
     def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
         return self._store.get(key)  # type: ignore[no-any-return]
 
+    @property
+    def versioned(self) -> bool:
+        """A versioned table's store answers `get_as_of(key, timestamp)` (KIP-914)."""
+        return bool(getattr(self._store, "versioned", False))
+
+    def get_as_of(self, key: Any, timestamp: int) -> Any:
+        return self._store.get_as_of(key, timestamp)
+
 
 class StoreValueGetterSupplier:
     """Reads a timestamped key-value store (a source table, an aggregate, a materialised table)."""

@@ -17,9 +17,11 @@ from streams_core.kstream.internals.timestamped_stores import (
     TimestampedWindowStore,
 )
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestampSerde
+from streams_core.kstream.internals.versioned_stores import VersionedKeySerde, VersionedStoreBuilder, VersionedValueSerde
 from streams_core.kstream.materialized import Materialized
 from streams_core.serde import Serde
 from streams_core.state.stores import Stores
+from streams_core.state.versioned_key_value_store import VersionedKeyValueBytesStoreSupplier
 
 __all__ = ["key_value_store", "session_store", "store_name", "window_store"]
 
@@ -45,17 +47,23 @@ def key_value_store(
     materialized: Materialized | None,
     key_serde: Serde[Any] | None,
     value_serde: Serde[Any] | None,
-) -> TimestampedStoreBuilder:
+) -> Any:
     """A timestamped key-value store builder (a KTable's or an aggregate's store)."""
     m = materialized or Materialized()
     supplier = m.supplier
+    if isinstance(supplier, VersionedKeyValueBytesStoreSupplier):
+        versions = Stores.key_value_store_builder(
+            Stores.persistent_key_value_store(supplier.name), isb.bound(VersionedKeySerde(key_serde)),
+            isb.bound(VersionedValueSerde(value_serde)),
+        )  # fmt: skip
+        return isb.dsl_store(VersionedStoreBuilder(_flags(versions, m), supplier.history_retention_ms))
     if supplier is None:
         factory = Stores.in_memory_key_value_store if m.in_memory else Stores.persistent_key_value_store
         supplier = factory(name)
     elif hasattr(supplier, "window_size") or hasattr(supplier, "retention_period"):
         raise TypeError(f"store {name!r}: this operator needs a key-value store supplier, got {supplier!r}")
     builder = Stores.key_value_store_builder(supplier, key_serde, isb.bound(ValueAndTimestampSerde(value_serde)))
-    return TimestampedStoreBuilder(_flags(builder, m), TimestampedKeyValueStore)
+    return isb.dsl_store(TimestampedStoreBuilder(_flags(builder, m), TimestampedKeyValueStore))
 
 
 def window_store(
@@ -89,10 +97,11 @@ def window_store(
             f"plus the grace period ({minimum_retention_ms} ms)"
         )
     builder = Stores.window_store_builder(supplier, key_serde, isb.bound(ValueAndTimestampSerde(value_serde)))
-    return TimestampedStoreBuilder(_flags(builder, m), TimestampedWindowStore)
+    return isb.dsl_store(TimestampedStoreBuilder(_flags(builder, m), TimestampedWindowStore))
 
 
 def session_store(
+    isb: InternalStreamsBuilder,
     name: str,
     materialized: Materialized | None,
     minimum_retention_ms: int,
@@ -115,4 +124,4 @@ def session_store(
             f"store {name!r}: the retention period ({retention} ms) must be no smaller than the inactivity gap "
             f"plus the grace period ({minimum_retention_ms} ms)"
         )
-    return _flags(Stores.session_store_builder(supplier, key_serde, value_serde), m)
+    return isb.dsl_store(_flags(Stores.session_store_builder(supplier, key_serde, value_serde), m))

@@ -3,6 +3,9 @@
 A repartition topic declared without a count gets the task count of the sub-topology that
 writes it, which is the largest partition count among that sub-topology's source topics; those
 may themselves be repartition topics, so counts are resolved in rounds until none changes.
+When a round makes no progress (topics that feed each other, as a foreign-key join's
+subscription and response topics), a topic takes the largest count among the sources that are
+known, as Java's RepartitionTopics does.
 Then every co-partition group holding internal topics imposes one count on them: the count of
 its external topics (which must agree), or else the largest count among its internal ones.
 """
@@ -31,6 +34,7 @@ def internal_topic_partition_counts(
     """
     counts = {topic: n for topic, n in declared.items() if n is not None}
     pending = [topic for topic, n in declared.items() if n is None]
+    relaxed = False
     while pending:
         progressed = False
         for topic in list(pending):
@@ -45,10 +49,16 @@ def internal_topic_partition_counts(
                         complete = False
                     else:
                         found.append(count)
-            if complete and found:
+            if (complete or relaxed) and found:
                 counts[topic] = max(found)
                 pending.remove(topic)
                 progressed = True
+        if progressed:
+            relaxed = False
+            continue
+        if not relaxed:
+            relaxed = True
+            continue
         if not progressed:
             missing = sorted(
                 {s for sources, sinks in writers.values() if set(sinks) & set(pending) for s in sources}

@@ -143,8 +143,11 @@ class TaskProcessor:
 
     @property
     def dropped_records(self) -> int:
-        """Records skipped by the deserialization handler or for a negative extracted timestamp."""
-        return self._deserializer.dropped_records + self._dropped_by_timestamp
+        """Records dropped: skipped by the deserialization handler, for a negative extracted timestamp,
+        or by the DSL's processors (null keys, records too late for their window), as Kafka Streams'
+        `dropped-records` metric."""
+        dropped_by_processors = sum(getattr(node.processor, "dropped_records", 0) for node in self.topology.nodes)
+        return self._deserializer.dropped_records + self._dropped_by_timestamp + dropped_by_processors
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -130,3 +130,21 @@ async def test_close_commits_final_offsets_and_leaves_the_group(tmp_path: Path) 
     assert cluster.committed(APP) == cluster.end_offsets("in")
     assert cluster.members(APP) == []
     assert all(p.stopped for p in app.supplier.producers)
+
+
+async def test_records_the_dsl_drops_count_in_the_thread_metrics(tmp_path: Path) -> None:
+    """A record too late for its window (grace 0) is dropped by the windowed count and counted."""
+    from streams_core import TimeWindows
+
+    cluster = cluster_with(("in", 1), ("out", 1))
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(10))
+        .count(Materialized.as_("windowed"))
+    )
+    async with running(cluster, builder.build(), streams_config(tmp_path)) as app:
+        cluster.produce("in", b"k", b"v", timestamp=100)
+        cluster.produce("in", b"k", b"v", timestamp=5)  # its window [0, 10) closed at stream time 100
+        await eventually(lambda: app.streams.metrics()["threads"][0]["dropped_records"] == 1, what="one drop")

@@ -1,0 +1,122 @@
+"""Versioned tables (KIP-889/914) and the stream-table join grace period (KIP-923), after Kafka
+Streams' KStreamKTableJoinTest (shouldDelayJoinByGracePeriod, shouldHandleLateJoinsWithGracePeriod)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from streams_core import (
+    Consumed,
+    Joined,
+    Materialized,
+    Serdes,
+    Stores,
+    StreamsBuilder,
+    TestRecord,
+    TopologyError,
+    TopologyTestDriver,
+)
+from streams_core.state.versioned_key_value_store import PUT_RETURN_CODE_NOT_PUT, VersionedRecord
+
+INT, S = Serdes.Integer(), Serdes.String()
+CONFIG = {"application.id": "versioned", "statestore.cache.max.bytes": 0}
+
+
+def plus(left: Any, right: Any) -> str:
+    return f"{left}+{right}"
+
+
+def grace_join(grace_ms: int) -> TopologyTestDriver:
+    builder = StreamsBuilder()
+    stream = builder.stream("streamTopic", Consumed.with_(INT, S))
+    table = builder.table("tableTopic2", Consumed.with_(INT, S),
+                          Materialized.as_(Stores.persistent_versioned_key_value_store("V-grace", 5 * 60_000)))  # fmt: skip
+    stream.join(table, plus, Joined.with_(INT, S, S, "Grace").with_grace_period(grace_ms)).to("out")
+    return TopologyTestDriver(builder.build(), CONFIG)
+
+
+def push(driver: TopologyTestDriver, topic: str, count: int, prefix: str, timestamps: Any) -> None:
+    source = driver.create_input_topic(topic, INT, S)
+    for i in range(count):
+        source.pipe_input(i, f"{prefix}{i}", timestamps(i))
+
+
+def test_stream_records_wait_for_the_grace_period_and_join_as_of_their_time() -> None:
+    with grace_join(2) as driver:
+        out = driver.create_output_topic("out", INT, S)
+        push(driver, "tableTopic2", 4, "Y", lambda i: 0)
+        assert out.read_records_to_list() == []
+        push(driver, "streamTopic", 4, "X", lambda i: i)
+        assert out.read_records_to_list() == [TestRecord(0, "X0+Y0", 0), TestRecord(1, "X1+Y1", 1)]
+        push(driver, "tableTopic2", 4, "YY", lambda i: 0)
+        assert out.read_records_to_list() == []
+        push(driver, "streamTopic", 4, "X", lambda i: i)
+        assert out.read_records_to_list() == [TestRecord(0, "X0+YY0", 0), TestRecord(1, "X1+YY1", 1)]
+        driver.create_input_topic("streamTopic", INT, S).pipe_input(5, "test", 7)
+        assert out.read_records_to_list() == [TestRecord(2, "X2+YY2", 2), TestRecord(2, "X2+YY2", 2),
+                                              TestRecord(3, "X3+YY3", 3), TestRecord(3, "X3+YY3", 3)]  # fmt: skip
+        push(driver, "tableTopic2", 4, "YYY", lambda i: 0)
+        assert out.read_records_to_list() == []
+
+
+def test_a_record_later_than_the_grace_period_joins_at_once() -> None:
+    with grace_join(2) as driver:
+        out = driver.create_output_topic("out", INT, S)
+        push(driver, "tableTopic2", 4, "Y", lambda i: 0)
+        push(driver, "streamTopic", 4, "X", lambda i: i)
+        assert out.read_records_to_list() == [TestRecord(0, "X0+Y0", 0), TestRecord(1, "X1+Y1", 1)]
+        push(driver, "streamTopic", 1, "X", lambda i: i)
+        assert out.read_records_to_list() == [TestRecord(0, "X0+Y0", 0)]
+
+
+def test_a_versioned_table_is_read_as_of_the_stream_records_time() -> None:
+    builder = StreamsBuilder()
+    table = builder.table("t", Consumed.with_(S, S), Materialized.as_(Stores.persistent_versioned_key_value_store("v", 100)))
+    builder.stream("s", Consumed.with_(S, S)).left_join(table, plus).to("out")
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        t, s = driver.create_input_topic("t", S, S), driver.create_input_topic("s", S, S)
+        t.pipe_input("k", "v10", 10)
+        t.pipe_input("k", "v20", 20)
+        t.pipe_input("k", "v15", 15)  # out of order: history only
+        for timestamp in (5, 12, 17, 25):
+            s.pipe_input("k", f"at{timestamp}", timestamp)
+        assert driver.create_output_topic("out", S, S).read_records_to_list() == [
+            TestRecord("k", "at5+None", 5), TestRecord("k", "at12+v10", 12), TestRecord("k", "at17+v15", 17),
+            TestRecord("k", "at25+v20", 25)]  # fmt: skip
+        store = driver.get_state_store("v")
+        assert store.get("k") == VersionedRecord("v20", 20, None)
+        assert store.get("k", 16) == VersionedRecord("v15", 15, 20)
+
+
+def test_versioned_table_forwards_only_latest_updates() -> None:
+    builder = StreamsBuilder()
+    (builder.table("t", Consumed.with_(S, S), Materialized.as_(Stores.persistent_versioned_key_value_store("v", 100)))
+     .to_stream().to("out"))  # fmt: skip
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        t = driver.create_input_topic("t", S, S)
+        t.pipe_input("k", "a", 10)
+        t.pipe_input("k", "old", 5)
+        t.pipe_input("k", None, 20)
+        assert driver.create_output_topic("out", S, S).read_records_to_list() == [
+            TestRecord("k", "a", 10), TestRecord("k", None, 20)]  # fmt: skip
+        store = driver.get_state_store("v")
+        assert store.get("k") is None
+        assert store.get("k", 7) == VersionedRecord("old", 5, 10)
+        assert store.put("k", "too-old", 20 - 100 - 1) == PUT_RETURN_CODE_NOT_PUT
+        assert store.get("k", 20 - 101) is None  # older than the history retention
+
+
+def test_a_grace_period_needs_a_versioned_table() -> None:
+    builder = StreamsBuilder()
+    table = builder.table("t", Consumed.with_(S, S))
+    with pytest.raises(TopologyError, match="versioned table"):
+        builder.stream("s", Consumed.with_(S, S)).join(table, plus, Joined.as_("j").with_grace_period(10))
+
+
+def test_the_history_retention_must_cover_the_grace_period() -> None:
+    builder = StreamsBuilder()
+    table = builder.table("t", Consumed.with_(S, S), Materialized.as_(Stores.persistent_versioned_key_value_store("v", 5)))
+    with pytest.raises(TopologyError, match=r"History retention must be at least grace period\."):
+        builder.stream("s", Consumed.with_(S, S)).join(table, plus, Joined.as_("j").with_grace_period(10))
