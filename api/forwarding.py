@@ -61,6 +61,8 @@ def route_key(
     if this_host is None:
         return KeyRoute(None, None, stale)
     meta = streams.query_metadata_for_key(store, key, key_serde)
+    if meta.partition < 0 and meta.active_host == this_host:  # a global store: every instance has all of it
+        return KeyRoute(None, None, stale)
     if meta.partition < 0:
         raise NotAvailableError("metadata not available", store=store, reason="rebalancing or not yet assigned")
     if meta.active_host == this_host:

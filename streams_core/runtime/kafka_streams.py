@@ -38,6 +38,7 @@ from streams_core.runtime.assignment import (
     StreamsMetadataState,
 )
 from streams_core.runtime.autostop_manager import AutostopManager, intermediate_writers
+from streams_core.runtime.global_stream_thread import GlobalStreamThread
 from streams_core.runtime.shutdown_request import broadcast_shutdown_request
 from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
 from streams_core.runtime.state_store_providers import QueryableStoreProvider
@@ -125,7 +126,7 @@ class KafkaStreams:
         self.process_id = str(uuid.uuid4())
         server = self.config["application.server"]
         self.metadata_state = StreamsMetadataState(
-            self.metadata.store_source_topics, HostInfo.parse(server) if server else None
+            self.metadata.store_source_topics, HostInfo.parse(server) if server else None, self.metadata.global_store_names
         )
         self._state = State.CREATED
         self._state_listener: StateListener | None = None
@@ -139,8 +140,9 @@ class KafkaStreams:
         self._errors: list[BaseException] = []
         self._autostop_enabled = self.config["autostop.at"] == "eol"
         self._autostop: AutostopManager | None = None
+        self._global_thread: GlobalStreamThread | None = None
         self._store_provider = QueryableStoreProvider(
-            lambda: [t.store_provider for t in self._threads], self._check_queryable
+            lambda: [t.store_provider for t in self._threads], self._check_queryable, self._global_stores
         )
 
     def __repr__(self) -> str:
@@ -215,9 +217,12 @@ class KafkaStreams:
         if self._state is not State.CREATED:  # close() was called meanwhile: start nothing
             log.info("stream-client [%s] closed while starting; no stream thread started", self.application_id)
             return
+        self._set_state(State.REBALANCING)
+        if self.metadata.global_topics:
+            self._global_thread = GlobalStreamThread(self.metadata, self.config, self._clients, self._partition_counts)
+            await self._global_thread.start()
         if self._autostop_enabled:
             await self._start_autostop()
-        self._set_state(State.REBALANCING)
         self._cleaner = asyncio.get_running_loop().create_task(self._clean_state_periodically())
         for index in range(1, self.config["num.stream.threads"] + 1):
             if self._closing is not None:
@@ -290,6 +295,7 @@ class KafkaStreams:
             self.config,
             process_id=self.process_id,
             client_supplier=self._clients,
+            global_stores=self._global_stores,
             autostop=self._autostop,
             on_autostop_finished=self._on_autostop_finished,
             on_state_change=self._on_thread_state,
@@ -330,6 +336,11 @@ class KafkaStreams:
                 for thread in self._threads:
                     await thread.kill()
         await self._end_autostop()
+        if self._global_thread is not None:
+            try:
+                await self._global_thread.stop()
+            except Exception:
+                log.exception("stream-client [%s] stopping the global thread failed", self.application_id)
         self._set_state(State.ERROR if error or self._state is State.PENDING_ERROR else State.NOT_RUNNING)
         return done
 
@@ -453,8 +464,12 @@ class KafkaStreams:
         provider.local_stores(store_name, kind, partition=partition, stale=stale)
         return provider.get_store(store_name, kind, partition=partition, stale=stale)
 
+    def _global_stores(self) -> dict[str, Any]:
+        """The instance's global stores by name (none before the global thread started)."""
+        return {} if self._global_thread is None else self._global_thread.stores
+
     def _require_store(self, store_name: str) -> None:
-        if store_name not in self.metadata.store_source_topics:
+        if store_name not in self.metadata.store_source_topics and store_name not in self.metadata.global_store_names:
             raise UnknownStateStoreError(
                 f"no state store named {store_name!r} in the topology "
                 f"(stores: {sorted(self.metadata.store_source_topics)})"
@@ -545,8 +560,11 @@ class KafkaStreams:
         return list(self._threads)
 
     def metrics(self) -> dict[str, Any]:
-        """Per-thread counters (processed, dropped, pauses, commits) and the client state."""
-        return {"state": self._state.name, "threads": [t.metrics() for t in self._threads]}
+        """Per-thread counters (processed, dropped, pauses, commits), the global thread's, and the client state."""
+        found: dict[str, Any] = {"state": self._state.name, "threads": [t.metrics() for t in self._threads]}
+        if self._global_thread is not None:
+            found["global_thread"] = {"processed_records": self._global_thread.processed_records}
+        return found
 
 
 def _has_loop() -> bool:

@@ -19,19 +19,19 @@ from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.state.store import RestoreCallback
 
-__all__ = ["StandbyTask"]
+__all__ = ["NoRecords", "StandbyTask"]
 
 log = logging.getLogger(__name__)
 
 
-class _NoRecords:
-    """The collector of a standby: its stores are only restored, never written by processors."""
+class NoRecords:
+    """The collector of tasks that never produce: standbys (stores only restored) and the global task."""
 
     def send(self, *args: Any) -> None:
-        raise AssertionError("a standby task does not produce records")
+        raise AssertionError("this task does not produce records")
 
     def partitions_for(self, topic: str) -> int:
-        raise AssertionError("a standby task does not produce records")
+        raise AssertionError("this task does not produce records")
 
 
 class StandbyTask:
@@ -49,7 +49,7 @@ class StandbyTask:
     ) -> None:
         self.id = task_id
         self.state_manager = state_manager
-        self.processor = TaskProcessor(task_id, topology, config, state_manager, _NoRecords())
+        self.processor = TaskProcessor(task_id, topology, config, state_manager, NoRecords())
         self._callbacks: dict[TopicPartition, RestoreCallback] = {}
         self.updated_records = 0
 

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from streams_core.errors import InvalidStateStoreError
@@ -79,10 +79,13 @@ class QueryableStoreProvider:
         self,
         providers: Callable[[], Sequence[StreamThreadStateStoreProvider]],
         check_queryable: Callable[[str, bool], None],
+        global_stores: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
-        """`check_queryable(store_name, stale)` raises InvalidStateStoreError when the instance cannot answer now."""
+        """`check_queryable(store_name, stale)` raises InvalidStateStoreError when the instance cannot answer now;
+        `global_stores` are the instance's global stores (every instance holds all of each)."""
         self._providers = providers
         self._check = check_queryable
+        self._global_stores = global_stores or dict
 
     def get_store(
         self, store_name: str, store_type: QueryableStoreType[T], *, partition: int | None = None, stale: bool = False
@@ -93,6 +96,11 @@ class QueryableStoreProvider:
         self, store_name: str, store_type: QueryableStoreType[Any], *, partition: int | None = None, stale: bool = False
     ) -> list[Any]:
         self._check(store_name, stale)
+        global_store = self._global_stores().get(store_name)
+        if global_store is not None:
+            if not store_type.accepts(global_store):
+                raise InvalidStateStoreError(f"global store {store_name!r} is not a {store_type!r}")
+            return [global_store]
         found: list[Any] = []
         for provider in self._providers():
             found += provider.stores(store_name, store_type, partition=partition, stale=stale)

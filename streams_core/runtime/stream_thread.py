@@ -14,7 +14,7 @@ import enum
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from streams_core import clients
@@ -32,6 +32,7 @@ from streams_core.runtime.task_manager import TaskManager
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.state.store import StateStore
 
 __all__ = ["StreamThread", "ThreadState"]
 
@@ -84,6 +85,7 @@ class StreamThread:
         *,
         process_id: str,
         client_supplier: clients.KafkaClientSupplier,
+        global_stores: Callable[[], Mapping[str, StateStore]] | None = None,
         on_state_change: Callable[[StreamThread, ThreadState, ThreadState], None],
         on_assignment: Callable[[StreamThread], None],
         on_error: Callable[[StreamThread, BaseException], None],
@@ -103,6 +105,7 @@ class StreamThread:
         self._stopping = False
         self._runner: asyncio.Task[None] | None = None
         self._clients = client_supplier
+        self._global_stores = global_stores or dict
         self._consumer: clients.Consumer | None = None
         self._producer: clients.Producer | None = None
         self._restore_consumer: clients.Consumer | None = None
@@ -172,6 +175,7 @@ class StreamThread:
             self._guarantee,
             self.changelog_reader,
             deserialization_handler=handler,
+            global_stores=self._global_stores,
             log_prefix=self.log_prefix,
         )
         self._consumer.subscribe(sorted(self.topology.source_topics), _RebalanceListener(self))

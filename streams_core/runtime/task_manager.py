@@ -25,6 +25,7 @@ from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.state.internals.thread_cache import ThreadCache
+from streams_core.state.store import StateStore
 
 __all__ = ["TaskManager", "local_task_dirs"]
 
@@ -56,12 +57,14 @@ class TaskManager:
         *,
         deserialization_handler: DeserializationHandler | None = None,
         wall_clock: Callable[[], int] | None = None,
+        global_stores: Callable[[], Mapping[str, StateStore]] | None = None,
         log_prefix: str = "",
     ) -> None:
         self.topology = topology
         self.config = config
         self.app_state_dir = Path(config["state.dir"]) / topology.application_id
         self._guarantee = guarantee
+        self._global_stores = global_stores or dict
         self._deserialization_handler = deserialization_handler
         self._wall_clock = wall_clock
         self._log_prefix = log_prefix
@@ -108,6 +111,7 @@ class TaskManager:
             default_key_serde=self.config["default.key.serde"],
             default_value_serde=self.config["default.value.serde"],
             changelog_partitions=changelogs,
+            global_stores=self._global_stores(),
         )
         try:
             self._guarantee.prepare_state(state_manager, active=active)

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 async def prepare_topics(admin: clients.Admin, metadata: TopologyMetadata, *, autostop: bool) -> dict[str, int]:
     """Check and create the topics; returns the partition count of every source, internal and through topic."""
     application_id = metadata.application_id
-    sources = metadata.external_source_topics
+    sources = metadata.external_source_topics | metadata.global_topics
     counts = await admin.partition_counts(sorted(sources))
     missing = sorted(t for t, n in counts.items() if not n)
     if missing:

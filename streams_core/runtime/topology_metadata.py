@@ -42,11 +42,8 @@ class TopologyMetadata:
         self.builder = builder
         self.application_id = application_id
         self.topic_groups: dict[int, TopicsInfo] = builder.topic_groups()
-        if getattr(builder, "global_topics", None):
-            raise TopologyError(
-                "global tables and global stores run in the TopologyTestDriver but not yet in the Kafka "
-                f"runtime (global topics: {sorted(builder.global_topics)}); use a KTable joined on the key instead"
-            )
+        self.global_topics: frozenset[str] = frozenset(builder.global_topics)
+        self.global_store_names: frozenset[str] = frozenset(builder.global_state_store_names)
         if any(info.source_patterns for info in self.topic_groups.values()):
             raise TopologyError("pattern subscriptions are not supported by the Kafka runtime yet; name the topics")
         self.subtopologies: dict[int, frozenset[str]] = {

@@ -44,7 +44,6 @@ from streams_core.processor.task_id import TaskId
 from streams_core.processor.topology import Topology
 from streams_core.serde import Serde
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
-from streams_core.state.store import StateStore
 from streams_core.testing.test_input_topic import TestInputTopic
 from streams_core.testing.test_output_topic import TestOutputTopic
 
@@ -88,25 +87,6 @@ class _DriverRecordCollector:
 
     def partitions_for(self, topic: str) -> int:
         return 1
-
-
-class _WithGlobalStores:
-    """A task's state manager that also finds the global stores (for processors connected to them).
-
-    The global stores belong to the global task, which flushes and closes them; this view only
-    answers `get_store` for them.
-    """
-
-    def __init__(self, manager: ProcessorStateManager, global_stores: Mapping[str, Any]) -> None:
-        self._manager = manager
-        self._global_stores = global_stores
-
-    def get_store(self, name: str) -> StateStore | None:
-        store = self._manager.get_store(name)
-        return store if store is not None else self._global_stores.get(name)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._manager, name)
 
 
 class TopologyTestDriver:
@@ -166,9 +146,8 @@ class TopologyTestDriver:
         task_id = TaskId(topology.subtopology_id, 0)
         application_id = self.config["application.id"]
         task_dir = self._state_root / application_id / (directory or str(task_id))
-        state_manager: Any = ProcessorStateManager(task_id, application_id, task_dir)
-        if directory is None and self._global_stores:
-            state_manager = _WithGlobalStores(state_manager, self._global_stores)
+        global_stores = self._global_stores if directory is None else None
+        state_manager = ProcessorStateManager(task_id, application_id, task_dir, global_stores=global_stores)
         try:
             task = TaskProcessor(
                 task_id,

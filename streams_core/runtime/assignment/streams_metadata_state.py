@@ -27,11 +27,19 @@ class StreamsMetadataState:
     """Discovery over the current assignment; NOT_AVAILABLE before the first one and after `reset`.
 
     `store_source_topics` maps each store of the topology to the source topics of the
-    sub-topology it belongs to. An unknown store name raises `UnknownStateStoreError`.
+    sub-topology it belongs to. An unknown store name raises `UnknownStateStoreError`. Global
+    stores are on every instance: a key of one is answered by this instance (as Kafka's
+    StreamsMetadataState, partition -1).
     """
 
-    def __init__(self, store_source_topics: Mapping[str, Collection[str]], this_host: HostInfo | None = None) -> None:
+    def __init__(
+        self,
+        store_source_topics: Mapping[str, Collection[str]],
+        this_host: HostInfo | None = None,
+        global_stores: Collection[str] = (),
+    ) -> None:
         self._store_topics = {store: frozenset(topics) for store, topics in store_source_topics.items()}
+        self._global_stores = frozenset(global_stores)
         self.this_host = this_host
         self._metadata: list[StreamsMetadata] | None = None
         self._partition_counts: dict[str, int] = {}
@@ -84,7 +92,9 @@ class StreamsMetadataState:
         return list(self._metadata or ())
 
     def all_metadata_for_store(self, store_name: str) -> list[StreamsMetadata]:
-        """The instances hosting an active or standby copy of the store."""
+        """The instances hosting an active or standby copy of the store (every instance for a global store)."""
+        if store_name in self._global_stores:
+            return self.all_metadata()
         self._sources(store_name)
         return [
             m
@@ -119,6 +129,9 @@ class StreamsMetadataState:
         `key` is the serialized key (bytes) unless a partitioner is given; the partition is then
         the partitioner's answer for the source topic with the most partitions.
         """
+        if store_name in self._global_stores:
+            here = self.this_host if self._metadata is not None and self.this_host is not None else HostInfo.UNAVAILABLE
+            return KeyQueryMetadata(here, frozenset(), -1)
         found = self._partition_for_key(store_name, key, partitioner)
         if found is None:
             return KeyQueryMetadata.NOT_AVAILABLE
@@ -140,4 +153,6 @@ class StreamsMetadataState:
         query = self.query_metadata_for_key(store_name, key, partitioner)
         if query.active_host == HostInfo.UNAVAILABLE:
             return StreamsMetadata.NOT_AVAILABLE
+        if store_name in self._global_stores:
+            return self.local_metadata() or StreamsMetadata.NOT_AVAILABLE
         return next(m for m in self._metadata or () if m.host_info == query.active_host)

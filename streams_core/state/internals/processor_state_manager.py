@@ -66,10 +66,13 @@ class ProcessorStateManager:
         default_key_serde: Serde[Any] | None = None,
         default_value_serde: Serde[Any] | None = None,
         changelog_partitions: Mapping[str, TopicPartition] | None = None,
+        global_stores: Mapping[str, StateStore] | None = None,
     ) -> None:
         """Create the directory and lock it; ProcessorStateError if another process holds it.
 
-        `changelog_partitions` maps each logged store to its changelog partition for this task.
+        `changelog_partitions` maps each logged store to its changelog partition for this task;
+        `global_stores` are the instance's global stores, which `get_store` also finds (they
+        belong to the global thread, which flushes and closes them).
         """
         self._task_id = task_id
         self._application_id = application_id
@@ -86,6 +89,7 @@ class ProcessorStateManager:
         self._checkpoint = OffsetCheckpoint(self._task_dir / CHECKPOINT_FILE_NAME)
         self._changelogs: dict[str, TopicPartition] = dict(changelog_partitions or {})
         self._changelog_offsets: dict[TopicPartition, int] = {}
+        self._global_stores = global_stores or {}
         log.debug("task %s: state manager opened %s", task_id, self._task_dir)
 
     @property
@@ -132,9 +136,9 @@ class ProcessorStateManager:
         log.debug("task %s: registered store %s", self._task_id, name)
 
     def get_store(self, name: str) -> StateStore | None:
-        """The registered store of that name, or None."""
+        """The registered store of that name, else the global store of that name, or None."""
         meta = self._stores.get(name)
-        return None if meta is None else meta.store
+        return self._global_stores.get(name) if meta is None else meta.store
 
     def store_metadata(self, name: str) -> StateStoreMetadata | None:
         """Registration details of a store (restore callback, changelog topic), or None."""
