@@ -181,6 +181,9 @@ class AioKafkaAdmin:
     async def delete_topics(self, topics: Iterable[str]) -> None:
         await self._manager.delete_topics(topics)
 
+    async def list_topics(self) -> list[str]:
+        return sorted(await self._admin.list_topics())
+
     async def committed_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, int | None]:

@@ -197,6 +197,10 @@ class Admin(Protocol):
 
     async def delete_topics(self, topics: Iterable[str]) -> None: ...
 
+    async def list_topics(self) -> list[str]:
+        """Every topic of the cluster (for pattern subscriptions)."""
+        ...
+
     async def committed_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, int | None]:

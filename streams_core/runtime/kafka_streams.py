@@ -44,7 +44,7 @@ from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
 from streams_core.runtime.state_store_providers import QueryableStoreProvider
 from streams_core.runtime.stream_thread import StreamThread, ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.runtime.topic_preparation import prepare_topics
+from streams_core.runtime.topic_preparation import prepare_topics, watch_pattern_topics
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
 from streams_core.state.store import ReadOnlyKeyValueStore
@@ -137,6 +137,7 @@ class KafkaStreams:
         self._closing: asyncio.Task[bool] | None = None
         self._thread_starts: set[asyncio.Task[StreamThread]] = set()
         self._cleaner: asyncio.Task[None] | None = None
+        self._pattern_watcher: asyncio.Task[None] | None = None
         self._errors: list[BaseException] = []
         self._autostop_enabled = self.config["autostop.at"] == "eol"
         self._autostop: AutostopManager | None = None
@@ -223,7 +224,16 @@ class KafkaStreams:
             await self._global_thread.start()
         if self._autostop_enabled:
             await self._start_autostop()
-        self._cleaner = asyncio.get_running_loop().create_task(self._clean_state_periodically())
+        loop = asyncio.get_running_loop()
+        self._cleaner = loop.create_task(self._clean_state_periodically())
+        if self.metadata.has_patterns:
+            interval_s = int(self.config.client_overrides("main.consumer").get("metadata.max.age.ms", 300_000)) / 1000
+            self._pattern_watcher = loop.create_task(
+                watch_pattern_topics(
+                    lambda: self._clients.get_admin(self.config), self.metadata, self._partition_counts, interval_s,
+                    self._resubscribe_threads,
+                )
+            )
         for index in range(1, self.config["num.stream.threads"] + 1):
             if self._closing is not None:
                 break
@@ -322,8 +332,9 @@ class KafkaStreams:
 
     async def _close(self, timeout: float | None, *, error: bool = False) -> bool:
         self._set_state(State.PENDING_ERROR if error else State.PENDING_SHUTDOWN)
-        if self._cleaner is not None:
-            self._cleaner.cancel()
+        for background in (self._cleaner, self._pattern_watcher):
+            if background is not None:
+                background.cancel()
         if self._thread_starts:  # a thread still starting has no loop to stop yet: let it start first
             await asyncio.wait(set(self._thread_starts), timeout=timeout)
         stops = [asyncio.create_task(t.stop()) for t in self._threads]
@@ -352,6 +363,11 @@ class KafkaStreams:
                 owned |= set(thread.task_manager.tasks) | set(thread.task_manager.standby_tasks)
         app_dir = Path(self.config["state.dir"]) / self.application_id
         return clean_removed_tasks(app_dir, owned, self.config["state.cleanup.delay.ms"])
+
+    async def _resubscribe_threads(self, added: frozenset[str]) -> None:
+        for thread in self._threads:
+            if thread.alive:
+                await thread.resubscribe()
 
     async def _clean_state_periodically(self) -> None:
         interval = max(1.0, self.config["state.cleanup.delay.ms"] / 1000)

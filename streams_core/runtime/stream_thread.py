@@ -361,6 +361,24 @@ class StreamThread:
             log.exception("%sclosing migrated tasks failed", self.log_prefix)
         self._consumer.enforce_rebalance()
 
+    async def resubscribe(self) -> None:
+        """Subscribe to the topology's current source topics (pattern subscriptions found new ones).
+
+        aiokafka drops the assignment as soon as the subscription changes, so the tasks are
+        committed and closed first, while their partitions are still assigned; the rebalance that
+        follows creates them again.
+        """
+        async with self._lock:
+            tm, consumer = self.task_manager, self._consumer
+            if consumer is None or tm is None:
+                return
+            if tm.tasks or tm.standby_tasks:
+                await self._commit()
+                assert self.collector is not None
+                self.collector.clear_pending()
+                await tm.close_all(clean=True)
+            consumer.subscribe(sorted(self.topology.source_topics), _RebalanceListener(self))
+
     async def _note_positions(self) -> None:
         """Drained partitions commit at the consumer's position (not before a trailing marker),
         but never past a batch run's stop offset."""

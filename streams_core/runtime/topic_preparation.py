@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from streams_core import clients
 from streams_core.errors import MissingSinkTopicError
@@ -19,7 +21,7 @@ from streams_core.runtime.assignment import MissingSourceTopicError, ensure_copa
 from streams_core.runtime.autostop_metadata import metadata_topic_name
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
-__all__ = ["prepare_topics"]
+__all__ = ["prepare_topics", "watch_pattern_topics"]
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +29,9 @@ log = logging.getLogger(__name__)
 async def prepare_topics(admin: clients.Admin, metadata: TopologyMetadata, *, autostop: bool) -> dict[str, int]:
     """Check and create the topics; returns the partition count of every source, internal and through topic."""
     application_id = metadata.application_id
+    if metadata.has_patterns:
+        matched = metadata.match_patterns(await admin.list_topics())
+        log.info("stream-client [%s] pattern subscriptions match %s", application_id, sorted(matched))
     sources = metadata.external_source_topics | metadata.global_topics
     counts = await admin.partition_counts(sorted(sources))
     missing = sorted(t for t, n in counts.items() if not n)
@@ -57,3 +62,31 @@ async def prepare_topics(admin: clients.Admin, metadata: TopologyMetadata, *, au
         if created:
             log.info("stream-client [%s] created internal topics %s", application_id, created)
     return partition_counts
+
+
+async def watch_pattern_topics(
+    new_admin: Callable[[], clients.Admin],
+    metadata: TopologyMetadata,
+    partition_counts: dict[str, int],
+    interval_s: float,
+    on_new_topics: Callable[[frozenset[str]], Awaitable[None]],
+) -> None:
+    """Every `interval_s`, add the cluster's new topics that sources' patterns match, learn their
+    partition counts, and call `on_new_topics` (the threads re-subscribe, and the group rebalances)."""
+    while True:
+        await asyncio.sleep(interval_s)
+        admin = new_admin()
+        try:
+            await admin.start()
+            added = metadata.match_patterns(await admin.list_topics())
+            if added:
+                counts = await admin.partition_counts(sorted(added))
+                partition_counts.update({t: n for t, n in counts.items() if n})
+        except Exception:
+            log.exception("stream-client [%s] could not look for new topics of its patterns", metadata.application_id)
+            continue
+        finally:
+            await admin.close()
+        if added:
+            log.info("stream-client [%s] new topics match the pattern subscriptions: %s", metadata.application_id, sorted(added))
+            await on_new_topics(added)

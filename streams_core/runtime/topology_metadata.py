@@ -9,10 +9,10 @@ topics of a single source node (a merge) need not be.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from streams_core.errors import TopologyError
 from streams_core.processor.internals.internal_topology_builder import InternalTopologyBuilder, TopicsInfo
 from streams_core.processor.task_id import TaskId
 
@@ -44,8 +44,9 @@ class TopologyMetadata:
         self.topic_groups: dict[int, TopicsInfo] = builder.topic_groups()
         self.global_topics: frozenset[str] = frozenset(builder.global_topics)
         self.global_store_names: frozenset[str] = frozenset(builder.global_state_store_names)
-        if any(info.source_patterns for info in self.topic_groups.values()):
-            raise TopologyError("pattern subscriptions are not supported by the Kafka runtime yet; name the topics")
+        self._patterns: dict[int, tuple[re.Pattern[str], ...]] = {
+            sid: info.source_patterns for sid, info in self.topic_groups.items() if info.source_patterns
+        }
         self.subtopologies: dict[int, frozenset[str]] = {
             sid: info.source_topics for sid, info in self.topic_groups.items()
         }
@@ -63,6 +64,28 @@ class TopologyMetadata:
             store: info.source_topics for info in self.topic_groups.values() for store in info.state_stores
         }
         self.internal_topics: frozenset[str] = frozenset(getattr(builder, "internal_topics", ()))
+
+    @property
+    def has_patterns(self) -> bool:
+        """Whether some source subscribes by pattern (its topics are found in the cluster)."""
+        return bool(self._patterns)
+
+    def match_patterns(self, topics: Iterable[str]) -> frozenset[str]:
+        """Add the cluster's topics that sources' patterns match; returns the ones new to the topology.
+
+        Internal topics of this application and the broker's own (`__...`) never match.
+        """
+        prefix = f"{self.application_id}-"
+        candidates = [t for t in topics if not t.startswith("__") and not t.startswith(prefix)]
+        added: set[str] = set()
+        for sid, patterns in self._patterns.items():
+            matched = {t for t in candidates if any(p.fullmatch(t) for p in patterns)} - self.subtopologies[sid]
+            if matched:
+                self.subtopologies[sid] = self.subtopologies[sid] | matched
+                for store in self.topic_groups[sid].state_stores:
+                    self.store_source_topics[store] = self.subtopologies[sid]
+                added |= matched
+        return frozenset(added)
 
     @property
     def source_topics(self) -> frozenset[str]:

@@ -343,6 +343,9 @@ class FakeAdmin:
         for topic in topics:
             self.cluster.delete_topic(topic)
 
+    async def list_topics(self) -> list[str]:
+        return sorted(self.cluster.topics())
+
     async def committed_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offset of each partition; None where it has none."""
         committed = self.cluster.committed(group_id)

@@ -1,4 +1,4 @@
-"""Global tables and global stores in the Kafka runtime (issue 14, item 1), against the real broker.
+"""Global tables, global stores and pattern subscriptions in the Kafka runtime (issue 14), on the real broker.
 
 The reference topic has another partition count than the stream (no co-partitioning needed):
 every instance holds all of it, bootstrapped before its stream threads start.
@@ -7,6 +7,7 @@ every instance holds all of it, bootstrapped before its stream threads start.
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,27 @@ async def test_a_global_store_with_a_custom_processor_restarts_from_its_checkpoi
         assert again.store("reference").get("r0") == "VALUE-0", "kept from before the restart"
     finally:
         await again.close()
+
+
+async def test_a_pattern_subscription_picks_up_a_topic_created_after_start(bootstrap_servers: str, tmp_path: Path) -> None:
+    """Issue 14, item 2: `builder.stream(re.compile(...))`; a matching topic made later joins on the next refresh."""
+    bootstrap = bootstrap_servers
+    prefix = unique_topic("pattern")
+    app_id, out = unique_topic("pattern-app"), unique_topic("pattern-out")
+    await create_topic(bootstrap, f"{prefix}-a", 2)
+    await create_topic(bootstrap, out, 2)
+    builder = StreamsBuilder()
+    builder.stream(re.compile(re.escape(prefix) + r"-.*"), key_serde=S, value_serde=S).map_values(str.upper).to(out)
+    config = streams_config(bootstrap, app_id, tmp_path, extra={"metadata.max.age.ms": 1000})
+    streams = KafkaStreams(builder.build(), config)
+    try:
+        await start_all([streams])
+        await produce(bootstrap, f"{prefix}-a", [(b"k1", b"from a", 0)])
+        await consume_until(bootstrap, out, 1, timeout=TIMEOUT)
+        await create_topic(bootstrap, f"{prefix}-b", 3)
+        await produce(bootstrap, f"{prefix}-b", [(b"k2", b"from b", 2)])
+        records = await consume_until(bootstrap, out, 2, timeout=TIMEOUT)
+        assert sorted(r.value for r in records) == [b"FROM A", b"FROM B"]
+        assert streams.metadata.subtopologies[0] == {f"{prefix}-a", f"{prefix}-b"}
+    finally:
+        await streams.close()
