@@ -41,10 +41,14 @@ class StreamThreadStateStoreProvider:
     def stores(
         self, store_name: str, store_type: QueryableStoreType[Any], *, partition: int | None = None, stale: bool = False
     ) -> list[Any]:
-        """Active copies (and standby ones when `stale`), of one partition's task when `partition` is set."""
+        """Active copies (and standby ones when `stale`), of one partition's task when `partition` is set.
+
+        A standby copy whose position is unknown (nothing restored or checkpointed yet, e.g. one the
+        rebalance just created) is never read: it could answer "absent" for a key that exists.
+        """
         holders = list(self._thread.active_states())
         if stale:
-            holders += self._thread.standby_states()
+            holders += [(task_id, state) for task_id, state in self._thread.standby_states() if _position_known(state)]
         found = []
         for task_id, state in holders:
             if partition is not None and task_id.partition != partition:
@@ -56,6 +60,11 @@ class StreamThreadStateStoreProvider:
                 raise InvalidStateStoreError(f"state store {store_name!r} is not a {store_type!r}")
             found.append(store)
         return found
+
+
+def _position_known(state: ProcessorStateManager) -> bool:
+    offsets = state.changelog_offsets
+    return all(tp in offsets for tp in state.changelog_partitions.values())
 
 
 class _WrappingStoreProvider:
@@ -104,4 +113,8 @@ class QueryableStoreProvider:
         found: list[Any] = []
         for provider in self._providers():
             found += provider.stores(store_name, store_type, partition=partition, stale=stale)
+        if partition is not None and not found:
+            raise InvalidStateStoreError(
+                f"no queryable copy of store {store_name!r} for partition {partition} here now (migrating or restoring; retry)"
+            )
         return found

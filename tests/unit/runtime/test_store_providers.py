@@ -1,0 +1,61 @@
+"""KIP-67's store providers: which local copies a query reads, and when it must say "retry"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streams_core import InvalidStateStoreError, QueryableStoreTypes
+from streams_core.processor.task_id import TaskId
+from streams_core.runtime.state_store_providers import QueryableStoreProvider, StreamThreadStateStoreProvider
+from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
+from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+
+KV = QueryableStoreTypes.key_value_store()
+
+
+class Thread:
+    """A stream thread as the provider sees it: the state managers of its tasks."""
+
+    def __init__(self) -> None:
+        self.active: list[tuple[TaskId, ProcessorStateManager]] = []
+        self.standby: list[tuple[TaskId, ProcessorStateManager]] = []
+
+    def active_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
+        return self.active
+
+    def standby_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
+        return self.standby
+
+
+def task_state(tmp_path: Path, partition: int, value: bytes) -> ProcessorStateManager:
+    changelog = TopicPartition("app-counts-changelog", partition)
+    state = ProcessorStateManager(TaskId(0, partition), "app", tmp_path / f"0_{partition}", changelog_partitions={"counts": changelog})
+    store = InMemoryKeyValueStore("counts")
+    store.init(state.context, store)  # registers it with the state manager
+    store.put(b"k", value)
+    return state
+
+
+def test_a_standby_copy_is_read_only_once_its_position_is_known(tmp_path: Path) -> None:
+    thread = Thread()
+    standby = task_state(tmp_path, 1, b"standby")
+    thread.standby.append((TaskId(0, 1), standby))
+    provider = StreamThreadStateStoreProvider(thread)
+    assert provider.stores("counts", KV, partition=1, stale=True) == [], "just created, nothing restored: not read"
+    standby.update_changelog_offsets({TopicPartition("app-counts-changelog", 1): 10})
+    [store] = provider.stores("counts", KV, partition=1, stale=True)
+    assert store.get(b"k") == b"standby"
+    assert provider.stores("counts", KV, partition=1, stale=False) == [], "standbys only for stale reads"
+
+
+def test_a_partition_with_no_local_copy_is_retry_not_absent(tmp_path: Path) -> None:
+    thread = Thread()
+    thread.active.append((TaskId(0, 0), task_state(tmp_path, 0, b"active")))
+    queryable = QueryableStoreProvider(lambda: [StreamThreadStateStoreProvider(thread)], lambda name, stale: None)
+    assert queryable.get_store("counts", KV, partition=0).get(b"k") == b"active"
+    with pytest.raises(InvalidStateStoreError, match="for partition 1"):
+        queryable.get_store("counts", KV, partition=1).get(b"k")
+    assert queryable.get_store("counts", KV).get(b"k") == b"active", "a scan over every partition reads what is here"
