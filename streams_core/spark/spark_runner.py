@@ -1,0 +1,172 @@
+"""SparkRunner: a DSL topology run as Spark Structured Streaming queries over Kafka.
+
+`plan()` compiles (or refuses) the topology; `run("available_now")` runs the queries one after
+the other in dependency order, each with `trigger(availableNow=True)` (KIP-95's incremental
+batch in Spark form: what is in the topics at start, then stop; offsets and state live in the
+checkpoint directory, so the next run takes only new records); `run("continuous")` starts them
+all together and blocks until `stop()` or a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import tempfile
+from collections.abc import Coroutine, Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from streams_core.clients.admin import InternalTopicManager, NewTopicSpec
+from streams_core.clients.kafka_clients import create_admin
+from streams_core.config import StreamsConfig
+from streams_core.processor.topology import Topology
+from streams_core.spark.spark_plan import QueryPlan, SparkPlan, plan_topology
+from streams_core.spark.spark_session import build_session
+
+__all__ = ["Mode", "SparkRunner"]
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["available_now", "continuous"]
+T = TypeVar("T")
+
+#: Options of Spark's Kafka source: everything from the earliest offset on the first run, headers
+#: included (processors see them; the runner's timestamp header rides in them).
+_SOURCE_OPTIONS: Mapping[str, str] = {"startingOffsets": "earliest", "includeHeaders": "true", "failOnDataLoss": "true"}
+
+
+class SparkRunner:
+    """Runs `topology` on Spark: `config` holds Kafka Streams properties plus `spark.*` settings.
+
+    Without `spark`, a session is built (`local[*]`, UI off, bound to 127.0.0.1, the Kafka
+    connector jars from `make setup`); `spark.*` keys of `config` configure it.
+    """
+
+    def __init__(self, topology: Topology, config: Mapping[str, Any], spark: Any = None) -> None:
+        self._spark_conf = {k: v for k, v in config.items() if k.startswith("spark.")}
+        self._props = {k: v for k, v in config.items() if not k.startswith("spark.")}
+        self.config = StreamsConfig(self._props, required=("application.id", "bootstrap.servers"))
+        self.topology = topology
+        self._spark = spark
+        self._plan: SparkPlan | None = None
+        self._queries: list[Any] = []
+        self._stopped = False
+
+    @property
+    def spark(self) -> Any:
+        """The SparkSession (built on first use when none was given)."""
+        if self._spark is None:
+            self._spark = build_session(self._spark_conf, app_name=self.config["application.id"])
+        return self._spark
+
+    def plan(self) -> SparkPlan:
+        """The queries `run` will start; raises UnsupportedOnSparkError for what cannot run faithfully."""
+        if self._plan is None:
+            self._plan = plan_topology(self.topology, self._props)
+        return self._plan
+
+    def run(self, mode: Mode = "available_now", checkpoint_dir: str | os.PathLike[str] | None = None) -> None:
+        """Run the plan; `checkpoint_dir` (default `<state.dir>/<application.id>/spark`) keeps offsets and state."""
+        if mode not in ("available_now", "continuous"):
+            raise ValueError(f"mode must be 'available_now' or 'continuous', got {mode!r}")
+        plan = self.plan()
+        checkpoints = Path(checkpoint_dir) if checkpoint_dir is not None else self._default_checkpoints()
+        self._ensure_internal_topics(plan)
+        self._stopped = False
+        if mode == "available_now":
+            for query in plan.queries:
+                if self._stopped:
+                    return
+                handle = self._start(query, checkpoints, available_now=True)
+                handle.awaitTermination()
+                log.info("Query %s finished: %s", handle.name, handle.lastProgress and handle.lastProgress.get("numInputRows"))
+            return
+        for query in plan.queries:
+            self._start(query, checkpoints, available_now=False)
+        try:
+            self.spark.streams.awaitAnyTermination()
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """Stop the running queries (from another thread or a signal handler)."""
+        self._stopped = True
+        for handle in self._queries:
+            if handle.isActive:
+                handle.stop()
+        self._queries.clear()
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _default_checkpoints(self) -> Path:
+        state_dir = str(self.config["state.dir"] or tempfile.gettempdir())
+        return Path(state_dir, str(self.config["application.id"]), "spark")
+
+    def _bootstrap(self) -> str:
+        servers = self.config["bootstrap.servers"]
+        return servers if isinstance(servers, str) else ",".join(servers)
+
+    def _start(self, query: QueryPlan, checkpoints: Path, *, available_now: bool) -> Any:
+        from pyspark.sql import functions as F
+
+        from streams_core.spark.spark_stages import OUTPUT_SCHEMA, KeyedStage, StatelessStage
+
+        reader = self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self._bootstrap())
+        for key, value in _SOURCE_OPTIONS.items():
+            reader = reader.option(key, value)
+        rows = reader.option("subscribe", ",".join(query.source_topics)).load().select(
+            "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
+        )
+        if query.stage == "stateless":
+            out = rows.mapInArrow(StatelessStage(query.spec), OUTPUT_SCHEMA)
+        else:
+            out = rows.groupBy("key").transformWithState(KeyedStage(query.spec), OUTPUT_SCHEMA, "Update", "None")
+        name = f"{self.config['application.id']}-subtopology-{query.subtopology_id}"
+        writer = (
+            out.writeStream.format("kafka")
+            .queryName(name)
+            .option("kafka.bootstrap.servers", self._bootstrap())
+            .option("checkpointLocation", str(checkpoints / f"subtopology-{query.subtopology_id}"))
+            .outputMode("update")
+        )
+        writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="0 seconds")
+        handle = writer.start()
+        self._queries.append(handle)
+        log.info("Started query %s (%s)", name, "availableNow" if available_now else "continuous")
+        return handle
+
+    def _ensure_internal_topics(self, plan: SparkPlan) -> None:
+        """Create the repartition topics, sized as our runtime sizes them, before any query reads them."""
+        if not plan.internal_topics:
+            return
+        builder = self.topology.internal_topology_builder
+        internal = set(plan.internal_topics)
+        external = sorted({t for q in plan.queries for t in q.source_topics} - internal)
+
+        async def ensure() -> None:
+            admin = create_admin(self.config)
+            await admin.start()
+            try:
+                manager = InternalTopicManager(admin)
+                counts = await manager.partition_counts(external)
+                missing = [t for t, n in counts.items() if n is None]
+                if missing:
+                    raise FileNotFoundError(f"source topic(s) {missing} do not exist")
+                sizes = builder.internal_topic_partition_counts({t: n for t, n in counts.items() if n is not None})
+                await manager.ensure_topics([NewTopicSpec(t, sizes[t]) for t in sorted(internal)])
+            finally:
+                await admin.close()
+
+        _run_coroutine(ensure())
+
+
+def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run `coroutine` to completion, in a thread of its own when this thread has a running loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
