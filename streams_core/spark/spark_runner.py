@@ -41,10 +41,21 @@ class SparkRunner:
     """Runs `topology` on Spark: `config` holds Kafka Streams properties plus `spark.*` settings.
 
     Without `spark`, a session is built (`local[*]`, UI off, bound to 127.0.0.1, the Kafka
-    connector jars from `make setup`); `spark.*` keys of `config` configure it.
+    connector jars from `make setup`); `spark.*` keys of `config` configure it. `source_options`
+    are extra options of Spark's Kafka source (e.g. `maxOffsetsPerTrigger`). After a run,
+    `progress[sub-topology id]` holds its query's progress reports (rows read per micro-batch).
     """
 
-    def __init__(self, topology: Topology, config: Mapping[str, Any], spark: Any = None) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        config: Mapping[str, Any],
+        spark: Any = None,
+        *,
+        source_options: Mapping[str, str] | None = None,
+    ) -> None:
+        self._source_options = {**_SOURCE_OPTIONS, **(source_options or {})}
+        self.progress: dict[int, list[dict[str, Any]]] = {}
         self._spark_conf = {k: v for k, v in config.items() if k.startswith("spark.")}
         self._props = {k: v for k, v in config.items() if not k.startswith("spark.")}
         self.config = StreamsConfig(self._props, required=("application.id", "bootstrap.servers"))
@@ -81,7 +92,9 @@ class SparkRunner:
                     return
                 handle = self._start(query, checkpoints, available_now=True)
                 handle.awaitTermination()
-                log.info("Query %s finished: %s", handle.name, handle.lastProgress and handle.lastProgress.get("numInputRows"))
+                self.progress[query.subtopology_id] = [dict(p) for p in handle.recentProgress]
+                rows = sum(p.get("numInputRows", 0) for p in self.progress[query.subtopology_id])
+                log.info("Query %s finished: %d input rows", handle.name, rows)
             return
         for query in plan.queries:
             self._start(query, checkpoints, available_now=False)
@@ -114,7 +127,7 @@ class SparkRunner:
         from streams_core.spark.spark_stages import OUTPUT_SCHEMA, KeyedStage, StatelessStage
 
         reader = self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self._bootstrap())
-        for key, value in _SOURCE_OPTIONS.items():
+        for key, value in self._source_options.items():
             reader = reader.option(key, value)
         rows = reader.option("subscribe", ",".join(query.source_topics)).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
