@@ -34,6 +34,7 @@ KEYED_OPERATORS: Mapping[str, str] = {
     "KTableSource": "table/to_table",
     "KTableFilter": "KTable.filter (materialized)",
     "KTableMapValues": "KTable.map_values (materialized)",
+    "KStreamKTableJoin": "KStream.join/left_join (stream-table)",
 }
 
 #: DSL operators the runner refuses, by processor class, with the DSL name users know.
@@ -43,7 +44,9 @@ _OPERATOR_NAMES: Mapping[str, str] = {
     "KStreamSessionWindowAggregate": "windowed_by(SessionWindows).aggregate/count/reduce",
     "KTableSuppress": "suppress",
     "KStreamKStreamJoin": "KStream.join/left_join/outer_join (stream-stream)",
-    "KStreamKTableJoin": "KStream.join/left_join (stream-table)",
+    "KStreamJoinWindow": "KStream.join/left_join/outer_join (stream-stream)",
+    "KTableKTableJoinMerger": "KTable.join/left_join/outer_join",
+    "KTableReduce": "KGroupedTable.reduce",
     "KTableKTableJoin": "KTable.join/left_join/outer_join",
     "KTableAggregate": "KGroupedTable.aggregate/count/reduce",
     "KTableRepartitionMap": "KTable.group_by",
@@ -156,6 +159,8 @@ def _check_processor(name: str, processor: Any, store_names: frozenset[str], sto
     if not store_names:
         return
     if kind not in KEYED_OPERATORS:
+        if type(processor).__module__.startswith("streams_core."):
+            raise UnsupportedOnSparkError(f"DSL operator {kind}", name, "not compiled to Spark yet")
         raise UnsupportedOnSparkError(
             f"process({kind}) with state stores", name, "stateful custom processors cannot run on Spark"
         )
