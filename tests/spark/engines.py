@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from streams_core import KafkaStreams, Topology
 from streams_core.runtime.kafka_streams import State
-from tests.kafka_utils import Consumed, read_all, topic_partitions
+from tests.kafka_utils import Consumed, create_topic, read_all, topic_partitions
 
 FAST_CONFIG: dict[str, Any] = {
     "commit.interval.ms": 100,
@@ -53,22 +53,41 @@ async def _committed(bootstrap: str, group_id: str) -> dict[tuple[str, int], int
 
 
 async def run_asyncio_to_end(
-    topology: Topology, app_id: str, bootstrap: str, state_dir: Path, timeout: float = 120.0
+    topology: Topology,
+    app_id: str,
+    bootstrap: str,
+    state_dir: Path,
+    timeout: float = 120.0,
+    config: Mapping[str, Any] | None = None,
 ) -> None:
-    """Run `topology` on KafkaStreams until every source partition is committed at its end, then close."""
+    """Run `topology` on KafkaStreams until every source partition is committed at its end, then close.
+
+    Its repartition topics are created first, with leaders, sized as the runtime sizes them: under
+    load the runtime's first offset fetch on a topic it has just created can meet
+    NotLeaderForPartition and stall the run (seen on the shared 2-core machine).
+    """
+    builder = topology.internal_topology_builder
+    builder.set_application_id(app_id)
+    if builder.internal_topics:
+        external = sorted(builder.source_topics - builder.internal_topics)
+        counts = {t: len(await topic_partitions(bootstrap, t)) for t in external}
+        for topic, partitions in builder.internal_topic_partition_counts(counts).items():
+            await create_topic(bootstrap, topic, partitions=partitions)
     streams = KafkaStreams(
-        topology, {"application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": str(state_dir), **FAST_CONFIG}
+        topology,
+        {"application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": str(state_dir), **FAST_CONFIG, **(config or {})},
     )
     await streams.start()
     try:
         await streams.wait_for_state(State.RUNNING, timeout=60)
-        builder = topology.internal_topology_builder
         topics = sorted(builder.source_topics | builder.internal_topics)
         deadline = time.monotonic() + timeout
         stable = 0
+        ends: dict[tuple[str, int], int] = {}
+        committed: dict[tuple[str, int], int] = {}
         while stable < 3:
             if time.monotonic() > deadline:
-                raise AssertionError(f"{app_id} did not reach the end of {topics} in {timeout} s")
+                raise AssertionError(f"{app_id} did not reach the end offsets {ends} in {timeout} s: committed {committed}")
             await asyncio.sleep(0.3)
             ends = await _end_offsets(bootstrap, topics)
             committed = await _committed(bootstrap, app_id)
