@@ -22,6 +22,10 @@ from streams_core import KafkaStreams, Topology
 from streams_core.runtime.kafka_streams import State
 from tests.kafka_utils import Consumed, create_topic, read_all, topic_partitions
 
+#: Base of the tests' record timestamps: recent, because the broker's retention (7 days) deletes
+#: segments whose records are older, at its next retention check, even in the middle of a test.
+BASE_TS = int(time.time() * 1000) - 3_600_000
+
 FAST_CONFIG: dict[str, Any] = {
     "commit.interval.ms": 100,
     "poll.ms": 50,

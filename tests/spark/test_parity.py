@@ -16,7 +16,7 @@ import pytest
 from streams_core import Materialized, Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
-from tests.spark.engines import read_table, run_asyncio_to_end, utf8
+from tests.spark.engines import BASE_TS, read_table, run_asyncio_to_end, utf8
 
 
 async def both_engines(
@@ -36,12 +36,12 @@ async def test_stream_table_join_gives_the_same_table(bootstrap_servers: str, sp
     for topic in (users, clicks, *outputs):
         await create_topic(bootstrap_servers, topic, partitions=2)
     await produce(bootstrap_servers, users, [
-        *(Rec(f"u{i}".encode(), f"name-{i}".encode(), timestamp_ms=100 + i) for i in range(6)),
-        Rec(b"u3", None, timestamp_ms=500),                     # deleted before any click
-        Rec(b"u1", b"renamed-1", timestamp_ms=1_051),           # renamed between u1's clicks (no tie)
+        *(Rec(f"u{i}".encode(), f"name-{i}".encode(), timestamp_ms=BASE_TS + 100 + i) for i in range(6)),
+        Rec(b"u3", None, timestamp_ms=BASE_TS + 500),                     # deleted before any click
+        Rec(b"u1", b"renamed-1", timestamp_ms=BASE_TS + 1_051),           # renamed between u1's clicks (no tie)
     ])
     await produce(bootstrap_servers, clicks, [
-        Rec(f"u{i % 8}".encode(), f"click-{i}".encode(), timestamp_ms=1_000 + 2 * i) for i in range(60)
+        Rec(f"u{i % 8}".encode(), f"click-{i}".encode(), timestamp_ms=BASE_TS + 1_000 + 2 * i) for i in range(60)
     ])
 
     def build(output: str) -> Topology:
@@ -58,7 +58,7 @@ async def test_stream_table_join_gives_the_same_table(bootstrap_servers: str, sp
     assert on_spark == on_asyncio
     assert len(on_spark) == 60
     assert on_spark["click-3"] == "u3:None:click-3" and on_spark["click-7"] == "u7:None:click-7"
-    assert on_spark["click-1"] == "u1:name-1:click-1", "before the rename (t=1002 < 1050)"
+    assert on_spark["click-1"] == "u1:name-1:click-1", "before the rename (t=1002 < 1051)"
     assert on_spark["click-49"] == "u1:renamed-1:click-49", "after the rename"
 
 
@@ -71,7 +71,7 @@ async def test_repartition_then_aggregate_gives_the_same_table(bootstrap_servers
         await create_topic(bootstrap_servers, topic, partitions=3)
     await produce(bootstrap_servers, orders, [
         Rec(f"order-{i}".encode(), json.dumps({"customer": f"c{i % 9}", "amount": (i * 7) % 50}).encode(),
-            timestamp_ms=1_000 + i)
+            timestamp_ms=BASE_TS + 1_000 + i)
         for i in range(200)
     ])
 

@@ -10,7 +10,7 @@ from typing import Any
 from app.wordcount import build_topology
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
-from tests.spark.engines import long_be, read_table, run_asyncio_to_end, utf8
+from tests.spark.engines import BASE_TS, long_be, read_table, run_asyncio_to_end, utf8
 
 WORDS = ["kafka", "streams", "spark", "python", "table", "stream", "join", "window"]
 
@@ -20,7 +20,7 @@ def lines(start: int, count: int) -> list[str]:
 
 
 async def produce_lines(bootstrap: str, topic: str, text: list[str], start: int) -> None:
-    await produce(bootstrap, topic, [Rec(f"line-{start + i}".encode(), line.encode(), timestamp_ms=1_000 + start + i) for i, line in enumerate(text)])
+    await produce(bootstrap, topic, [Rec(f"line-{start + i}".encode(), line.encode(), timestamp_ms=BASE_TS + start + i) for i, line in enumerate(text)])
 
 
 def count_words(text: list[str]) -> Counter[str]:
