@@ -14,6 +14,12 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     wordcount = commands.add_parser("wordcount", help="the word-count service with its REST server")
     add_service_arguments(wordcount, application_id="wordcount")
+    wordcount.add_argument("--engine", choices=["asyncio", "spark"], default="asyncio",
+                           help="asyncio: the service with its REST server; spark: the same topology on Spark")
+    wordcount.add_argument("--autostop", choices=["eol"], default=None,
+                           help="eol: process what is in the input topic now, then exit (Spark: availableNow)")
+    wordcount.add_argument("--spark-master", default=None,
+                           help="Spark master URL for --engine spark (default local[*]; spark-submit's own when submitted)")
     demo = commands.add_parser("demo", help="local broker, two word-count instances, sample text, curl lines")
     demo.add_argument("--once", action="store_true", help="exit after showing the first answers")
     demo.add_argument("--base-port", type=int, default=7071)
@@ -22,6 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    if args.command == "wordcount" and args.engine == "spark":
+        from app.spark_job import run_spark_wordcount
+
+        logging.getLogger("py4j").setLevel(logging.WARNING)
+        return run_spark_wordcount(settings_from(args), args.autostop, args.spark_master)
+    if args.command == "wordcount" and args.autostop is not None:
+        parser.error("--autostop is supported with --engine spark only (for now)")
     if args.command == "wordcount":
         from app.service import run_service
         from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, build_topology

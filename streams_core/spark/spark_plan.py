@@ -115,8 +115,10 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
         pattern = builder.source_patterns[0].pattern
         raise UnsupportedOnSparkError("stream(pattern)", pattern, "pattern subscriptions are not compiled yet")
     readback = builder.source_topics | builder.internal_topics
-    shipped = ship_topology(topology)
     groups = builder.topic_groups()
+    # Topics both written and read by the topology: their records carry the runner's headers.
+    readback_written = readback & frozenset(t for info in groups.values() for t in info.sink_topics)
+    shipped = ship_topology(topology)
     queries: dict[int, QueryPlan] = {}
     with tempfile.TemporaryDirectory(prefix="streams-core-spark-plan-") as state_dir:
         config = config.with_overrides({"state.dir": state_dir})
@@ -135,7 +137,10 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
                     continue
                 processors.append(node.name)
                 _check_processor(node.name, node.processor, node.store_names, built.state_stores)
-            spec = SubtopologySpec(shipped, config.explicit(), sid, frozenset(readback))
+            # Only a stateless stage reading external topics writes each origin partition in offset
+            # order (one Spark task per Kafka partition), which replay detection relies on.
+            stamp_origin = not info.state_stores and not (info.source_topics & readback_written)
+            spec = SubtopologySpec(shipped, config.explicit(), sid, readback_written, stamp_origin)
             SubtopologyExecutor(spec).close()  # runs every init(): refuses punctuations now, not later
             queries[sid] = QueryPlan(
                 subtopology_id=sid,

@@ -54,6 +54,12 @@ class SparkRunner:
         *,
         source_options: Mapping[str, str] | None = None,
     ) -> None:
+        split = sorted(set(source_options or {}) & {"minPartitions", "maxRecordsPerPartition"})
+        if split:
+            raise ValueError(
+                f"source option(s) {split} split a Kafka partition over several Spark tasks: its records would "
+                "no longer be processed in offset order as in Kafka Streams"
+            )
         self._source_options = {**_SOURCE_OPTIONS, **(source_options or {})}
         self.progress: dict[int, list[dict[str, Any]]] = {}
         self._spark_conf = {k: v for k, v in config.items() if k.startswith("spark.")}
@@ -64,6 +70,11 @@ class SparkRunner:
         self._plan: SparkPlan | None = None
         self._queries: list[Any] = []
         self._stopped = False
+
+    @property
+    def stopped(self) -> bool:
+        """True once `stop()` was called (a query failing after it is the stop, not an error)."""
+        return self._stopped
 
     @property
     def spark(self) -> Any:

@@ -58,25 +58,37 @@ def connector_jars(jars_dir: str | os.PathLike[str] | None = None) -> list[str]:
     return jars
 
 
-def spark_conf(overrides: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """The defaults, the connector jars as `spark.jars`, then `overrides` (the config's `spark.*` keys)."""
-    conf = dict(DEFAULT_SPARK_CONF)
+def spark_conf(overrides: Mapping[str, Any] | None = None, preset: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The defaults, the connector jars as `spark.jars`, then `overrides` (the config's `spark.*` keys).
+
+    Defaults give way to `preset` (what spark-submit already set: its master, its `--jars`).
+    """
+    preset = preset or {}
+    conf = {k: v for k, v in DEFAULT_SPARK_CONF.items() if k not in preset}
     # Python workers run this interpreter (its venv has streams_core and its dependencies).
-    conf["spark.pyspark.python"] = sys.executable
-    conf["spark.jars"] = ",".join(connector_jars())
+    conf.setdefault("spark.pyspark.python", sys.executable)
+    if "spark.jars" not in preset:
+        conf["spark.jars"] = ",".join(connector_jars())
     for key, value in (overrides or {}).items():
         conf[key] = str(value).lower() if isinstance(value, bool) else str(value)
     return conf
 
 
+def _under_spark_submit() -> bool:
+    """True in a driver started by spark-submit (it sets the gateway up before our code runs)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def build_session(overrides: Mapping[str, Any] | None = None, app_name: str = "streams-core") -> Any:
     """getOrCreate a SparkSession with `spark_conf(overrides)` (an existing session keeps its master and jars)."""
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
     # A SparkContext started from Python takes its workers' interpreter from $PYSPARK_PYTHON only.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    preset = dict(SparkConf().getAll()) if _under_spark_submit() else {}
     builder = SparkSession.builder.appName(app_name)
-    for key, value in spark_conf(overrides).items():
+    for key, value in spark_conf(overrides, preset).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     log.info("Spark session %s (master %s)", session.version, session.sparkContext.master)

@@ -67,7 +67,8 @@ class StatelessStage:
 
 
 class KeyedStage(StatefulProcessor):
-    """`transformWithState` processor: one key's rows per call, its stores in one value state."""
+    """`transformWithState` processor: one key's rows per call; its stores and the origins it applied
+    (to skip records an upstream query wrote twice) in one value state."""
 
     def __init__(self, spec: SubtopologySpec) -> None:
         self.spec = spec
@@ -81,13 +82,13 @@ class KeyedStage(StatefulProcessor):
         executor = self._executor
         assert executor is not None, "init() runs first"
         saved = self._state.get() if self._state.exists() else None
-        entries: dict[str, dict[Any, Any]] = pickle.loads(saved[0]) if saved else {}
+        state: dict[str, Any] = pickle.loads(saved[0]) if saved else {"stores": {}, "applied": {}}
         for name, store in executor.stores.items():
-            store.load(entries.get(name, {}))
-        out = executor.process(kafka_order(iter_rows(rows)))
-        dumped = {name: store.dump() for name, store in executor.stores.items() if store.dump()}
-        if dumped:
-            self._state.update((pickle.dumps(dumped, protocol=pickle.HIGHEST_PROTOCOL),))
+            store.load(state["stores"].get(name, {}))
+        out = executor.process(kafka_order(iter_rows(rows)), state["applied"])
+        state["stores"] = {name: store.dump() for name, store in executor.stores.items() if store.dump()}
+        if state["stores"] or state["applied"]:
+            self._state.update((pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),))
         else:
             self._state.clear()
         for r in out:

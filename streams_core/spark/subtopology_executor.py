@@ -35,6 +35,7 @@ from streams_core.spark.keyed_state_store import KeyedStateStore
 from streams_core.state.store import RestoreCallback, StateStore
 
 __all__ = [
+    "ORIGIN_HEADER",
     "TIMESTAMP_HEADER",
     "InputRow",
     "OutputRow",
@@ -52,6 +53,18 @@ log = logging.getLogger(__name__)
 #: the reading side takes the timestamp from it and drops the header.
 TIMESTAMP_HEADER = "streams-core.spark.timestamp"
 _TS = struct.Struct(">q")
+
+#: Spark's Kafka sink is at-least-once: a query killed between writing a micro-batch and
+#: committing it writes that batch again when rerun. Records a stage reading only external topics
+#: writes to a read-back topic carry their origin (source partition, offset, output index, topic)
+#: in this header; a keyed stage remembers, per key and origin partition, the last origin it
+#: applied and skips replays (`SubtopologyExecutor.process(..., applied)`).
+ORIGIN_HEADER = "streams-core.spark.origin"
+_ORIGIN = struct.Struct(">iqi")
+_RUNNER_HEADERS = (TIMESTAMP_HEADER, ORIGIN_HEADER)
+
+Origin = tuple[str, int, int, int]
+"""(topic, partition, offset, output index) of a record's origin."""
 
 
 class InputRow(NamedTuple):
@@ -118,6 +131,7 @@ class SubtopologySpec:
     props: Mapping[str, Any]
     subtopology_id: int
     readback_topics: frozenset[str]
+    stamp_origin: bool = False
 
 
 def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
@@ -162,11 +176,19 @@ class _StateManager:
 
 
 class _Collector:
-    """The RecordCollector: sink output becomes Spark rows (with the timestamp header for read-back topics)."""
+    """The RecordCollector: sink output becomes Spark rows (with the runner's headers for read-back topics)."""
 
-    def __init__(self, readback_topics: frozenset[str]) -> None:
+    def __init__(self, readback_topics: frozenset[str], stamp_origin: bool) -> None:
         self.rows: list[OutputRow] = []
         self._readback = readback_topics
+        self._stamp = stamp_origin
+        self.origin: tuple[str, int, int] = ("", 0, 0)
+        self.index = 0
+
+    def start(self, row: InputRow) -> None:
+        """The next sends come from `row`."""
+        self.origin = (row.topic, row.partition, row.offset)
+        self.index = 0
 
     def send(
         self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: Headers,
@@ -175,6 +197,11 @@ class _Collector:
         out = [(str(k), bytes(v)) for k, v in headers]
         if topic in self._readback:
             out.append((TIMESTAMP_HEADER, _TS.pack(timestamp)))
+            if self._stamp:
+                origin_topic, origin_partition, origin_offset = self.origin
+                packed = _ORIGIN.pack(origin_partition, origin_offset, self.index) + origin_topic.encode()
+                out.append((ORIGIN_HEADER, packed))
+                self.index += 1
         self.rows.append(OutputRow(topic, key, value, out))
 
     def partitions_for(self, topic: str) -> int:
@@ -206,18 +233,33 @@ class SubtopologyExecutor:
         self.stores: dict[str, KeyedStateStore] = {name: KeyedStateStore(name) for name in built.state_stores}
         built.state_stores.clear()
         built.state_stores.update(self.stores)
-        self._collector = _Collector(spec.readback_topics)
+        self._collector = _Collector(spec.readback_topics, spec.stamp_origin)
         task_id = TaskId(spec.subtopology_id, partition)
         self._task = _SparkTaskProcessor(
             task_id, built, config, _StateManager(Path(self._tmp.name)), self._collector
         )
         self._task.init()
 
-    def process(self, rows: Iterable[InputRow]) -> list[OutputRow]:
-        """Run the rows in the given order; the sinks' output, in order."""
+    def process(
+        self, rows: Iterable[InputRow], applied: dict[tuple[str, int], tuple[int, int]] | None = None
+    ) -> list[OutputRow]:
+        """Run the rows in the given order; the sinks' output, in order.
+
+        With `applied` (origin partition -> last origin (offset, index) applied, kept by the
+        caller), rows whose origin was applied already are replays and are skipped.
+        """
         task = self._task
+        collector = self._collector
         for row in rows:
-            timestamp, headers = _event_time(row)
+            timestamp, headers, origin = _runner_headers(row)
+            if applied is not None and origin is not None:
+                source, position = (origin[0], origin[1]), (origin[2], origin[3])
+                last = applied.get(source)
+                if last is not None and position <= last:
+                    log.debug("skipping a replayed record from %s (applied up to %s)", origin, last)
+                    continue
+                applied[source] = position
+            collector.start(row)
             record = task.deserialize(row.topic, row.partition, row.offset, timestamp, row.key, row.value, headers)
             if record is None:
                 continue
@@ -238,12 +280,19 @@ class SubtopologyExecutor:
             self._tmp.cleanup()
 
 
-def _event_time(row: InputRow) -> tuple[int, Headers]:
-    """The record's timestamp and headers, with the Spark runner's timestamp header taken out."""
+def _runner_headers(row: InputRow) -> tuple[int, Headers, Origin | None]:
+    """The record's timestamp, its headers without the runner's, and its origin if stamped."""
     headers = row.headers
-    if headers and headers[-1][0] == TIMESTAMP_HEADER:
-        return _TS.unpack(headers[-1][1])[0], tuple(headers[:-1])
-    return row.timestamp, headers
+    if not any(name in _RUNNER_HEADERS for name, _ in headers):
+        return row.timestamp, headers, None
+    timestamp, origin = row.timestamp, None
+    for name, value in headers:
+        if name == TIMESTAMP_HEADER:
+            timestamp = _TS.unpack(value)[0]
+        elif name == ORIGIN_HEADER:
+            partition, offset, index = _ORIGIN.unpack_from(value)
+            origin = (value[_ORIGIN.size :].decode(), partition, offset, index)
+    return timestamp, tuple(h for h in headers if h[0] not in _RUNNER_HEADERS), origin
 
 
 def iter_rows(rows: Iterable[Any]) -> Iterator[InputRow]:
