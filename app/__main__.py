@@ -18,6 +18,10 @@ def main(argv: list[str] | None = None) -> int:
                            help="asyncio: the service with its REST server; spark: the same topology on Spark")
     wordcount.add_argument("--autostop", choices=["eol"], default=None,
                            help="eol: process what is in the input topic now, then exit (Spark: availableNow)")
+    wordcount.add_argument("--input-topic", default="TextLinesTopic")
+    wordcount.add_argument("--output-topic", default="WordsWithCountsTopic")
+    wordcount.add_argument("--max-offsets-per-trigger", type=int, default=None,
+                           help="--engine spark: at most this many input records per micro-batch")
     wordcount.add_argument("--spark-master", default=None,
                            help="Spark master URL for --engine spark (default local[*]; spark-submit's own when submitted)")
     demo = commands.add_parser("demo", help="local broker, two word-count instances, sample text, curl lines")
@@ -32,14 +36,16 @@ def main(argv: list[str] | None = None) -> int:
         from app.spark_job import run_spark_wordcount
 
         logging.getLogger("py4j").setLevel(logging.WARNING)
-        return run_spark_wordcount(settings_from(args), args.autostop, args.spark_master)
+        return run_spark_wordcount(settings_from(args), args.autostop, args.spark_master, args.input_topic,
+                                   args.output_topic, args.max_offsets_per_trigger)
     if args.command == "wordcount" and args.autostop is not None:
         parser.error("--autostop is supported with --engine spark only (for now)")
     if args.command == "wordcount":
         from app.service import run_service
-        from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, build_topology
+        from app.wordcount import build_topology
 
-        return run_service(settings_from(args), build_topology, {INPUT_TOPIC: 4, OUTPUT_TOPIC: 4})
+        topics = (args.input_topic, args.output_topic)
+        return run_service(settings_from(args), lambda: build_topology(*topics), dict.fromkeys(topics, 4))
     from app.demo import run_demo
 
     return run_demo(base_port=args.base_port, once=args.once)

@@ -27,7 +27,14 @@ __all__ = ["run_spark_wordcount"]
 log = logging.getLogger(__name__)
 
 
-def run_spark_wordcount(settings: ServiceSettings, autostop: str | None, spark_master: str | None) -> int:
+def run_spark_wordcount(
+    settings: ServiceSettings,
+    autostop: str | None,
+    spark_master: str | None,
+    input_topic: str = INPUT_TOPIC,
+    output_topic: str = OUTPUT_TOPIC,
+    max_offsets_per_trigger: int | None = None,
+) -> int:
     """Run the word count on Spark; 0 when done (or stopped by a signal), 2 if Kafka is unreachable, 4 on failure."""
     from streams_core.spark import SparkRunner
 
@@ -44,10 +51,11 @@ def run_spark_wordcount(settings: ServiceSettings, autostop: str | None, spark_m
             "bootstrap.servers": bootstrap,
             "state.dir": settings.state_dir,
         }
-        asyncio.run(_ensure_topics(config, {INPUT_TOPIC: 4, OUTPUT_TOPIC: 4}, timeout=15))
+        asyncio.run(_ensure_topics(config, dict.fromkeys((input_topic, output_topic), 4), timeout=15))
         if spark_master:
             config["spark.master"] = spark_master
-        runner = SparkRunner(build_topology(windowed=False), config)
+        options = {"maxOffsetsPerTrigger": str(max_offsets_per_trigger)} if max_offsets_per_trigger else None
+        runner = SparkRunner(build_topology(input_topic, output_topic, windowed=False), config, source_options=options)
         print(runner.plan().describe(), flush=True)
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -59,7 +67,7 @@ def run_spark_wordcount(settings: ServiceSettings, autostop: str | None, spark_m
                 return 0
             raise ServiceError(EXIT_APP_FAILED, f"{settings.application_id} failed on Spark: {exc}") from exc
         total = sum(p.get("numInputRows", 0) for p in runner.progress.get(0, []))
-        print(f"done: {total} lines read from {INPUT_TOPIC}", flush=True)
+        print(f"done: {total} lines read from {input_topic}", flush=True)
         return 0
     except ServiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
