@@ -22,7 +22,7 @@ from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.subtopology_executor import SubtopologyExecutor, SubtopologySpec, ship_topology
 
-__all__ = ["KEYED_OPERATORS", "QueryPlan", "SparkPlan", "plan_topology"]
+__all__ = ["KEYED_OPERATORS", "STATELESS_DSL_OPERATORS", "QueryPlan", "SparkPlan", "plan_topology"]
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,14 @@ KEYED_OPERATORS: Mapping[str, str] = {
     "KStreamKTableJoin": "KStream.join/left_join (stream-table)",
 }
 
+#: DSL processors without stores the fused stage runs as they are. Any other DSL processor class
+#: is refused (an allowlist, so operators added to the DSL later are refused until compiled).
+STATELESS_DSL_OPERATORS: frozenset[str] = frozenset({
+    "KStreamFilter", "KStreamMap", "KStreamMapValues", "KStreamFlatMap", "KStreamFlatMapValues",
+    "KStreamSelectKey", "KStreamPeek", "KStreamPassThrough", "KStreamBranch", "KTableToStream",
+    "KTableFilter", "KTableMapValues", "KTableSource",
+})
+
 #: DSL operators the runner refuses, by processor class, with the DSL name users know.
 _OPERATOR_NAMES: Mapping[str, str] = {
     "KStreamWindowAggregate": "windowed_by(TimeWindows).aggregate/count/reduce",
@@ -50,6 +58,11 @@ _OPERATOR_NAMES: Mapping[str, str] = {
     "KTableKTableJoin": "KTable.join/left_join/outer_join",
     "KTableAggregate": "KGroupedTable.aggregate/count/reduce",
     "KTableRepartitionMap": "KTable.group_by",
+    "SubscriptionSend": "KTable.join with a foreign-key extractor",
+    "SubscriptionReceive": "KTable.join with a foreign-key extractor",
+    "SubscriptionJoin": "KTable.join with a foreign-key extractor",
+    "ForeignTableJoin": "KTable.join with a foreign-key extractor",
+    "ResponseJoin": "KTable.join with a foreign-key extractor",
 }
 
 
@@ -159,13 +172,12 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
 
 def _check_processor(name: str, processor: Any, store_names: frozenset[str], stores: Mapping[str, Any]) -> None:
     kind = type(processor).__name__
-    if kind in _OPERATOR_NAMES and kind not in KEYED_OPERATORS:
-        raise UnsupportedOnSparkError(_OPERATOR_NAMES[kind], name, "not compiled to Spark yet")
+    dsl = type(processor).__module__.startswith("streams_core.")
+    if dsl and kind not in KEYED_OPERATORS and kind not in STATELESS_DSL_OPERATORS:
+        raise UnsupportedOnSparkError(_OPERATOR_NAMES.get(kind, f"DSL operator {kind}"), name, "not compiled to Spark yet")
     if not store_names:
         return
     if kind not in KEYED_OPERATORS:
-        if type(processor).__module__.startswith("streams_core."):
-            raise UnsupportedOnSparkError(f"DSL operator {kind}", name, "not compiled to Spark yet")
         raise UnsupportedOnSparkError(
             f"process({kind}) with state stores", name, "stateful custom processors cannot run on Spark"
         )
