@@ -66,6 +66,9 @@ def run_spark_wordcount(
             if runner.stopped:
                 return 0
             raise ServiceError(EXIT_APP_FAILED, f"{settings.application_id} failed on Spark: {exc}") from exc
+        if autostop != "eol":
+            print("stopped", flush=True)
+            return 0
         total = sum(p.get("numInputRows", 0) for p in runner.progress.get(0, []))
         print(f"done: {total} lines read from {input_topic}", flush=True)
         return 0

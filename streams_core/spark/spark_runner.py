@@ -107,10 +107,14 @@ class SparkRunner:
                 rows = sum(p.get("numInputRows", 0) for p in self.progress[query.subtopology_id])
                 log.info("Query %s finished: %d input rows", handle.name, rows)
             return
-        for query in plan.queries:
-            self._start(query, checkpoints, available_now=False)
+        handles = [self._start(query, checkpoints, available_now=False) for query in plan.queries]
         try:
-            self.spark.streams.awaitAnyTermination()
+            while not self._stopped:
+                for handle in handles:
+                    # Raises the query's error if it failed; True once it has terminated.
+                    if handle.awaitTermination(0.5) and not self._stopped:
+                        log.warning("Query %s terminated; stopping the others", handle.name)
+                        return
         finally:
             self.stop()
 

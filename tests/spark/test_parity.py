@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from streams_core import Materialized, Serdes, StreamsBuilder, Topology
+from streams_core import Branched, Materialized, Named, Processor, Record, Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
-from tests.kafka_utils import Rec, create_topic, produce, unique_topic
+from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 from tests.spark.engines import BASE_TS, read_table, run_asyncio_to_end, utf8
 
 
@@ -94,3 +94,57 @@ async def test_repartition_then_aggregate_gives_the_same_table(bootstrap_servers
     assert on_spark == on_asyncio
     assert json.loads(on_spark["c0"]) == {"orders": 23, "total": sum((i * 7) % 50 for i in range(0, 200, 9)),
                                           "largest": max((i * 7) % 50 for i in range(0, 200, 9))}
+
+
+async def test_a_stateless_chain_with_a_custom_processor_writes_the_same_records(
+    bootstrap_servers: str, spark: Any, tmp_path: Path
+) -> None:
+    """split/branch, merge, peek, flat_map and a custom Processor: the same records, bytes, headers, partitions."""
+    suffix = unique_topic("chain")
+    source = f"events-{suffix}"
+    outputs = (f"spark-chain-{suffix}", f"asyncio-chain-{suffix}")
+    for topic in (source, *outputs):
+        await create_topic(bootstrap_servers, topic, partitions=3)
+    await produce(bootstrap_servers, source, [
+        Rec(f"k{i % 5}".encode(), f"{i}".encode(), timestamp_ms=BASE_TS + i, headers=[("origin", b"test")])
+        for i in range(40)
+    ])
+
+    class Twice(Processor):
+        """Forwards each record twice: as it is and with its value negated, under a new key."""
+
+        def init(self, context: Any) -> None:
+            self.context = context
+
+        def process(self, record: Record[Any, Any]) -> None:
+            self.context.forward(record)
+            self.context.forward(Record(f"neg-{record.key}", -record.value, record.timestamp, record.headers))
+
+    def build(output: str) -> Topology:
+        builder = StreamsBuilder()
+        numbers = builder.stream(source, key_serde=Serdes.String(), value_serde=Serdes.String()).map_values(int)
+        branches = (numbers.split(Named.as_("parity-"))
+                    .branch(lambda k, v: v % 3 == 0, Branched.as_("three"))
+                    .branch(lambda k, v: v % 2 == 0, Branched.as_("even"))
+                    .default_branch(Branched.as_("rest")))
+        merged = branches["parity-three"].map_values(lambda v: v * 100).merge(branches["parity-rest"])
+        (merged.peek(lambda k, v: None)
+         .process(Twice)
+         .flat_map(lambda k, v: [(k, v), (f"{k}-copy", v)] if v % 5 == 0 else [(k, v)])
+         .map_values(str)
+         .to(output, key_serde=Serdes.String(), value_serde=Serdes.String()))
+        return builder.build()
+
+    runner = SparkRunner(build(outputs[0]), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers},
+                         spark=spark)
+    await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
+    await run_asyncio_to_end(build(outputs[1]), f"asyncio-{suffix}", bootstrap_servers, tmp_path / "state")
+
+    def records(topic_records: Any) -> list[Any]:
+        # Tasks of different input partitions interleave in an output partition on both engines.
+        return sorted((r.partition, r.key, r.value, tuple(r.headers)) for r in topic_records)
+
+    on_spark = records(await read_all(bootstrap_servers, outputs[0]))
+    on_asyncio = records(await read_all(bootstrap_servers, outputs[1]))
+    assert on_spark == on_asyncio, "the same records in the same partitions, with the same headers"
+    assert len(on_spark) > 40

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -71,3 +73,36 @@ async def test_a_second_available_now_run_takes_only_new_records(bootstrap_serve
     assert sum(p["numInputRows"] for p in again.progress[0]) == len(second), "only the new lines are read"
     assert sum(p["numInputRows"] for p in again.progress[1]) == sum(count_words(second).values()), "only their words"
     assert await read_table(bootstrap_servers, output_topic, utf8, long_be) == dict(count_words(first + second))
+
+
+async def test_continuous_mode_keeps_counting_until_stopped(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
+    suffix = unique_topic("wc-cont")
+    input_topic, output_topic = f"lines-{suffix}", f"counts-{suffix}"
+    await create_topic(bootstrap_servers, input_topic, partitions=2)
+    await create_topic(bootstrap_servers, output_topic, partitions=2)
+    runner = SparkRunner(build_topology(input_topic, output_topic, windowed=False),
+                         {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers}, spark=spark)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            runner.run("continuous", tmp_path / "checkpoints")
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        first, second = lines(0, 50), lines(50, 30)
+        for start, text in ((0, first), (50, second)):  # two arrivals while the queries run
+            await produce_lines(bootstrap_servers, input_topic, text, start)
+            expected = dict(count_words(first if start == 0 else first + second))
+            deadline = time.monotonic() + 90
+            while await read_table(bootstrap_servers, output_topic, utf8, long_be) != expected:
+                assert not errors, errors
+                assert time.monotonic() < deadline, "the continuous queries did not catch up"
+                await asyncio.sleep(0.5)
+    finally:
+        runner.stop()
+        await asyncio.to_thread(thread.join, 60)
+    assert not thread.is_alive() and not errors, errors
