@@ -66,9 +66,9 @@ async def run_asyncio_to_end(
 ) -> None:
     """Run `topology` on KafkaStreams until every source partition is committed at its end, then close.
 
-    Its repartition topics are created first, with leaders, sized as the runtime sizes them: under
-    load the runtime's first offset fetch on a topic it has just created can meet
-    NotLeaderForPartition and stall the run (seen on the shared 2-core machine).
+    Its repartition topics are created first, with leaders, sized as the runtime sizes them (the
+    runtime accepts existing ones), so its first offset fetch never meets a topic whose leader is
+    still being elected (NotLeaderForPartition was logged once on the shared 2-core machine).
     """
     builder = topology.internal_topology_builder
     builder.set_application_id(app_id)
