@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import logging
 import os
 import tempfile
@@ -19,9 +20,10 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from streams_core.clients.admin import InternalTopicManager, NewTopicSpec
-from streams_core.clients.kafka_clients import create_admin
+from streams_core.clients.kafka_clients import create_admin, create_restore_consumer, to_aiokafka
 from streams_core.config import StreamsConfig
 from streams_core.processor.topology import Topology
+from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.spark.spark_plan import QueryPlan, SparkPlan, plan_topology
 from streams_core.spark.spark_session import build_session
 
@@ -31,6 +33,9 @@ log = logging.getLogger(__name__)
 
 Mode = Literal["available_now", "continuous"]
 T = TypeVar("T")
+
+#: In the checkpoint directory: where each internal topic stood when this checkpoint lineage began.
+START_OFFSETS_FILE = "internal-topics-start.json"
 
 #: Options of Spark's Kafka source: everything from the earliest offset on the first run, headers
 #: included (processors see them; the runner's timestamp header rides in them).
@@ -70,6 +75,8 @@ class SparkRunner:
         self._plan: SparkPlan | None = None
         self._queries: list[Any] = []
         self._stopped = False
+        self._starts: dict[str, dict[str, int]] = {}
+        self._counts: dict[str, int] = {}
 
     @property
     def stopped(self) -> bool:
@@ -95,7 +102,8 @@ class SparkRunner:
             raise ValueError(f"mode must be 'available_now' or 'continuous', got {mode!r}")
         plan = self.plan()
         checkpoints = Path(checkpoint_dir) if checkpoint_dir is not None else self._default_checkpoints()
-        self._ensure_internal_topics(plan)
+        counts = self._ensure_internal_topics(plan)
+        self._starts = self._internal_start_offsets(plan, checkpoints, counts)
         self._stopped = False
         if mode == "available_now":
             for query in plan.queries:
@@ -144,6 +152,12 @@ class SparkRunner:
         reader = self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self._bootstrap())
         for key, value in self._source_options.items():
             reader = reader.option(key, value)
+        starts = {t: self._starts[t] for t in query.source_topics if t in self._starts}
+        if starts:
+            # Internal topics from where this checkpoint lineage began (others from the earliest);
+            # Spark uses it only when the query has no checkpoint yet.
+            offsets = {t: starts.get(t) or {str(p): -2 for p in range(self._counts[t])} for t in query.source_topics}
+            reader = reader.option("startingOffsets", json.dumps(offsets))
         rows = reader.option("subscribe", ",".join(query.source_topics)).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
         )
@@ -165,15 +179,18 @@ class SparkRunner:
         log.info("Started query %s (%s)", name, "availableNow" if available_now else "continuous")
         return handle
 
-    def _ensure_internal_topics(self, plan: SparkPlan) -> None:
-        """Create the repartition topics, sized as our runtime sizes them, before any query reads them."""
+    def _ensure_internal_topics(self, plan: SparkPlan) -> dict[str, int]:
+        """Create the repartition topics, sized as our runtime sizes them, before any query reads them.
+
+        Returns every source topic's partition count.
+        """
         if not plan.internal_topics:
-            return
+            return {}
         builder = self.topology.internal_topology_builder
         internal = set(plan.internal_topics)
         external = sorted({t for q in plan.queries for t in q.source_topics} - internal)
 
-        async def ensure() -> None:
+        async def ensure() -> dict[str, int]:
             admin = create_admin(self.config)
             await admin.start()
             try:
@@ -182,12 +199,53 @@ class SparkRunner:
                 missing = [t for t, n in counts.items() if n is None]
                 if missing:
                     raise FileNotFoundError(f"source topic(s) {missing} do not exist")
-                sizes = builder.internal_topic_partition_counts({t: n for t, n in counts.items() if n is not None})
+                known = {t: n for t, n in counts.items() if n is not None}
+                sizes = builder.internal_topic_partition_counts(known)
                 await manager.ensure_topics([NewTopicSpec(t, sizes[t]) for t in sorted(internal)])
+                return {**known, **{t: sizes[t] for t in internal}}
             finally:
                 await admin.close()
 
-        _run_coroutine(ensure())
+        self._counts = _run_coroutine(ensure())
+        return self._counts
+
+    def _internal_start_offsets(self, plan: SparkPlan, checkpoints: Path, counts: Mapping[str, int]) -> dict[str, dict[str, int]]:
+        """Where each internal topic stood when this checkpoint lineage began.
+
+        A query without a checkpoint must not read what earlier lineages of the application wrote
+        to its repartition topics (a deleted checkpoint directory would count it twice), but must
+        read what this lineage wrote (a run killed before its later queries started). So the
+        first run of a fresh checkpoint directory records the internal topics' end offsets, and
+        every later run reads them back. Without the file but with checkpoints (older runs), the
+        lineage is taken to have begun with the topics.
+        """
+        if not plan.internal_topics:
+            return {}
+        path = checkpoints / START_OFFSETS_FILE
+        if path.exists():
+            loaded: dict[str, dict[str, int]] = json.loads(path.read_text())
+            return loaded
+        if checkpoints.exists() and any(checkpoints.glob("subtopology-*")):
+            return {}
+        tps = [TopicPartition(t, p) for t in plan.internal_topics for p in range(counts[t])]
+
+        async def ends() -> dict[str, dict[str, int]]:
+            consumer = create_restore_consumer(self.config, client_id=f"{self.config['application.id']}-spark-runner")
+            await consumer.start()
+            try:
+                found = await consumer.end_offsets([to_aiokafka(tp) for tp in tps])
+            finally:
+                await consumer.stop()
+            result: dict[str, dict[str, int]] = {}
+            for tp, offset in found.items():
+                result.setdefault(tp.topic, {})[str(tp.partition)] = int(offset)
+            return result
+
+        starts = _run_coroutine(ends())
+        checkpoints.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(starts, sort_keys=True))
+        log.info("Checkpoint lineage %s begins at internal topic offsets %s", checkpoints, starts)
+        return starts
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
