@@ -5,11 +5,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' deps/kafka/pom.xml)
 KAFKA_LIBS := .cache/kafka-$(KAFKA_VERSION)/libs
+SPARK_VERSION := $(shell sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' deps/spark/pom.xml)
+SPARK_JARS := .cache/spark-kafka-$(SPARK_VERSION)/jars
+# What pyspark's wheel lacks: the connector, its token provider, the Kafka client, commons-pool2.
+SPARK_JAR_IDS := spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
 PYTEST_ARGS ?=
 
 .PHONY: setup lint test test-unit demo broker clean
 
-setup: $(VENV)/.installed $(KAFKA_LIBS)/.complete
+setup: $(VENV)/.installed $(KAFKA_LIBS)/.complete $(SPARK_JARS)/.complete
 
 $(VENV)/.installed: pyproject.toml streams_core/runtime/_murmur2.c
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +26,13 @@ $(KAFKA_LIBS)/.complete: deps/kafka/pom.xml
 	rm -rf $(KAFKA_LIBS)
 	mvn -B -q -f deps/kafka/pom.xml dependency:copy-dependencies \
 	    -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(KAFKA_LIBS)
+	touch $@
+
+# Spark's Kafka connector jars (spark.jars for the Spark runner), the same way; see docs/spark.md.
+$(SPARK_JARS)/.complete: deps/spark/pom.xml
+	rm -rf $(SPARK_JARS)
+	mvn -B -q -f deps/spark/pom.xml dependency:copy-dependencies \
+	    -DincludeScope=runtime -DincludeArtifactIds=$(SPARK_JAR_IDS) -DoutputDirectory=$(CURDIR)/$(SPARK_JARS)
 	touch $@
 
 # The typing and lint gate: mypy --strict over streams_core/ and api/, ruff over everything.

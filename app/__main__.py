@@ -14,6 +14,14 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     wordcount = commands.add_parser("wordcount", help="the word-count service with its REST server")
     add_service_arguments(wordcount, application_id="wordcount")
+    wordcount.add_argument("--engine", choices=["asyncio", "spark"], default="asyncio",
+                           help="asyncio: the service with its REST server; spark: the same topology on Spark")
+    wordcount.add_argument("--input-topic", default="TextLinesTopic")
+    wordcount.add_argument("--output-topic", default="WordsWithCountsTopic")
+    wordcount.add_argument("--max-offsets-per-trigger", type=int, default=None,
+                           help="--engine spark: at most this many input records per micro-batch")
+    wordcount.add_argument("--spark-master", default=None,
+                           help="Spark master URL for --engine spark (default local[*]; spark-submit's own when submitted)")
     demo = commands.add_parser("demo", help="local broker, two word-count instances, sample text, curl lines")
     demo.add_argument("--once", action="store_true", help="exit after showing the first answers")
     demo.add_argument("--base-port", type=int, default=7071)
@@ -22,11 +30,18 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    if args.command == "wordcount" and args.engine == "spark":
+        from app.spark_job import run_spark_wordcount
+
+        logging.getLogger("py4j").setLevel(logging.WARNING)
+        return run_spark_wordcount(settings_from(args), args.autostop, args.spark_master, args.input_topic,
+                                   args.output_topic, args.max_offsets_per_trigger)
     if args.command == "wordcount":
         from app.service import run_service
-        from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, build_topology
+        from app.wordcount import build_topology
 
-        return run_service(settings_from(args), build_topology, {INPUT_TOPIC: 4, OUTPUT_TOPIC: 4})
+        topics = (args.input_topic, args.output_topic)
+        return run_service(settings_from(args), lambda: build_topology(*topics), dict.fromkeys(topics, 4))
     from app.demo import run_demo
 
     return run_demo(base_port=args.base_port, once=args.once)

@@ -52,7 +52,7 @@ def add_service_arguments(parser: argparse.ArgumentParser, application_id: str) 
     parser.add_argument("--processing-guarantee", default=_env("PROCESSING_GUARANTEE", "at_least_once"),
                         choices=["at_least_once", "exactly_once"])
     parser.add_argument("--autostop", default=_env("AUTOSTOP_AT"), choices=["eol"],
-                        help="batch run (KIP-95 autostop.at): process the input written so far, then exit 0")
+                        help="batch run (KIP-95 autostop.at; Spark: availableNow): process the input written so far, then exit 0")
 
 
 def settings_from(args: argparse.Namespace) -> ServiceSettings:

@@ -20,9 +20,12 @@ WINDOW_RETENTION_MS = 24 * 3600 * 1000
 
 
 def build_topology(
-    input_topic: str = INPUT_TOPIC, output_topic: str = OUTPUT_TOPIC, window_ms: int = WINDOW_MS
+    input_topic: str = INPUT_TOPIC, output_topic: str = OUTPUT_TOPIC, window_ms: int = WINDOW_MS, *, windowed: bool = True
 ) -> Topology:
-    """The word count topology; `window_ms` is the tumbling window size of the windowed count."""
+    """The word count topology; `window_ms` is the tumbling window size of the windowed count.
+
+    `windowed=False` leaves the windowed count out (the Spark engine runs the plain count only).
+    """
     builder = StreamsBuilder()
     words = (
         builder.stream(input_topic, key_serde=Serdes.String(), value_serde=Serdes.String())
@@ -30,6 +33,8 @@ def build_topology(
         .group_by(lambda key, word: word)
     )
     words.count(Materialized.as_(STORE)).to_stream().to(output_topic, value_serde=Serdes.Long())
+    if not windowed:
+        return builder.build()
     words.windowed_by(TimeWindows.of_size_with_no_grace(window_ms)).count(
         Materialized.as_(WINDOWED_STORE).with_retention(max(WINDOW_RETENTION_MS, window_ms))
     )

@@ -1,0 +1,207 @@
+"""SparkPlan: how a topology maps onto Structured Streaming queries, decided (and refused) at plan time.
+
+One query per sub-topology, in dependency order (a sub-topology reading a repartition or
+`through` topic runs after the one writing it). A sub-topology without stores is a fused
+stateless stage (`mapInArrow`); one whose stores are all key-value stores of the operators in
+`KEYED_OPERATORS` is a keyed stage (`transformWithState`). Anything else raises
+`UnsupportedOnSparkError` naming the operator and its node, before a query starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from streams_core.config import StreamsConfig
+from streams_core.kstream.internals.timestamped_stores import TimestampedKeyValueStore
+from streams_core.processor.internals.processor_node import SinkNode, SourceNode
+from streams_core.processor.topology import Topology
+from streams_core.spark.errors import UnsupportedOnSparkError
+from streams_core.spark.subtopology_executor import SubtopologyExecutor, SubtopologySpec, ship_topology
+
+__all__ = ["KEYED_OPERATORS", "STATELESS_DSL_OPERATORS", "QueryPlan", "SparkPlan", "plan_topology"]
+
+log = logging.getLogger(__name__)
+
+#: Processors with key-value stores the keyed stage runs faithfully: every store access is for
+#: the record's own key (class name -> the DSL operator).
+KEYED_OPERATORS: Mapping[str, str] = {
+    "KStreamAggregate": "count/aggregate",
+    "KStreamReduce": "reduce",
+    "KTableSource": "table/to_table",
+    "KTableFilter": "KTable.filter (materialized)",
+    "KTableMapValues": "KTable.map_values (materialized)",
+    "KStreamKTableJoin": "KStream.join/left_join (stream-table)",
+}
+
+#: DSL processors without stores the fused stage runs as they are. Any other DSL processor class
+#: is refused (an allowlist, so operators added to the DSL later are refused until compiled).
+STATELESS_DSL_OPERATORS: frozenset[str] = frozenset({
+    "KStreamFilter", "KStreamMap", "KStreamMapValues", "KStreamFlatMap", "KStreamFlatMapValues",
+    "KStreamSelectKey", "KStreamPeek", "KStreamPassThrough", "KStreamBranch", "KTableToStream",
+    "KTableFilter", "KTableMapValues", "KTableSource",
+})
+
+#: DSL operators the runner refuses, by processor class, with the DSL name users know.
+_OPERATOR_NAMES: Mapping[str, str] = {
+    "KStreamWindowAggregate": "windowed_by(TimeWindows).aggregate/count/reduce",
+    "KStreamSlidingWindowAggregate": "windowed_by(SlidingWindows).aggregate/count/reduce",
+    "KStreamSessionWindowAggregate": "windowed_by(SessionWindows).aggregate/count/reduce",
+    "KTableSuppress": "suppress",
+    "KStreamKStreamJoin": "KStream.join/left_join/outer_join (stream-stream)",
+    "KStreamJoinWindow": "KStream.join/left_join/outer_join (stream-stream)",
+    "KTableKTableJoinMerger": "KTable.join/left_join/outer_join",
+    "KTableReduce": "KGroupedTable.reduce",
+    "KTableKTableJoin": "KTable.join/left_join/outer_join",
+    "KTableAggregate": "KGroupedTable.aggregate/count/reduce",
+    "KTableRepartitionMap": "KTable.group_by",
+    "SubscriptionSend": "KTable.join with a foreign-key extractor",
+    "SubscriptionReceive": "KTable.join with a foreign-key extractor",
+    "SubscriptionJoin": "KTable.join with a foreign-key extractor",
+    "ForeignTableJoin": "KTable.join with a foreign-key extractor",
+    "ResponseJoin": "KTable.join with a foreign-key extractor",
+}
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """One Structured Streaming query: a sub-topology, its topics and the stage it compiles to."""
+
+    subtopology_id: int
+    source_topics: tuple[str, ...]
+    sink_topics: tuple[str, ...]
+    stage: str  # "stateless" (mapInArrow) or "keyed" (transformWithState)
+    processors: tuple[str, ...]
+    stores: tuple[str, ...]
+    after: tuple[int, ...]
+    spec: SubtopologySpec = field(repr=False, compare=False)
+
+    def describe(self) -> str:
+        how = (
+            "mapInArrow (fused stateless Python stage)"
+            if self.stage == "stateless"
+            else "groupBy(key).transformWithState (keyed Python stage, RocksDB state)"
+        )
+        lines = [
+            f"Query {self.subtopology_id}: sub-topology {self.subtopology_id}"
+            + (f", after {', '.join(map(str, self.after))}" if self.after else ""),
+            f"  read   kafka {', '.join(self.source_topics)}",
+            f"  run    {how}: {' -> '.join(self.processors) or '(pass-through)'}",
+        ]
+        if self.stores:
+            lines.append(f"  state  {', '.join(self.stores)}")
+        lines.append(f"  write  kafka {', '.join(self.sink_topics) or '(nothing)'} (murmur2 by key, null value = tombstone)")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class SparkPlan:
+    """The queries in the order `available_now` runs them, and the internal topics to create."""
+
+    application_id: str
+    queries: tuple[QueryPlan, ...]
+    internal_topics: tuple[str, ...]
+
+    def describe(self) -> str:
+        head = f"Spark plan for {self.application_id!r}: {len(self.queries)} query(ies)"
+        if self.internal_topics:
+            head += f"; internal topics {', '.join(self.internal_topics)}"
+        return "\n".join([head, *(q.describe() for q in self.queries)])
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
+    """Check every node of `topology` and lay out its queries; UnsupportedOnSparkError if one cannot run."""
+    config = StreamsConfig(props)
+    application_id: str = config["application.id"]
+    builder = topology.internal_topology_builder
+    builder.set_application_id(application_id)
+    builder.validate()
+    for store in builder.global_state_store_names:
+        raise UnsupportedOnSparkError("GlobalKTable / global store", store, "global stores are not compiled yet")
+    if builder.source_patterns:
+        pattern = builder.source_patterns[0].pattern
+        raise UnsupportedOnSparkError("stream(pattern)", pattern, "pattern subscriptions are not compiled yet")
+    readback = builder.source_topics | builder.internal_topics
+    groups = builder.topic_groups()
+    # Topics both written and read by the topology: their records carry the runner's headers.
+    readback_written = readback & frozenset(t for info in groups.values() for t in info.sink_topics)
+    shipped = ship_topology(topology)
+    queries: dict[int, QueryPlan] = {}
+    with tempfile.TemporaryDirectory(prefix="streams-core-spark-plan-") as state_dir:
+        config = config.with_overrides({"state.dir": state_dir})
+        for sid, info in groups.items():
+            built = builder.build_subtopology(sid, config)
+            processors: list[str] = []
+            for node in built.nodes:
+                if isinstance(node, SinkNode):
+                    if node.partitioner is not None:
+                        raise UnsupportedOnSparkError(
+                            "to/through/repartition with a custom partitioner", node.name,
+                            "Spark's Kafka sink partitions by murmur2 of the key bytes only",
+                        )  # fmt: skip
+                    continue
+                if isinstance(node, SourceNode):
+                    continue
+                processors.append(node.name)
+                _check_processor(node.name, node.processor, node.store_names, built.state_stores)
+            # Only a stateless stage reading external topics writes each origin partition in offset
+            # order (one Spark task per Kafka partition), which replay detection relies on.
+            stamp_origin = not info.state_stores and not (info.source_topics & readback_written)
+            spec = SubtopologySpec(shipped, config.explicit(), sid, readback_written, stamp_origin)
+            SubtopologyExecutor(spec).close()  # runs every init(): refuses punctuations now, not later
+            queries[sid] = QueryPlan(
+                subtopology_id=sid,
+                source_topics=tuple(sorted(info.source_topics)),
+                sink_topics=tuple(sorted(info.sink_topics)),
+                stage="keyed" if info.state_stores else "stateless",
+                processors=tuple(processors),
+                stores=info.state_stores,
+                after=(),
+                spec=spec,
+            )
+    ordered = _dependency_order(queries)
+    log.info("Spark plan for %s: %d queries", application_id, len(ordered))
+    return SparkPlan(application_id, ordered, tuple(sorted(builder.internal_topics)))
+
+
+def _check_processor(name: str, processor: Any, store_names: frozenset[str], stores: Mapping[str, Any]) -> None:
+    kind = type(processor).__name__
+    dsl = type(processor).__module__.startswith("streams_core.")
+    if dsl and kind not in KEYED_OPERATORS and kind not in STATELESS_DSL_OPERATORS:
+        raise UnsupportedOnSparkError(_OPERATOR_NAMES.get(kind, f"DSL operator {kind}"), name, "not compiled to Spark yet")
+    if not store_names:
+        return
+    if kind not in KEYED_OPERATORS:
+        raise UnsupportedOnSparkError(
+            f"process({kind}) with state stores", name, "stateful custom processors cannot run on Spark"
+        )
+    for store in store_names:
+        if not isinstance(stores.get(store), TimestampedKeyValueStore):
+            raise UnsupportedOnSparkError(KEYED_OPERATORS[kind], name, f"store {store!r} is not a key-value store")
+
+
+def _dependency_order(queries: Mapping[int, QueryPlan]) -> tuple[QueryPlan, ...]:
+    """Writers before readers (Kahn's algorithm, lowest id first); a cycle of topics is refused."""
+    writers = {topic: sid for sid, q in queries.items() for topic in q.sink_topics}
+    after = {
+        sid: tuple(sorted({writers[t] for t in q.source_topics if t in writers and writers[t] != sid}))
+        for sid, q in queries.items()
+    }
+    done: list[int] = []
+    while len(done) < len(queries):
+        ready = [sid for sid in sorted(queries) if sid not in done and all(a in done for a in after[sid])]
+        if not ready:
+            left = sorted(set(queries) - set(done))
+            raise UnsupportedOnSparkError("through/repartition cycle", f"sub-topologies {left}", "topics form a cycle")
+        done.append(ready[0])
+    return tuple(
+        QueryPlan(q.subtopology_id, q.source_topics, q.sink_topics, q.stage, q.processors, q.stores, after[sid], q.spec)
+        for sid in done
+        for q in (queries[sid],)
+    )

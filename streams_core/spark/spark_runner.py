@@ -1,0 +1,258 @@
+"""SparkRunner: a DSL topology run as Spark Structured Streaming queries over Kafka.
+
+`plan()` compiles (or refuses) the topology; `run("available_now")` runs the queries one after
+the other in dependency order, each with `trigger(availableNow=True)` (KIP-95's incremental
+batch in Spark form: what is in the topics at start, then stop; offsets and state live in the
+checkpoint directory, so the next run takes only new records); `run("continuous")` starts them
+all together and blocks until `stop()` or a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Coroutine, Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from streams_core.clients.admin import InternalTopicManager, NewTopicSpec
+from streams_core.clients.kafka_clients import create_admin, create_restore_consumer, to_aiokafka
+from streams_core.config import StreamsConfig
+from streams_core.processor.topology import Topology
+from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.spark.spark_plan import QueryPlan, SparkPlan, plan_topology
+from streams_core.spark.spark_session import build_session
+
+__all__ = ["Mode", "SparkRunner"]
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["available_now", "continuous"]
+T = TypeVar("T")
+
+#: In the checkpoint directory: where each internal topic stood when this checkpoint lineage began.
+START_OFFSETS_FILE = "internal-topics-start.json"
+
+#: Options of Spark's Kafka source: everything from the earliest offset on the first run, headers
+#: included (processors see them; the runner's timestamp header rides in them).
+_SOURCE_OPTIONS: Mapping[str, str] = {"startingOffsets": "earliest", "includeHeaders": "true", "failOnDataLoss": "true"}
+
+
+class SparkRunner:
+    """Runs `topology` on Spark: `config` holds Kafka Streams properties plus `spark.*` settings.
+
+    Without `spark`, a session is built (`local[*]`, UI off, bound to 127.0.0.1, the Kafka
+    connector jars from `make setup`); `spark.*` keys of `config` configure it. `source_options`
+    are extra options of Spark's Kafka source (e.g. `maxOffsetsPerTrigger`). After a run,
+    `progress[sub-topology id]` holds its query's progress reports (rows read per micro-batch).
+    """
+
+    def __init__(
+        self,
+        topology: Topology,
+        config: Mapping[str, Any],
+        spark: Any = None,
+        *,
+        source_options: Mapping[str, str] | None = None,
+    ) -> None:
+        split = sorted(set(source_options or {}) & {"minPartitions", "maxRecordsPerPartition"})
+        if split:
+            raise ValueError(
+                f"source option(s) {split} split a Kafka partition over several Spark tasks: its records would "
+                "no longer be processed in offset order as in Kafka Streams"
+            )
+        self._source_options = {**_SOURCE_OPTIONS, **(source_options or {})}
+        self.progress: dict[int, list[dict[str, Any]]] = {}
+        self._spark_conf = {k: v for k, v in config.items() if k.startswith("spark.")}
+        self._props = {k: v for k, v in config.items() if not k.startswith("spark.")}
+        self.config = StreamsConfig(self._props, required=("application.id", "bootstrap.servers"))
+        self.topology = topology
+        self._spark = spark
+        self._plan: SparkPlan | None = None
+        self._queries: list[Any] = []
+        self._stopped = False
+        self._starts: dict[str, dict[str, int]] = {}
+        self._counts: dict[str, int] = {}
+
+    @property
+    def stopped(self) -> bool:
+        """True once `stop()` was called (a query failing after it is the stop, not an error)."""
+        return self._stopped
+
+    @property
+    def spark(self) -> Any:
+        """The SparkSession (built on first use when none was given)."""
+        if self._spark is None:
+            self._spark = build_session(self._spark_conf, app_name=self.config["application.id"])
+        return self._spark
+
+    def plan(self) -> SparkPlan:
+        """The queries `run` will start; raises UnsupportedOnSparkError for what cannot run faithfully."""
+        if self._plan is None:
+            self._plan = plan_topology(self.topology, self._props)
+        return self._plan
+
+    def run(self, mode: Mode = "available_now", checkpoint_dir: str | os.PathLike[str] | None = None) -> None:
+        """Run the plan; `checkpoint_dir` (default `<state.dir>/<application.id>/spark`) keeps offsets and state."""
+        if mode not in ("available_now", "continuous"):
+            raise ValueError(f"mode must be 'available_now' or 'continuous', got {mode!r}")
+        plan = self.plan()
+        checkpoints = Path(checkpoint_dir) if checkpoint_dir is not None else self._default_checkpoints()
+        counts = self._ensure_internal_topics(plan)
+        self._starts = self._internal_start_offsets(plan, checkpoints, counts)
+        self._stopped = False
+        if mode == "available_now":
+            for query in plan.queries:
+                if self._stopped:
+                    return
+                handle = self._start(query, checkpoints, available_now=True)
+                handle.awaitTermination()
+                self.progress[query.subtopology_id] = [dict(p) for p in handle.recentProgress]
+                rows = sum(p.get("numInputRows", 0) for p in self.progress[query.subtopology_id])
+                log.info("Query %s finished: %d input rows", handle.name, rows)
+            return
+        handles = [self._start(query, checkpoints, available_now=False) for query in plan.queries]
+        try:
+            while not self._stopped:
+                for handle in handles:
+                    # Raises the query's error if it failed; True once it has terminated.
+                    if handle.awaitTermination(0.5) and not self._stopped:
+                        log.warning("Query %s terminated; stopping the others", handle.name)
+                        return
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """Stop the running queries (from another thread or a signal handler)."""
+        self._stopped = True
+        for handle in self._queries:
+            if handle.isActive:
+                handle.stop()
+        self._queries.clear()
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _default_checkpoints(self) -> Path:
+        state_dir = str(self.config["state.dir"] or tempfile.gettempdir())
+        return Path(state_dir, str(self.config["application.id"]), "spark")
+
+    def _bootstrap(self) -> str:
+        servers = self.config["bootstrap.servers"]
+        return servers if isinstance(servers, str) else ",".join(servers)
+
+    def _start(self, query: QueryPlan, checkpoints: Path, *, available_now: bool) -> Any:
+        from pyspark.sql import functions as F
+
+        from streams_core.spark.spark_stages import OUTPUT_SCHEMA, KeyedStage, StatelessStage
+
+        reader = self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self._bootstrap())
+        for key, value in self._source_options.items():
+            reader = reader.option(key, value)
+        starts = {t: self._starts[t] for t in query.source_topics if t in self._starts}
+        if starts:
+            # Internal topics from where this checkpoint lineage began (others from the earliest);
+            # Spark uses it only when the query has no checkpoint yet.
+            offsets = {t: starts.get(t) or {str(p): -2 for p in range(self._counts[t])} for t in query.source_topics}
+            reader = reader.option("startingOffsets", json.dumps(offsets))
+        rows = reader.option("subscribe", ",".join(query.source_topics)).load().select(
+            "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
+        )
+        if query.stage == "stateless":
+            out = rows.mapInArrow(StatelessStage(query.spec), OUTPUT_SCHEMA)
+        else:
+            out = rows.groupBy("key").transformWithState(KeyedStage(query.spec), OUTPUT_SCHEMA, "Update", "None")
+        name = f"{self.config['application.id']}-subtopology-{query.subtopology_id}"
+        writer = (
+            out.writeStream.format("kafka")
+            .queryName(name)
+            .option("kafka.bootstrap.servers", self._bootstrap())
+            .option("checkpointLocation", str(checkpoints / f"subtopology-{query.subtopology_id}"))
+            .outputMode("update")
+        )
+        writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="0 seconds")
+        handle = writer.start()
+        self._queries.append(handle)
+        log.info("Started query %s (%s)", name, "availableNow" if available_now else "continuous")
+        return handle
+
+    def _ensure_internal_topics(self, plan: SparkPlan) -> dict[str, int]:
+        """Create the repartition topics, sized as our runtime sizes them, before any query reads them.
+
+        Returns every source topic's partition count.
+        """
+        if not plan.internal_topics:
+            return {}
+        builder = self.topology.internal_topology_builder
+        internal = set(plan.internal_topics)
+        external = sorted({t for q in plan.queries for t in q.source_topics} - internal)
+
+        async def ensure() -> dict[str, int]:
+            admin = create_admin(self.config)
+            await admin.start()
+            try:
+                manager = InternalTopicManager(admin)
+                counts = await manager.partition_counts(external)
+                missing = [t for t, n in counts.items() if n is None]
+                if missing:
+                    raise FileNotFoundError(f"source topic(s) {missing} do not exist")
+                known = {t: n for t, n in counts.items() if n is not None}
+                sizes = builder.internal_topic_partition_counts(known)
+                await manager.ensure_topics([NewTopicSpec(t, sizes[t]) for t in sorted(internal)])
+                return {**known, **{t: sizes[t] for t in internal}}
+            finally:
+                await admin.close()
+
+        self._counts = _run_coroutine(ensure())
+        return self._counts
+
+    def _internal_start_offsets(self, plan: SparkPlan, checkpoints: Path, counts: Mapping[str, int]) -> dict[str, dict[str, int]]:
+        """Where each internal topic stood when this checkpoint lineage began.
+
+        A query without a checkpoint must not read what earlier lineages of the application wrote
+        to its repartition topics (a deleted checkpoint directory would count it twice), but must
+        read what this lineage wrote (a run killed before its later queries started). So the
+        first run of a fresh checkpoint directory records the internal topics' end offsets, and
+        every later run reads them back. Without the file but with checkpoints (older runs), the
+        lineage is taken to have begun with the topics.
+        """
+        if not plan.internal_topics:
+            return {}
+        path = checkpoints / START_OFFSETS_FILE
+        if path.exists():
+            loaded: dict[str, dict[str, int]] = json.loads(path.read_text())
+            return loaded
+        if checkpoints.exists() and any(checkpoints.glob("subtopology-*")):
+            return {}
+        tps = [TopicPartition(t, p) for t in plan.internal_topics for p in range(counts[t])]
+
+        async def ends() -> dict[str, dict[str, int]]:
+            consumer = create_restore_consumer(self.config, client_id=f"{self.config['application.id']}-spark-runner")
+            await consumer.start()
+            try:
+                found = await consumer.end_offsets([to_aiokafka(tp) for tp in tps])
+            finally:
+                await consumer.stop()
+            result: dict[str, dict[str, int]] = {}
+            for tp, offset in found.items():
+                result.setdefault(tp.topic, {})[str(tp.partition)] = int(offset)
+            return result
+
+        starts = _run_coroutine(ends())
+        checkpoints.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(starts, sort_keys=True))
+        log.info("Checkpoint lineage %s begins at internal topic offsets %s", checkpoints, starts)
+        return starts
+
+
+def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run `coroutine` to completion, in a thread of its own when this thread has a running loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

@@ -1,0 +1,113 @@
+"""The two Python stages a sub-topology compiles to, as Spark ships them to executors.
+
+- `StatelessStage` (for `mapInArrow`): a sub-topology without stores, fused into one pass over
+  each Arrow batch of Kafka rows; Spark's Kafka source gives one topic-partition per Spark
+  partition, in offset order, which is the order our runtime processes a partition in.
+- `KeyedStage` (for `groupBy("key").transformWithState`, RocksDB state): a sub-topology with
+  key-value stores; each key's rows of a micro-batch run in Kafka Streams' order (`kafka_order`)
+  with the key's stores loaded from, and saved back to, one value state.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql import Row
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+
+from streams_core.spark.subtopology_executor import OutputRow, SubtopologyExecutor, SubtopologySpec, iter_rows, kafka_order
+
+__all__ = ["OUTPUT_SCHEMA", "KeyedStage", "StatelessStage"]
+
+log = logging.getLogger(__name__)
+
+#: The columns Spark's Kafka sink reads; no `partition` column, so the producer's murmur2 partitions.
+OUTPUT_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>"
+_STATE_SCHEMA = "stores binary"
+
+
+def _partition_id() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.partitionId() if context is not None else 0
+
+
+def _arrow_batch(rows: list[OutputRow]) -> Any:
+    """The rows as one Arrow batch; headers built as flat arrays plus offsets (no dict per header)."""
+    import pyarrow as pa
+
+    offsets = [0]
+    header_keys: list[str] = []
+    header_values: list[bytes] = []
+    for r in rows:
+        for k, v in r.headers:
+            header_keys.append(k)
+            header_values.append(v)
+        offsets.append(len(header_keys))
+    headers = pa.ListArray.from_arrays(
+        pa.array(offsets, pa.int32()),
+        pa.StructArray.from_arrays([pa.array(header_keys, pa.string()), pa.array(header_values, pa.binary())],
+                                   names=["key", "value"]),
+    )
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([r.topic for r in rows], pa.string()),
+            pa.array([r.key for r in rows], pa.binary()),
+            pa.array([r.value for r in rows], pa.binary()),
+            headers,
+        ],
+        names=["topic", "key", "value", "headers"],
+    )
+
+
+class StatelessStage:
+    """`mapInArrow` function: Kafka rows in, sink rows out, through the fused stateless sub-topology."""
+
+    def __init__(self, spec: SubtopologySpec) -> None:
+        self.spec = spec
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        executor = SubtopologyExecutor(self.spec, _partition_id())
+        try:
+            for batch in batches:
+                yield _arrow_batch(executor.process(iter_rows(batch.to_pylist())))
+        finally:
+            executor.close()
+
+
+class KeyedStage(StatefulProcessor):
+    """`transformWithState` processor: one key's rows per call; its stores and the origins it applied
+    (to skip records an upstream query wrote twice) in one value state."""
+
+    def __init__(self, spec: SubtopologySpec) -> None:
+        self.spec = spec
+        self._executor: SubtopologyExecutor | None = None
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self._state = handle.getValueState("stores", _STATE_SCHEMA)
+        self._executor = SubtopologyExecutor(self.spec, _partition_id())
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Row]:
+        executor = self._executor
+        assert executor is not None, "init() runs first"
+        saved = self._state.get()  # None when the key has no state yet (one round trip, not two)
+        state: dict[str, Any] = pickle.loads(saved[0]) if saved else {"stores": {}, "applied": {}}
+        for name, store in executor.stores.items():
+            store.load(state["stores"].get(name, {}))
+        out = executor.process(kafka_order(iter_rows(rows)), state["applied"])
+        state["stores"] = {name: store.dump() for name, store in executor.stores.items() if store.dump()}
+        if state["stores"] or state["applied"]:
+            self._state.update((pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),))
+        else:
+            self._state.clear()
+        for r in out:
+            yield Row(topic=r.topic, key=r.key, value=r.value, headers=[Row(key=k, value=v) for k, v in r.headers])
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.close()
+            self._executor = None

@@ -1,0 +1,306 @@
+"""SubtopologyExecutor: one sub-topology run on a Spark executor by the task core of our runtime.
+
+Spark calls Python with Kafka rows (fused stateless stage: one Arrow batch at a time; keyed stage:
+one key's rows per call); the executor deserializes them with the sources' serdes, runs them
+depth-first through the very processors `KafkaStreams` would build (`TaskProcessor`), and returns
+what the sinks serialized. So filters, maps, branches, merges and custom stateless processors
+behave and encode exactly as on our runtime. Key-value stores are `KeyedStateStore`s: the one
+key's entries, loaded from and saved to Spark state around each call.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import heapq
+import io
+import logging
+import pickle
+import struct
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from streams_core.config import StreamsConfig
+from streams_core.processor.internals.node_factories import ProcessorNodeFactory
+from streams_core.processor.internals.processor_node import ProcessorNode
+from streams_core.processor.internals.punctuation_queue import PunctuationSchedule
+from streams_core.processor.internals.task_processor import TaskProcessor
+from streams_core.processor.processor import Headers, PunctuationType, Punctuator
+from streams_core.processor.task_id import TaskId
+from streams_core.processor.topology import Topology
+from streams_core.spark.errors import UnsupportedOnSparkError
+from streams_core.spark.keyed_state_store import KeyedStateStore
+from streams_core.state.store import RestoreCallback, StateStore
+
+__all__ = [
+    "ORIGIN_HEADER",
+    "TIMESTAMP_HEADER",
+    "InputRow",
+    "OutputRow",
+    "SubtopologyExecutor",
+    "SubtopologySpec",
+    "kafka_order",
+    "load_topology",
+    "ship_topology",
+]
+
+log = logging.getLogger(__name__)
+
+#: Spark's Kafka sink cannot set a record's timestamp, so records written to topics the topology
+#: reads back (repartition and `through` topics) carry it in this header (8 bytes, big-endian);
+#: the reading side takes the timestamp from it and drops the header.
+TIMESTAMP_HEADER = "streams-core.spark.timestamp"
+_TS = struct.Struct(">q")
+
+#: Spark's Kafka sink is at-least-once: a query killed between writing a micro-batch and
+#: committing it writes that batch again when rerun. Records a stage reading only external topics
+#: writes to a read-back topic carry their origin (source partition, offset, output index, topic)
+#: in this header; a keyed stage remembers, per key and origin partition, the last origin it
+#: applied and skips replays (`SubtopologyExecutor.process(..., applied)`).
+ORIGIN_HEADER = "streams-core.spark.origin"
+_ORIGIN = struct.Struct(">iqi")
+_RUNNER_HEADERS = (TIMESTAMP_HEADER, ORIGIN_HEADER)
+
+Origin = tuple[str, int, int, int]
+"""(topic, partition, offset, output index) of a record's origin."""
+
+
+class InputRow(NamedTuple):
+    """One Kafka record as the Spark source gives it (timestamp in ms)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers
+
+
+class OutputRow(NamedTuple):
+    """One record for Spark's Kafka sink: no partition column, so the producer's murmur2 picks it."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]]
+
+
+def _reduce_struct(packer: struct.Struct) -> tuple[Any, tuple[str]]:
+    return struct.Struct, (packer.format,)
+
+
+# Serdes hold precompiled `struct.Struct`s, which pickle cannot copy: rebuild them from their format.
+copyreg.pickle(struct.Struct, _reduce_struct)
+
+
+def ship_topology(topology: Topology) -> bytes:
+    """The topology as cloudpickle bytes for executors, without processors built so far.
+
+    A processor factory remembers the last processor it built (to refuse suppliers that return
+    the same instance twice); that processor and its task stay behind.
+    """
+    from pyspark import cloudpickle
+
+    base: Any = cloudpickle.Pickler
+
+    class _Pickler(base):  # type: ignore[misc]
+        def reducer_override(self, obj: Any) -> Any:
+            if type(obj) is ProcessorNodeFactory:
+                return ProcessorNodeFactory, (obj.name, obj.parents, obj.make_processor, obj.store_names, None)
+            return super().reducer_override(obj)
+
+    buffer = io.BytesIO()
+    pickler: Any = _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dump(topology)
+    return buffer.getvalue()
+
+
+def load_topology(payload: bytes) -> Topology:
+    topology: Topology = pickle.loads(payload)
+    return topology
+
+
+@dataclass(frozen=True)
+class SubtopologySpec:
+    """What a Spark task needs to rebuild a sub-topology (a small picklable value)."""
+
+    topology: bytes
+    props: Mapping[str, Any]
+    subtopology_id: int
+    readback_topics: frozenset[str]
+    stamp_origin: bool = False
+
+
+def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
+    """Rows in the order a Kafka Streams task takes them: offset order per partition, and across
+    partitions the head with the lowest timestamp first (PartitionGroup's choice)."""
+    by_partition: dict[tuple[str, int], list[InputRow]] = {}
+    for row in rows:
+        by_partition.setdefault((row.topic, row.partition), []).append(row)
+    if len(by_partition) == 1:
+        (only,) = by_partition.values()
+        return sorted(only, key=lambda r: r.offset)
+    queues = [sorted(part, key=lambda r: r.offset) for part in by_partition.values()]
+    return list(heapq.merge(*queues, key=lambda r: r.timestamp))
+
+
+class _StateManager:
+    """The task's state manager: the keyed stores, nothing on disk."""
+
+    def __init__(self, task_dir: Path) -> None:
+        self._task_dir = task_dir
+        self._stores: dict[str, StateStore] = {}
+
+    @property
+    def task_dir(self) -> Path:
+        return self._task_dir
+
+    def register(self, store: StateStore, restore_callback: RestoreCallback | None = None) -> None:
+        self._stores[store.name] = store
+
+    def get_store(self, name: str) -> StateStore | None:
+        return self._stores.get(name)
+
+    @property
+    def stores(self) -> Mapping[str, StateStore]:
+        return self._stores
+
+    def flush(self) -> None:
+        """Spark state is saved by the keyed stage after each key."""
+
+    def close(self) -> None:
+        self._stores.clear()
+
+
+class _Collector:
+    """The RecordCollector: sink output becomes Spark rows (with the runner's headers for read-back topics)."""
+
+    def __init__(self, readback_topics: frozenset[str], stamp_origin: bool) -> None:
+        self.rows: list[OutputRow] = []
+        self._readback = readback_topics
+        self._stamp = stamp_origin
+        self.origin: tuple[str, int, int] = ("", 0, 0)
+        self.index = 0
+
+    def start(self, row: InputRow) -> None:
+        """The next sends come from `row`."""
+        self.origin = (row.topic, row.partition, row.offset)
+        self.index = 0
+
+    def send(
+        self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: Headers,
+        partition: int | None,
+    ) -> None:  # fmt: skip
+        out = [(str(k), bytes(v)) for k, v in headers]
+        if topic in self._readback:
+            out.append((TIMESTAMP_HEADER, _TS.pack(timestamp)))
+            if self._stamp:
+                origin_topic, origin_partition, origin_offset = self.origin
+                packed = _ORIGIN.pack(origin_partition, origin_offset, self.index) + origin_topic.encode()
+                out.append((ORIGIN_HEADER, packed))
+                self.index += 1
+        self.rows.append(OutputRow(topic, key, value, out))
+
+    def partitions_for(self, topic: str) -> int:
+        raise UnsupportedOnSparkError("a custom StreamPartitioner", topic, "the Spark sink partitions by murmur2 only")
+
+
+class _SparkTaskProcessor(TaskProcessor):
+    """A TaskProcessor that refuses punctuations: Spark has no per-task stream-time clock to fire them."""
+
+    def schedule(
+        self, node: ProcessorNode, interval_ms: int, punctuation_type: PunctuationType, punctuator: Punctuator
+    ) -> PunctuationSchedule:
+        raise UnsupportedOnSparkError(
+            f"{type(node.processor).__name__}.schedule()", node.name, "punctuations have no Spark equivalent"
+        )
+
+
+class SubtopologyExecutor:
+    """Builds the sub-topology once and runs batches of Kafka rows through it."""
+
+    def __init__(self, spec: SubtopologySpec, partition: int = 0) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="streams-core-spark-")
+        props = dict(spec.props)
+        props["state.dir"] = self._tmp.name
+        config = StreamsConfig(props)
+        builder = load_topology(spec.topology).internal_topology_builder
+        builder.set_application_id(config["application.id"])
+        built = builder.build_subtopology(spec.subtopology_id, config)
+        self.stores: dict[str, KeyedStateStore] = {name: KeyedStateStore(name) for name in built.state_stores}
+        built.state_stores.clear()
+        built.state_stores.update(self.stores)
+        self._collector = _Collector(spec.readback_topics, spec.stamp_origin)
+        task_id = TaskId(spec.subtopology_id, partition)
+        self._task = _SparkTaskProcessor(
+            task_id, built, config, _StateManager(Path(self._tmp.name)), self._collector
+        )
+        self._task.init()
+
+    def process(
+        self, rows: Iterable[InputRow], applied: dict[tuple[str, int], tuple[int, int]] | None = None
+    ) -> list[OutputRow]:
+        """Run the rows in the given order; the sinks' output, in order.
+
+        With `applied` (origin partition -> last origin (offset, index) applied, kept by the
+        caller), rows whose origin was applied already are replays and are skipped.
+        """
+        task = self._task
+        collector = self._collector
+        for row in rows:
+            timestamp, headers, origin = _runner_headers(row)
+            if applied is not None and origin is not None:
+                source, position = (origin[0], origin[1]), (origin[2], origin[3])
+                last = applied.get(source)
+                if last is not None and position <= last:
+                    log.debug("skipping a replayed record from %s (applied up to %s)", origin, last)
+                    continue
+                applied[source] = position
+            collector.start(row)
+            record = task.deserialize(row.topic, row.partition, row.offset, timestamp, row.key, row.value, headers)
+            if record is None:
+                continue
+            extracted = task.extract_timestamp(record, task.stream_time)
+            if extracted is None:
+                continue
+            if extracted > task.stream_time:
+                task.stream_time = extracted
+            task.process(record, extracted)
+        out = self._collector.rows
+        self._collector.rows = []
+        return out
+
+    def close(self) -> None:
+        try:
+            self._task.close()
+        finally:
+            self._tmp.cleanup()
+
+
+def _runner_headers(row: InputRow) -> tuple[int, Headers, Origin | None]:
+    """The record's timestamp, its headers without the runner's, and its origin if stamped."""
+    headers = row.headers
+    if not any(name in _RUNNER_HEADERS for name, _ in headers):
+        return row.timestamp, headers, None
+    timestamp, origin = row.timestamp, None
+    for name, value in headers:
+        if name == TIMESTAMP_HEADER:
+            timestamp = _TS.unpack(value)[0]
+        elif name == ORIGIN_HEADER:
+            partition, offset, index = _ORIGIN.unpack_from(value)
+            origin = (value[_ORIGIN.size :].decode(), partition, offset, index)
+    return timestamp, tuple(h for h in headers if h[0] not in _RUNNER_HEADERS), origin
+
+
+def iter_rows(rows: Iterable[Any]) -> Iterator[InputRow]:
+    """InputRows from mappings or Spark Rows with the source's column names."""
+    for r in rows:
+        get = r.__getitem__
+        headers = get("headers") or ()
+        yield InputRow(
+            get("topic"), get("partition"), get("offset"), get("timestamp"), get("key"), get("value"),
+            tuple((h["key"], h["value"]) for h in headers),
+        )  # fmt: skip

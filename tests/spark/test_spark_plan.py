@@ -1,0 +1,181 @@
+"""SparkRunner.plan(): what compiles to which stage, and what is refused at plan time (no broker, no Spark)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from app.wordcount import build_topology
+from streams_core import (
+    BufferConfig,
+    JoinWindows,
+    Materialized,
+    Processor,
+    PunctuationType,
+    Record,
+    Serdes,
+    SessionWindows,
+    SlidingWindows,
+    Stores,
+    StreamsBuilder,
+    Suppressed,
+    TimeWindows,
+    Topology,
+)
+from streams_core.spark import SparkRunner, UnsupportedOnSparkError
+
+CONFIG = {"application.id": "plan-test", "bootstrap.servers": "127.0.0.1:9"}
+
+
+def plan_of(topology: Topology) -> Any:
+    return SparkRunner(topology, CONFIG).plan()
+
+
+def words() -> Any:
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).group_by_key()
+    return builder, grouped
+
+
+def test_word_count_is_a_stateless_query_then_a_keyed_query() -> None:
+    plan = plan_of(build_topology("lines", "counts", windowed=False))
+    first, second = plan.queries
+    assert (first.stage, first.source_topics, first.sink_topics) == ("stateless", ("lines",), ("plan-test-word-count-repartition",))
+    assert (second.stage, second.source_topics, second.sink_topics, second.after) == (
+        "keyed", ("plan-test-word-count-repartition",), ("counts",), (0,))
+    assert second.stores == ("word-count",)
+    assert plan.internal_topics == ("plan-test-word-count-repartition",)
+    text = plan.describe()
+    assert "mapInArrow" in text and "transformWithState" in text and "Query 1: sub-topology 1, after 0" in text
+
+
+def test_queries_run_writers_first_even_when_declared_later() -> None:
+    builder = StreamsBuilder()
+    builder.stream("mid", key_serde=Serdes.String(), value_serde=Serdes.String()).to("out")
+    builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).map_values(str.upper).to("mid")
+    plan = plan_of(builder.build())
+    assert [q.source_topics for q in plan.queries] == [("in",), ("mid",)]
+
+
+def test_a_stateless_custom_processor_is_fused() -> None:
+    class Upper(Processor):
+        def init(self, context: Any) -> None:
+            self.context = context
+
+        def process(self, record: Record[Any, Any]) -> None:
+            self.context.forward(Record(record.key, record.value.upper(), record.timestamp))
+
+    builder = StreamsBuilder()
+    builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).process(Upper).to("out")
+    (query,) = plan_of(builder.build()).queries
+    assert query.stage == "stateless"
+
+
+@pytest.mark.parametrize(
+    ("windows", "operator"),
+    [
+        (TimeWindows.of_size_and_grace(1000, 100), "windowed_by(TimeWindows)"),
+        (SlidingWindows.of_time_difference_and_grace(1000, 100), "windowed_by(SlidingWindows)"),
+        (SessionWindows.with_inactivity_gap(1000), "windowed_by(SessionWindows)"),
+    ],
+)
+def test_windowed_aggregations_are_refused_naming_the_operator(windows: Any, operator: str) -> None:
+    builder, grouped = words()
+    grouped.windowed_by(windows).count()
+    with pytest.raises(UnsupportedOnSparkError, match=re.escape(operator)) as caught:
+        plan_of(builder.build())
+    assert caught.value.node.startswith("KSTREAM-")
+
+
+def test_suppress_is_refused() -> None:
+    builder, grouped = words()
+    grouped.count().suppress(Suppressed.until_time_limit(1000, BufferConfig.unbounded()))
+    with pytest.raises(UnsupportedOnSparkError, match="suppress"):
+        plan_of(builder.build())
+
+
+def test_stream_stream_joins_are_refused() -> None:
+    builder = StreamsBuilder()
+    left = builder.stream("left", key_serde=Serdes.String(), value_serde=Serdes.String())
+    right = builder.stream("right", key_serde=Serdes.String(), value_serde=Serdes.String())
+    left.join(right, lambda a, b: a + b, JoinWindows.of_time_difference_and_grace(1000, 100))
+    with pytest.raises(UnsupportedOnSparkError, match="stream-stream"):
+        plan_of(builder.build())
+
+
+def test_table_table_joins_are_refused() -> None:
+    builder = StreamsBuilder()
+    left = builder.table("left", key_serde=Serdes.String(), value_serde=Serdes.String())
+    right = builder.table("right", key_serde=Serdes.String(), value_serde=Serdes.String())
+    left.join(right, lambda a, b: a + b)
+    with pytest.raises(UnsupportedOnSparkError, match=re.escape("KTable.join/left_join/outer_join")):
+        plan_of(builder.build())
+
+
+def test_global_tables_are_refused() -> None:
+    builder = StreamsBuilder()
+    table = builder.global_table("dims", key_serde=Serdes.String(), value_serde=Serdes.String())
+    stream = builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+    stream.join(table, lambda k, v: k, lambda a, b: a + b).to("out")
+    with pytest.raises(UnsupportedOnSparkError, match="GlobalKTable"):
+        plan_of(builder.build())
+
+
+def test_pattern_sources_are_refused() -> None:
+    builder = StreamsBuilder()
+    builder.stream(re.compile("in-.*"), key_serde=Serdes.String(), value_serde=Serdes.String()).to("out")
+    with pytest.raises(UnsupportedOnSparkError, match="pattern"):
+        plan_of(builder.build())
+
+
+def test_custom_partitioners_are_refused() -> None:
+    builder = StreamsBuilder()
+    builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to(
+        "out", partitioner=lambda topic, key, value, n: 0)
+    with pytest.raises(UnsupportedOnSparkError, match="custom partitioner"):
+        plan_of(builder.build())
+
+
+def test_stateful_custom_processors_are_refused() -> None:
+    class Summer(Processor):
+        def init(self, context: Any) -> None:
+            self.store = context.get_state_store("sums")
+
+        def process(self, record: Record[Any, Any]) -> None:
+            self.store.put(record.key, record.value)
+
+    topology = (Topology()
+                .add_source("SOURCE", "in", key_serde=Serdes.String(), value_serde=Serdes.Long())
+                .add_processor("SUM", Summer, "SOURCE")
+                .add_state_store(Stores.key_value_store_builder(
+                    Stores.persistent_key_value_store("sums"), Serdes.String(), Serdes.Long()), "SUM"))
+    with pytest.raises(UnsupportedOnSparkError, match=r"process\(Summer\) with state stores") as caught:
+        plan_of(topology)
+    assert caught.value.node == "SUM"
+
+
+def test_punctuations_are_refused_at_plan_time() -> None:
+    class Ticker(Processor):
+        def init(self, context: Any) -> None:
+            context.schedule(1000, PunctuationType.STREAM_TIME, lambda ts: None)
+
+        def process(self, record: Record[Any, Any]) -> None:
+            pass
+
+    topology = (Topology()
+                .add_source("SOURCE", "in", key_serde=Serdes.String(), value_serde=Serdes.String())
+                .add_processor("TICK", Ticker, "SOURCE"))
+    with pytest.raises(UnsupportedOnSparkError, match=r"Ticker\.schedule\(\)"):
+        plan_of(topology)
+
+
+def test_count_with_materialized_store_and_stream_table_join_are_keyed() -> None:
+    builder = StreamsBuilder()
+    table = builder.table("users", key_serde=Serdes.String(), value_serde=Serdes.String(),
+                          materialized=Materialized.as_("users"))
+    clicks = builder.stream("clicks", key_serde=Serdes.String(), value_serde=Serdes.String())
+    clicks.join(table, lambda click, user: f"{user}:{click}").to("enriched")
+    (query,) = plan_of(builder.build()).queries
+    assert query.stage == "keyed" and query.source_topics == ("clicks", "users")
