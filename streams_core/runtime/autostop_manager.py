@@ -130,10 +130,22 @@ class AutostopManager:
             ) from None
         return self._state
 
+    async def _end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """End offsets, asked again when a request times out (seen once right after the metadata
+        topic was created, while its leader settled on a loaded broker)."""
+        assert self._consumer is not None
+        for attempt in range(1, 4):
+            try:
+                return await self._consumer.end_offsets(partitions)
+            except clients.KafkaTimeoutError:
+                if attempt == 3:
+                    raise
+                log.warning("autostop [%s]: end offsets timed out (attempt %d of 3); asking again", self.application_id, attempt)
+        raise AssertionError("unreachable")
+
     async def _caught_up(self) -> RunState:
         """The state once the log is read to its current end."""
-        assert self._consumer is not None
-        end = (await self._consumer.end_offsets([self._partition]))[self._partition]
+        end = (await self._end_offsets([self._partition]))[self._partition]
         return await self._wait_for("catch-up", lambda _state: self._read_up_to >= end)
 
     # -- the run ------------------------------------------------------------------------------
@@ -169,7 +181,7 @@ class AutostopManager:
     async def _start_new_run(self, previous: RunState) -> RunState:
         assert self._consumer is not None and self._producer is not None
         partitions = sorted(self.input_partitions)
-        ends = await self._consumer.end_offsets(partitions) if partitions else {}
+        ends = await self._end_offsets(partitions) if partitions else {}
         records: list[tuple[bytes, bytes | None]] = [(key, None) for key in sorted(previous.keys)]
         records += [(stop_key(tp), str(ends[tp]).encode()) for tp in partitions]
         records.append((self.application_id.encode(), COMPLETED))
@@ -216,7 +228,7 @@ class AutostopManager:
         targets = sorted(intermediates)
         if not targets:
             return
-        ends = await self._consumer.end_offsets(targets)
+        ends = await self._end_offsets(targets)
         await self._write([(done_key(source, tp), str(ends[tp]).encode()) for source in sorted(sources) for tp in targets])
         log.info(
             "autostop [%s]: %s done; intermediate end offsets %s",
