@@ -325,7 +325,7 @@ async def test_delete_stopoffsets_lets_a_batch_stopped_by_hand_start_fresh(boots
     assert 0 < progress["records_to_go"] < 300 and not progress["finished"]
     assert progress["partitions"][f"{source}-0"]["stop_offset"] == 300
     text = (await StreamsMetrics(stopped).render(1.0)).decode()
-    assert f'streams_batch_records_to_go{{topic="{source}",partition="0"}}' in text
+    assert f'streams_batch_records_to_go{{partition="0",topic="{source}"}}' in text
     await stopped.close()
     assert 0 < len(await read_all(bootstrap, sink)) < 300, "stopped by hand mid-run"
     log, _ = await metadata_log(bootstrap, app_id)
