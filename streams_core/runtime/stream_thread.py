@@ -430,6 +430,10 @@ class StreamThread:
                 self._pending_error = self._pending_error or exc
                 return
             self._last_commit_ms = wall_clock_ms()
+            log.info(
+                "%srebalance: assigned active tasks %s, standby tasks %s",
+                self.log_prefix, sorted(str(t) for t in tm.tasks), sorted(str(t) for t in tm.standby_tasks),
+            )
             self._on_assignment(self)
             self._set_state(ThreadState.RUNNING)
 

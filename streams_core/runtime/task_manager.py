@@ -157,6 +157,7 @@ class TaskManager:
         log.info(
             "%screated task %s for %s (restored %d records)",
             self._log_prefix, task_id, sorted(partitions), task.restored_records,
+            extra={"task": str(task_id)},
         )
         return task
 
