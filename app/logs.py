@@ -2,7 +2,7 @@
 
 `--log-format json` (or STREAMS_LOG_FORMAT=json) writes `{"ts", "level", "logger", "message"}`
 plus the runtime's context when a line has it: `thread` (the stream thread's log prefix, as
-`[wordcount-StreamThread-1] `), and any `task`/`partition` passed in `extra=`.
+`stream-thread [wordcount-StreamThread-1] `), and any `task`/`partition` passed in `extra=`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ __all__ = ["LOG_FORMATS", "JsonFormatter", "configure_logging"]
 
 LOG_FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-_PREFIX = re.compile(r"^\[(?P<thread>[^\]]+)\] ")
+_PREFIX = re.compile(r"^stream-thread \[(?P<thread>[^\]]+)\] ")
 _CONTEXT = ("task", "partition", "topic", "store")
 
 

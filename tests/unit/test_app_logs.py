@@ -21,7 +21,7 @@ def _record(message: str, *args: object, **extra: object) -> logging.LogRecord:
 
 def test_json_line_carries_thread_and_task() -> None:
     line = JsonFormatter().format(
-        _record("%screated task %s (restored %d records)", "[wc-StreamThread-1] ", "0_1", 12, task="0_1")
+        _record("%screated task %s (restored %d records)", "stream-thread [wc-StreamThread-1] ", "0_1", 12, task="0_1")
     )
     entry = json.loads(line)
     assert entry["thread"] == "wc-StreamThread-1"
