@@ -8,7 +8,6 @@ contract in `openapi.yaml` (tests/api/test_openapi_contract.py holds them to it)
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,7 +19,7 @@ from fastapi.routing import APIRoute
 from api.errors import install_error_handlers
 from api.forwarding import Forwarder, instance_name
 from api.instance import StreamsInstance
-from api.metrics import QueryLatency
+from api.metrics import StreamsMetrics
 from api.middleware import QueryTimingMiddleware, ServedByMiddleware
 from api.routes import health, instances, state
 from api.settings import ApiSettings
@@ -64,7 +63,7 @@ def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None)
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with httpx.AsyncClient(transport=settings.transport, timeout=settings.timeout()) as client:
-            app.state.forwarder = Forwarder(client, this_host, settings.scheme)
+            app.state.forwarder = Forwarder(client, this_host, settings.scheme, on_forward=app.state.metrics.forwarded)
             log.info("REST server for %r up as %s", streams.application_id, this_host or "a single instance")
             yield
         log.info("REST server for %r down", streams.application_id)
@@ -78,12 +77,11 @@ def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None)
     )
     app.state.streams = streams
     app.state.settings = settings
-    app.state.query_latency = QueryLatency()
-    app.state.started = time.monotonic()
+    app.state.metrics = StreamsMetrics(streams)
     install_error_handlers(app)
     for module in (instances, state, health):
         app.include_router(module.router)
     app.add_middleware(ServedByMiddleware, served_by=instance_name(this_host))
-    app.add_middleware(QueryTimingMiddleware, latency=app.state.query_latency)
+    app.add_middleware(QueryTimingMiddleware, metrics=app.state.metrics)
     app.openapi = lambda: _without_validation_errors(app)  # type: ignore[method-assign]
     return app

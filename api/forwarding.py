@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,8 +93,16 @@ def _raw_path(request: Request) -> bytes:
 class Forwarder:
     """Sends a query on to another instance with this instance's hop header and timeouts."""
 
-    def __init__(self, client: httpx.AsyncClient, this_host: HostInfo | None, scheme: str = "http") -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        this_host: HostInfo | None,
+        scheme: str = "http",
+        on_forward: Callable[[str, str], None] | None = None,
+    ) -> None:
         self.client = client
+        self._on_forward = on_forward or (lambda route, instance: None)
+        """Told (route template, instance) of every query sent on, for the forwards metric."""
         self.this_host = this_host
         self.scheme = scheme
         self._hop = {HOP_HEADER: str(this_host) if this_host else "unknown"}
@@ -107,6 +115,7 @@ class Forwarder:
     async def get(self, host: HostInfo, request: Request, params: Mapping[str, str]) -> httpx.Response:
         """GET the same path on `host`; NotAvailableError (503) when it cannot be reached in time."""
         url = httpx.URL(scheme=self.scheme, host=host.host, port=host.port, raw_path=_raw_path(request))
+        self._on_forward(getattr(request.scope.get("route"), "path", request.url.path), str(host))
         try:
             return await self.client.get(url, params=dict(params), headers=self._hop)
         except httpx.HTTPError as exc:

@@ -1,73 +1,36 @@
-"""`/metrics` in the Prometheus text exposition format (0.0.4), written by hand (no dependency).
+"""`/metrics` with prometheus-client: the KafkaStreams collector plus the REST layer's own instruments.
 
-| metric                                   | type      | from                                   |
-|------------------------------------------|-----------|----------------------------------------|
-| `streams_state{state}`                   | gauge     | 1 for the current client state, else 0 |
-| `streams_processed_records_total`        | counter   | the stream threads                     |
-| `streams_process_rate`                   | gauge     | processed records / s since the API started |
-| `streams_commit_latency_ms_avg`          | gauge     | commits of all threads                 |
-| `streams_commits_total`                  | counter   | the stream threads                     |
-| `streams_restored_records_total`         | counter   | records restored from changelogs       |
-| `streams_store_lag{store,partition}`     | gauge     | `all_local_store_partition_lags()`     |
-| `streams_store_offset{store,partition}`  | gauge     | the local position in the changelog    |
-| `streams_query_latency_seconds{route}`   | histogram | every matched request, by route template |
+Each app has its own `CollectorRegistry` (several apps may live in one process, as in tests).
+REST instruments, by route template (`/state/keyvalue/{store}/{key}`), so their labels are bounded:
+
+| metric                                          | type      |
+|-------------------------------------------------|-----------|
+| `streams_query_duration_seconds{route}`         | histogram (its `_count` is the query count) |
+| `streams_query_responses_total{route,code}`     | counter (`code="503"`: not available now) |
+| `streams_query_forwards_total{route,instance}`  | counter: queries sent on to another instance |
+
+docs/metrics.md lists every metric with its Kafka Streams counterpart.
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import logging
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
 from api.instance import StreamsInstance
+from api.streams_collector import StreamsCollector
 from streams_core import StreamsError
 
-__all__ = ["CONTENT_TYPE", "QueryLatency", "render_metrics"]
+__all__ = ["CONTENT_TYPE", "StreamsMetrics"]
 
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-
-
-class QueryLatency:
-    """A latency histogram per route template (bounded: only the routes of the app)."""
-
-    def __init__(self) -> None:
-        self._counts: dict[str, list[int]] = {}
-        self._sums: dict[str, float] = {}
-
-    def observe(self, route: str, seconds: float) -> None:
-        counts = self._counts.setdefault(route, [0] * (len(_BUCKETS) + 1))
-        counts[bisect.bisect_left(_BUCKETS, seconds)] += 1
-        self._sums[route] = self._sums.get(route, 0.0) + seconds
-
-    def lines(self) -> Iterable[str]:
-        name = "streams_query_latency_seconds"
-        yield f"# HELP {name} Latency of REST queries by route."
-        yield f"# TYPE {name} histogram"
-        for route in sorted(self._counts):
-            label = f'route="{_escape(route)}"'
-            total = 0
-            for bound, count in zip((*_BUCKETS, None), self._counts[route], strict=True):
-                total += count
-                le = "+Inf" if bound is None else repr(bound)
-                yield f'{name}_bucket{{{label},le="{le}"}} {total}'
-            yield f"{name}_sum{{{label}}} {self._sums[route]!r}"
-            yield f"{name}_count{{{label}}} {total}"
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _metric(name: str, kind: str, help_text: str, samples: Iterable[tuple[str, float]]) -> list[str]:
-    lines = [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-    lines += [f"{name}{labels} {value!r}" for labels, value in samples]
-    return lines
+"""The text format every Prometheus scrapes (what `generate_latest` writes)."""
 
 
 async def _lags(streams: StreamsInstance, timeout: float) -> Mapping[str, Mapping[int, Any]]:
@@ -80,63 +43,33 @@ async def _lags(streams: StreamsInstance, timeout: float) -> Mapping[str, Mappin
         return {}
 
 
-_HELP = {
-    "streams_state": ("gauge", "1 for the current state of the KafkaStreams client."),
-    "streams_processed_records_total": ("counter", "Records processed by all stream threads."),
-    "streams_process_rate": ("gauge", "Records processed per second since the REST server started."),
-    "streams_commits_total": ("counter", "Commits of all stream threads."),
-    "streams_commit_latency_ms_avg": ("gauge", "Mean commit latency in milliseconds."),
-    "streams_restored_records_total": ("counter", "Records restored from changelogs."),
-    "streams_store_lag": ("gauge", "Changelog records a local store copy is behind."),
-    "streams_store_offset": ("gauge", "Changelog position of a local store copy."),
-    "streams_batch_records_to_go": ("gauge", "KIP-95 batch run: records of a partition before its stop offset."),
-    "streams_batch_finished": ("gauge", "KIP-95 batch run: 1 once every task of a stream thread reached its stop offsets."),
-}
+class StreamsMetrics:
+    """The registry of one app: the instance's collector and the per-route query instruments."""
 
+    def __init__(self, streams: StreamsInstance) -> None:
+        self.streams = streams
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.collector = StreamsCollector(streams)
+        self.registry.register(self.collector)
+        self.query_duration = Histogram(
+            "streams_query_duration_seconds", "Latency of REST queries by route template.", ["route"], registry=self.registry
+        )
+        self.responses = Counter(
+            "streams_query_responses", "REST answers by route template and status code.", ["route", "code"], registry=self.registry
+        )
+        self.forwards = Counter(
+            "streams_query_forwards", "Queries forwarded to another instance.", ["route", "instance"], registry=self.registry
+        )
 
-def _batch_samples(threads: list[dict[str, Any]]) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-    """Records to go per partition with a known stop offset, and whether each thread finished."""
-    to_go: list[tuple[str, float]] = []
-    finished: list[tuple[str, float]] = []
-    for thread in threads:
-        batch = thread.get("autostop")
-        if not batch:
-            continue
-        finished.append((f'{{thread="{_escape(thread["thread"])}"}}', int(batch["finished"])))
-        for name, info in batch["partitions"].items():
-            if info["stop_offset"] is not None:
-                topic, partition = name.rsplit("-", 1)
-                labels = f'{{topic="{_escape(topic)}",partition="{partition}"}}'
-                to_go.append((labels, info["stop_offset"] - info["offset"]))
-    return to_go, finished
+    def observe(self, route: str, status: int, seconds: float) -> None:
+        """One answered request of a route."""
+        self.query_duration.labels(route).observe(seconds)
+        self.responses.labels(route, str(status)).inc()
 
+    def forwarded(self, route: str, instance: str) -> None:
+        self.forwards.labels(route, instance).inc()
 
-async def render_metrics(streams: StreamsInstance, latency: QueryLatency, started: float, lag_timeout: float) -> str:
-    """The exposition text of the client, its threads, its local stores and the REST queries."""
-    threads: list[dict[str, Any]] = streams.metrics().get("threads", [])
-    processed = sum(t.get("processed_records", 0) for t in threads)
-    commits = sum(t.get("commit_count", 0) for t in threads)
-    commit_ms = sum(t.get("commit_latency_ms_avg", 0.0) * t.get("commit_count", 0) for t in threads)
-    current = streams.state
-    lags = await _lags(streams, lag_timeout)
-    stores = sorted(
-        (store, partition, info) for store, by_partition in lags.items() for partition, info in by_partition.items()
-    )
-
-    def by_store(attribute: str) -> list[tuple[str, float]]:
-        return [(f'{{store="{_escape(s)}",partition="{p}"}}', getattr(info, attribute)) for s, p, info in stores]
-
-    samples: dict[str, list[tuple[str, float]]] = {
-        "streams_state": [(f'{{state="{state.name}"}}', int(state is current)) for state in type(current)],
-        "streams_processed_records_total": [("", processed)],
-        "streams_process_rate": [("", processed / max(time.monotonic() - started, 1e-9))],
-        "streams_commits_total": [("", commits)],
-        "streams_commit_latency_ms_avg": [("", commit_ms / commits if commits else 0.0)],
-        "streams_restored_records_total": [("", sum(t.get("restored_records", 0) for t in threads))],
-        "streams_store_lag": by_store("offset_lag"),
-        "streams_store_offset": by_store("current_offset_position"),
-    }
-    samples["streams_batch_records_to_go"], samples["streams_batch_finished"] = _batch_samples(threads)
-    lines = [line for name, (kind, text) in _HELP.items() for line in _metric(name, kind, text, samples[name])]
-    lines += latency.lines()
-    return "\n".join(lines) + "\n"
+    async def render(self, lag_timeout: float) -> bytes:
+        """The exposition text; store lags are asked once per scrape (bounded by `lag_timeout`)."""
+        self.collector.lags = await _lags(self.streams, lag_timeout)
+        return bytes(generate_latest(self.registry))

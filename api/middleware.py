@@ -1,4 +1,4 @@
-"""ASGI middleware of the REST layer: query latency by route, and `X-Served-By` on state answers."""
+"""ASGI middleware of the REST layer: query latency and status by route, and `X-Served-By` on state answers."""
 
 from __future__ import annotations
 
@@ -7,29 +7,38 @@ import time
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.forwarding import SERVED_BY_HEADER
-from api.metrics import QueryLatency
+from api.metrics import StreamsMetrics
 
 __all__ = ["QueryTimingMiddleware", "ServedByMiddleware"]
 
 
 class QueryTimingMiddleware:
-    """Times every request that matched a route, by the route's template (`/state/keyvalue/{store}/{key}`)."""
+    """Times and counts (by status) every request that matched a route, by the route's template
+    (`/state/keyvalue/{store}/{key}`), so the metric labels stay bounded."""
 
-    def __init__(self, app: ASGIApp, latency: QueryLatency) -> None:
+    def __init__(self, app: ASGIApp, metrics: StreamsMetrics) -> None:
         self.app = app
-        self.latency = latency
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
+        status = 500
+
+        async def send_noting_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, send_noting_status)
         finally:
             route = getattr(scope.get("route"), "path", None)
             if route is not None:
-                self.latency.observe(route, time.perf_counter() - start)
+                self.metrics.observe(route, status, time.perf_counter() - start)
 
 
 class ServedByMiddleware:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
+from app.logs import LOG_FORMATS, configure_logging
 from app.settings import add_service_arguments, settings_from
 
 
@@ -25,11 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="local broker, two word-count instances, sample text, curl lines")
     demo.add_argument("--once", action="store_true", help="exit after showing the first answers")
     demo.add_argument("--base-port", type=int, default=7071)
-    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--log-level", default=os.environ.get("STREAMS_LOG_LEVEL") or "INFO")
+    parser.add_argument("--log-format", default=os.environ.get("STREAMS_LOG_FORMAT") or "text", choices=LOG_FORMATS,
+                        help="text, or json: one object a line for log stacks (STREAMS_LOG_FORMAT)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("aiokafka").setLevel(logging.WARNING)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    if args.log_format not in LOG_FORMATS:  # argparse does not check a default taken from the environment
+        parser.error(f"argument --log-format: invalid choice: {args.log_format!r} (choose from {', '.join(LOG_FORMATS)})")
+    configure_logging(args.log_level, args.log_format)
     if args.command == "wordcount" and args.engine == "spark":
         from app.spark_job import run_spark_wordcount
 

@@ -73,6 +73,7 @@ async def _serve(
         "num.standby.replicas": settings.num_standby_replicas,
         "processing.guarantee": settings.processing_guarantee,
         "autostop.at": settings.autostop_at,
+        **settings.properties,
         **extra_config,
     }
     await _ensure_topics(config, topics, timeout=15)

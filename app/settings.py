@@ -1,18 +1,39 @@
 """Settings of the runnable apps: command-line flags, falling back to STREAMS_* environment variables.
 
-Containers set the environment (docker/compose.yaml); people use flags. Names:
-STREAMS_BOOTSTRAP_SERVERS, STREAMS_APPLICATION_SERVER, STREAMS_STATE_DIR, STREAMS_BIND_HOST,
-STREAMS_APPLICATION_ID, STREAMS_NUM_STANDBY_REPLICAS, STREAMS_PROCESSING_GUARANTEE, STREAMS_AUTOSTOP_AT.
+Containers set the environment (docker/compose.yaml); people use flags. Every Kafka Streams
+property (`StreamsConfig.documentation()`) is `STREAMS_<NAME>`, dots as underscores
+(`commit.interval.ms` is STREAMS_COMMIT_INTERVAL_MS); seven of them also have a flag, which wins.
+Besides: STREAMS_BIND_HOST (the address the REST server binds), STREAMS_PORT (with it,
+`application.server` defaults to this host's name and that port, as in a container),
+STREAMS_LOG_LEVEL and STREAMS_LOG_FORMAT (app/__main__.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-__all__ = ["ServiceSettings", "add_service_arguments", "settings_from"]
+from streams_core import StreamsConfig
+
+__all__ = [
+    "FLAG_PROPERTIES",
+    "ServiceSettings",
+    "add_service_arguments",
+    "default_application_server",
+    "env_name",
+    "properties_from_env",
+    "settings_from",
+]
+
+FLAG_PROPERTIES = frozenset({
+    "application.id", "bootstrap.servers", "application.server", "state.dir",
+    "num.standby.replicas", "processing.guarantee", "autostop.at",
+})  # fmt: skip
+"""The Kafka Streams properties that also have a command-line flag."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,10 +49,30 @@ class ServiceSettings:
     processing_guarantee: str
     autostop_at: str | None = None
     """KIP-95: `eol` makes a batch run that stops at the end of the input as it was at the start."""
+    properties: Mapping[str, str] = field(default_factory=dict)
+    """The other Kafka Streams properties set as STREAMS_<NAME> (StreamsConfig parses the text)."""
 
     @property
     def port(self) -> int:
         return int(self.application_server.rsplit(":", 1)[1])
+
+
+def env_name(key: str) -> str:
+    """The environment variable of a Kafka Streams property: `num.stream.threads` -> STREAMS_NUM_STREAM_THREADS."""
+    return "STREAMS_" + key.upper().replace(".", "_").replace("-", "_")
+
+
+def properties_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every Kafka Streams property set (non-empty) in the environment, by its property name."""
+    environ = os.environ if environ is None else environ
+    return {key: environ[env_name(key)] for key in StreamsConfig.documentation() if environ.get(env_name(key))}
+
+
+def default_application_server(environ: Mapping[str, str] | None = None) -> str:
+    """`<hostname>:$STREAMS_PORT` when STREAMS_PORT is set (the image sets it), else 127.0.0.1:7070."""
+    environ = os.environ if environ is None else environ
+    port = environ.get("STREAMS_PORT")
+    return f"{socket.gethostname()}:{port}" if port else "127.0.0.1:7070"
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -42,7 +83,7 @@ def _env(name: str, default: str | None = None) -> str | None:
 def add_service_arguments(parser: argparse.ArgumentParser, application_id: str) -> None:
     parser.add_argument("--bootstrap-servers", default=_env("BOOTSTRAP_SERVERS"),
                         help="Kafka brokers host:port[,...]; without it a local broker is started")
-    parser.add_argument("--application-server", default=_env("APPLICATION_SERVER", "127.0.0.1:7070"),
+    parser.add_argument("--application-server", default=_env("APPLICATION_SERVER", default_application_server()),
                         help="host:port where this instance serves queries (other instances reach it there)")
     parser.add_argument("--state-dir", default=_env("STATE_DIR", os.path.join(tempfile.gettempdir(), "kafka-streams")))
     parser.add_argument("--bind", default=_env("BIND_HOST"),
@@ -66,4 +107,5 @@ def settings_from(args: argparse.Namespace) -> ServiceSettings:
         num_standby_replicas=args.num_standby_replicas,
         processing_guarantee=args.processing_guarantee,
         autostop_at=args.autostop,
+        properties={k: v for k, v in properties_from_env().items() if k not in FLAG_PROPERTIES},
     )

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from api.deps import Settings, Streams
 from api.errors import RETRY_AFTER_DOC
-from api.metrics import CONTENT_TYPE, render_metrics
+from api.metrics import CONTENT_TYPE
 from api.schemas import HealthStatus
 
 __all__ = ["router"]
@@ -58,6 +58,5 @@ async def ready(streams: Streams, settings: Settings) -> Response:
 )
 async def metrics(request: Request, streams: Streams, settings: Settings) -> Response:
     """Client, thread, store and query metrics in the Prometheus text format."""
-    state = request.app.state
-    text = await render_metrics(streams, state.query_latency, state.started, settings.lag_timeout)
-    return PlainTextResponse(text, media_type=CONTENT_TYPE)
+    text = await request.app.state.metrics.render(settings.lag_timeout)
+    return Response(text, media_type=CONTENT_TYPE)

@@ -102,6 +102,10 @@ class AioKafkaConsumer:
     async def position(self, partition: TopicPartition) -> int:
         return int(await self._consumer.position(_kafka(partition)))
 
+    def highwater(self, partition: TopicPartition) -> int | None:
+        value = self._consumer.highwater(_kafka(partition))
+        return None if value is None else int(value)
+
     async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         ends = await self._consumer.end_offsets([_kafka(tp) for tp in partitions])
         return {_ours(tp): offset for tp, offset in ends.items()}

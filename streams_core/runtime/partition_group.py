@@ -153,6 +153,11 @@ class PartitionGroup(Generic[R]):
         """Records buffered in one partition, or in all of them."""
         return self._total_buffered if partition is None else len(self._queues[partition])
 
+    def partition_metrics(self, partition: TopicPartition) -> dict[str, Any]:
+        """One partition's figures for metrics: records buffered and skipped, and whether flow control paused it."""
+        queue = self._queues[partition]
+        return {"buffered": len(queue), "skipped": queue.skipped_records, "paused": partition in self._paused}
+
     def all_partitions_buffered(self) -> bool:
         """True when every partition of the task has at least one buffered record."""
         return bool(self._queues) and len(self._non_empty) == len(self._queues)

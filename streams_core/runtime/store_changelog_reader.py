@@ -52,6 +52,7 @@ class StoreChangelogReader:
         if not partitions:
             return result
         consumer = self._consumer
+        began = time.monotonic()
         by_tp = {p.partition: p for p in partitions}
         consumer.assign(list(by_tp))
         try:
@@ -80,9 +81,10 @@ class StoreChangelogReader:
         self.total_restored += result.total
         if result.total:
             log.info(
-                "%stask %s: restored %d records from %s",
+                "%stask %s: restored %d records from %s in %.2f s",
                 self._log_prefix, task_name, result.total,
-                {str(tp): n for tp, n in result.restored.items()},
+                {str(tp): n for tp, n in result.restored.items()}, time.monotonic() - began,
+                extra={"task": task_name},
             )
         return result
 

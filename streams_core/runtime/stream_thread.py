@@ -133,6 +133,10 @@ class StreamThread:
         self.commit_count = 0
         self.commit_latency_ms_total = 0.0
         self.poll_count = 0
+        self.poll_latency_ms_total = 0.0
+        self.process_latency_ms_total = 0.0
+        self.punctuate_count = 0
+        self.dead_lettered_records = 0
 
     def __repr__(self) -> str:
         return f"StreamThread({self.name}, {self.state.name})"
@@ -257,17 +261,22 @@ class StreamThread:
         while not self._stopping:
             busy = tm.has_buffered()
             timeout = 0 if busy and idle_rounds == 0 else (10 if busy else poll_ms)
+            polled = time.perf_counter()
             batch = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
             self.poll_count += 1
+            self.poll_latency_ms_total += (time.perf_counter() - polled) * 1000
             async with self._lock:
                 self._raise_pending_error()
                 for tp, records in batch.items():
                     tm.add_records(tp, records if autostop is None else autostop.truncate(tp, records))
                 now = wall_clock_ms()
+                started = time.perf_counter()
                 processed = tm.process(max_records, now)
+                if processed:
+                    self.process_latency_ms_total += (time.perf_counter() - started) * 1000
                 idle_rounds = 0 if processed else idle_rounds + 1
                 self._flow_control()
-                tm.punctuate(now)
+                self.punctuate_count += tm.punctuate(now)
                 if tm.standby_tasks:
                     await self._update_standbys()
                 try:
@@ -443,6 +452,10 @@ class StreamThread:
                 self._pending_error = self._pending_error or exc
                 return
             self._last_commit_ms = wall_clock_ms()
+            log.info(
+                "%srebalance: assigned active tasks %s, standby tasks %s",
+                self.log_prefix, sorted(str(t) for t in tm.tasks), sorted(str(t) for t in tm.standby_tasks),
+            )
             self._on_assignment(self)
             self._set_state(ThreadState.RUNNING)
 
@@ -493,6 +506,7 @@ class StreamThread:
             ("__streams.errors.exception", b"DeserializationError"),
         ]
         self.collector.send(topic, record.key, record.value, record.timestamp, tuple(headers), None)
+        self.dead_lettered_records += 1
 
     async def changelog_end_offsets(self, partitions: set[TopicPartition]) -> dict[TopicPartition, int]:
         """End offsets of changelog partitions, asked with the restore consumer."""
@@ -536,7 +550,28 @@ class StreamThread:
             "commit_latency_ms_avg": self.commit_latency_ms_total / self.commit_count if self.commit_count else 0.0,
             "poll_count": self.poll_count,
             "autostop": self._autostop_metrics(),
+            "poll_latency_ms_total": self.poll_latency_ms_total,
+            "process_latency_ms_total": self.process_latency_ms_total,
+            "punctuate_count": self.punctuate_count,
+            "dead_lettered_records": self.dead_lettered_records,
+            "cache": {"hits": tm.cache.hits, "misses": tm.cache.misses, "evictions": tm.cache.evictions} if tm else None,
+            "task_metrics": self._task_metrics(),
         }
+
+    def _task_metrics(self) -> dict[str, dict[str, Any]]:
+        """Per task its counters; per partition also `records_lag`: the end offset as of the last
+        fetch minus the next offset to process (None before a fetch)."""
+        tm, consumer = self.task_manager, self._consumer
+        if tm is None:
+            return {}
+        found = tm.task_metrics()
+        for task_id, task in tm.tasks.items():
+            for tp in task.partitions:
+                end = consumer.highwater(tp) if consumer is not None else None
+                at = task.committable_offset(tp)
+                lag = None if end is None or at is None else max(0, end - at)
+                found[str(task_id)]["partitions"][str(tp)]["records_lag"] = lag
+        return found
 
     def _autostop_metrics(self) -> dict[str, Any] | None:
         """KIP-95 progress: per assigned partition the next offset to process and the stop offset."""

@@ -161,6 +161,7 @@ class TaskManager:
         log.info(
             "%screated task %s for %s (restored %d records)",
             self._log_prefix, task_id, sorted(partitions), task.restored_records,
+            extra={"task": str(task_id)},
         )
         return task
 
@@ -268,9 +269,23 @@ class TaskManager:
             total += task.process(max_records_per_task, now_ms)
         return total
 
-    def punctuate(self, now_ms: int) -> None:
-        for task in self.tasks.values():
-            task.punctuate_wall_clock(now_ms)
+    def punctuate(self, now_ms: int) -> int:
+        """Run the wall-clock punctuations that are due; returns how many tasks punctuated."""
+        return sum(task.punctuate_wall_clock(now_ms) for task in self.tasks.values())
+
+    def task_metrics(self) -> dict[str, dict[str, Any]]:
+        """Per active task: its counters and, per source partition, records buffered, skipped, paused."""
+        return {
+            str(task_id): {
+                "processed_records": task.processed_records,
+                "dropped_records": task.dropped_records,
+                "restored_records": task.restored_records,
+                "partitions": {
+                    str(tp): task.partition_group.partition_metrics(tp) for tp in sorted(task.partitions)
+                },
+            }
+            for task_id, task in sorted(self.tasks.items())
+        }
 
     def has_buffered(self) -> bool:
         return any(task.partition_group.num_buffered() for task in self.tasks.values())

@@ -203,6 +203,9 @@ class FakeConsumer:
             return self.cluster._end_offset(tp, self.read_committed)
         raise clients.IllegalStateError(f"{why} and auto.offset.reset is none")
 
+    def highwater(self, partition: TopicPartition) -> int | None:
+        return int(self.cluster._end_offset(partition, self.read_committed))
+
     async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The high watermark, or under read_committed the last stable offset."""
         self._raise_fault("end_offsets")

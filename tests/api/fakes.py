@@ -162,7 +162,15 @@ class FakeKafkaStreams:
         return self.metadata_state.query_metadata_for_key(store_name, serde.serialize(None, key))
 
     def metrics(self) -> dict[str, Any]:
-        thread = {"processed_records": 120, "commit_count": 4, "commit_latency_ms_avg": 2.5, "restored_records": 7}
+        thread = {
+            "thread": "t-1", "processed_records": 120, "commit_count": 4, "commit_latency_ms_avg": 2.5,
+            "restored_records": 7, "poll_count": 10, "poll_latency_ms_total": 50.0, "process_latency_ms_total": 240.0,
+            "cache": {"hits": 3, "misses": 1, "evictions": 2}, "tasks": ["0_0"], "standby_tasks": [],
+            "task_metrics": {"0_0": {
+                "processed_records": 120, "dropped_records": 1, "restored_records": 7,
+                "partitions": {"words-0": {"buffered": 5, "skipped": 1, "paused": True, "records_lag": 9}},
+            }},
+        }  # fmt: skip
         return {"state": self.state.name, "threads": [thread]}
 
     async def all_local_store_partition_lags(self) -> dict[str, dict[int, LagInfo]]:

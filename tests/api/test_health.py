@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from streams_core import State
 from streams_core.runtime.kafka_streams import LagInfo
-from tests.api.fakes import COUNTS, Cluster
+from tests.api.conftest import WORDS
+from tests.api.fakes import COUNTS, HOST_B, Cluster
 
 
 async def test_health_and_ready_while_running(client: httpx.AsyncClient) -> None:
@@ -38,8 +40,13 @@ async def test_probes_by_state(
 
 
 def _samples(text: str) -> dict[str, float]:
-    lines = (line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
-    return {name: float(value) for name, value in lines}
+    """Sample values by `name{labels}`, labels sorted by name (as prometheus-client writes them)."""
+    found: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f'{name}="{value}"' for name, value in sorted(sample.labels.items()))
+            found[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+    return found
 
 
 async def test_metrics_in_prometheus_text(cluster: Cluster, client: httpx.AsyncClient) -> None:
@@ -51,16 +58,40 @@ async def test_metrics_in_prometheus_text(cluster: Cluster, client: httpx.AsyncC
     samples = _samples(answer.text)
     assert samples['streams_state{state="RUNNING"}'] == 1
     assert samples['streams_state{state="REBALANCING"}'] == 0
-    assert samples["streams_processed_records_total"] == 120
-    assert samples["streams_process_rate"] > 0
-    assert samples["streams_commit_latency_ms_avg"] == 2.5
-    assert samples["streams_restored_records_total"] == 7
-    assert samples['streams_store_lag{store="counts",partition="0"}'] == 10
-    assert samples['streams_store_offset{store="counts",partition="0"}'] == 40
+    thread = 'thread="t-1"'
+    assert samples[f"streams_thread_process_records_total{{{thread}}}"] == 120
+    assert samples[f"streams_thread_process_latency_seconds_sum{{{thread}}}"] == pytest.approx(0.24)
+    assert samples[f"streams_thread_commit_latency_seconds_count{{{thread}}}"] == 4
+    assert samples[f"streams_thread_commit_latency_seconds_sum{{{thread}}}"] == pytest.approx(0.01)
+    assert samples[f"streams_thread_poll_latency_seconds_sum{{{thread}}}"] == pytest.approx(0.05)
+    assert samples[f"streams_thread_restored_records_total{{{thread}}}"] == 7
+    assert samples[f"streams_cache_hit_ratio{{{thread}}}"] == 0.75
+    assert samples[f"streams_cache_evictions_total{{{thread}}}"] == 2
+    assert samples[f'streams_thread_tasks{{kind="active",{thread}}}'] == 1
+    assert samples[f'streams_task_dropped_records_total{{task="0_0",{thread}}}'] == 1
+    partition = f'partition="0",task="0_0",{thread},topic="words"'
+    assert samples[f"streams_partition_records_lag{{{partition}}}"] == 9
+    assert samples[f"streams_partition_paused{{{partition}}}"] == 1
+    assert samples[f"streams_partition_skipped_records_total{{{partition}}}"] == 1
+    assert samples['streams_store_lag_records{partition="0",store="counts"}'] == 10
+    assert samples['streams_store_offset{partition="0",store="counts"}'] == 40
     route = 'route="/state/keyvalue/{store}/{key}"'
-    assert samples[f"streams_query_latency_seconds_count{{{route}}}"] == 1
-    assert samples[f'streams_query_latency_seconds_bucket{{{route},le="+Inf"}}'] == 1
-    assert "# TYPE streams_query_latency_seconds histogram" in answer.text
+    assert samples[f"streams_query_duration_seconds_count{{{route}}}"] == 1
+    assert samples[f'streams_query_duration_seconds_bucket{{le="+Inf",{route}}}'] == 1
+    assert samples[f'streams_query_responses_total{{code="200",{route}}}'] == 1
+    assert "# TYPE streams_query_duration_seconds histogram" in answer.text
+
+
+async def test_metrics_count_forwards_and_503s(cluster: Cluster, client: httpx.AsyncClient) -> None:
+    """A key owned by B is forwarded from A; a store that fails while restoring answers 503."""
+    owned_by_b = next(word for word in WORDS if cluster.owner_host(word) == HOST_B)
+    assert (await client.get(f"/state/keyvalue/{COUNTS}/{owned_by_b}")).status_code == 200
+    cluster.a.stores_fail = cluster.b.stores_fail = True
+    assert (await client.get(f"/state/keyvalue/{COUNTS}/fig")).status_code == 503
+    samples = _samples((await client.get("/metrics")).text)
+    route = 'route="/state/keyvalue/{store}/{key}"'
+    assert samples[f'streams_query_forwards_total{{instance="{HOST_B}",{route}}}'] >= 1
+    assert samples[f'streams_query_responses_total{{code="503",{route}}}'] == 1
 
 
 async def test_metrics_leave_out_lags_before_start(cluster: Cluster, client: httpx.AsyncClient) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from api.metrics import QueryLatency, render_metrics
+from api.metrics import StreamsMetrics
 from streams_core import (
     KafkaStreams,
     Processor,
@@ -315,8 +315,8 @@ async def test_delete_stopoffsets_lets_a_batch_stopped_by_hand_start_fresh(boots
     progress = stopped.metrics()["threads"][0]["autostop"]
     assert 0 < progress["records_to_go"] < 300 and not progress["finished"]
     assert progress["partitions"][f"{source}-0"]["stop_offset"] == 300
-    text = await render_metrics(stopped, QueryLatency(), time.monotonic(), 1.0)
-    assert f'streams_batch_records_to_go{{topic="{source}",partition="0"}}' in text
+    text = (await StreamsMetrics(stopped).render(1.0)).decode()
+    assert f'streams_batch_records_to_go{{partition="0",topic="{source}"}}' in text
     await stopped.close()
     assert 0 < len(await read_all(bootstrap, sink)) < 300, "stopped by hand mid-run"
     log, _ = await metadata_log(bootstrap, app_id)
