@@ -99,5 +99,5 @@ async def test_metrics_leave_out_lags_before_start(cluster: Cluster, client: htt
     cluster.a.lags = {COUNTS: {0: LagInfo(40, 50, 10)}}
     answer = await client.get("/metrics")
     assert answer.status_code == 200
-    assert "streams_store_lag{" not in answer.text
+    assert "streams_store_lag_records{" not in answer.text
     assert _samples(answer.text)['streams_state{state="CREATED"}'] == 1
