@@ -7,10 +7,11 @@ taken; 4 when the application fails (its error is logged).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,21 @@ async def _serve(
         raise ServiceError(EXIT_APP_FAILED, f"{settings.application_id} failed: {streams.errors[-1]!r}")
 
 
+@contextlib.contextmanager
+def kafka_bootstrap(settings: ServiceSettings) -> Iterator[str]:
+    """The bootstrap servers of the settings, or those of a local broker started (and stopped) here."""
+    if settings.bootstrap_servers:
+        yield settings.bootstrap_servers
+        return
+    broker = LocalKafkaBroker(Path(settings.state_dir) / "local-kafka", port=0)
+    broker.start()
+    log.info("started a local Kafka broker at %s", broker.bootstrap_servers)
+    try:
+        yield broker.bootstrap_servers
+    finally:
+        broker.stop()
+
+
 def run_service(
     settings: ServiceSettings,
     topology_factory: Callable[[], Topology],
@@ -108,19 +124,10 @@ def run_service(
     extra_config: Mapping[str, Any] | None = None,
 ) -> int:
     """Run until SIGINT/SIGTERM; start a local broker first when no bootstrap servers are given."""
-    broker: LocalKafkaBroker | None = None
     try:
-        bootstrap = settings.bootstrap_servers
-        if not bootstrap:
-            broker = LocalKafkaBroker(Path(settings.state_dir) / "local-kafka", port=0)
-            broker.start()
-            bootstrap = broker.bootstrap_servers
-            log.info("started a local Kafka broker at %s", bootstrap)
-        asyncio.run(_serve(settings, topology_factory, topics, extra_config or {}, bootstrap))
+        with kafka_bootstrap(settings) as bootstrap:
+            asyncio.run(_serve(settings, topology_factory, topics, extra_config or {}, bootstrap))
         return 0
     except ServiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
-    finally:
-        if broker is not None:
-            broker.stop()

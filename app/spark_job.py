@@ -14,13 +14,11 @@ import logging
 import signal
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
-from app.service import EXIT_APP_FAILED, ServiceError, _ensure_topics
+from app.service import EXIT_APP_FAILED, ServiceError, _ensure_topics, kafka_bootstrap
 from app.settings import ServiceSettings
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, build_topology
-from streams_core.testing.broker import LocalKafkaBroker
 
 __all__ = ["run_spark_wordcount"]
 
@@ -38,43 +36,34 @@ def run_spark_wordcount(
     """Run the word count on Spark; 0 when done (or stopped by a signal), 2 if Kafka is unreachable, 4 on failure."""
     from streams_core.spark import SparkRunner
 
-    broker: LocalKafkaBroker | None = None
     try:
-        bootstrap = settings.bootstrap_servers
-        if not bootstrap:
-            broker = LocalKafkaBroker(Path(settings.state_dir) / "local-kafka", port=0)
-            broker.start()
-            bootstrap = broker.bootstrap_servers
-            log.info("started a local Kafka broker at %s", bootstrap)
-        config: dict[str, Any] = {
-            "application.id": settings.application_id,
-            "bootstrap.servers": bootstrap,
-            "state.dir": settings.state_dir,
-        }
-        asyncio.run(_ensure_topics(config, dict.fromkeys((input_topic, output_topic), 4), timeout=15))
-        if spark_master:
-            config["spark.master"] = spark_master
-        options = {"maxOffsetsPerTrigger": str(max_offsets_per_trigger)} if max_offsets_per_trigger else None
-        runner = SparkRunner(build_topology(input_topic, output_topic, windowed=False), config, source_options=options)
-        print(runner.plan().describe(), flush=True)
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(sig, lambda *_: runner.stop())
-        try:
-            runner.run("available_now" if autostop == "eol" else "continuous")
-        except Exception as exc:
-            if runner.stopped:
+        with kafka_bootstrap(settings) as bootstrap:
+            config: dict[str, Any] = {
+                "application.id": settings.application_id,
+                "bootstrap.servers": bootstrap,
+                "state.dir": settings.state_dir,
+            }
+            asyncio.run(_ensure_topics(config, dict.fromkeys((input_topic, output_topic), 4), timeout=15))
+            if spark_master:
+                config["spark.master"] = spark_master
+            options = {"maxOffsetsPerTrigger": str(max_offsets_per_trigger)} if max_offsets_per_trigger else None
+            runner = SparkRunner(build_topology(input_topic, output_topic, windowed=False), config, source_options=options)
+            print(runner.plan().describe(), flush=True)
+            if threading.current_thread() is threading.main_thread():
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    signal.signal(sig, lambda *_: runner.stop())
+            try:
+                runner.run("available_now" if autostop == "eol" else "continuous")
+            except Exception as exc:
+                if runner.stopped:
+                    return 0
+                raise ServiceError(EXIT_APP_FAILED, f"{settings.application_id} failed on Spark: {exc}") from exc
+            if autostop != "eol":
+                print("stopped", flush=True)
                 return 0
-            raise ServiceError(EXIT_APP_FAILED, f"{settings.application_id} failed on Spark: {exc}") from exc
-        if autostop != "eol":
-            print("stopped", flush=True)
+            total = sum(p.get("numInputRows", 0) for p in runner.progress.get(0, []))
+            print(f"done: {total} lines read from {input_topic}", flush=True)
             return 0
-        total = sum(p.get("numInputRows", 0) for p in runner.progress.get(0, []))
-        print(f"done: {total} lines read from {input_topic}", flush=True)
-        return 0
     except ServiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
-    finally:
-        if broker is not None:
-            broker.stop()
