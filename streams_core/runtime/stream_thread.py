@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 
 _PROGRESS_EVERY_MS = 10_000
 _TERMINAL_PROGRESS_EVERY_MS = 500
+PROCESSING_SLICE_S = 0.004
+"""Longest stretch of record processing before the loop yields to queries, heartbeats and I/O."""
+STANDBY_BATCH = 500
+"""Changelog records a standby update applies per loop round, for the same reason."""
 
 
 def wall_clock_ms() -> int:
@@ -271,7 +275,7 @@ class StreamThread:
                     tm.add_records(tp, records if autostop is None else autostop.truncate(tp, records))
                 now = wall_clock_ms()
                 started = time.perf_counter()
-                processed = tm.process(max_records, now)
+                processed = tm.process(max_records, now, PROCESSING_SLICE_S)
                 if processed:
                     self.process_latency_ms_total += (time.perf_counter() - started) * 1000
                 idle_rounds = 0 if processed else idle_rounds + 1
@@ -482,7 +486,7 @@ class StreamThread:
     async def _update_standbys(self) -> None:
         """Apply whatever the standby changelogs have (no waiting)."""
         assert self.task_manager is not None and self._restore_consumer is not None
-        batch = await self._restore_consumer.getmany(timeout_ms=0, max_records=10_000)
+        batch = await self._restore_consumer.getmany(timeout_ms=0, max_records=STANDBY_BATCH)
         for tp, records in batch.items():
             self.task_manager.update_standby(tp, records)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
 from streams_core.config import StreamsConfig
@@ -27,9 +28,12 @@ from streams_core.state.internals.processor_state_manager import ProcessorStateM
 from streams_core.state.internals.thread_cache import ThreadCache
 from streams_core.state.store import StateStore
 
-__all__ = ["TaskManager", "local_task_dirs"]
+__all__ = ["PROCESS_CHUNK", "TaskManager", "local_task_dirs"]
 
 log = logging.getLogger(__name__)
+
+PROCESS_CHUNK = 32
+"""Records a task processes before the slice deadline is checked again."""
 
 
 def local_task_dirs(state_dir: Path) -> dict[TaskId, Path]:
@@ -262,11 +266,27 @@ class TaskManager:
             return -1
         return task.add_records(tp, records)
 
-    def process(self, max_records_per_task: int, now_ms: int) -> int:
-        """One round over the tasks; returns the number of records processed."""
+    def process(self, max_records_per_task: int, now_ms: int, slice_s: float | None = None) -> int:
+        """Rounds over the tasks, `PROCESS_CHUNK` records each, until up to `max_records_per_task`
+        each are done or `slice_s` seconds have passed; returns the number of records processed.
+
+        The time bound keeps the event loop free for queries and heartbeats: a slice ends within
+        one chunk of one task after its deadline, whatever a record costs.
+        """
+        if slice_s is None:
+            return sum(task.process(max_records_per_task, now_ms) for task in self.tasks.values())
+        deadline = perf_counter() + slice_s
+        chunk = min(PROCESS_CHUNK, max_records_per_task)
         total = 0
-        for task in self.tasks.values():
-            total += task.process(max_records_per_task, now_ms)
+        for _ in range(0, max_records_per_task, chunk):
+            done = 0
+            for task in self.tasks.values():
+                done += task.process(chunk, now_ms)
+                if perf_counter() >= deadline:
+                    return total + done
+            total += done
+            if not done:
+                break
         return total
 
     def punctuate(self, now_ms: int) -> int:

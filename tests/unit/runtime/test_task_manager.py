@@ -10,7 +10,7 @@ from streams_core import StreamsConfig, TaskId
 from streams_core.runtime.processing_guarantee import processing_guarantee
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.store_changelog_reader import StoreChangelogReader
-from streams_core.runtime.task_manager import TaskManager
+from streams_core.runtime.task_manager import PROCESS_CHUNK, TaskManager
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
@@ -152,3 +152,20 @@ async def test_a_standby_task_applies_changelog_records_and_checkpoints(tmp_path
     await h2.tm.handle_assignment({}, {T00: [IN0]})
     assert h2.tm.standby_start_offsets() == {CL0: 3}, "a restarted standby continues from its checkpoint"
     await h2.tm.close_all()
+
+
+async def test_a_processing_slice_ends_at_its_deadline_within_one_chunk(tmp_path: Path) -> None:
+    """A time-bounded slice (what the stream thread uses, so queries get the loop): an expired
+    deadline stops after one chunk; the rest is processed by later slices, in order."""
+    cluster = new_cluster()
+    h = Harness(cluster, tmp_path)
+    await h.start()
+    await h.tm.handle_assignment({T00: [IN0]})
+    words = [f"w{i % 7}" for i in range(3 * PROCESS_CHUNK + 5)]
+    h.tm.add_records(IN0, records(cluster, *words))
+    assert h.tm.process(1000, 0, slice_s=0.0) == PROCESS_CHUNK
+    assert h.tm.process(2 * PROCESS_CHUNK, 0, slice_s=60.0) == 2 * PROCESS_CHUNK, "bounded by the count too"
+    assert h.tm.process(1000, 0, slice_s=60.0) == 5
+    assert h.tm.process(1000, 0, slice_s=60.0) == 0
+    assert h.store().get("w0") == words.count("w0")
+    await h.tm.close_all()
