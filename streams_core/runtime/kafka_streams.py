@@ -16,7 +16,6 @@ import logging
 import signal
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -41,7 +40,7 @@ from streams_core.runtime.autostop_manager import AutostopManager, intermediate_
 from streams_core.runtime.global_stream_thread import GlobalStreamThread
 from streams_core.runtime.shutdown_request import broadcast_shutdown_request
 from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
-from streams_core.runtime.state_store_providers import QueryableStoreProvider
+from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider
 from streams_core.runtime.stream_thread import StreamThread, ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topic_preparation import prepare_topics, watch_pattern_topics
@@ -78,15 +77,6 @@ class StreamThreadExceptionResponse(enum.Enum):
     REPLACE_THREAD = "REPLACE_THREAD"
     SHUTDOWN_CLIENT = "SHUTDOWN_CLIENT"
     SHUTDOWN_APPLICATION = "SHUTDOWN_APPLICATION"
-
-
-@dataclass(frozen=True, slots=True)
-class LagInfo:
-    """How far a local store copy is behind its changelog (KIP-535)."""
-
-    current_offset_position: int
-    end_offset_position: int
-    offset_lag: int
 
 
 StateListener = Callable[[State, State], None]
@@ -178,8 +168,6 @@ class KafkaStreams:
             return
         self._state = new
         log.info("stream-client [%s] state %s -> %s", self.application_id, old.name, new.name)
-        if new is State.REBALANCING:
-            self.metadata_state.reset()
         if self._state_listener is not None:
             try:
                 self._state_listener(new, old)
@@ -449,12 +437,24 @@ class KafkaStreams:
 
     @overload
     def store(
-        self, store_name: str, store_type: None = None, *, partition: int | None = None, stale: bool = False
+        self,
+        store_name: str,
+        store_type: None = None,
+        *,
+        partition: int | None = None,
+        stale: bool = False,
+        max_lag: int | None = None,
     ) -> ReadOnlyKeyValueStore[Any, Any]: ...
 
     @overload
     def store(
-        self, store_name: str, store_type: QueryableStoreType[T], *, partition: int | None = None, stale: bool = False
+        self,
+        store_name: str,
+        store_type: QueryableStoreType[T],
+        *,
+        partition: int | None = None,
+        stale: bool = False,
+        max_lag: int | None = None,
     ) -> T: ...
 
     def store(
@@ -464,12 +464,14 @@ class KafkaStreams:
         *,
         partition: int | None = None,
         stale: bool = False,
+        max_lag: int | None = None,
     ) -> Any:
         """A read-only view over this instance's copies of `store_name` (one per task).
 
         Queries raise `InvalidStateStoreError` (retriable) while the instance is not RUNNING or
         the store is closed or migrating, never answering partially. `stale=True` also reads
-        standby copies and answers while rebalancing (KIP-535); `partition` limits the view to
+        standby copies whose lag is known and at most `max_lag` (any, when None) and answers while
+        rebalancing (KIP-535); `partition` limits the view to
         one partition's task. Unknown names raise `UnknownStateStoreError`. The view comes from
         the `QueryableStoreProvider` over every stream thread's `StreamThreadStateStoreProvider`.
         """
@@ -477,8 +479,8 @@ class KafkaStreams:
         self._require_store(store_name)
         kind = store_type or QueryableStoreTypes.key_value_store()
         provider = self._store_provider
-        provider.local_stores(store_name, kind, partition=partition, stale=stale)
-        return provider.get_store(store_name, kind, partition=partition, stale=stale)
+        provider.local_stores(store_name, kind, partition=partition, stale=stale, max_lag=max_lag)
+        return provider.get_store(store_name, kind, partition=partition, stale=stale, max_lag=max_lag)
 
     def _global_stores(self) -> dict[str, Any]:
         """The instance's global stores by name (none before the global thread started)."""
@@ -511,22 +513,7 @@ class KafkaStreams:
     async def all_local_store_partition_lags(self) -> dict[str, dict[int, LagInfo]]:
         """Per local store and partition (active and standby): changelog position, end, and lag."""
         self._require_started()
-        lags: dict[str, dict[int, LagInfo]] = {}
-        for thread in self._threads:
-            tm = thread.task_manager
-            if tm is None:
-                continue
-            positions: dict[tuple[str, TopicPartition], int] = {}
-            states = [t.state_manager for t in tm.tasks.values()] + [s.state_manager for s in tm.standby_tasks.values()]
-            for state in states:
-                offsets = state.changelog_offsets
-                for store, tp in state.changelog_partitions.items():
-                    positions[(store, tp)] = offsets.get(tp, 0)
-            ends = await thread.changelog_end_offsets({tp for _, tp in positions})
-            for (store, tp), position in positions.items():
-                end = ends.get(tp, position)
-                lags.setdefault(store, {})[tp.partition] = LagInfo(position, end, max(0, end - position))
-        return lags
+        return await self._store_provider.lags()
 
     def stores_restoring(self) -> bool:
         """Whether any stream thread is still creating or restoring tasks."""

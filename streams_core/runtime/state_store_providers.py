@@ -1,33 +1,55 @@
-"""The store providers behind `KafkaStreams.store()` (KIP-67).
+"""The store providers behind `KafkaStreams.store()` (KIP-67) and the local lags (KIP-535).
 
 - `StreamThreadStateStoreProvider`: one per stream thread; the local instances of a store in
   that thread's active tasks (and standby tasks for stale reads), one per task.
 - `QueryableStoreProvider`: over every thread; hands out the read-only view of a store
   (`store_type.create(provider, name)`) through a `WrappingStoreProvider` that checks on every
   call whether the instance can be queried now, so a view never answers partially.
+
+A standby copy is read only when its lag is known (its changelog position, and the changelog's
+high watermark from the thread's last fetch) and within the query's `max_lag`: a copy the
+rebalance just created, or one that has not fetched yet, could answer "absent" for a key that
+exists. Active copies of a running task have lag 0, as in Kafka Streams.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from streams_core.errors import InvalidStateStoreError
 from streams_core.processor.task_id import TaskId
+from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.state.queryable_store_types import QueryableStoreType
 
-__all__ = ["QueryableStoreProvider", "StreamThreadStateStoreProvider", "TaskStates"]
+__all__ = ["LagInfo", "QueryableStoreProvider", "StreamThreadStateStoreProvider", "TaskStates"]
 
 T = TypeVar("T")
 
 
+@dataclass(frozen=True, slots=True)
+class LagInfo:
+    """How far a local store copy is behind its changelog (KIP-535)."""
+
+    current_offset_position: int
+    end_offset_position: int
+    offset_lag: int
+
+
 class TaskStates(Protocol):
-    """What a provider needs of a stream thread: the state managers of its tasks."""
+    """What a provider needs of a stream thread: its tasks' state managers and changelog ends."""
 
     def active_states(self) -> Sequence[tuple[TaskId, ProcessorStateManager]]: ...
 
     def standby_states(self) -> Sequence[tuple[TaskId, ProcessorStateManager]]: ...
+
+    def changelog_highwater(self, partition: TopicPartition) -> int | None:
+        """The changelog partition's high watermark as of the thread's last fetch; None before one."""
+        ...
+
+    async def changelog_end_offsets(self, partitions: set[TopicPartition]) -> dict[TopicPartition, int]: ...
 
 
 class StreamThreadStateStoreProvider:
@@ -39,16 +61,22 @@ class StreamThreadStateStoreProvider:
         self._thread = thread
 
     def stores(
-        self, store_name: str, store_type: QueryableStoreType[Any], *, partition: int | None = None, stale: bool = False
+        self,
+        store_name: str,
+        store_type: QueryableStoreType[Any],
+        *,
+        partition: int | None = None,
+        stale: bool = False,
+        max_lag: int | None = None,
     ) -> list[Any]:
-        """Active copies (and standby ones when `stale`), of one partition's task when `partition` is set.
-
-        A standby copy whose position is unknown (nothing restored or checkpointed yet, e.g. one the
-        rebalance just created) is never read: it could answer "absent" for a key that exists.
-        """
+        """Active copies (and, when `stale`, standby ones whose lag is known and within `max_lag`),
+        of one partition's task when `partition` is set."""
         holders = list(self._thread.active_states())
         if stale:
-            holders += [(task_id, state) for task_id, state in self._thread.standby_states() if _position_known(state)]
+            for task_id, state in self._thread.standby_states():
+                lag = self.standby_lag(state)
+                if lag is not None and (max_lag is None or lag <= max_lag):
+                    holders.append((task_id, state))
         found = []
         for task_id, state in holders:
             if partition is not None and task_id.partition != partition:
@@ -61,24 +89,53 @@ class StreamThreadStateStoreProvider:
             found.append(store)
         return found
 
+    def standby_lag(self, state: ProcessorStateManager) -> int | None:
+        """Records the standby copy is behind the ends of its changelogs; None while unknown."""
+        offsets = state.changelog_offsets
+        lag = 0
+        for tp in state.changelog_partitions.values():
+            position = offsets.get(tp)
+            end = self._thread.changelog_highwater(tp)
+            if position is None or end is None:
+                return None
+            lag = max(lag, end - position)
+        return lag
 
-def _position_known(state: ProcessorStateManager) -> bool:
-    offsets = state.changelog_offsets
-    return all(tp in offsets for tp in state.changelog_partitions.values())
+    async def lags(self) -> dict[str, dict[int, LagInfo]]:
+        """Per store and partition of this thread's copies: position, changelog end and lag.
+
+        A running active copy is at the end (lag 0); a standby copy is where its changelog reader is.
+        """
+        copies: list[tuple[str, TopicPartition, int | None]] = []
+        for _, state in self._thread.active_states():
+            copies += [(store, tp, None) for store, tp in state.changelog_partitions.items()]
+        for _, state in self._thread.standby_states():
+            offsets = state.changelog_offsets
+            copies += [(store, tp, offsets.get(tp, 0)) for store, tp in state.changelog_partitions.items()]
+        ends = await self._thread.changelog_end_offsets({tp for _, tp, _ in copies})
+        lags: dict[str, dict[int, LagInfo]] = {}
+        for store, tp, position in copies:
+            end = ends.get(tp, 0 if position is None else position)
+            current = end if position is None else position
+            lags.setdefault(store, {})[tp.partition] = LagInfo(current, end, max(0, end - current))
+        return lags
 
 
 class _WrappingStoreProvider:
     """KIP-67's WrappingStoreProvider: every thread's instances, after checking the instance may be queried."""
 
-    __slots__ = ("_owner", "_partition", "_stale")
+    __slots__ = ("_max_lag", "_owner", "_partition", "_stale")
 
-    def __init__(self, owner: QueryableStoreProvider, partition: int | None, stale: bool) -> None:
+    def __init__(self, owner: QueryableStoreProvider, partition: int | None, stale: bool, max_lag: int | None) -> None:
         self._owner = owner
         self._partition = partition
         self._stale = stale
+        self._max_lag = max_lag
 
     def stores(self, store_name: str, store_type: QueryableStoreType[Any]) -> list[Any]:
-        return self._owner.local_stores(store_name, store_type, partition=self._partition, stale=self._stale)
+        return self._owner.local_stores(
+            store_name, store_type, partition=self._partition, stale=self._stale, max_lag=self._max_lag
+        )
 
 
 class QueryableStoreProvider:
@@ -97,12 +154,32 @@ class QueryableStoreProvider:
         self._global_stores = global_stores or dict
 
     def get_store(
-        self, store_name: str, store_type: QueryableStoreType[T], *, partition: int | None = None, stale: bool = False
+        self,
+        store_name: str,
+        store_type: QueryableStoreType[T],
+        *,
+        partition: int | None = None,
+        stale: bool = False,
+        max_lag: int | None = None,
     ) -> T:
-        return store_type.create(_WrappingStoreProvider(self, partition, stale), store_name)
+        return store_type.create(_WrappingStoreProvider(self, partition, stale, max_lag), store_name)
+
+    async def lags(self) -> dict[str, dict[int, LagInfo]]:
+        """Every thread's `lags()`, merged by store."""
+        merged: dict[str, dict[int, LagInfo]] = {}
+        for provider in self._providers():
+            for store, partitions in (await provider.lags()).items():
+                merged.setdefault(store, {}).update(partitions)
+        return merged
 
     def local_stores(
-        self, store_name: str, store_type: QueryableStoreType[Any], *, partition: int | None = None, stale: bool = False
+        self,
+        store_name: str,
+        store_type: QueryableStoreType[Any],
+        *,
+        partition: int | None = None,
+        stale: bool = False,
+        max_lag: int | None = None,
     ) -> list[Any]:
         self._check(store_name, stale)
         global_store = self._global_stores().get(store_name)
@@ -112,7 +189,7 @@ class QueryableStoreProvider:
             return [global_store]
         found: list[Any] = []
         for provider in self._providers():
-            found += provider.stores(store_name, store_type, partition=partition, stale=stale)
+            found += provider.stores(store_name, store_type, partition=partition, stale=stale, max_lag=max_lag)
         if partition is not None and not found:
             raise InvalidStateStoreError(
                 f"no queryable copy of store {store_name!r} for partition {partition} here now (migrating or restoring; retry)"

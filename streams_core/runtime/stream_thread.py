@@ -518,6 +518,9 @@ class StreamThread:
             return {}
         return await self._restore_consumer.end_offsets(partitions)
 
+    def changelog_highwater(self, partition: TopicPartition) -> int | None:
+        return None if self._restore_consumer is None else self._restore_consumer.highwater(partition)
+
     def _collectors(self) -> list[RecordCollectorImpl]:
         """The thread's collector and, under exactly-once, each task's own."""
         found = [self.collector] if self.collector is not None else []

@@ -233,10 +233,9 @@ class Cluster:
             streams.metadata_state.on_change(active, standby, {TOPIC: PARTITIONS})
 
     def rebalance(self) -> None:
-        """Every instance starts a rebalance: state REBALANCING, metadata cleared."""
+        """Every instance starts a rebalance: state REBALANCING, the last assignment's metadata kept."""
         for streams in self.instances.values():
             streams.state = State.REBALANCING
-            streams.metadata_state.reset()
 
     def owner(self, key: Any, serde: Any = None) -> FakeKafkaStreams:
         """The instance whose active copy holds `key` (serialized with `serde`, String by default)."""

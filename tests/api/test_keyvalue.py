@@ -120,9 +120,10 @@ async def test_503_with_retry_after_while_not_queryable(cluster: Cluster, client
     assert local.json()["error"] == "state store not queryable"
 
     cluster.rebalance()
-    unknown_owner = await client.get(f"/state/keyvalue/{COUNTS}/{REMOTE_WORD}")
-    assert unknown_owner.status_code == 503
-    assert unknown_owner.json()["error"] == "metadata not available"
+    routed_by_last_assignment = await client.get(f"/state/keyvalue/{COUNTS}/{REMOTE_WORD}")
+    assert routed_by_last_assignment.status_code == 503
+    assert routed_by_last_assignment.headers["X-Served-By"] == str(HOST_B)
+    assert routed_by_last_assignment.json()["error"] == "state store not queryable"
 
 
 async def test_the_owners_503_is_relayed_with_its_retry_after(cluster: Cluster, client: httpx.AsyncClient) -> None:

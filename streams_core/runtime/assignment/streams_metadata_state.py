@@ -24,7 +24,11 @@ HostPartitions = Mapping[HostInfo, Collection[TopicPartition]]
 
 
 class StreamsMetadataState:
-    """Discovery over the current assignment; NOT_AVAILABLE before the first one and after `reset`.
+    """Discovery over the latest assignment; NOT_AVAILABLE before the first one.
+
+    As in Kafka Streams, a rebalance does not clear it: until the next assignment arrives,
+    queries are routed by the last one (stale reads keep answering; an instance that lost a
+    task answers 503 for it, so a stale route never yields a wrong value).
 
     `store_source_topics` maps each store of the topology to the source topics of the
     sub-topology it belongs to. An unknown store name raises `UnknownStateStoreError`. Global
@@ -69,10 +73,6 @@ class StreamsMetadataState:
             )
         self._metadata = metadata
         self._partition_counts = dict(partition_counts)
-
-    def reset(self) -> None:
-        """A rebalance started: answer NOT_AVAILABLE until the next `on_change`."""
-        self._metadata = None
 
     def _stores_of(self, partitions: frozenset[TopicPartition]) -> frozenset[str]:
         topics = {tp.topic for tp in partitions}

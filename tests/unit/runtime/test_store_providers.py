@@ -8,7 +8,7 @@ import pytest
 
 from streams_core import InvalidStateStoreError, QueryableStoreTypes
 from streams_core.processor.task_id import TaskId
-from streams_core.runtime.state_store_providers import QueryableStoreProvider, StreamThreadStateStoreProvider
+from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider, StreamThreadStateStoreProvider
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
@@ -22,12 +22,20 @@ class Thread:
     def __init__(self) -> None:
         self.active: list[tuple[TaskId, ProcessorStateManager]] = []
         self.standby: list[tuple[TaskId, ProcessorStateManager]] = []
+        self.highwater: dict[TopicPartition, int] = {}
+        self.ends: dict[TopicPartition, int] = {}
 
     def active_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
         return self.active
 
     def standby_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
         return self.standby
+
+    def changelog_highwater(self, partition: TopicPartition) -> int | None:
+        return self.highwater.get(partition)
+
+    async def changelog_end_offsets(self, partitions: set[TopicPartition]) -> dict[TopicPartition, int]:
+        return {tp: self.ends[tp] for tp in partitions if tp in self.ends}
 
 
 def task_state(tmp_path: Path, partition: int, value: bytes) -> ProcessorStateManager:
@@ -39,16 +47,34 @@ def task_state(tmp_path: Path, partition: int, value: bytes) -> ProcessorStateMa
     return state
 
 
-def test_a_standby_copy_is_read_only_once_its_position_is_known(tmp_path: Path) -> None:
+def test_a_standby_copy_is_read_only_once_its_lag_is_known_and_within_max_lag(tmp_path: Path) -> None:
     thread = Thread()
     standby = task_state(tmp_path, 1, b"standby")
     thread.standby.append((TaskId(0, 1), standby))
     provider = StreamThreadStateStoreProvider(thread)
+    changelog = TopicPartition("app-counts-changelog", 1)
     assert provider.stores("counts", KV, partition=1, stale=True) == [], "just created, nothing restored: not read"
-    standby.update_changelog_offsets({TopicPartition("app-counts-changelog", 1): 10})
+    standby.update_changelog_offsets({changelog: 10})
+    assert provider.stores("counts", KV, partition=1, stale=True) == [], "no fetch yet: the end is unknown"
+    thread.highwater[changelog] = 25
+    assert provider.standby_lag(standby) == 15
     [store] = provider.stores("counts", KV, partition=1, stale=True)
     assert store.get(b"k") == b"standby"
+    assert provider.stores("counts", KV, partition=1, stale=True, max_lag=15) == [store]
+    assert provider.stores("counts", KV, partition=1, stale=True, max_lag=14) == [], "too far behind"
     assert provider.stores("counts", KV, partition=1, stale=False) == [], "standbys only for stale reads"
+
+
+async def test_lags_put_running_active_copies_at_the_end_and_standbys_where_they_are(tmp_path: Path) -> None:
+    thread = Thread()
+    thread.active.append((TaskId(0, 0), task_state(tmp_path, 0, b"active")))
+    standby = task_state(tmp_path, 1, b"standby")
+    thread.standby.append((TaskId(0, 1), standby))
+    standby.update_changelog_offsets({TopicPartition("app-counts-changelog", 1): 7})
+    thread.ends = {TopicPartition("app-counts-changelog", 0): 40, TopicPartition("app-counts-changelog", 1): 12}
+    queryable = QueryableStoreProvider(lambda: [StreamThreadStateStoreProvider(thread)], lambda name, stale: None)
+    lags = await queryable.lags()
+    assert lags == {"counts": {0: LagInfo(40, 40, 0), 1: LagInfo(7, 12, 5)}}
 
 
 def test_a_partition_with_no_local_copy_is_retry_not_absent(tmp_path: Path) -> None:
