@@ -23,8 +23,10 @@ from streams_core import StoreKind
 __all__ = [
     "Forwarded",
     "Forwarding",
+    "GlobalStore",
     "KeyText",
     "KeyValueStore",
+    "SessionStore",
     "Settings",
     "StoreInfo",
     "StoreName",
@@ -41,6 +43,7 @@ class StoreInfo:
     kind: StoreKind
     keys: KeyCodec
     window_size: int | None = None
+    is_global: bool = False
 
     def parse_key(self, text: str) -> Any:
         """The typed key of a path segment; BadRequestError (400) when the key serde rejects it."""
@@ -56,7 +59,8 @@ def describe_store(streams: StreamsInstance, name: str) -> StoreInfo:
     UnknownStateStoreError (404) for a name the topology does not have.
     """
     description = streams.describe_store(name)
-    return StoreInfo(name, description.kind, KeyCodec.for_serde(description.key_serde), description.window_size)
+    codec = KeyCodec.for_serde(description.key_serde)
+    return StoreInfo(name, description.kind, codec, description.window_size, description.is_global)
 
 
 def get_streams(request: Request) -> StreamsInstance:
@@ -106,5 +110,14 @@ def _store_of_kind(kind: StoreKind) -> Any:
     return Depends(dependency)
 
 
+def _global_store(streams: Streams, store: StoreName) -> StoreInfo:
+    info = describe_store(streams, store)
+    if not info.is_global:
+        raise StoreNotFoundError("not a global store", store=store, kind=info.kind)
+    return info
+
+
 KeyValueStore = Annotated[StoreInfo, _store_of_kind("key-value")]
 WindowStore = Annotated[StoreInfo, _store_of_kind("window")]
+SessionStore = Annotated[StoreInfo, _store_of_kind("session")]
+GlobalStore = Annotated[StoreInfo, Depends(_global_store)]

@@ -12,33 +12,38 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from fastapi import Request, Response
 
 from api.errors import NotAvailableError
 from api.instance import StreamsInstance
-from streams_core import HostInfo, Serde
+from streams_core import HostInfo, InvalidStateStoreError, Serde
 
-__all__ = ["HOP_HEADER", "SERVED_BY_HEADER", "Forwarder", "KeyRoute", "instance_name", "route_key"]
+__all__ = ["HOP_HEADER", "SERVED_BY_HEADER", "Forwarder", "KeyRoute", "answer_key", "instance_name", "route_key"]
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 HOP_HEADER = "X-Streams-Forwarded-By"
 SERVED_BY_HEADER = "X-Served-By"
-_RELAYED_HEADERS = ("content-type", "retry-after", SERVED_BY_HEADER.lower())
+_RELAYED_HEADERS = ("content-type", "retry-after", SERVED_BY_HEADER.lower(), "x-streams-position", "x-next-after")
 
 
 @dataclass(frozen=True, slots=True)
 class KeyRoute:
-    """Who answers a key query: this instance (`host` None) reading `partition`, or `host`."""
+    """Who may answer a key query, in the order to ask: this instance first when `local` (reading
+    `partition`), then `hosts`. A plain read has one candidate, the active copy; a stale read
+    has every copy, the active one first, so that a dead or lagging host costs one failed try."""
 
-    host: HostInfo | None
+    local: bool
     partition: int | None = None
     stale: bool = False
+    hosts: tuple[HostInfo, ...] = ()
 
 
 def route_key(
@@ -51,33 +56,61 @@ def route_key(
     stale: bool,
     forwarded: bool,
 ) -> KeyRoute:
-    """Answer locally if this instance is the key's active host (or, with `stale`, a standby).
+    """The candidates for a key, from the discovery metadata (the last assignment's during a rebalance).
 
-    Otherwise the active host answers (a standby when the active is unknown and `stale`).
-    Without `application.server` there is no discovery: every answer is local.
-    NotAvailableError (503) while the owner is unknown, or when a forwarded request reaches an
-    instance that is not the owner.
+    Without `application.server` there is no discovery: every answer is local. A forwarded
+    request is answered here or not at all (one hop). NotAvailableError (503) while the owner
+    is unknown, or when a forwarded request reaches an instance with no copy to read.
     """
     if this_host is None:
-        return KeyRoute(None, None, stale)
+        return KeyRoute(True, None, stale)
     meta = streams.query_metadata_for_key(store, key, key_serde)
     if meta.partition < 0 and meta.active_host == this_host:  # a global store: every instance has all of it
-        return KeyRoute(None, None, stale)
+        return KeyRoute(True, None, stale)
     if meta.partition < 0:
         raise NotAvailableError("metadata not available", store=store, reason="rebalancing or not yet assigned")
-    if meta.active_host == this_host:
-        return KeyRoute(None, meta.partition, stale)
-    if stale and this_host in meta.standby_hosts:
-        return KeyRoute(None, meta.partition, True)
-    if forwarded:
-        raise NotAvailableError(
-            "not the owner", store=store, partition=meta.partition, reason="the owner changed: retry at the origin"
-        )
-    if meta.active_host != HostInfo.UNAVAILABLE:
-        return KeyRoute(meta.active_host, meta.partition, stale)
-    if stale and meta.standby_hosts:
-        return KeyRoute(min(meta.standby_hosts), meta.partition, True)
-    raise NotAvailableError("no active host", store=store, partition=meta.partition)
+    active = () if meta.active_host == HostInfo.UNAVAILABLE else (meta.active_host,)
+    copies = (*active, *sorted(meta.standby_hosts - set(active))) if stale else active
+    local = this_host in copies
+    remote = () if forwarded else tuple(host for host in copies if host != this_host)
+    if not local and not remote:
+        if forwarded:
+            raise NotAvailableError(
+                "not the owner", store=store, partition=meta.partition, reason="the owner changed: retry at the origin"
+            )
+        raise NotAvailableError("no active host", store=store, partition=meta.partition)
+    return KeyRoute(local, meta.partition, stale, remote)
+
+
+async def answer_key(
+    route: KeyRoute, forwarder: Forwarder, request: Request, read: Callable[[], Awaitable[T]]
+) -> T | Response:
+    """The first answer of the route's candidates: `read()` here, else relayed from the hosts in turn.
+
+    A candidate that cannot answer now (not queryable, unreachable, 503) passes the query on to
+    the next; a 404 is an answer. The last candidate's failure is raised (503).
+    """
+    failure: BaseException | None = None
+    if route.local:
+        try:
+            return await read()
+        except (InvalidStateStoreError, NotAvailableError) as exc:
+            if not route.hosts:
+                raise
+            failure = exc
+    for index, host in enumerate(route.hosts):
+        last = index == len(route.hosts) - 1
+        try:
+            answer = await forwarder.relay(host, request)
+        except NotAvailableError as exc:
+            if last:
+                raise
+            failure = exc
+            continue
+        if answer.status_code != 503 or last:
+            return answer
+    assert failure is not None
+    raise failure
 
 
 def instance_name(this_host: HostInfo | None) -> str:
@@ -112,9 +145,12 @@ class Forwarder:
         """The `X-Served-By` of answers produced here."""
         return instance_name(self.this_host)
 
-    async def get(self, host: HostInfo, request: Request, params: Mapping[str, str]) -> httpx.Response:
-        """GET the same path on `host`; NotAvailableError (503) when it cannot be reached in time."""
-        url = httpx.URL(scheme=self.scheme, host=host.host, port=host.port, raw_path=_raw_path(request))
+    async def get(
+        self, host: HostInfo, request: Request, params: Mapping[str, str], path: str | None = None
+    ) -> httpx.Response:
+        """GET the same path (or `path`) on `host`; NotAvailableError (503) when it cannot be reached in time."""
+        raw_path = _raw_path(request) if path is None else path.encode("ascii")
+        url = httpx.URL(scheme=self.scheme, host=host.host, port=host.port, raw_path=raw_path)
         self._on_forward(getattr(request.scope.get("route"), "path", request.url.path), str(host))
         try:
             return await self.client.get(url, params=dict(params), headers=self._hop)
@@ -135,20 +171,17 @@ class Forwarder:
         headers.setdefault(SERVED_BY_HEADER.lower(), str(host))
         return Response(answer.content, status_code=answer.status_code, headers=headers)
 
-    async def gather_json(self, hosts: Sequence[HostInfo], request: Request, params: Mapping[str, str]) -> list[Any]:
-        """The JSON answers of every host to this path, in the order of `hosts`: all or nothing.
+    async def gather(self, hosts: Sequence[HostInfo], request: Request, params: Mapping[str, str]) -> list[httpx.Response]:
+        """The answers of every host to this path, in the order of `hosts`: all 200 with JSON, or nothing.
 
-        NotAvailableError (503) if any host is unreachable or does not answer 200.
+        NotAvailableError (503) if any host is unreachable or does not answer 200 with a JSON body.
         """
         answers = await asyncio.gather(*(self.get(host, request, params) for host in hosts), return_exceptions=True)
-        bodies = []
         for host, answer in zip(hosts, answers, strict=True):
             if isinstance(answer, BaseException):
                 raise answer
             if answer.status_code != 200:
                 raise NotAvailableError("instance not queryable", instance=str(host), status=answer.status_code)
-            try:
-                bodies.append(answer.json())
-            except ValueError:
-                raise NotAvailableError("instance answered no JSON", instance=str(host)) from None
-        return bodies
+            if not answer.headers.get("content-type", "").startswith("application/json"):
+                raise NotAvailableError("instance answered no JSON", instance=str(host))
+        return [answer for answer in answers if not isinstance(answer, BaseException)]

@@ -24,7 +24,20 @@ class StreamsInstance(Protocol):
     @property
     def state(self) -> State: ...
 
-    def store(self, name: str, store_type: Any, /, *, partition: int | None = None, stale: bool = False) -> Any: ...
+    def store(
+        self,
+        name: str,
+        store_type: Any,
+        /,
+        *,
+        partition: int | None = None,
+        stale: bool = False,
+        max_lag: int | None = None,
+    ) -> Any: ...
+
+    def store_position(self, store_name: str, partition: int) -> Mapping[Any, int] | None:
+        """Per source partition, the offset of the last record the local active copy processed."""
+        ...
 
     def describe_store(self, store_name: str) -> StoreDescription:
         """Kind, key serde and window size of a store; UnknownStateStoreError for an unknown name."""

@@ -20,6 +20,8 @@ __all__ = [
     "HostStoreInfo",
     "KeyOwner",
     "KeyValueBean",
+    "StoreCopy",
+    "StoreLag",
     "TopicPartitionBody",
     "WindowedValue",
 ]
@@ -55,14 +57,34 @@ class HostStoreInfo(CamelModel):
     standby_store_names: list[str] = Field(description="Stores with a standby copy on this instance.")
 
 
+class StoreCopy(CamelModel):
+    """One copy of a key's partition: where it is, whether it is the active one, and how far behind."""
+
+    host: str
+    port: int
+    active: bool
+    lag: int | None = Field(description="Changelog records behind (0 for a running active copy); null when unknown.")
+
+
 class KeyOwner(CamelModel):
-    """The instance whose store holds a key (whether or not the key exists), and its standbys."""
+    """The instance whose store holds a key (whether or not the key exists), its standbys, and every copy's lag."""
 
     host: str
     port: int
     store_names: list[str]
     partition: int
     standby_hosts: list[HostInfoBody]
+    copies: list[StoreCopy]
+
+
+class StoreLag(CamelModel):
+    """A local copy of one partition of a store and its lag behind the changelog (KIP-535 LagInfo)."""
+
+    store: str
+    partition: int
+    current_offset_position: int
+    end_offset_position: int
+    offset_lag: int
 
 
 class KeyValueBean(CamelModel):

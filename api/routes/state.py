@@ -1,59 +1,146 @@
-"""Interactive queries over the state stores of the whole application (KIP-67).
+"""Interactive queries over the state stores of the whole application (KIP-67, KIP-535, IQv2 bounds).
 
-Single keys and window fetches are answered by the key's owner: here when this instance owns
-the key (or holds a standby copy and `stale=true`), else forwarded one hop to the owner. `all`
-and `range` gather the active copies of every instance hosting the store, each asked with
-`scope=local`, and merge them in store (serialized key) order; one missing instance makes the
-whole answer 503, never a partial list.
+Single keys, window and session fetches are answered by a copy of the key's partition: the
+active one, or with `stale=true` / `maxLag` any copy (the active first, then the standbys),
+here when this instance has one, else forwarded one hop; a copy that cannot answer (dead host,
+not queryable, too far behind) passes the query to the next. `position` bounds a key query
+from below (read-your-writes). `all` and `range` gather the active copies of every instance
+hosting the store, each asked with `scope=local`, merged in store (serialized key) order, in
+pages with `limit` and `after`; one missing instance makes the whole answer 503, never a
+partial list. Global stores are answered from this instance's copy.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
 
-from api.deps import Forwarded, Forwarding, KeyText, KeyValueStore, StoreInfo, Streams, WindowStore
+from api.deps import (
+    Forwarded,
+    Forwarding,
+    GlobalStore,
+    KeyText,
+    KeyValueStore,
+    SessionStore,
+    StoreInfo,
+    Streams,
+    WindowStore,
+)
 from api.errors import KeyNotFoundError, NotAvailableError, error_responses
-from api.forwarding import SERVED_BY_HEADER, Forwarder, KeyRoute, route_key
+from api.forwarding import SERVED_BY_HEADER, Forwarder, KeyRoute, answer_key, route_key
 from api.instance import StreamsInstance
 from api.keys import render
+from api.paging import NEXT_AFTER_HEADER, Page, read_page
+from api.positions import POSITION_HEADER, format_position, parse_position, wait_for_position
 from api.schemas import KeyValueBean, WindowedValue
 from streams_core import State
 from streams_core.state import QueryableStoreTypes
+from streams_core.state.store import KeyValue, ReadOnlyKeyValueStore
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/state", tags=["state"])
 
 MAX_MILLIS = 2**63 - 1
-_ANSWERS = error_responses(400, 404, 503, served_by=True)
 
-Stale = Annotated[
-    bool, Query(description="Allow the answer from a standby copy, which may lag (503 while the group rebalances).")
+
+def _answers(header: str, description: str) -> dict[int | str, dict[str, Any]]:
+    answers = error_responses(400, 404, 503, served_by=True)
+    answers[200]["headers"] = {**answers[200]["headers"], header: {"description": description, "schema": {"type": "string"}}}
+    return answers
+
+
+_KEY_ANSWERS = _answers(POSITION_HEADER, "The answering copy's position: a token for `position` (active copies).")
+_SCAN_ANSWERS = _answers(NEXT_AFTER_HEADER, "The `after` of the next page; absent on the last page.")
+
+Stale = Annotated[bool, Query(description="Allow the answer from any copy (a standby may lag), the active copy first.")]
+MaxLag = Annotated[
+    int | None,
+    Query(alias="maxLag", ge=0, le=MAX_MILLIS, description="Allow copies at most this many records behind (implies stale)."),
+]
+PositionBound = Annotated[
+    str | None,
+    Query(description="Answer only once the copy has processed these input offsets: `topic:partition:offset,...`."),
+]
+TimeoutMs = Annotated[
+    int, Query(alias="timeoutMs", ge=0, le=30_000, description="How long to wait for `position` before a 503.")
 ]
 Scope = Annotated[
     Literal["all", "local"],
     Query(description="`all`: gather from every instance; `local`: this instance's active copies only."),
 ]
+Limit = Annotated[int | None, Query(ge=1, le=100_000, description="At most this many entries (a page).")]
+After = Annotated[str | None, Query(description="Start after this key (the `X-Next-After` of the previous page).")]
 KeyFrom = Annotated[str, Path(alias="from", description="The first key of the range (inclusive).")]
 KeyTo = Annotated[str, Path(alias="to", description="The last key of the range (inclusive).")]
 TimeFrom = Annotated[int, Path(alias="from", ge=0, le=MAX_MILLIS, description="Earliest window start, epoch ms.")]
 TimeTo = Annotated[int, Path(alias="to", ge=0, le=MAX_MILLIS, description="Latest window start, epoch ms (inclusive).")]
 
-Entries = list[dict[str, Any]]
+Read = Callable[[Any], Any]
+"""Reads the answer from a local view of the store."""
 
 
-def _route(
-    streams: StreamsInstance, forwarder: Forwarder, store: StoreInfo, key: Any, stale: bool, hop: bool
-) -> KeyRoute:
-    serde = store.keys.serde
-    return route_key(streams, store.name, key, serde, this_host=forwarder.this_host, stale=stale, forwarded=hop)
+class _KeyQuery:
+    """One key query: its route and its read, with the staleness and position bounds it was asked with."""
+
+    __slots__ = ("bound", "kind", "max_lag", "request", "route", "store", "streams", "timeout_s")
+
+    def __init__(
+        self,
+        request: Request,
+        streams: StreamsInstance,
+        forwarder: Forwarder,
+        forwarded: bool,
+        store: StoreInfo,
+        key: Any,
+        *,
+        kind: Any,
+        stale: bool = False,
+        max_lag: int | None = None,
+        position: str | None = None,
+        timeout_ms: int = 1000,
+    ) -> None:
+        self.request = request
+        self.streams = streams
+        self.store = store
+        self.kind = kind
+        self.max_lag = max_lag
+        self.bound = None if position is None else parse_position(position)
+        self.timeout_s = timeout_ms / 1000
+        self.route: KeyRoute = route_key(
+            streams,
+            store.name,
+            key,
+            store.keys.serde,
+            this_host=forwarder.this_host,
+            stale=stale or max_lag is not None,
+            forwarded=forwarded,
+        )
+
+    async def answer(self, forwarder: Forwarder, read: Read) -> Any:
+        async def local() -> Response:
+            return await self._read_here(read)
+
+        return await answer_key(self.route, forwarder, self.request, local)
+
+    async def _read_here(self, read: Read) -> Response:
+        route, name = self.route, self.store.name
+        position: Mapping[Any, int] | None = None
+        if self.bound is not None:
+            position = await wait_for_position(self.streams, name, route.partition, self.bound, self.timeout_s)
+        view = self.streams.store(name, self.kind, partition=route.partition, stale=route.stale, max_lag=self.max_lag)
+        if position is None and route.partition is not None:
+            position = self.streams.store_position(name, route.partition)
+        body = read(view)
+        headers = {POSITION_HEADER: format_position(position)} if position else None
+        return JSONResponse(body, headers=headers)
 
 
-@router.get("/keyvalue/{store}/{key}", response_model=KeyValueBean, responses=_ANSWERS)
+@router.get("/keyvalue/{store}/{key}", response_model=KeyValueBean, responses=_KEY_ANSWERS)
 async def get_key_value(
     request: Request,
     streams: Streams,
@@ -62,69 +149,123 @@ async def get_key_value(
     store: KeyValueStore,
     key: KeyText,
     stale: Stale = False,
+    max_lag: MaxLag = None,
+    position: PositionBound = None,
+    timeout_ms: TimeoutMs = 1000,
 ) -> Any:
-    """The value of `key`, from the instance that owns it; 404 if it has none."""
+    """The value of `key`, from a copy of its partition; 404 if it has none."""
     typed = store.parse_key(key)
-    route = _route(streams, forwarder, store, typed, stale, forwarded)
-    if route.host is not None:
-        return await forwarder.relay(route.host, request)
     kind = QueryableStoreTypes.key_value_store()
-    value = streams.store(store.name, kind, partition=route.partition, stale=route.stale).get(typed)
+    query = _KeyQuery(
+        request, streams, forwarder, forwarded, store, typed,
+        kind=kind, stale=stale, max_lag=max_lag, position=position, timeout_ms=timeout_ms,
+    )  # fmt: skip
+
+    def read(view: Any) -> dict[str, Any]:
+        value = view.get(typed)
+        if value is None:
+            raise KeyNotFoundError(store.name, key)
+        return KeyValueBean(key=render(typed), value=render(value)).model_dump(by_alias=True)
+
+    return await query.answer(forwarder, read)
+
+
+@router.get("/global/{store}/{key}", response_model=KeyValueBean, responses=error_responses(400, 404, 503, served_by=True))
+async def get_global_value(streams: Streams, store: GlobalStore, key: KeyText) -> KeyValueBean:
+    """The value of `key` in a global store, from this instance's copy (every instance has all of it)."""
+    typed = store.parse_key(key)
+    value = streams.store(store.name, QueryableStoreTypes.key_value_store()).get(typed)
     if value is None:
         raise KeyNotFoundError(store.name, key)
     return KeyValueBean(key=render(typed), value=render(value))
 
 
-def _entries(entries: Iterable[Any]) -> Entries:
-    return [{"key": render(key), "value": render(value)} for key, value in entries]
+def _render_entry(entry: KeyValue[Any, Any]) -> dict[str, Any]:
+    return {"key": render(entry.key), "value": render(entry.value)}
 
 
-async def _gather(
+async def _scan(
     request: Request,
-    response: Response,
     streams: StreamsInstance,
     forwarder: Forwarder,
     store: StoreInfo,
-    local: Callable[[], Entries],
-) -> Entries:
-    """The entries of every instance hosting `store`, merged in serialized-key order."""
-    if forwarder.this_host is None:
-        return local()
+    local_entries: Callable[[Any], Iterator[KeyValue[Any, Any]]],
+    *,
+    gather: bool,
+    limit: int | None,
+    after: str | None,
+) -> Response:
+    """One page of entries: this instance's active copies, or every host's merged in key order."""
+    to_bytes = _key_bytes(store)
+    cursor = None if after is None else store.parse_key(after)
+    cursor_bytes = None if cursor is None else to_bytes(cursor)
+
+    async def local() -> Page:
+        entries = local_entries(cursor)
+        return await read_page(entries, _render_entry, limit=limit, after=cursor_bytes, key_bytes=to_bytes)
+
+    if not gather or forwarder.this_host is None or store.is_global:
+        return _page_response(await local())
     if streams.state is not State.RUNNING:
         raise NotAvailableError("not queryable", store=store.name, state=streams.state.name)
     hosts = sorted(m.host_info for m in streams.all_metadata_for_store(store.name) if store.name in m.state_store_names)
     remote = [host for host in hosts if host != forwarder.this_host]
-    lists = await forwarder.gather_json(remote, request, {**request.query_params, "scope": "local"})
+    answers = await forwarder.gather(remote, request, {**request.query_params, "scope": "local"})
+    pages = [
+        Page(_json_list(host, answer.json()), NEXT_AFTER_HEADER.lower() in answer.headers)
+        for host, answer in zip(remote, answers, strict=True)
+    ]
     if len(remote) < len(hosts):
-        lists.append(local())
+        pages.append(await local())
+    merged = list(heapq.merge(*(p.entries for p in pages), key=lambda entry: store.keys.sort_key(entry["key"])))
+    more = any(p.more for p in pages) or (limit is not None and len(merged) > limit)
+    response = _page_response(Page(merged[:limit] if limit is not None else merged, more))
     response.headers[SERVED_BY_HEADER] = ", ".join(str(host) for host in hosts) or forwarder.served_by
-    return list(heapq.merge(*lists, key=lambda entry: store.keys.sort_key(entry["key"])))
+    return response
 
 
-@router.get("/keyvalues/{store}/all", response_model=list[KeyValueBean], responses=_ANSWERS)
+def _json_list(host: Any, body: Any) -> list[dict[str, Any]]:
+    if not isinstance(body, list):
+        raise NotAvailableError("instance answered no list", instance=str(host))
+    return body
+
+
+def _key_bytes(store: StoreInfo) -> Callable[[Any], bytes]:
+    serde = store.keys.serde
+    return lambda key: serde.serialize(None, key) or b""
+
+
+def _page_response(page: Page) -> Response:
+    response = Response(page.json(), media_type="application/json")
+    if page.next_after is not None:
+        response.headers[NEXT_AFTER_HEADER] = str(page.next_after)
+    return response
+
+
+@router.get("/keyvalues/{store}/all", response_model=list[KeyValueBean], responses=_SCAN_ANSWERS)
 async def all_key_values(
     request: Request,
-    response: Response,
     streams: Streams,
     forwarder: Forwarding,
     forwarded: Forwarded,
     store: KeyValueStore,
     scope: Scope = "all",
-) -> Entries:
-    """Every entry of `store` in key order, from all instances (or this one with `scope=local`)."""
+    limit: Limit = None,
+    after: After = None,
+) -> Response:
+    """The entries of `store` in key order, from all instances (or this one with `scope=local`), a page at a time."""
+    view: ReadOnlyKeyValueStore[Any, Any] = streams.store(store.name, QueryableStoreTypes.key_value_store())
 
-    def local() -> Entries:
-        return _entries(streams.store(store.name, QueryableStoreTypes.key_value_store()).all())
+    def entries(cursor: Any) -> Iterator[KeyValue[Any, Any]]:
+        return view.all() if cursor is None else view.range(cursor, None)
 
-    if scope == "local" or forwarded:
-        return local()
-    return await _gather(request, response, streams, forwarder, store, local)
+    gather = scope == "all" and not forwarded
+    return await _scan(request, streams, forwarder, store, entries, gather=gather, limit=limit, after=after)
 
 
-@router.get("/keyvalues/{store}/range/{from}/{to}", response_model=list[KeyValueBean], responses=_ANSWERS)
+@router.get("/keyvalues/{store}/range/{from}/{to}", response_model=list[KeyValueBean], responses=_SCAN_ANSWERS)
 async def range_key_values(
     request: Request,
-    response: Response,
     streams: Streams,
     forwarder: Forwarding,
     forwarded: Forwarded,
@@ -132,19 +273,38 @@ async def range_key_values(
     key_from: KeyFrom,
     key_to: KeyTo,
     scope: Scope = "all",
-) -> Entries:
-    """The entries of `store` with keys from `from` to `to` (inclusive, in serialized key order)."""
+    limit: Limit = None,
+    after: After = None,
+) -> Response:
+    """The entries of `store` with keys from `from` to `to` (inclusive, in serialized key order), a page at a time."""
     lower, upper = store.parse_key(key_from), store.parse_key(key_to)
+    to_bytes = _key_bytes(store)
+    view: ReadOnlyKeyValueStore[Any, Any] = streams.store(store.name, QueryableStoreTypes.key_value_store())
 
-    def local() -> Entries:
-        return _entries(streams.store(store.name, QueryableStoreTypes.key_value_store()).range(lower, upper))
+    def entries(cursor: Any) -> Iterator[KeyValue[Any, Any]]:
+        start = lower if cursor is None or to_bytes(cursor) < to_bytes(lower) else cursor
+        return view.range(start, upper)
 
-    if scope == "local" or forwarded:
-        return local()
-    return await _gather(request, response, streams, forwarder, store, local)
+    gather = scope == "all" and not forwarded
+    return await _scan(request, streams, forwarder, store, entries, gather=gather, limit=limit, after=after)
 
 
-@router.get("/windowed/{store}/{key}/{from}/{to}", response_model=list[WindowedValue], responses=_ANSWERS)
+def _windows(key: Any, entries: Any, size: int | None = None) -> list[dict[str, Any]]:
+    """Window fetches as `(start, value)` pairs (window stores) or windowed entries (session stores)."""
+    found = []
+    for entry in entries:
+        if size is not None:
+            start, value = entry
+            end = start + size
+        else:
+            window = entry.key.window
+            start, end, value = window.start, window.end, entry.value
+        body = WindowedValue(key=render(key), window_start=start, window_end=end, value=render(value))
+        found.append(body.model_dump(by_alias=True))
+    return found
+
+
+@router.get("/windowed/{store}/{key}/{from}/{to}", response_model=list[WindowedValue], responses=_KEY_ANSWERS)
 async def windowed_values(
     request: Request,
     streams: Streams,
@@ -155,15 +315,37 @@ async def windowed_values(
     time_from: TimeFrom,
     time_to: TimeTo,
     stale: Stale = False,
+    max_lag: MaxLag = None,
+    position: PositionBound = None,
+    timeout_ms: TimeoutMs = 1000,
 ) -> Any:
-    """The windows of `key` that start from `from` to `to`, oldest first, from the key's owner."""
+    """The windows of `key` that start from `from` to `to`, oldest first, from a copy of its partition."""
     typed = store.parse_key(key)
-    route = _route(streams, forwarder, store, typed, stale, forwarded)
-    if route.host is not None:
-        return await forwarder.relay(route.host, request)
-    view = streams.store(store.name, QueryableStoreTypes.window_store(), partition=route.partition, stale=route.stale)
+    query = _KeyQuery(
+        request, streams, forwarder, forwarded, store, typed, kind=QueryableStoreTypes.window_store(),
+        stale=stale, max_lag=max_lag, position=position, timeout_ms=timeout_ms,
+    )  # fmt: skip
     size = store.window_size or 0
-    return [
-        WindowedValue(key=render(typed), window_start=start, window_end=start + size, value=render(value))
-        for start, value in view.fetch(typed, time_from, time_to)
-    ]
+    return await query.answer(forwarder, lambda view: _windows(typed, view.fetch(typed, time_from, time_to), size))
+
+
+@router.get("/session/{store}/{key}", response_model=list[WindowedValue], responses=_KEY_ANSWERS)
+async def session_values(
+    request: Request,
+    streams: Streams,
+    forwarder: Forwarding,
+    forwarded: Forwarded,
+    store: SessionStore,
+    key: KeyText,
+    stale: Stale = False,
+    max_lag: MaxLag = None,
+    position: PositionBound = None,
+    timeout_ms: TimeoutMs = 1000,
+) -> Any:
+    """The sessions of `key`, oldest first (each `[windowStart, windowEnd]` inclusive), from a copy of its partition."""
+    typed = store.parse_key(key)
+    query = _KeyQuery(
+        request, streams, forwarder, forwarded, store, typed, kind=QueryableStoreTypes.session_store(),
+        stale=stale, max_lag=max_lag, position=position, timeout_ms=timeout_ms,
+    )  # fmt: skip
+    return await query.answer(forwarder, lambda view: _windows(typed, view.fetch(typed)))

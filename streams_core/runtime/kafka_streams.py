@@ -482,6 +482,12 @@ class KafkaStreams:
         provider.local_stores(store_name, kind, partition=partition, stale=stale, max_lag=max_lag)
         return provider.get_store(store_name, kind, partition=partition, stale=stale, max_lag=max_lag)
 
+    def store_position(self, store_name: str, partition: int) -> dict[TopicPartition, int] | None:
+        """How far the local active copy of a store's partition has processed its input: per source
+        partition the offset of the last record (IQv2's Position); None without an active copy here."""
+        self._require_store(store_name)
+        return self._store_provider.position(store_name, partition)
+
     def _global_stores(self) -> dict[str, Any]:
         """The instance's global stores by name (none before the global thread started)."""
         return {} if self._global_thread is None else self._global_thread.stores

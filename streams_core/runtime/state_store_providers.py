@@ -49,6 +49,10 @@ class TaskStates(Protocol):
         """The changelog partition's high watermark as of the thread's last fetch; None before one."""
         ...
 
+    def input_position(self, task_id: TaskId) -> Mapping[TopicPartition, int]:
+        """Per source partition, the offset of the last record the active task processed."""
+        ...
+
     async def changelog_end_offsets(self, partitions: set[TopicPartition]) -> dict[TopicPartition, int]: ...
 
 
@@ -88,6 +92,14 @@ class StreamThreadStateStoreProvider:
                 raise InvalidStateStoreError(f"state store {store_name!r} is not a {store_type!r}")
             found.append(store)
         return found
+
+    def position(self, store_name: str, partition: int) -> dict[TopicPartition, int] | None:
+        """The input offsets the active copy of `store_name` for `partition` has processed (IQv2's
+        Position: the offset of the last record per source partition); None without such a copy."""
+        for task_id, state in self._thread.active_states():
+            if task_id.partition == partition and state.get_store(store_name) is not None:
+                return dict(self._thread.input_position(task_id))
+        return None
 
     def standby_lag(self, state: ProcessorStateManager) -> int | None:
         """Records the standby copy is behind the ends of its changelogs; None while unknown."""
@@ -163,6 +175,14 @@ class QueryableStoreProvider:
         max_lag: int | None = None,
     ) -> T:
         return store_type.create(_WrappingStoreProvider(self, partition, stale, max_lag), store_name)
+
+    def position(self, store_name: str, partition: int) -> dict[TopicPartition, int] | None:
+        """The first thread's `position()` with an active copy of the partition."""
+        for provider in self._providers():
+            found = provider.position(store_name, partition)
+            if found is not None:
+                return found
+        return None
 
     async def lags(self) -> dict[str, dict[int, LagInfo]]:
         """Every thread's `lags()`, merged by store."""

@@ -521,6 +521,10 @@ class StreamThread:
     def changelog_highwater(self, partition: TopicPartition) -> int | None:
         return None if self._restore_consumer is None else self._restore_consumer.highwater(partition)
 
+    def input_position(self, task_id: TaskId) -> Mapping[TopicPartition, int]:
+        task = None if self.task_manager is None else self.task_manager.tasks.get(task_id)
+        return {} if task is None else task.consumed_offsets
+
     def _collectors(self) -> list[RecordCollectorImpl]:
         """The thread's collector and, under exactly-once, each task's own."""
         found = [self.collector] if self.collector is not None else []

@@ -78,14 +78,18 @@ class CompositeReadOnlyKeyValueStore(_Facade):
         return None
 
     def _merge(self, call: Callable[[Any], Iterator[KeyValue[Any, Any]]], reverse: bool = False) -> Iterator[KeyValue[Any, Any]]:
+        """The copies' iterators merged lazily, so a reader can stop (or pause) part way at little cost.
+
+        Each copy's iterator tolerates writes while it is open (snapshots or keyset pages), as
+        Kafka Streams' store iterators do.
+        """
         stores = self._provider()
         if not stores:
             return iter(())
         if len(stores) == 1:
-            return iter(list(call(stores[0])))
+            return call(stores[0])
         to_bytes = _key_bytes(stores[0])
-        merged = heapq.merge(*(list(call(s)) for s in stores), key=lambda kv: to_bytes(kv.key), reverse=reverse)
-        return iter(list(merged))
+        return heapq.merge(*(call(s) for s in stores), key=lambda kv: to_bytes(kv.key), reverse=reverse)
 
     def range(self, from_key: Any, to_key: Any) -> Iterator[KeyValue[Any, Any]]:
         return self._merge(lambda s: s.range(from_key, to_key))

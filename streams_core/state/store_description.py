@@ -27,6 +27,8 @@ class StoreDescription:
     kind: StoreKind
     key_serde: Serde[Any]
     window_size: int | None = None
+    is_global: bool = False
+    """A global store: every instance holds all of it."""
 
 
 def _kind(supplier: Any) -> StoreKind:
@@ -48,4 +50,5 @@ def describe_store(topology: Topology, store_name: str, default_key_serde: Serde
     kind = _kind(supplier)
     key_serde = getattr(builder, "key_serde", None) or default_key_serde
     window_size = getattr(supplier, "window_size", None) if kind == "window" else None
-    return StoreDescription(store_name, kind, key_serde, window_size)
+    is_global = store_name in topology.internal_topology_builder.global_state_store_names
+    return StoreDescription(store_name, kind, key_serde, window_size, is_global)

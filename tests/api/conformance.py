@@ -40,6 +40,7 @@ def parameters(method: str, template: str) -> list[dict[str, Any]]:
 def samples(parameter: dict[str, Any], store: str) -> list[str]:
     """Values of a parameter: valid ones first (for `store`), then near misses and odd text."""
     schema = parameter.get("schema", {})
+    schema = next((s for s in schema.get("anyOf", []) if s.get("type") != "null"), schema)
     if parameter["name"] == "store":
         return STORES
     if "enum" in schema:
@@ -76,7 +77,8 @@ def sweep(method: str, template: str) -> Iterator[Request]:
                 if place == "path":
                     yield build(template, {**base, name: value}, {}, {})
                 else:
-                    yield build(template, base, {name: value} if place == "query" else {}, {name: value})
+                    query, headers = ({name: value}, {}) if place == "query" else ({}, {name: value})
+                    yield build(template, base, query, headers)
 
 
 def check(method: str, template: str, status: int, headers: Any, body: bytes) -> None:

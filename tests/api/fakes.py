@@ -104,6 +104,8 @@ class FakeKafkaStreams:
         self.state = State.RUNNING
         self.stores_fail = False
         self.lags: dict[str, dict[int, LagInfo]] = {}
+        """Lags of the standby copies, by store and partition (checked against `max_lag`)."""
+        self.positions: dict[int, int] = {}
         self.active_driver = TopologyTestDriver(topology(), props)
         self.standby_driver = TopologyTestDriver(topology(), props)
 
@@ -117,7 +119,13 @@ class FakeKafkaStreams:
         return describe_store(self.topology, name, self.config["default.key.serde"])
 
     def store(
-        self, name: str, store_type: QueryableStoreType[Any], *, partition: int | None = None, stale: bool = False
+        self,
+        name: str,
+        store_type: QueryableStoreType[Any],
+        *,
+        partition: int | None = None,
+        stale: bool = False,
+        max_lag: int | None = None,
     ) -> Any:
         self._require_started()
         if name not in self.metadata.store_source_topics:
@@ -126,22 +134,35 @@ class FakeKafkaStreams:
 
         class _Provider:
             def stores(self, store_name: str, kind: QueryableStoreType[Any]) -> list[Any]:
-                return outer._stores(store_name, kind, partition, stale)
+                return outer._stores(store_name, kind, partition, stale, max_lag)
 
-        self._stores(name, store_type, partition, stale)
+        self._stores(name, store_type, partition, stale, max_lag)
         return store_type.create(_Provider(), name)
 
-    def _stores(self, name: str, store_type: QueryableStoreType[Any], partition: int | None, stale: bool) -> list[Any]:
+    def store_position(self, store_name: str, partition: int) -> dict[TopicPartition, int] | None:
+        """The input position of the active copy: `positions[partition]` once set (nothing processed before)."""
+        if partition not in self.active:
+            return None
+        offset = self.positions.get(partition)
+        return {} if offset is None else {TopicPartition(TOPIC, partition): offset}
+
+    def _stores(
+        self, name: str, store_type: QueryableStoreType[Any], partition: int | None, stale: bool, max_lag: int | None
+    ) -> list[Any]:
         if self.stores_fail or not (self.state is State.RUNNING or (stale and self.state is State.REBALANCING)):
             raise InvalidStateStoreError(f"state store {name!r} cannot be queried now: {self.state.name}")
         stores = []
         if partition is None or partition in self.active:
             stores.append(self.active_driver.get_state_store(name))
-        if stale and (partition is None or partition not in self.active):
+        standby_lag = max((lag.offset_lag for lag in self.lags.get(name, {}).values()), default=0)
+        within = max_lag is None or standby_lag <= max_lag
+        if stale and within and (partition is None or partition not in self.active):
             stores.append(self.standby_driver.get_state_store(name))
         for store in stores:
             if not store_type.accepts(store):
                 raise InvalidStateStoreError(f"state store {name!r} is not a {store_type!r}")
+        if partition is not None and not stores:
+            raise InvalidStateStoreError(f"no queryable copy of store {name!r} for partition {partition} here now")
         return stores
 
     def _require_started(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 
 from streams_core import Serdes, State
+from streams_core.runtime.state_store_providers import LagInfo
 from tests.api.fakes import COUNTS, HOST_A, HOST_B, IDS, PARTITIONS, SESSIONS, TOPIC, WINDOWED, Cluster
 
 ALL_STORES = sorted([COUNTS, IDS, SESSIONS, WINDOWED])
@@ -48,6 +49,9 @@ async def test_instances_for_an_unknown_store_is_404_with_a_reason(client: httpx
 async def test_instance_for_key_names_the_owner_its_partition_and_standbys(
     cluster: Cluster, client: httpx.AsyncClient
 ) -> None:
+    for host, streams in cluster.instances.items():  # each holds its active partition (lag 0) and the other's standby
+        standby = 1 - next(iter(streams.active))
+        streams.lags = {COUNTS: {1 - standby: LagInfo(50, 50, 0), standby: LagInfo(40 + host.port % 10, 50, 10 - host.port % 10)}}
     for word in ("apple", "fig"):
         owner = cluster.owner_host(word)
         other = HOST_B if owner == HOST_A else HOST_A
@@ -59,7 +63,32 @@ async def test_instance_for_key_names_the_owner_its_partition_and_standbys(
             "storeNames": ALL_STORES,
             "partition": next(iter(cluster.instances[owner].active)),
             "standbyHosts": [{"host": other.host, "port": other.port}],
+            "copies": [
+                {"host": owner.host, "port": owner.port, "active": True, "lag": 0},
+                {"host": other.host, "port": other.port, "active": False, "lag": 10 - other.port % 10},
+            ],
         }
+
+
+async def test_a_copy_whose_instance_does_not_answer_has_an_unknown_lag(
+    cluster: Cluster, client: httpx.AsyncClient
+) -> None:
+    cluster.transport.down.add(str(HOST_B))
+    word = "fig" if cluster.owner_host("fig") == HOST_A else "apple"
+    answer = await client.get(f"/state/instance/{COUNTS}/{word}")
+    assert answer.status_code == 200
+    assert [(c["port"], c["lag"]) for c in answer.json()["copies"]] == [(HOST_A.port, None), (HOST_B.port, None)]
+
+
+async def test_lags_lists_this_instances_copies(cluster: Cluster, client: httpx.AsyncClient) -> None:
+    cluster.a.lags = {COUNTS: {0: LagInfo(9, 9, 0), 1: LagInfo(3, 9, 6)}, IDS: {0: LagInfo(1, 1, 0)}}
+    answer = await client.get("/state/lags", params={"store": COUNTS})
+    assert answer.status_code == 200
+    assert answer.json() == [
+        {"store": COUNTS, "partition": 0, "currentOffsetPosition": 9, "endOffsetPosition": 9, "offsetLag": 0},
+        {"store": COUNTS, "partition": 1, "currentOffsetPosition": 3, "endOffsetPosition": 9, "offsetLag": 6},
+    ]
+    assert len((await client.get("/state/lags")).json()) == 3
 
 
 async def test_instance_for_key_parses_the_key_with_the_store_key_serde(

@@ -31,7 +31,7 @@ def test_every_state_route_documents_its_errors(served: dict[str, Any]) -> None:
     contract = outline(load_contract())
     for name, operation in contract["operations"].items():
         if " /state/" in name:
-            assert {"404", "503"} <= set(operation["responses"]) or name.endswith("/state/instances"), name
+            assert {"404", "503"} <= set(operation["responses"]) or name.endswith(("/state/instances", "/state/lags")), name
             assert "Retry-After" in operation["responses"]["503"]["headers"], name
             assert "X-Served-By" in operation["responses"]["200"]["headers"], name
 

@@ -37,6 +37,9 @@ class Thread:
     async def changelog_end_offsets(self, partitions: set[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: self.ends[tp] for tp in partitions if tp in self.ends}
 
+    def input_position(self, task_id: TaskId) -> dict[TopicPartition, int]:
+        return {TopicPartition("in", task_id.partition): 100 + task_id.partition}
+
 
 def task_state(tmp_path: Path, partition: int, value: bytes) -> ProcessorStateManager:
     changelog = TopicPartition("app-counts-changelog", partition)
@@ -85,3 +88,13 @@ def test_a_partition_with_no_local_copy_is_retry_not_absent(tmp_path: Path) -> N
     with pytest.raises(InvalidStateStoreError, match="for partition 1"):
         queryable.get_store("counts", KV, partition=1).get(b"k")
     assert queryable.get_store("counts", KV).get(b"k") == b"active", "a scan over every partition reads what is here"
+
+
+def test_the_position_is_the_active_copys_processed_input_offsets(tmp_path: Path) -> None:
+    thread = Thread()
+    thread.active.append((TaskId(0, 0), task_state(tmp_path, 0, b"active")))
+    thread.standby.append((TaskId(0, 1), task_state(tmp_path, 1, b"standby")))
+    provider = StreamThreadStateStoreProvider(thread)
+    assert provider.position("counts", 0) == {TopicPartition("in", 0): 100}
+    assert provider.position("counts", 1) is None, "a standby copy has no input position"
+    assert provider.position("other", 0) is None

@@ -1,0 +1,71 @@
+"""Scans of `all` and `range` in pages, read in short time slices.
+
+A page is the entries after a cursor key (exclusive), in serialized-key order, up to a limit;
+the answer names the next cursor in `X-Next-After` when more entries follow. Reading and
+rendering yield the event loop every `SLICE_S`, so a large scan delays record processing and
+other queries by a few milliseconds at most: the store iterators stay valid across the pause
+(they snapshot or page by key), and a store closed meanwhile ends the scan with a 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any
+
+from streams_core.state.store import KeyValue
+
+__all__ = ["NEXT_AFTER_HEADER", "SLICE_S", "Page", "read_page"]
+
+NEXT_AFTER_HEADER = "X-Next-After"
+SLICE_S = 0.002
+"""Longest stretch a scan reads and renders before it yields the event loop."""
+
+
+@dataclass(slots=True)
+class Page:
+    """Rendered entries of one page, whether more follow, and the JSON text of the entries."""
+
+    entries: list[dict[str, Any]]
+    more: bool
+
+    @property
+    def next_after(self) -> Any:
+        """The cursor of the next page (the last key of this one), or None at the end."""
+        return self.entries[-1]["key"] if self.more and self.entries else None
+
+    def json(self) -> bytes:
+        return json.dumps(self.entries, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+async def read_page(
+    entries: Iterator[KeyValue[Any, Any]],
+    render: Callable[[KeyValue[Any, Any]], dict[str, Any]],
+    *,
+    limit: int | None,
+    after: bytes | None = None,
+    key_bytes: Callable[[Any], bytes] | None = None,
+) -> Page:
+    """Up to `limit` entries of `entries` whose key sorts after `after` (serialized by `key_bytes`).
+
+    `entries` should start at the cursor (a range from it), so that only equal keys are skipped.
+    """
+    page: list[dict[str, Any]] = []
+    skipping = after is not None and key_bytes is not None
+    started = perf_counter()
+    for entry in entries:
+        if skipping:
+            assert key_bytes is not None and after is not None
+            if key_bytes(entry.key) <= after:
+                continue
+            skipping = False
+        if limit is not None and len(page) >= limit:
+            return Page(page, True)
+        page.append(render(entry))
+        if perf_counter() - started >= SLICE_S:
+            await asyncio.sleep(0)
+            started = perf_counter()
+    return Page(page, False)
