@@ -15,9 +15,10 @@ After each change the cluster must settle (members agree, everything answers rig
 With `num.standby.replicas=1` and `?stale=true`, the standby copies must keep answering through
 the failover: mostly 200 with the right value, 503 for a short window at worst.
 
-One behaviour of stale reads is marked `xfail` (non-strict): a stale read can hit a standby copy
-that the failover's rebalance has just created and that has restored nothing yet (404 for a word
-that exists); the failover test fails with `StaleCopyError` only when its timing hits that.
+Stale reads try every copy of the key's partition, the active one first, and pass on when one
+cannot answer (the dead host refuses connections at once); a copy whose lag is unknown (one the
+failover's rebalance just created) is never read, so no 404 for a word that exists
+(`StaleCopyError`). The longest run of 503s per word is printed and must stay under 1 s.
 `test_a_stale_read_of_a_standby_copy_sees_what_it_restored_since` guards the fix of a second
 bug it found: the read cache kept a miss (or an old count) although a restore changed the key.
 """
@@ -290,7 +291,7 @@ async def test_queries_through_a_join_and_a_kill_are_right_or_503(bootstrap_serv
 
 
 class StaleCopyError(AssertionError):
-    """A stale read answered from a local copy that is behind its changelog (the bug of STALE_COPY)."""
+    """A stale read answered from a local copy that is behind its changelog (a copy of unknown lag, e.g. just created by a rebalance)."""
 
 
 class FrozenReadError(AssertionError):
@@ -320,14 +321,9 @@ def _frozen_reads(cluster: WordCountCluster, truth: Counter[str]) -> list[str]:
     return found
 
 
-STALE_COPY = (
-    "a stale read of a standby copy created by the failover's rebalance is answered before the "
-    "copy restored anything (404 for words that exist)"
-)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(raises=StaleCopyError, strict=False, reason=STALE_COPY + " (when the timing hits it)")
 async def test_stale_reads_keep_answering_through_a_failover_to_the_standby(
     bootstrap_servers: str, tmp_path: Path
 ) -> None:
@@ -395,7 +391,7 @@ async def test_stale_reads_keep_answering_through_a_failover_to_the_standby(
         for name, figures in poller.summary(killed, settled, at_holder).items():
             if figures["answers"]:
                 assert figures["ok"] / figures["answers"] >= 0.8, f"stale reads through {name} mostly 200: {report}"
-                assert figures["longest 503 run s"] <= 5, f"stale reads through {name}: 503 for a short window: {report}"
+                assert figures["longest 503 run s"] < 1, f"stale reads through {name}: 503 for under 1 s: {report}"
         if lagging:
             raise StaleCopyError(f"{len(lagging)} answers of a copy behind its changelog: {lagging[:10]}")
     except AssertionError as exc:
