@@ -8,6 +8,8 @@ instance answers.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter
 
 from api.deps import Streams
@@ -30,6 +32,7 @@ def _node(node: NodeDescription) -> TopologyNode:
     topics: list[str] = []
     pattern = None
     stores: list[str] = []
+    kind: Literal["source", "processor", "sink"]
     if isinstance(node, SourceDescription):
         kind = "source"
         topics = sorted(node.topics)
