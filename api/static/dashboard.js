@@ -5,7 +5,7 @@
 "use strict";
 
 const POLL_MS = 2000;
-const HISTORY = 60; // sparkline points (two minutes at POLL_MS)
+const HISTORY = 30; // sparkline points (one minute at POLL_MS)
 const COLORS = ["#2f6fdb", "#c7851f", "#1a7f37", "#a4508a", "#b42318", "#0e7490"];
 const SVG_NS = "http://www.w3.org/2000/svg";
 
