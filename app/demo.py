@@ -89,7 +89,7 @@ async def _feed(bootstrap: str, stop: threading.Event) -> None:
         await producer.stop()
 
 
-def _screenshot(url: str, bootstrap: str, path: Path, settle_s: float = 20.0) -> None:
+def _screenshot(url: str, bootstrap: str, path: Path, settle_s: float = 50.0) -> None:
     """Open the dashboard in headless chromium while text flows in, look up a word, save a PNG."""
     from playwright.sync_api import sync_playwright  # dev dependency: only the screenshot needs it
 
