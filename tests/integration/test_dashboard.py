@@ -33,6 +33,17 @@ def _rows_script() -> str:
         instance: tr.dataset.instance, cells: [...tr.children].map(td => td.textContent)}))"""
 
 
+def _active_tasks(member: dict[str, Any], input_topic: str, output_topic: str, application_id: str) -> str:
+    """The task ids of a member's source partitions (`<sub-topology>_<partition>`), as the page lists them."""
+    sub_of: dict[str, int] = {}
+    for sub in build_topology(input_topic, output_topic).describe().subtopologies:
+        for node in sub.nodes:
+            for topic in getattr(node, "topics", ()):  # sources; internal topics carry the application id
+                sub_of[topic] = sub_of[f"{application_id}-{topic}"] = sub.id
+    tasks = {(sub_of[tp["topic"]], tp["partition"]) for tp in member["topicPartitions"]}
+    return ", ".join(f"{sub}_{partition}" for sub, partition in sorted(tasks))
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable (apt-get install chromium, or set $CHROMIUM)")
 async def test_dashboard_shows_both_instances_and_looks_up_a_key(bootstrap_servers: str, tmp_path: Path) -> None:
     from playwright.async_api import ConsoleMessage, async_playwright
@@ -87,11 +98,12 @@ async def test_dashboard_shows_both_instances_and_looks_up_a_key(bootstrap_serve
                 rows = {row["instance"]: row["cells"] for row in await page.evaluate(_rows_script())}
                 assert sorted(rows) == sorted(i.server for i in cluster.live())
                 for member in members:
-                    tasks = rows[f"{member['host']}:{member['port']}"][2]
-                    assert all(f"_{tp['partition']}" in tasks for tp in member["topicPartitions"]), (member, tasks)
+                    expected = _active_tasks(member, input_topic, output_topic, cluster.application_id)
+                    assert rows[f"{member['host']}:{member['port']}"][2] == expected, member
 
                 # Each keeps a standby of the other's stateful tasks, read from its relayed metrics.
                 standby_members = [f"{m['host']}:{m['port']}" for m in members if m["standbyStoreNames"]]
+                assert standby_members, f"one standby replica, yet no instance keeps a standby: {members}"
                 await page.wait_for_function(
                     """(names) => names.every(name => {
                         const row = document.querySelector(`#instances tbody tr[data-instance="${name}"]`);
