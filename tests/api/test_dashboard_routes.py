@@ -65,7 +65,16 @@ async def test_metrics_of_unknown_or_unreachable_instances(cluster: Cluster, cli
     cluster.transport.down.add(str(HOST_B))
     down = await client.get(f"/metrics/{HOST_B}")
     assert down.status_code == 503 and down.json()["error"] == "instance unreachable" and down.headers["Retry-After"]
+
+
+async def test_metrics_are_relayed_for_the_members_discovery_lists(cluster: Cluster, client: httpx.AsyncClient) -> None:
+    """During a rebalance the relay follows `/state/instances`: a member it lists, else 503 (never a 404)."""
     cluster.rebalance()
-    cluster.a.state = State.REBALANCING
-    rebalancing = await client.get(f"/metrics/{HOST_B}")
-    assert rebalancing.status_code == 503 and rebalancing.json()["error"] == "metadata not available"
+    members, relayed = await client.get("/state/instances"), await client.get(f"/metrics/{HOST_B}")
+    if members.status_code == 503:
+        assert relayed.status_code == 503 and relayed.headers["Retry-After"], relayed.text
+    else:
+        assert str(HOST_B) in [f"{m['host']}:{m['port']}" for m in members.json()]
+        assert relayed.status_code == 200 and relayed.headers["x-served-by"] == str(HOST_B)
+    cluster.a.state = State.CREATED
+    assert (await client.get(f"/metrics/{HOST_B}")).status_code == 503
