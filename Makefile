@@ -11,9 +11,15 @@ SPARK_JARS := .cache/spark-kafka-$(SPARK_VERSION)/jars
 SPARK_JAR_IDS := spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
 PYTEST_ARGS ?=
 
-.PHONY: setup lint test test-unit demo broker clean
+.PHONY: setup lint test test-unit demo broker clean chromium
 
-setup: $(VENV)/.installed $(KAFKA_LIBS)/.complete $(SPARK_JARS)/.complete
+setup: $(VENV)/.installed $(KAFKA_LIBS)/.complete $(SPARK_JARS)/.complete chromium
+
+# The dashboard's browser test drives the system chromium (Playwright downloads no browser): installed
+# with apt-get when missing and we are root; otherwise that test is skipped (non-fatal).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+	    || echo "chromium is missing (not root, or apt-get failed): the dashboard's browser test will be skipped"
 
 $(VENV)/.installed: pyproject.toml streams_core/runtime/_murmur2.c
 	$(PYTHON) -m venv $(VENV)

@@ -21,7 +21,7 @@ from api.forwarding import Forwarder, instance_name
 from api.instance import StreamsInstance
 from api.metrics import StreamsMetrics
 from api.middleware import QueryTimingMiddleware, ServedByMiddleware
-from api.routes import health, instances, state
+from api.routes import health, instances, state, topology, ui
 from api.settings import ApiSettings
 from streams_core import HostInfo
 
@@ -79,7 +79,7 @@ def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None)
     app.state.settings = settings
     app.state.metrics = StreamsMetrics(streams)
     install_error_handlers(app)
-    for module in (instances, state, health):
+    for module in (instances, state, topology, health, ui):
         app.include_router(module.router)
     app.add_middleware(ServedByMiddleware, served_by=instance_name(this_host))
     app.add_middleware(QueryTimingMiddleware, metrics=app.state.metrics)

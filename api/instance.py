@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from streams_core import KeyQueryMetadata, State, StoreDescription, StreamsMetadata
+from streams_core import KeyQueryMetadata, State, StoreDescription, StreamsMetadata, Topology
 
 __all__ = ["StreamsInstance"]
 
@@ -20,6 +20,8 @@ class StreamsInstance(Protocol):
     application_id: str
     config: Any
     """`config["application.server"]` and `config["default.key.serde"]` are read."""
+    topology: Topology
+    """Described by `/topology` (the dashboard draws it)."""
 
     @property
     def state(self) -> State: ...

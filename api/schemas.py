@@ -1,14 +1,15 @@
 """The JSON bodies of the REST layer, with camelCase field names as in Confluent's examples.
 
 Models are named by role: discovery answers (`HostStoreInfo`, `KeyOwner`), state answers
-(`KeyValueBean`, `WindowedValue`), probes (`HealthStatus`) and `ErrorBody` for every error.
+(`KeyValueBean`, `WindowedValue`), the topology (`TopologyBody`), probes (`HealthStatus`) and
+`ErrorBody` for every error.
 Keys and values are JSON renderings of the stored objects (see `api/keys.py`), so their
 schemas are left open.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -20,9 +21,13 @@ __all__ = [
     "HostStoreInfo",
     "KeyOwner",
     "KeyValueBean",
+    "StoreBody",
     "StoreCopy",
     "StoreLag",
+    "SubtopologyBody",
     "TopicPartitionBody",
+    "TopologyBody",
+    "TopologyNode",
     "WindowedValue",
 ]
 
@@ -101,6 +106,44 @@ class WindowedValue(CamelModel):
     window_start: int
     window_end: int
     value: Any
+
+
+class TopologyNode(CamelModel):
+    """One node of a sub-topology, as `Topology.describe()` gives it."""
+
+    name: str
+    kind: Literal["source", "processor", "sink"]
+    topics: list[str] = Field(
+        description="A source's topics, a sink's topic (none for a sink with a topic extractor); internal topics without the application id."
+    )
+    topic_pattern: str | None = Field(description="The pattern of a source subscribed by pattern.")
+    stores: list[str] = Field(description="The state stores connected to a processor.")
+    predecessors: list[str]
+    successors: list[str]
+
+
+class SubtopologyBody(CamelModel):
+    """A sub-topology: its id (the first part of its task ids) and its nodes in Kafka Streams' print order."""
+
+    id: int
+    global_store: bool = Field(description="Feeds a global store (and generates no tasks).")
+    nodes: list[TopologyNode]
+
+
+class StoreBody(CamelModel):
+    """A state store of the topology and its kind (which query routes serve it)."""
+
+    name: str
+    kind: Literal["key-value", "window", "session"]
+
+
+class TopologyBody(CamelModel):
+    """The application's topology: sub-topologies, nodes, links and stores, and the text of `describe()`."""
+
+    application_id: str
+    subtopologies: list[SubtopologyBody]
+    stores: list[StoreBody]
+    description: str = Field(description="`Topology.describe()` in Kafka Streams' text form.")
 
 
 class HealthStatus(CamelModel):

@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+from pathlib import Path
 
 from app.logs import LOG_FORMATS, configure_logging
 from app.settings import add_service_arguments, settings_from
@@ -27,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="local broker, two word-count instances, sample text, curl lines")
     demo.add_argument("--once", action="store_true", help="exit after showing the first answers")
     demo.add_argument("--base-port", type=int, default=7071)
+    demo.add_argument("--screenshot", type=Path, metavar="PNG", help="save a screenshot of the dashboard, then stop")
     parser.add_argument("--log-level", default=os.environ.get("STREAMS_LOG_LEVEL") or "INFO")
     parser.add_argument("--log-format", default=os.environ.get("STREAMS_LOG_FORMAT") or "text", choices=LOG_FORMATS,
                         help="text, or json: one object a line for log stacks (STREAMS_LOG_FORMAT)")
@@ -48,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_service(settings_from(args), lambda: build_topology(*topics), dict.fromkeys(topics, 4))
     from app.demo import run_demo
 
-    return run_demo(base_port=args.base_port, once=args.once)
+    return run_demo(base_port=args.base_port, once=args.once, screenshot=args.screenshot)
 
 
 if __name__ == "__main__":

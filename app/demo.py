@@ -1,16 +1,21 @@
-"""`make demo`: a local broker, two word-count instances, sample text, and the queries to try.
+"""`make demo`: a local broker, two word-count instances, sample text, the queries to try and
+the dashboard of each instance.
 
 Everything lives under `.cache/demo/` (fresh each run); instance logs go to files there. Ctrl-C
 stops the instances (SIGTERM: they commit and leave the group) and then the broker.
+`--screenshot PATH` saves a PNG of the dashboard while text flows in (docs/dashboard.png is
+made so; it needs Playwright, a dev dependency, and a chromium executable) and then stops.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,7 +25,10 @@ from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, STORE, WINDOWED_STORE
 from streams_core import StreamsConfig, clients
 from streams_core.testing.broker import LocalKafkaBroker
 
-__all__ = ["run_demo"]
+__all__ = ["CHROMIUM_CANDIDATES", "find_chromium", "run_demo"]
+
+CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "/usr/bin/chromium")
+"""Browsers Playwright can drive with `executable_path` (Debian's chromium first); $CHROMIUM overrides."""
 
 SAMPLE_TEXT = [
     "all streams lead to kafka",
@@ -56,6 +64,64 @@ async def _produce_sample(bootstrap: str) -> None:
         await producer.stop()
 
 
+def find_chromium() -> str | None:
+    """The chromium executable to drive (the system's: Playwright's own browser download is not used)."""
+    for candidate in filter(None, (os.environ.get("CHROMIUM"), *CHROMIUM_CANDIDATES)):
+        found = shutil.which(candidate)
+        if found:
+            return found
+    return None
+
+
+async def _feed(bootstrap: str, stop: threading.Event) -> None:
+    """Sample lines, about a hundred a second until `stop`, so the dashboard has throughput to show."""
+    producer = clients.create_producer(StreamsConfig({"application.id": "demo-feeder", "bootstrap.servers": bootstrap}))
+    await producer.start()
+    try:
+        n = 0
+        while not stop.is_set():
+            for line in SAMPLE_TEXT:
+                await producer.send(INPUT_TOPIC, value=line.encode(), key=f"feed-{n}".encode())
+                n += 1
+            await asyncio.sleep(0.06)
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+def _screenshot(url: str, bootstrap: str, path: Path, settle_s: float = 50.0) -> None:
+    """Open the dashboard in headless chromium while text flows in, look up a word, save a PNG."""
+    from playwright.sync_api import sync_playwright  # dev dependency: only the screenshot needs it
+
+    chromium = find_chromium()
+    if chromium is None:
+        raise RuntimeError("no chromium executable found (apt-get install chromium, or set $CHROMIUM)")
+    stop = threading.Event()
+    feeder = threading.Thread(target=lambda: asyncio.run(_feed(bootstrap, stop)), name="demo-feeder")
+    feeder.start()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.goto(url)
+                page.wait_for_function("document.querySelectorAll('#instances tbody tr').length >= 2")
+                page.wait_for_timeout(settle_s * 1000)  # the sparkline fills at one point per poll
+                page.select_option("#lookup-store", STORE)
+                page.fill("#lookup-key", "streams")
+                page.click("#lookup button")
+                page.wait_for_function("document.getElementById('lookup-value').textContent !== ''")
+                page.wait_for_timeout(2500)  # one more poll: the owner's row is highlighted
+                path.parent.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(path), full_page=True)
+            finally:
+                browser.close()
+    finally:
+        stop.set()
+        feeder.join(timeout=30)
+    _say(f"Saved a screenshot of {url} to {path}")
+
+
 def _wait_for(url: str, timeout: float) -> httpx.Response:
     deadline = time.monotonic() + timeout
     last: Exception | httpx.Response | None = None
@@ -82,7 +148,7 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def run_demo(*, base_port: int = 7071, once: bool = False) -> int:
+def run_demo(*, base_port: int = 7071, once: bool = False, screenshot: Path | None = None) -> int:
     root = Path(".cache/demo").resolve()
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
@@ -126,7 +192,13 @@ def run_demo(*, base_port: int = 7071, once: bool = False) -> int:
         ):
             _show(url)
         _say(f"  curl -s {first}/metrics | head")
+        _say("\nThe dashboard (topology, instances with their tasks and lags, throughput, key lookup), on every instance:")
+        for port in ports:
+            _say(f"  http://127.0.0.1:{port}/ui")
         _say(f"\nMore text: type lines into {INPUT_TOPIC} with any Kafka producer at {bootstrap}.")
+        if screenshot is not None:
+            _screenshot(f"{first}/ui", bootstrap, screenshot)
+            return 0
         if once:
             return 0
         _say("Press Ctrl-C to stop everything.")
