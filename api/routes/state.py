@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from api.deps import (
@@ -84,55 +85,41 @@ Read = Callable[[Any], Any]
 """Reads the answer from a local view of the store."""
 
 
-class _KeyQuery:
-    """One key query: its route and its read, with the staleness and position bounds it was asked with."""
+@dataclass(frozen=True, slots=True)
+class KeyQueries:
+    """What a key query is asked with: the request and its staleness and position bounds."""
 
-    __slots__ = ("bound", "kind", "max_lag", "request", "route", "store", "streams", "timeout_s")
+    request: Request
+    streams: StreamsInstance
+    forwarder: Forwarder
+    forwarded: bool
+    stale: bool
+    max_lag: int | None
+    bound: dict[Any, int] | None
+    timeout_s: float
 
-    def __init__(
-        self,
-        request: Request,
-        streams: StreamsInstance,
-        forwarder: Forwarder,
-        forwarded: bool,
-        store: StoreInfo,
-        key: Any,
-        *,
-        kind: Any,
-        stale: bool = False,
-        max_lag: int | None = None,
-        position: str | None = None,
-        timeout_ms: int = 1000,
-    ) -> None:
-        self.request = request
-        self.streams = streams
-        self.store = store
-        self.kind = kind
-        self.max_lag = max_lag
-        self.bound = None if position is None else parse_position(position)
-        self.timeout_s = timeout_ms / 1000
-        self.route: KeyRoute = route_key(
-            streams,
+    async def answer(self, store: StoreInfo, key: Any, kind: Any, read: Read) -> Any:
+        """The answer of the first copy of the key's partition that can give it (`read` of its view)."""
+        route = route_key(
+            self.streams,
             store.name,
             key,
             store.keys.serde,
-            this_host=forwarder.this_host,
-            stale=stale or max_lag is not None,
-            forwarded=forwarded,
+            this_host=self.forwarder.this_host,
+            stale=self.stale or self.max_lag is not None,
+            forwarded=self.forwarded,
         )
 
-    async def answer(self, forwarder: Forwarder, read: Read) -> Any:
         async def local() -> Response:
-            return await self._read_here(read)
+            return await self._read_here(route, store.name, kind, read)
 
-        return await answer_key(self.route, forwarder, self.request, local)
+        return await answer_key(route, self.forwarder, self.request, local)
 
-    async def _read_here(self, read: Read) -> Response:
-        route, name = self.route, self.store.name
+    async def _read_here(self, route: KeyRoute, name: str, kind: Any, read: Read) -> Response:
         position: Mapping[Any, int] | None = None
         if self.bound is not None:
             position = await wait_for_position(self.streams, name, route.partition, self.bound, self.timeout_s)
-        view = self.streams.store(name, self.kind, partition=route.partition, stale=route.stale, max_lag=self.max_lag)
+        view = self.streams.store(name, kind, partition=route.partition, stale=route.stale, max_lag=self.max_lag)
         if position is None and route.partition is not None:
             position = self.streams.store_position(name, route.partition)
         body = read(view)
@@ -140,26 +127,27 @@ class _KeyQuery:
         return JSONResponse(body, headers=headers)
 
 
-@router.get("/keyvalue/{store}/{key}", response_model=KeyValueBean, responses=_KEY_ANSWERS)
-async def get_key_value(
+def _key_queries(
     request: Request,
     streams: Streams,
     forwarder: Forwarding,
     forwarded: Forwarded,
-    store: KeyValueStore,
-    key: KeyText,
     stale: Stale = False,
     max_lag: MaxLag = None,
     position: PositionBound = None,
     timeout_ms: TimeoutMs = 1000,
-) -> Any:
+) -> KeyQueries:
+    bound = None if position is None else parse_position(position)
+    return KeyQueries(request, streams, forwarder, forwarded, stale, max_lag, bound, timeout_ms / 1000)
+
+
+KeyQuery = Annotated[KeyQueries, Depends(_key_queries)]
+
+
+@router.get("/keyvalue/{store}/{key}", response_model=KeyValueBean, responses=_KEY_ANSWERS)
+async def get_key_value(query: KeyQuery, store: KeyValueStore, key: KeyText) -> Any:
     """The value of `key`, from a copy of its partition; 404 if it has none."""
     typed = store.parse_key(key)
-    kind = QueryableStoreTypes.key_value_store()
-    query = _KeyQuery(
-        request, streams, forwarder, forwarded, store, typed,
-        kind=kind, stale=stale, max_lag=max_lag, position=position, timeout_ms=timeout_ms,
-    )  # fmt: skip
 
     def read(view: Any) -> dict[str, Any]:
         value = view.get(typed)
@@ -167,7 +155,7 @@ async def get_key_value(
             raise KeyNotFoundError(store.name, key)
         return KeyValueBean(key=render(typed), value=render(value)).model_dump(by_alias=True)
 
-    return await query.answer(forwarder, read)
+    return await query.answer(store, typed, QueryableStoreTypes.key_value_store(), read)
 
 
 @router.get("/global/{store}/{key}", response_model=KeyValueBean, responses=error_responses(400, 404, 503, served_by=True))
@@ -305,47 +293,17 @@ def _windows(key: Any, entries: Any, size: int | None = None) -> list[dict[str, 
 
 
 @router.get("/windowed/{store}/{key}/{from}/{to}", response_model=list[WindowedValue], responses=_KEY_ANSWERS)
-async def windowed_values(
-    request: Request,
-    streams: Streams,
-    forwarder: Forwarding,
-    forwarded: Forwarded,
-    store: WindowStore,
-    key: KeyText,
-    time_from: TimeFrom,
-    time_to: TimeTo,
-    stale: Stale = False,
-    max_lag: MaxLag = None,
-    position: PositionBound = None,
-    timeout_ms: TimeoutMs = 1000,
-) -> Any:
+async def windowed_values(query: KeyQuery, store: WindowStore, key: KeyText, time_from: TimeFrom, time_to: TimeTo) -> Any:
     """The windows of `key` that start from `from` to `to`, oldest first, from a copy of its partition."""
     typed = store.parse_key(key)
-    query = _KeyQuery(
-        request, streams, forwarder, forwarded, store, typed, kind=QueryableStoreTypes.window_store(),
-        stale=stale, max_lag=max_lag, position=position, timeout_ms=timeout_ms,
-    )  # fmt: skip
     size = store.window_size or 0
-    return await query.answer(forwarder, lambda view: _windows(typed, view.fetch(typed, time_from, time_to), size))
+    kind = QueryableStoreTypes.window_store()
+    return await query.answer(store, typed, kind, lambda view: _windows(typed, view.fetch(typed, time_from, time_to), size))
 
 
 @router.get("/session/{store}/{key}", response_model=list[WindowedValue], responses=_KEY_ANSWERS)
-async def session_values(
-    request: Request,
-    streams: Streams,
-    forwarder: Forwarding,
-    forwarded: Forwarded,
-    store: SessionStore,
-    key: KeyText,
-    stale: Stale = False,
-    max_lag: MaxLag = None,
-    position: PositionBound = None,
-    timeout_ms: TimeoutMs = 1000,
-) -> Any:
+async def session_values(query: KeyQuery, store: SessionStore, key: KeyText) -> Any:
     """The sessions of `key`, oldest first (each `[windowStart, windowEnd]` inclusive), from a copy of its partition."""
     typed = store.parse_key(key)
-    query = _KeyQuery(
-        request, streams, forwarder, forwarded, store, typed, kind=QueryableStoreTypes.session_store(),
-        stale=stale, max_lag=max_lag, position=position, timeout_ms=timeout_ms,
-    )  # fmt: skip
-    return await query.answer(forwarder, lambda view: _windows(typed, view.fetch(typed)))
+    kind = QueryableStoreTypes.session_store()
+    return await query.answer(store, typed, kind, lambda view: _windows(typed, view.fetch(typed)))
