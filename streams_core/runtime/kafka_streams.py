@@ -40,7 +40,7 @@ from streams_core.runtime.autostop_manager import AutostopManager, intermediate_
 from streams_core.runtime.global_stream_thread import GlobalStreamThread
 from streams_core.runtime.shutdown_request import broadcast_shutdown_request
 from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
-from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider
+from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider, StoreQuery
 from streams_core.runtime.stream_thread import StreamThread, ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topic_preparation import prepare_topics, watch_pattern_topics
@@ -479,8 +479,9 @@ class KafkaStreams:
         self._require_store(store_name)
         kind = store_type or QueryableStoreTypes.key_value_store()
         provider = self._store_provider
-        provider.local_stores(store_name, kind, partition=partition, stale=stale, max_lag=max_lag)
-        return provider.get_store(store_name, kind, partition=partition, stale=stale, max_lag=max_lag)
+        query = StoreQuery(partition, stale, max_lag)
+        provider.local_stores(store_name, kind, query)
+        return provider.get_store(store_name, kind, query)
 
     def store_position(self, store_name: str, partition: int) -> dict[TopicPartition, int] | None:
         """How far the local active copy of a store's partition has processed its input: per source

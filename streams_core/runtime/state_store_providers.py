@@ -24,9 +24,22 @@ from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.state.queryable_store_types import QueryableStoreType
 
-__all__ = ["LagInfo", "QueryableStoreProvider", "StreamThreadStateStoreProvider", "TaskStates"]
+__all__ = ["LagInfo", "QueryableStoreProvider", "StoreQuery", "StreamThreadStateStoreProvider", "TaskStates"]
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreQuery:
+    """Which local copies a query may read (Kafka's StoreQueryParameters without name and type):
+    one partition's or all, standbys too when `stale`, and then only those at most `max_lag` behind."""
+
+    partition: int | None = None
+    stale: bool = False
+    max_lag: int | None = None
+
+
+ALL_ACTIVE = StoreQuery()
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,26 +77,18 @@ class StreamThreadStateStoreProvider:
     def __init__(self, thread: TaskStates) -> None:
         self._thread = thread
 
-    def stores(
-        self,
-        store_name: str,
-        store_type: QueryableStoreType[Any],
-        *,
-        partition: int | None = None,
-        stale: bool = False,
-        max_lag: int | None = None,
-    ) -> list[Any]:
+    def stores(self, store_name: str, store_type: QueryableStoreType[Any], query: StoreQuery = ALL_ACTIVE) -> list[Any]:
         """Active copies (and, when `stale`, standby ones whose lag is known and within `max_lag`),
         of one partition's task when `partition` is set."""
         holders = list(self._thread.active_states())
-        if stale:
+        if query.stale:
             for task_id, state in self._thread.standby_states():
                 lag = self.standby_lag(state)
-                if lag is not None and (max_lag is None or lag <= max_lag):
+                if lag is not None and (query.max_lag is None or lag <= query.max_lag):
                     holders.append((task_id, state))
         found = []
         for task_id, state in holders:
-            if partition is not None and task_id.partition != partition:
+            if query.partition is not None and task_id.partition != query.partition:
                 continue
             store = state.get_store(store_name)
             if store is None:
@@ -136,18 +141,14 @@ class StreamThreadStateStoreProvider:
 class _WrappingStoreProvider:
     """KIP-67's WrappingStoreProvider: every thread's instances, after checking the instance may be queried."""
 
-    __slots__ = ("_max_lag", "_owner", "_partition", "_stale")
+    __slots__ = ("_owner", "_query")
 
-    def __init__(self, owner: QueryableStoreProvider, partition: int | None, stale: bool, max_lag: int | None) -> None:
+    def __init__(self, owner: QueryableStoreProvider, query: StoreQuery) -> None:
         self._owner = owner
-        self._partition = partition
-        self._stale = stale
-        self._max_lag = max_lag
+        self._query = query
 
     def stores(self, store_name: str, store_type: QueryableStoreType[Any]) -> list[Any]:
-        return self._owner.local_stores(
-            store_name, store_type, partition=self._partition, stale=self._stale, max_lag=self._max_lag
-        )
+        return self._owner.local_stores(store_name, store_type, self._query)
 
 
 class QueryableStoreProvider:
@@ -165,16 +166,8 @@ class QueryableStoreProvider:
         self._check = check_queryable
         self._global_stores = global_stores or dict
 
-    def get_store(
-        self,
-        store_name: str,
-        store_type: QueryableStoreType[T],
-        *,
-        partition: int | None = None,
-        stale: bool = False,
-        max_lag: int | None = None,
-    ) -> T:
-        return store_type.create(_WrappingStoreProvider(self, partition, stale, max_lag), store_name)
+    def get_store(self, store_name: str, store_type: QueryableStoreType[T], query: StoreQuery = ALL_ACTIVE) -> T:
+        return store_type.create(_WrappingStoreProvider(self, query), store_name)
 
     def position(self, store_name: str, partition: int) -> dict[TopicPartition, int] | None:
         """The first thread's `position()` with an active copy of the partition."""
@@ -193,15 +186,9 @@ class QueryableStoreProvider:
         return merged
 
     def local_stores(
-        self,
-        store_name: str,
-        store_type: QueryableStoreType[Any],
-        *,
-        partition: int | None = None,
-        stale: bool = False,
-        max_lag: int | None = None,
+        self, store_name: str, store_type: QueryableStoreType[Any], query: StoreQuery = ALL_ACTIVE
     ) -> list[Any]:
-        self._check(store_name, stale)
+        self._check(store_name, query.stale)
         global_store = self._global_stores().get(store_name)
         if global_store is not None:
             if not store_type.accepts(global_store):
@@ -209,9 +196,9 @@ class QueryableStoreProvider:
             return [global_store]
         found: list[Any] = []
         for provider in self._providers():
-            found += provider.stores(store_name, store_type, partition=partition, stale=stale, max_lag=max_lag)
-        if partition is not None and not found:
+            found += provider.stores(store_name, store_type, query)
+        if query.partition is not None and not found:
             raise InvalidStateStoreError(
-                f"no queryable copy of store {store_name!r} for partition {partition} here now (migrating or restoring; retry)"
+                f"no queryable copy of store {store_name!r} for partition {query.partition} here now (migrating or restoring; retry)"
             )
         return found

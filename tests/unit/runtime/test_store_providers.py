@@ -8,7 +8,12 @@ import pytest
 
 from streams_core import InvalidStateStoreError, QueryableStoreTypes
 from streams_core.processor.task_id import TaskId
-from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider, StreamThreadStateStoreProvider
+from streams_core.runtime.state_store_providers import (
+    LagInfo,
+    QueryableStoreProvider,
+    StoreQuery,
+    StreamThreadStateStoreProvider,
+)
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
@@ -56,16 +61,16 @@ def test_a_standby_copy_is_read_only_once_its_lag_is_known_and_within_max_lag(tm
     thread.standby.append((TaskId(0, 1), standby))
     provider = StreamThreadStateStoreProvider(thread)
     changelog = TopicPartition("app-counts-changelog", 1)
-    assert provider.stores("counts", KV, partition=1, stale=True) == [], "just created, nothing restored: not read"
+    assert provider.stores("counts", KV, StoreQuery(1, stale=True)) == [], "just created, nothing restored: not read"
     standby.update_changelog_offsets({changelog: 10})
-    assert provider.stores("counts", KV, partition=1, stale=True) == [], "no fetch yet: the end is unknown"
+    assert provider.stores("counts", KV, StoreQuery(1, stale=True)) == [], "no fetch yet: the end is unknown"
     thread.highwater[changelog] = 25
     assert provider.standby_lag(standby) == 15
-    [store] = provider.stores("counts", KV, partition=1, stale=True)
+    [store] = provider.stores("counts", KV, StoreQuery(1, stale=True))
     assert store.get(b"k") == b"standby"
-    assert provider.stores("counts", KV, partition=1, stale=True, max_lag=15) == [store]
-    assert provider.stores("counts", KV, partition=1, stale=True, max_lag=14) == [], "too far behind"
-    assert provider.stores("counts", KV, partition=1, stale=False) == [], "standbys only for stale reads"
+    assert provider.stores("counts", KV, StoreQuery(1, stale=True, max_lag=15)) == [store]
+    assert provider.stores("counts", KV, StoreQuery(1, stale=True, max_lag=14)) == [], "too far behind"
+    assert provider.stores("counts", KV, StoreQuery(1)) == [], "standbys only for stale reads"
 
 
 async def test_lags_put_running_active_copies_at_the_end_and_standbys_where_they_are(tmp_path: Path) -> None:
@@ -84,9 +89,9 @@ def test_a_partition_with_no_local_copy_is_retry_not_absent(tmp_path: Path) -> N
     thread = Thread()
     thread.active.append((TaskId(0, 0), task_state(tmp_path, 0, b"active")))
     queryable = QueryableStoreProvider(lambda: [StreamThreadStateStoreProvider(thread)], lambda name, stale: None)
-    assert queryable.get_store("counts", KV, partition=0).get(b"k") == b"active"
+    assert queryable.get_store("counts", KV, StoreQuery(0)).get(b"k") == b"active"
     with pytest.raises(InvalidStateStoreError, match="for partition 1"):
-        queryable.get_store("counts", KV, partition=1).get(b"k")
+        queryable.get_store("counts", KV, StoreQuery(1)).get(b"k")
     assert queryable.get_store("counts", KV).get(b"k") == b"active", "a scan over every partition reads what is here"
 
 
