@@ -181,7 +181,6 @@ function fillStores(topology) {
   const select = $("lookup-store");
   select.replaceChildren();
   for (const store of topology.stores) {
-    if (store.kind === "session") continue; // no REST route serves session stores
     el("option", { value: store.name, "data-kind": store.kind }, select, `${store.name} (${store.kind})`);
   }
 }
@@ -344,11 +343,14 @@ async function lookup(event) {
     return;
   }
   view.owner = hostPort(owner.body);
-  const standbys = owner.body.standbyHosts.map(hostPort).join(", ") || "none";
-  const valuePath = kind === "window" ? `state/windowed/${path}/0/${Date.now()}` : `state/keyvalue/${path}`;
-  const value = await getJson(valuePath);
+  const lags = new Map((owner.body.copies || []).map((c) => [hostPort(c), c.lag]));
+  const lagOf = (h) => (lags.get(hostPort(h)) === null || lags.get(hostPort(h)) === undefined ? "lag ?" : `lag ${lags.get(hostPort(h))}`);
+  const standbys = owner.body.standbyHosts.map((h) => `${hostPort(h)} (${lagOf(h)})`).join(", ") || "none";
+  const valuePaths = { window: `state/windowed/${path}/0/${Date.now()}`, session: `state/session/${path}` };
+  const value = await getJson(valuePaths[kind] || `state/keyvalue/${path}`);
+  const windows = (list, none) => list.map((w) => `${new Date(w.windowStart).toISOString()}..${new Date(w.windowEnd).toISOString()}: ${JSON.stringify(w.value)}`).join("; ") || none;
   let shown;
-  if (value.ok) shown = kind === "window" ? value.body.map((w) => `${new Date(w.windowStart).toISOString()}: ${JSON.stringify(w.value)}`).join("; ") || "no windows" : JSON.stringify(value.body.value);
+  if (value.ok) shown = kind === "window" ? windows(value.body, "no windows") : kind === "session" ? windows(value.body, "no sessions") : JSON.stringify(value.body.value);
   else shown = value.body && value.body.error ? value.body.error : `status ${value.status}`;
   showLookup({
     "lookup-owner": view.owner,
