@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.assignment import (
+    AssignmentConfigs,
     AssignmentInfo,
     AssignorError,
     HostInfo,
@@ -31,7 +32,7 @@ def test_two_processes_with_two_threads_each() -> None:
     )
     result = compute_group_assignment(
         subs, SUBTOPOLOGIES, COUNTS, copartition_groups=[{"left", "right"}],
-        stateful_subtopologies={1}, num_standby_replicas=1,
+        stateful_subtopologies={1}, configs=AssignmentConfigs(num_standby_replicas=1),
     )
     assert sorted(result) == ["a-1", "a-2", "b-1", "b-2"]
     all_partitions = [tp for m in result.values() for tp in m.partitions]
