@@ -384,7 +384,7 @@ async def test_stale_reads_keep_answering_through_a_failover_to_the_standby(
             f"kill -9 of b (the active host of {len(standby_of)} of {len(truth)} words): {settled - killed:.1f} s to settle",
             "stale reads of b's words through the instance holding the word's standby copy:",
             *_phase(poller, killed, settled, at_holder),
-            "other stale reads through the survivors (b's words forwarded to b until the group notices):",
+            "the other stale reads through the survivors:",
             *_phase(poller, killed, settled, lambda s: not at_holder(s)),
         ]
         print("\n".join(report))
