@@ -73,6 +73,7 @@ class _RebalanceListener:
 
     async def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None:
         await self._thread.on_partitions_revoked()
+        await self._thread.refresh_changelog_end_offsets()
 
     async def on_partitions_assigned(self, assigned: frozenset[TopicPartition]) -> None:
         await self._thread.on_partitions_assigned()
@@ -121,6 +122,10 @@ class StreamThread:
             application_server=config["application.server"],
             num_standby_replicas=config["num.standby.replicas"],
             task_states=self._task_states,
+            acceptable_recovery_lag=config["acceptable.recovery.lag"],
+            max_warmup_replicas=config["max.warmup.replicas"],
+            probing_rebalance_interval_ms=config["probing.rebalance.interval.ms"],
+            request_rebalance=self._request_probing_rebalance,
             log_prefix=self.log_prefix,
         )
         self.collector: RecordCollectorImpl | None = None
@@ -462,6 +467,16 @@ class StreamThread:
             )
             self._on_assignment(self)
             self._set_state(ThreadState.RUNNING)
+
+    async def refresh_changelog_end_offsets(self) -> None:
+        """Before each JoinGroup: the end offsets the assignor needs for task lags if this member leads."""
+        if self._producer is not None and self._restore_consumer is not None:
+            await self.assignor.refresh_end_offsets(self._producer.partitions_for, self._restore_consumer.end_offsets)
+
+    def _request_probing_rebalance(self) -> None:
+        """The leader's scheduled probing rebalance (KIP-441) is due: rejoin unless shutting down."""
+        if self._consumer is not None and self.alive and not self._stopping:
+            self._consumer.enforce_rebalance()
 
     def _task_states(self) -> TaskStates:
         tm = self.task_manager

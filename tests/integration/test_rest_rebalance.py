@@ -333,7 +333,7 @@ async def test_stale_reads_keep_answering_through_a_failover_to_the_standby(
     client = Client()
     poller = Poller(client, truth, stale=True)
     try:
-        b = await cluster.start_process("b")  # first: the active word-count tasks stay with it
+        b = await cluster.start_process("b")  # first; the assignor spreads word-count over all three after
         await _counted(client, b, truth)  # before the others join, whose rebalance commits all of it
         a, c = await cluster.start_in_process("a", "c")
         await cluster.wait_running()
@@ -354,12 +354,12 @@ async def test_stale_reads_keep_answering_through_a_failover_to_the_standby(
             return True
 
         await wait_until(standbys_caught_up, 30, "standby copies of every word, caught up")
-        standby_of: dict[str, str] = {}
+        standby_of: dict[str, str] = {}  # the words b is the active host of -> their standby holder
         for word in truth:
             owner = await client.ok(a.url, f"/state/instance/{STORE}/{quoted(word)}")
-            assert owner["port"] == b.port, f"b is the active host of {word!r} (it holds every word-count task)"
-            standby_of[word] = cluster.by_server("{host}:{port}".format(**owner["standbyHosts"][0])).name
-        assert set(standby_of.values()) == {"a", "c"}, f"standby copies on both survivors: {standby_of}"
+            if owner["port"] == b.port:
+                standby_of[word] = cluster.by_server("{host}:{port}".format(**owner["standbyHosts"][0])).name
+        assert standby_of and set(standby_of.values()) <= {"a", "c"}, f"b's words have standbys on survivors: {standby_of}"
 
         for instance in (a, b, c):
             poller.add(instance)
@@ -374,13 +374,13 @@ async def test_stale_reads_keep_answering_through_a_failover_to_the_standby(
         await poller.stop()
 
         def at_holder(s: Seen) -> bool:
-            return standby_of[s.key] == s.through
+            return standby_of.get(s.key) == s.through
 
         report = [
-            f"kill -9 of b (the active host of all {len(truth)} words): {settled - killed:.1f} s to settle",
-            "stale reads through the instance holding the word's standby copy:",
+            f"kill -9 of b (the active host of {len(standby_of)} of {len(truth)} words): {settled - killed:.1f} s to settle",
+            "stale reads of b's words through the instance holding the word's standby copy:",
             *_phase(poller, killed, settled, at_holder),
-            "stale reads through the other survivor (forwarded to the active host, b, until the group notices):",
+            "the other stale reads through the survivors:",
             *_phase(poller, killed, settled, lambda s: not at_holder(s)),
         ]
         print("\n".join(report))

@@ -83,6 +83,7 @@ def test_assignment_round_trip() -> None:
             HostInfo("::1", 2): frozenset({TP("a", 0), TP("b", 0)}),
         },
         standby_partitions_by_host={HostInfo("h1", 1): frozenset({TP("a", 0), TP("b", 0)})},
+        next_scheduled_rebalance_ms=1_700_000_000_000,
     )
     decoded = AssignmentInfo.decode(info.encode())
     assert decoded == info

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.assignment import (
+    AssignmentConfigs,
     AssignmentInfo,
     AssignorError,
     HostInfo,
@@ -31,7 +32,7 @@ def test_two_processes_with_two_threads_each() -> None:
     )
     result = compute_group_assignment(
         subs, SUBTOPOLOGIES, COUNTS, copartition_groups=[{"left", "right"}],
-        stateful_subtopologies={1}, num_standby_replicas=1,
+        stateful_subtopologies={1}, configs=AssignmentConfigs(num_standby_replicas=1),
     )
     assert sorted(result) == ["a-1", "a-2", "b-1", "b-2"]
     all_partitions = [tp for m in result.values() for tp in m.partitions]
@@ -95,3 +96,35 @@ def test_members_without_endpoint_are_not_in_the_host_map() -> None:
     )
     assert set(result["y"].info.partitions_by_host) == {HostInfo("x", 1)}
     assert TaskId(0, 0) in result["x"].info.active_tasks or TaskId(0, 0) in result["y"].info.active_tasks
+
+
+def test_warmups_go_out_as_standbys_and_the_leaders_first_member_schedules_the_probing_rebalance() -> None:
+    """KIP-441 through the wire: px ran every stateful task and is caught up; py is new, far behind."""
+    stateful = [TaskId(1, 0), TaskId(1, 1)]
+    ends = dict.fromkeys(stateful, 50_000)
+    subs = subscriptions(
+        **{
+            "px-1": SubscriptionInfo("px", "x:1", frozenset(stateful), task_offset_sums=ends),
+            "px-2": SubscriptionInfo("px", "x:1", task_offset_sums=ends),
+            "py-1": SubscriptionInfo("py", "y:1"),
+        }
+    )
+    result = compute_group_assignment(
+        subs, SUBTOPOLOGIES, COUNTS, copartition_groups=[{"left", "right"}], stateful_subtopologies={1},
+        configs=AssignmentConfigs(max_warmup_replicas=1), task_end_offset_sums=ends,
+        probing_rebalance_at_ms=123_456, leader_process_id="px",
+    )
+    x_active = result["px-1"].info.active_tasks.keys() | result["px-2"].info.active_tasks.keys()
+    assert set(stateful) <= x_active, "no stateful task moves to a client that is not caught up"
+    assert len(result["py-1"].info.standby_tasks) == 1, "one warm-up (max.warmup.replicas=1), sent as a standby"
+    assert HostInfo("y", 1) in result["px-1"].info.standby_partitions_by_host
+    assert {m: a.info.next_scheduled_rebalance_ms for m, a in result.items()} == {"px-1": 123_456, "px-2": 0, "py-1": 0}
+    assert {t.subtopology for t in result["py-1"].info.active_tasks} == {0}, "stateless tasks balance at once"
+
+
+def test_no_probing_rebalance_when_everyone_is_caught_up() -> None:
+    subs = subscriptions(x=SubscriptionInfo("px"), y=SubscriptionInfo("py"))
+    result = compute_group_assignment(
+        subs, SUBTOPOLOGIES, COUNTS, stateful_subtopologies={0, 1}, probing_rebalance_at_ms=1, leader_process_id="px"
+    )
+    assert all(a.info.next_scheduled_rebalance_ms == 0 for a in result.values())

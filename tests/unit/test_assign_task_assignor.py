@@ -1,15 +1,30 @@
-"""Task assignor: balance, stickiness, local-state preference, standbys, determinism."""
+"""Task assignor: balance, stickiness, local-state preference, standbys, determinism (all clients caught up)."""
 
 from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import pytest
 
 from streams_core.processor.task_id import TaskId
-from streams_core.runtime.assignment import ClientAssignment, ClientState, assign_tasks, assign_tasks_to_members
+from streams_core.runtime.assignment import (
+    AssignmentConfigs,
+    ClientAssignment,
+    ClientState,
+    assign_tasks,
+    assign_tasks_to_members,
+)
+
+
+def assign(
+    states: Mapping[str, ClientState],
+    all_tasks: Collection[TaskId],
+    stateful: Collection[TaskId] = frozenset(),
+    num_standby: int = 0,
+) -> Mapping[str, ClientAssignment]:
+    return assign_tasks(states, all_tasks, stateful, AssignmentConfigs(num_standby)).clients
 
 
 def tasks(n: int, subtopologies: int = 1) -> list[TaskId]:
@@ -53,20 +68,20 @@ def test_balanced_for_1_to_5_clients_and_4_to_12_tasks() -> None:
                     for name in names
                 }
                 stateful = set(rng.sample(all_tasks, rng.randrange(0, n_tasks)))
-                result = assign_tasks(states, all_tasks, stateful, num_standby=rng.randrange(0, 3))
+                result = assign(states, all_tasks, stateful, num_standby=rng.randrange(0, 3))
                 check_complete(result, all_tasks)
                 counts = active_counts(result).values()
                 assert max(counts) - min(counts) <= 1, (n_clients, n_tasks, result)
 
 
 def test_balance_is_weighted_by_capacity() -> None:
-    result = assign_tasks(clients("a", "b", "c", a=1, b=2, c=3), tasks(12))
+    result = assign(clients("a", "b", "c", a=1, b=2, c=3), tasks(12))
     assert active_counts(result) == {"a": 2, "b": 4, "c": 6}
     rng = random.Random(5)
     for _ in range(200):
         capacity = {f"p{i}": rng.randrange(1, 5) for i in range(rng.randrange(1, 6))}
         all_tasks = tasks(rng.randrange(1, 25))
-        result = assign_tasks({c: ClientState(k) for c, k in capacity.items()}, all_tasks)
+        result = assign({c: ClientState(k) for c, k in capacity.items()}, all_tasks)
         check_complete(result, all_tasks)
         total = sum(capacity.values())
         for client, count in active_counts(result).items():
@@ -75,8 +90,8 @@ def test_balance_is_weighted_by_capacity() -> None:
 
 def test_same_membership_keeps_the_assignment() -> None:
     all_tasks = tasks(4, subtopologies=2)
-    first = assign_tasks(clients("a", "b", "c"), all_tasks, set(all_tasks))
-    again = assign_tasks(previous(first), all_tasks, set(all_tasks))
+    first = assign(clients("a", "b", "c"), all_tasks, set(all_tasks))
+    again = assign(previous(first), all_tasks, set(all_tasks))
     assert {c: a.active_tasks for c, a in again.items()} == {c: a.active_tasks for c, a in first.items()}
 
 
@@ -87,23 +102,23 @@ def test_member_leaves_then_rejoins_with_its_state() -> None:
         "b": ClientState(1, frozenset(all_tasks[2:4])),
         "c": ClientState(1, frozenset(all_tasks[4:6])),
     }
-    first = assign_tasks(original, all_tasks, set(all_tasks))
+    first = assign(original, all_tasks, set(all_tasks))
     assert {c: a.active_tasks for c, a in first.items()} == {c: s.prev_active_tasks for c, s in original.items()}
 
-    without_c = assign_tasks({c: original[c] for c in ("a", "b")}, all_tasks, set(all_tasks))
+    without_c = assign({c: original[c] for c in ("a", "b")}, all_tasks, set(all_tasks))
     assert original["a"].prev_active_tasks <= without_c["a"].active_tasks  # nothing taken away
     assert original["b"].prev_active_tasks <= without_c["b"].active_tasks
     assert active_counts(without_c) == {"a": 3, "b": 3}
 
     c_back = ClientState(1, prev_standby_tasks=frozenset(all_tasks[4:6]))  # its state is still on disk
-    rejoined = assign_tasks(previous(without_c, c=c_back), all_tasks, set(all_tasks))
+    rejoined = assign(previous(without_c, c=c_back), all_tasks, set(all_tasks))
     assert {c: a.active_tasks for c, a in rejoined.items()} == {c: s.prev_active_tasks for c, s in original.items()}
 
 
 def test_new_client_moves_only_what_balance_needs() -> None:
     all_tasks = tasks(12)
-    first = assign_tasks(clients("a", "b", "c"), all_tasks)
-    second = assign_tasks(previous(first, d=ClientState()), all_tasks)
+    first = assign(clients("a", "b", "c"), all_tasks)
+    second = assign(previous(first, d=ClientState()), all_tasks)
     assert active_counts(second) == {"a": 3, "b": 3, "c": 3, "d": 3}
     for client in ("a", "b", "c"):
         assert second[client].active_tasks <= first[client].active_tasks
@@ -119,7 +134,7 @@ def test_task_of_a_departed_owner_goes_to_the_client_with_local_state() -> None:
         "b": ClientState(1, frozenset({all_tasks[2]})),
         "c": ClientState(1, prev_standby_tasks=frozenset({t})),
     }
-    result = assign_tasks(states, all_tasks, set(all_tasks))
+    result = assign(states, all_tasks, set(all_tasks))
     assert t in result["c"].active_tasks
 
 
@@ -130,7 +145,7 @@ def test_most_caught_up_client_wins() -> None:
         "b": ClientState(1, task_offset_sums={t: 500}),
         "c": ClientState(1, task_offset_sums={t: 20}),
     }
-    result = assign_tasks(states, [t], {t})
+    result = assign(states, [t], {t})
     assert result["b"].active_tasks == {t}
 
 
@@ -140,7 +155,7 @@ def test_stateful_tasks_stay_before_stateless_ones() -> None:
         "a": ClientState(1, frozenset({stateful, stateless})),
         "b": ClientState(1),
     }
-    result = assign_tasks(states, [stateful, stateless], {stateful})
+    result = assign(states, [stateful, stateless], {stateful})
     assert result["a"].active_tasks == {stateful}
     assert result["b"].active_tasks == {stateless}
 
@@ -151,7 +166,7 @@ def test_local_state_beats_stateless_stickiness() -> None:
         "a": ClientState(1, frozenset({stateless}), frozenset({stateful})),
         "b": ClientState(1),
     }
-    result = assign_tasks(states, [stateful, stateless], {stateful})
+    result = assign(states, [stateful, stateless], {stateful})
     assert result["a"].active_tasks == {stateful}
 
 
@@ -161,7 +176,7 @@ def test_two_previous_owners_most_caught_up_keeps_it() -> None:
         "a": ClientState(1, frozenset({t}), task_offset_sums={t: 5}),
         "b": ClientState(1, frozenset({t}), task_offset_sums={t: 9}),
     }
-    assert assign_tasks(states, [t], {t})["b"].active_tasks == {t}
+    assert assign(states, [t], {t})["b"].active_tasks == {t}
 
 
 @pytest.mark.parametrize("num_standby", [1, 2, 3, 5])
@@ -174,7 +189,7 @@ def test_standbys_never_share_a_client_with_the_active_or_another_copy(num_stand
             f"p{i}": ClientState(1, frozenset(rng.sample(all_tasks, 2)), frozenset(rng.sample(all_tasks, 2)))
             for i in range(n_clients)
         }
-        result = assign_tasks(states, all_tasks, stateful, num_standby)
+        result = assign(states, all_tasks, stateful, num_standby)
         copies = min(num_standby, n_clients - 1)
         for task in all_tasks:
             holders = [c for c, a in result.items() if task in a.standby_tasks]
@@ -191,19 +206,19 @@ def test_standby_prefers_client_with_local_state() -> None:
         "b": ClientState(1),
         "c": ClientState(1, prev_standby_tasks=frozenset({t})),
     }
-    result = assign_tasks(states, [t, *others], {t}, num_standby=1)
+    result = assign(states, [t, *others], {t}, num_standby=1)
     assert result["a"].active_tasks == {t}
     assert result["c"].standby_tasks == {t}
 
 
 def test_standbys_are_spread() -> None:
     all_tasks = tasks(6)
-    result = assign_tasks(clients("a", "b", "c"), all_tasks, set(all_tasks), num_standby=1)
+    result = assign(clients("a", "b", "c"), all_tasks, set(all_tasks), num_standby=1)
     assert sorted(len(a.standby_tasks) for a in result.values()) == [2, 2, 2]
 
 
 def test_subtopology_tasks_are_spread_across_clients() -> None:
-    result = assign_tasks(clients("a", "b"), tasks(2, subtopologies=2))
+    result = assign(clients("a", "b"), tasks(2, subtopologies=2))
     for assignment in result.values():
         assert sorted(t.subtopology for t in assignment.active_tasks) == [0, 1]
 
@@ -217,21 +232,21 @@ def test_deterministic_whatever_the_input_order() -> None:
         )
         for i in range(4)
     }
-    expected = assign_tasks(states, all_tasks, set(all_tasks[:6]), 1)
+    expected = assign(states, all_tasks, set(all_tasks[:6]), 1)
     for order in itertools.islice(itertools.permutations(states), 6):
         shuffled_tasks = list(all_tasks)
         rng.shuffle(shuffled_tasks)
-        assert assign_tasks({c: states[c] for c in order}, shuffled_tasks, set(all_tasks[:6]), 1) == expected
+        assert assign({c: states[c] for c in order}, shuffled_tasks, set(all_tasks[:6]), 1) == expected
 
 
 def test_no_clients() -> None:
-    assert assign_tasks({}, []) == {}
+    assert assign({}, []) == {}
     with pytest.raises(ValueError):
-        assign_tasks({}, tasks(1))
+        assign({}, tasks(1))
 
 
 def test_more_clients_than_tasks() -> None:
-    result = assign_tasks(clients("a", "b", "c"), tasks(2))
+    result = assign(clients("a", "b", "c"), tasks(2))
     assert sorted(active_counts(result).values()) == [0, 1, 1]
 
 

@@ -18,13 +18,16 @@ from streams_core.runtime.assignment.streams_metadata import KeyQueryMetadata, S
 from streams_core.runtime.assignment.streams_metadata_state import StreamPartitioner, StreamsMetadataState
 from streams_core.runtime.assignment.subscription_info import SubscriptionInfo
 from streams_core.runtime.assignment.task_assignor import (
+    AssignmentConfigs,
     ClientAssignment,
     ClientState,
+    TaskAssignment,
     assign_tasks,
     assign_tasks_to_members,
 )
 
 __all__ = [
+    "AssignmentConfigs",
     "AssignmentError",
     "AssignmentInfo",
     "AssignorError",
@@ -40,6 +43,7 @@ __all__ = [
     "StreamsMetadata",
     "StreamsMetadataState",
     "SubscriptionInfo",
+    "TaskAssignment",
     "UnsupportedVersionError",
     "assign_tasks",
     "assign_tasks_to_members",

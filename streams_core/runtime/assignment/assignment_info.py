@@ -31,6 +31,9 @@ class AssignmentInfo:
       `application.server`, with the source partitions of its active / standby tasks.
     - error_code / error_message: set when the leader could not assign; every member receives
       the same, and `raise_if_error()` turns it into the matching exception.
+    - next_scheduled_rebalance_ms: wall-clock time (the leader's clock, ms) at which this member
+      must trigger a probing rebalance so that caught-up warm-ups take over (KIP-441); 0 for
+      none. The leader sets it for one member of its own process only.
     """
 
     active_tasks: TaskPartitions = field(default_factory=dict, hash=False)
@@ -39,6 +42,7 @@ class AssignmentInfo:
     standby_partitions_by_host: HostPartitions = field(default_factory=dict, hash=False)
     error_code: AssignorError = AssignorError.NONE
     error_message: str = ""
+    next_scheduled_rebalance_ms: int = 0
     version: int = LATEST_SUPPORTED_VERSION
     latest_supported_version: int = LATEST_SUPPORTED_VERSION
 
@@ -73,6 +77,7 @@ class AssignmentInfo:
                 "standby_partitions_by_host": _encode_host_partitions(self.standby_partitions_by_host),
                 "error_code": int(self.error_code),
                 "error_message": self.error_message,
+                "next_scheduled_rebalance_ms": self.next_scheduled_rebalance_ms,
             },
         )
 
@@ -89,6 +94,7 @@ class AssignmentInfo:
                 standby_partitions_by_host=_decode_host_partitions(body.get("standby_partitions_by_host", {})),
                 error_code=_error_code(code),
                 error_message=str(body.get("error_message", "")),
+                next_scheduled_rebalance_ms=int(body.get("next_scheduled_rebalance_ms", 0)),
                 version=version,
                 latest_supported_version=latest,
             )

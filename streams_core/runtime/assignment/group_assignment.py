@@ -19,7 +19,12 @@ from streams_core.runtime.assignment.errors import AssignmentError, ShutdownRequ
 from streams_core.runtime.assignment.host_info import HostInfo
 from streams_core.runtime.assignment.partition_grouper import partition_groups
 from streams_core.runtime.assignment.subscription_info import SubscriptionInfo
-from streams_core.runtime.assignment.task_assignor import ClientState, assign_tasks, assign_tasks_to_members
+from streams_core.runtime.assignment.task_assignor import (
+    AssignmentConfigs,
+    ClientState,
+    assign_tasks,
+    assign_tasks_to_members,
+)
 from streams_core.runtime.topic_partition import TopicPartition
 
 __all__ = ["MemberAssignment", "compute_group_assignment"]
@@ -44,14 +49,20 @@ def compute_group_assignment(
     *,
     copartition_groups: Iterable[Collection[str]] = (),
     stateful_subtopologies: Collection[int] = (),
-    num_standby_replicas: int = 0,
+    configs: AssignmentConfigs | None = None,
+    task_end_offset_sums: Mapping[TaskId, int] | None = None,
+    probing_rebalance_at_ms: int = 0,
+    leader_process_id: str = "",
 ) -> dict[str, MemberAssignment]:
     """Assign tasks to every member (by member id) from their encoded SubscriptionInfo.
 
     1. Decode subscriptions; group members into clients by process id.
     2. Check co-partitioning and build tasks with the default partition grouper.
-    3. Assign tasks to clients (`assign_tasks`), then within each client to its members.
+    3. Assign tasks to clients (`assign_tasks`, with the changelog end-offset sums of the stateful
+       tasks for their lags), then within each client to its members; warm-ups go out as standbys.
     4. Build the host maps from the clients' application.server and each member's info.
+    5. When warm-ups are pending, the first member of the leader's process (`leader_process_id`,
+       else the first process) is told to trigger a probing rebalance at `probing_rebalance_at_ms`.
     """
     try:
         decoded = {member: SubscriptionInfo.decode(data) for member, data in subscriptions.items()}
@@ -70,7 +81,8 @@ def compute_group_assignment(
     clients = {process: _client_state([decoded[m] for m in members]) for process, members in members_of.items()}
     stateful_ids = frozenset(stateful_subtopologies)
     stateful = {t for t in task_partitions if t.subtopology in stateful_ids}
-    by_client = assign_tasks(clients, task_partitions, stateful, num_standby_replicas)
+    result = assign_tasks(clients, task_partitions, stateful, configs or AssignmentConfigs(), task_end_offset_sums)
+    by_client = result.clients
 
     by_member = {}
     for process, members in members_of.items():
@@ -87,19 +99,24 @@ def compute_group_assignment(
             continue
         for task in by_client[process].active_tasks:
             active_by_host[host] |= task_partitions[task]
-        for task in by_client[process].standby_tasks:
+        for task in by_client[process].replica_tasks:
             standby_by_host[host] |= task_partitions[task]
     hosts = {h: frozenset(p) for h, p in sorted(active_by_host.items())}
     standby_hosts = {h: frozenset(p) for h, p in sorted(standby_by_host.items())}
 
+    prober = ""
+    if result.probing_rebalance_needed and probing_rebalance_at_ms > 0:
+        process = leader_process_id if leader_process_id in members_of else min(members_of)
+        prober = members_of[process][0]
     out = {}
     for member in sorted(decoded):
         tasks = by_member[member]
         info = AssignmentInfo(
             active_tasks=_partitions_of(tasks.active_tasks, task_partitions),
-            standby_tasks=_partitions_of(tasks.standby_tasks, task_partitions),
+            standby_tasks=_partitions_of(tasks.replica_tasks, task_partitions),
             partitions_by_host=hosts,
             standby_partitions_by_host=standby_hosts,
+            next_scheduled_rebalance_ms=probing_rebalance_at_ms if member == prober else 0,
         )
         out[member] = MemberAssignment(info.partitions(), info)
     return out
