@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from streams_core import clients
 from streams_core.processor.task_id import TaskId
@@ -134,3 +134,12 @@ class AutostopTracker:
                 stop = self._stops.get(tp)
                 out[tp] = (min(at, stop) if stop is not None else at, stop)
         return out
+
+    def metrics(self, tasks: Mapping[TaskId, StreamTask], finished: bool) -> dict[str, Any]:
+        """KIP-95 progress for the metrics: per assigned partition the next offset to process and the stop offset."""
+        progress = self.progress(tasks)
+        return {
+            "finished": finished,
+            "records_to_go": sum(stop - at for at, stop in progress.values() if stop is not None),
+            "partitions": {str(tp): {"offset": at, "stop_offset": stop} for tp, (at, stop) in sorted(progress.items())},
+        }

@@ -575,38 +575,11 @@ class StreamThread:
             "commit_count": self.commit_count,
             "commit_latency_ms_avg": self.commit_latency_ms_total / self.commit_count if self.commit_count else 0.0,
             "poll_count": self.poll_count,
-            "autostop": self._autostop_metrics(),
+            "autostop": None if self._autostop is None or tm is None else self._autostop.metrics(tm.tasks, self.autostop_finished),
             "poll_latency_ms_total": self.poll_latency_ms_total,
             "process_latency_ms_total": self.process_latency_ms_total,
             "punctuate_count": self.punctuate_count,
             "dead_lettered_records": self.dead_lettered_records,
             "cache": {"hits": tm.cache.hits, "misses": tm.cache.misses, "evictions": tm.cache.evictions} if tm else None,
-            "task_metrics": self._task_metrics(),
-        }
-
-    def _task_metrics(self) -> dict[str, dict[str, Any]]:
-        """Per task its counters; per partition also `records_lag`: the end offset as of the last
-        fetch minus the next offset to process (None before a fetch)."""
-        tm, consumer = self.task_manager, self._consumer
-        if tm is None:
-            return {}
-        found = tm.task_metrics()
-        for task_id, task in tm.tasks.items():
-            for tp in task.partitions:
-                end = consumer.highwater(tp) if consumer is not None else None
-                at = task.committable_offset(tp)
-                lag = None if end is None or at is None else max(0, end - at)
-                found[str(task_id)]["partitions"][str(tp)]["records_lag"] = lag
-        return found
-
-    def _autostop_metrics(self) -> dict[str, Any] | None:
-        """KIP-95 progress: per assigned partition the next offset to process and the stop offset."""
-        tm = self.task_manager
-        if self._autostop is None or tm is None:
-            return None
-        progress = self._autostop.progress(tm.tasks)
-        return {
-            "finished": self.autostop_finished,
-            "records_to_go": sum(stop - at for at, stop in progress.values() if stop is not None),
-            "partitions": {str(tp): {"offset": at, "stop_offset": stop} for tp, (at, stop) in sorted(progress.items())},
+            "task_metrics": tm.task_metrics(self._consumer.highwater) if tm and self._consumer else {},
         }

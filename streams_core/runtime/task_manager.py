@@ -293,19 +293,24 @@ class TaskManager:
         """Run the wall-clock punctuations that are due; returns how many tasks punctuated."""
         return sum(task.punctuate_wall_clock(now_ms) for task in self.tasks.values())
 
-    def task_metrics(self) -> dict[str, dict[str, Any]]:
-        """Per active task: its counters and, per source partition, records buffered, skipped, paused."""
-        return {
-            str(task_id): {
+    def task_metrics(self, highwater: Callable[[TopicPartition], int | None]) -> dict[str, dict[str, Any]]:
+        """Per active task: its counters and, per source partition, records buffered, skipped, paused
+        and `records_lag`: the end offset as of the last fetch (`highwater`) minus the next offset to
+        process (None before a fetch)."""
+        found: dict[str, dict[str, Any]] = {}
+        for task_id, task in sorted(self.tasks.items()):
+            partitions = {}
+            for tp in sorted(task.partitions):
+                end, at = highwater(tp), task.committable_offset(tp)
+                lag = None if end is None or at is None else max(0, end - at)
+                partitions[str(tp)] = {**task.partition_group.partition_metrics(tp), "records_lag": lag}
+            found[str(task_id)] = {
                 "processed_records": task.processed_records,
                 "dropped_records": task.dropped_records,
                 "restored_records": task.restored_records,
-                "partitions": {
-                    str(tp): task.partition_group.partition_metrics(tp) for tp in sorted(task.partitions)
-                },
+                "partitions": partitions,
             }
-            for task_id, task in sorted(self.tasks.items())
-        }
+        return found
 
     def has_buffered(self) -> bool:
         return any(task.partition_group.num_buffered() for task in self.tasks.values())
