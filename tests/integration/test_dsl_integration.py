@@ -13,7 +13,16 @@ from typing import Any
 import pytest
 
 from app.wordcount import STORE, WINDOWED_STORE, build_topology
-from streams_core import KafkaStreams, Materialized, QueryableStoreTypes, Serdes, State, StreamsBuilder, Topology
+from streams_core import (
+    InvalidStateStoreError,
+    KafkaStreams,
+    Materialized,
+    QueryableStoreTypes,
+    Serdes,
+    State,
+    StreamsBuilder,
+    Topology,
+)
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 
 pytestmark = pytest.mark.broker
@@ -96,13 +105,24 @@ async def test_word_count_with_two_instances_equals_an_independent_count(bootstr
         await _wait_until(counted, 60, "store counts to equal the independent count")
         await _settled(instances)
 
-        windowed: Counter[str] = Counter()
-        for streams in instances:
-            for kv in streams.store(WINDOWED_STORE, QueryableStoreTypes.window_store()).fetch_all(0, now + 1):
-                assert kv.key.window.start <= now < kv.key.window.end
-                windowed[kv.key.key] += kv.value
         new_words = Counter(word for line in lines for word in line.lower().split())
-        assert windowed == new_words, "the windowed counts of the lines' window"
+
+        def windowed_counts() -> Counter[str]:
+            windowed: Counter[str] = Counter()
+            for streams in instances:
+                for kv in streams.store(WINDOWED_STORE, QueryableStoreTypes.window_store()).fetch_all(0, now + 1):
+                    assert kv.key.window.start <= now < kv.key.window.end
+                    windowed[kv.key.key] += kv.value
+            return windowed
+
+        async def windowed_counted() -> bool:
+            try:
+                return windowed_counts() == new_words
+            except InvalidStateStoreError:  # a rebalance moved a task meanwhile
+                return False
+
+        await _wait_until(windowed_counted, 30, "the windowed counts of the lines' window")
+        assert windowed_counts() == new_words
 
         async def output_caught_up() -> bool:
             latest = {r.key.decode(): int.from_bytes(r.value, "big", signed=True) for r in await read_all(bootstrap_servers, output_topic)}
