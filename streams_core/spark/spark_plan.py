@@ -3,8 +3,10 @@
 One query per sub-topology, in dependency order (a sub-topology reading a repartition or
 `through` topic runs after the one writing it). A sub-topology without stores is a fused
 stateless stage (`mapInArrow`); one whose stores are all key-value stores of the operators in
-`KEYED_OPERATORS` is a keyed stage (`transformWithState`). Anything else raises
-`UnsupportedOnSparkError` naming the operator and its node, before a query starts.
+`KEYED_OPERATORS` is a keyed stage (`transformWithState` by key); one with operators of
+`TASK_OPERATORS` (windowed aggregations, stream-stream joins: they need the task's stream time
+or stores across keys) is a task stage (`transformWithState` by source partition). Anything
+else raises `UnsupportedOnSparkError` naming the operator and its node, before a query starts.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.subtopology_executor import SubtopologyExecutor, SubtopologySpec, ship_topology
 
-__all__ = ["KEYED_OPERATORS", "STATELESS_DSL_OPERATORS", "QueryPlan", "SparkPlan", "plan_topology"]
+__all__ = ["KEYED_OPERATORS", "STATELESS_DSL_OPERATORS", "TASK_OPERATORS", "QueryPlan", "SparkPlan", "plan_topology"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,18 @@ KEYED_OPERATORS: Mapping[str, str] = {
     "KTableFilter": "KTable.filter (materialized)",
     "KTableMapValues": "KTable.map_values (materialized)",
     "KStreamKTableJoin": "KStream.join/left_join (stream-table)",
+    "KTableKTableJoin": "KTable.join/left_join/outer_join",
+    "KTableKTableJoinMerger": "KTable.join/left_join/outer_join",
+}
+
+#: Processors the task stage runs: they keep stream time per task, or read stores across keys
+#: (class name -> the DSL operator).
+TASK_OPERATORS: Mapping[str, str] = {
+    "KStreamWindowAggregate": "windowed_by(TimeWindows).aggregate/count/reduce",
+    "KStreamSlidingWindowAggregate": "windowed_by(SlidingWindows).aggregate/count/reduce",
+    "KStreamSessionWindowAggregate": "windowed_by(SessionWindows).aggregate/count/reduce",
+    "KStreamJoinWindow": "KStream.join/left_join/outer_join (stream-stream)",
+    "KStreamKStreamJoin": "KStream.join/left_join/outer_join (stream-stream)",
 }
 
 #: DSL processors without stores the fused stage runs as they are. Any other DSL processor class
@@ -47,15 +61,8 @@ STATELESS_DSL_OPERATORS: frozenset[str] = frozenset({
 
 #: DSL operators the runner refuses, by processor class, with the DSL name users know.
 _OPERATOR_NAMES: Mapping[str, str] = {
-    "KStreamWindowAggregate": "windowed_by(TimeWindows).aggregate/count/reduce",
-    "KStreamSlidingWindowAggregate": "windowed_by(SlidingWindows).aggregate/count/reduce",
-    "KStreamSessionWindowAggregate": "windowed_by(SessionWindows).aggregate/count/reduce",
     "KTableSuppress": "suppress",
-    "KStreamKStreamJoin": "KStream.join/left_join/outer_join (stream-stream)",
-    "KStreamJoinWindow": "KStream.join/left_join/outer_join (stream-stream)",
-    "KTableKTableJoinMerger": "KTable.join/left_join/outer_join",
     "KTableReduce": "KGroupedTable.reduce",
-    "KTableKTableJoin": "KTable.join/left_join/outer_join",
     "KTableAggregate": "KGroupedTable.aggregate/count/reduce",
     "KTableRepartitionMap": "KTable.group_by",
     "SubscriptionSend": "KTable.join with a foreign-key extractor",
@@ -66,6 +73,13 @@ _OPERATOR_NAMES: Mapping[str, str] = {
 }
 
 
+_STAGES: Mapping[str, str] = {
+    "stateless": "mapInArrow (fused stateless Python stage)",
+    "keyed": "groupBy(key).transformWithState (keyed Python stage, RocksDB state)",
+    "task": "groupBy(partition).transformWithState (task Python stage: stores as changelog in RocksDB state)",
+}
+
+
 @dataclass(frozen=True)
 class QueryPlan:
     """One Structured Streaming query: a sub-topology, its topics and the stage it compiles to."""
@@ -73,18 +87,14 @@ class QueryPlan:
     subtopology_id: int
     source_topics: tuple[str, ...]
     sink_topics: tuple[str, ...]
-    stage: str  # "stateless" (mapInArrow) or "keyed" (transformWithState)
+    stage: str  # "stateless" (mapInArrow), "keyed" or "task" (transformWithState by key or by task)
     processors: tuple[str, ...]
     stores: tuple[str, ...]
     after: tuple[int, ...]
     spec: SubtopologySpec = field(repr=False, compare=False)
 
     def describe(self) -> str:
-        how = (
-            "mapInArrow (fused stateless Python stage)"
-            if self.stage == "stateless"
-            else "groupBy(key).transformWithState (keyed Python stage, RocksDB state)"
-        )
+        how = _STAGES[self.stage]
         lines = [
             f"Query {self.subtopology_id}: sub-topology {self.subtopology_id}"
             + (f", after {', '.join(map(str, self.after))}" if self.after else ""),
@@ -138,6 +148,7 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
         for sid, info in groups.items():
             built = builder.build_subtopology(sid, config)
             processors: list[str] = []
+            per_task = False
             for node in built.nodes:
                 if isinstance(node, SinkNode):
                     if node.partitioner is not None:
@@ -149,17 +160,18 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
                 if isinstance(node, SourceNode):
                     continue
                 processors.append(node.name)
-                _check_processor(node.name, node.processor, node.store_names, built.state_stores)
+                per_task |= _needs_task(node.name, node.processor, node.store_names, built.state_stores)
+            stage = "task" if per_task else "keyed" if info.state_stores else "stateless"
             # Only a stateless stage reading external topics writes each origin partition in offset
             # order (one Spark task per Kafka partition), which replay detection relies on.
             stamp_origin = not info.state_stores and not (info.source_topics & readback_written)
-            spec = SubtopologySpec(shipped, config.explicit(), sid, readback_written, stamp_origin)
+            spec = SubtopologySpec(shipped, config.explicit(), sid, readback_written, stamp_origin, stage == "task")
             SubtopologyExecutor(spec).close()  # runs every init(): refuses punctuations now, not later
             queries[sid] = QueryPlan(
                 subtopology_id=sid,
                 source_topics=tuple(sorted(info.source_topics)),
                 sink_topics=tuple(sorted(info.sink_topics)),
-                stage="keyed" if info.state_stores else "stateless",
+                stage=stage,
                 processors=tuple(processors),
                 stores=info.state_stores,
                 after=(),
@@ -170,13 +182,16 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
     return SparkPlan(application_id, ordered, tuple(sorted(builder.internal_topics)))
 
 
-def _check_processor(name: str, processor: Any, store_names: frozenset[str], stores: Mapping[str, Any]) -> None:
+def _needs_task(name: str, processor: Any, store_names: frozenset[str], stores: Mapping[str, Any]) -> bool:
+    """Whether the processor needs the task stage; UnsupportedOnSparkError if no stage runs it."""
     kind = type(processor).__name__
     dsl = type(processor).__module__.startswith("streams_core.")
-    if dsl and kind not in KEYED_OPERATORS and kind not in STATELESS_DSL_OPERATORS:
+    if dsl and kind not in KEYED_OPERATORS and kind not in TASK_OPERATORS and kind not in STATELESS_DSL_OPERATORS:
         raise UnsupportedOnSparkError(_OPERATOR_NAMES.get(kind, f"DSL operator {kind}"), name, "not compiled to Spark yet")
+    if kind in TASK_OPERATORS:
+        return True
     if not store_names:
-        return
+        return False
     if kind not in KEYED_OPERATORS:
         raise UnsupportedOnSparkError(
             f"process({kind}) with state stores", name, "stateful custom processors cannot run on Spark"
@@ -184,6 +199,7 @@ def _check_processor(name: str, processor: Any, store_names: frozenset[str], sto
     for store in store_names:
         if not isinstance(stores.get(store), TimestampedKeyValueStore):
             raise UnsupportedOnSparkError(KEYED_OPERATORS[kind], name, f"store {store!r} is not a key-value store")
+    return False
 
 
 def _dependency_order(queries: Mapping[int, QueryPlan]) -> tuple[QueryPlan, ...]:

@@ -147,7 +147,7 @@ class SparkRunner:
     def _start(self, query: QueryPlan, checkpoints: Path, *, available_now: bool) -> Any:
         from pyspark.sql import functions as F
 
-        from streams_core.spark.spark_stages import OUTPUT_SCHEMA, KeyedStage, StatelessStage
+        from streams_core.spark.spark_stages import OUTPUT_SCHEMA, KeyedStage, StatelessStage, TaskStage
 
         reader = self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self._bootstrap())
         for key, value in self._source_options.items():
@@ -163,8 +163,10 @@ class SparkRunner:
         )
         if query.stage == "stateless":
             out = rows.mapInArrow(StatelessStage(query.spec), OUTPUT_SCHEMA)
-        else:
+        elif query.stage == "keyed":
             out = rows.groupBy("key").transformWithState(KeyedStage(query.spec), OUTPUT_SCHEMA, "Update", "None")
+        else:
+            out = rows.groupBy("partition").transformWithState(TaskStage(query.spec), OUTPUT_SCHEMA, "Update", "None")
         name = f"{self.config['application.id']}-subtopology-{query.subtopology_id}"
         writer = (
             out.writeStream.format("kafka")

@@ -32,6 +32,10 @@ from streams_core.processor.task_id import TaskId
 from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.keyed_state_store import KeyedStateStore
+from streams_core.state.internals import session_key_schema, window_key_schema
+from streams_core.state.internals.abstract_session_store import AbstractSessionStore
+from streams_core.state.internals.abstract_window_store import AbstractWindowStore
+from streams_core.state.internals.store_names import store_changelog_topic
 from streams_core.state.store import RestoreCallback, StateStore
 
 __all__ = [
@@ -41,8 +45,10 @@ __all__ = [
     "OutputRow",
     "SubtopologyExecutor",
     "SubtopologySpec",
+    "TaskBatch",
     "kafka_order",
     "load_topology",
+    "run_task_batch",
     "ship_topology",
 ]
 
@@ -132,6 +138,9 @@ class SubtopologySpec:
     subtopology_id: int
     readback_topics: frozenset[str]
     stamp_origin: bool = False
+    #: True for the task stage: the sub-topology's own stores, restored from and logged to a
+    #: changelog the stage keeps in Spark state (see `restore_changelog`, `take_changelog`).
+    task_stores: bool = False
 
 
 def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
@@ -148,11 +157,12 @@ def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
 
 
 class _StateManager:
-    """The task's state manager: the keyed stores, nothing on disk."""
+    """The task's state manager: its stores and their restore callbacks; state lives in Spark."""
 
     def __init__(self, task_dir: Path) -> None:
         self._task_dir = task_dir
         self._stores: dict[str, StateStore] = {}
+        self.restore_callbacks: dict[str, RestoreCallback] = {}
 
     @property
     def task_dir(self) -> Path:
@@ -160,6 +170,8 @@ class _StateManager:
 
     def register(self, store: StateStore, restore_callback: RestoreCallback | None = None) -> None:
         self._stores[store.name] = store
+        if restore_callback is not None:
+            self.restore_callbacks[store.name] = restore_callback
 
     def get_store(self, name: str) -> StateStore | None:
         return self._stores.get(name)
@@ -169,7 +181,9 @@ class _StateManager:
         return self._stores
 
     def flush(self) -> None:
-        """Spark state is saved by the keyed stage after each key."""
+        """Flush caching stores (their changelog writes reach the collector); the stage saves Spark state."""
+        for store in self._stores.values():
+            store.flush()
 
     def close(self) -> None:
         self._stores.clear()
@@ -182,6 +196,8 @@ class _Collector:
         self.rows: list[OutputRow] = []
         self._readback = readback_topics
         self._stamp = stamp_origin
+        self.changelog_topics: frozenset[str] = frozenset()
+        self.changelog: dict[tuple[str, bytes], bytes | None] = {}
         self.origin: tuple[str, int, int] = ("", 0, 0)
         self.index = 0
 
@@ -194,6 +210,10 @@ class _Collector:
         self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: Headers,
         partition: int | None,
     ) -> None:  # fmt: skip
+        if topic in self.changelog_topics:
+            assert key is not None, "changelog records have keys"
+            self.changelog[(topic, key)] = value
+            return
         out = [(str(k), bytes(v)) for k, v in headers]
         if topic in self._readback:
             out.append((TIMESTAMP_HEADER, _TS.pack(timestamp)))
@@ -228,17 +248,28 @@ class SubtopologyExecutor:
         props["state.dir"] = self._tmp.name
         config = StreamsConfig(props)
         builder = load_topology(spec.topology).internal_topology_builder
-        builder.set_application_id(config["application.id"])
+        application_id = config["application.id"]
+        builder.set_application_id(application_id)
+        if spec.task_stores:
+            for name in builder.state_store_names:
+                store_builder = builder.store_builder(name)
+                if not store_builder.logging_enabled:  # its changelog is what the stage keeps between batches
+                    store_builder.with_logging_enabled()
         built = builder.build_subtopology(spec.subtopology_id, config)
-        self.stores: dict[str, KeyedStateStore] = {name: KeyedStateStore(name) for name in built.state_stores}
-        built.state_stores.clear()
-        built.state_stores.update(self.stores)
+        self.stores: dict[str, KeyedStateStore] = {}
+        if not spec.task_stores:
+            self.stores = {name: KeyedStateStore(name) for name in built.state_stores}
+            built.state_stores.clear()
+            built.state_stores.update(self.stores)
+        self._nodes = built.nodes
         self._collector = _Collector(spec.readback_topics, spec.stamp_origin)
+        self._state = _StateManager(Path(self._tmp.name))
         task_id = TaskId(spec.subtopology_id, partition)
-        self._task = _SparkTaskProcessor(
-            task_id, built, config, _StateManager(Path(self._tmp.name)), self._collector
-        )
+        self._task = _SparkTaskProcessor(task_id, built, config, self._state, self._collector)
         self._task.init()
+        self._changelogs = {store_changelog_topic(application_id, name): name for name in self._state.restore_callbacks}
+        if spec.task_stores:
+            self._collector.changelog_topics = frozenset(self._changelogs)
 
     def process(
         self, rows: Iterable[InputRow], applied: dict[tuple[str, int], tuple[int, int]] | None = None
@@ -269,15 +300,102 @@ class SubtopologyExecutor:
             if extracted > task.stream_time:
                 task.stream_time = extracted
             task.process(record, extracted)
+        return self.take_rows()
+
+    def take_rows(self) -> list[OutputRow]:
+        """The sinks' output since the last call, in order."""
         out = self._collector.rows
         self._collector.rows = []
         return out
+
+    # -- the task stage: the task's stores and stream time carried between micro-batches --------
+
+    def restore_changelog(self, entries: Iterable[tuple[str, bytes, bytes]]) -> list[tuple[str, bytes]]:
+        """Restore the stores from their changelog (topic, key, value) as saved by the stage, through
+        the stores' own restore path; returns the entries of windows and sessions now expired."""
+        by_topic: dict[str, list[tuple[bytes, bytes | None]]] = {}
+        for topic, key, value in entries:
+            by_topic.setdefault(topic, []).append((key, value))
+        expired: list[tuple[str, bytes]] = []
+        for topic, records in by_topic.items():
+            name = self._changelogs.get(topic)
+            if name is None:
+                log.warning("changelog %s in Spark state belongs to no store of this sub-topology; ignored", topic)
+                continue
+            restore = self._state.restore_callbacks[name]
+            restore(records)
+            expired.extend((topic, key) for key in expired_keys(restore, (key for key, _ in records)))
+        return expired
+
+    def take_changelog(self) -> dict[tuple[str, bytes], bytes | None]:
+        """Flush the stores and return what they wrote to their changelogs since the last call."""
+        self._task.commit()
+        changes = self._collector.changelog
+        self._collector.changelog = {}
+        return changes
+
+    def stream_times(self) -> dict[str, Any]:
+        """The task's stream time and what its processors keep of it outside stores (by node name)."""
+        carried: dict[str, Any] = {"": self._task.stream_time}
+        for node in self._nodes:
+            state = getattr(node.processor, "stream_time_state", None)
+            if state is not None:
+                carried[node.name] = state()
+        return carried
+
+    def restore_stream_times(self, carried: Mapping[str, Any]) -> None:
+        """Resume from `stream_times()` of an earlier batch of the same task."""
+        self._task.stream_time = carried.get("", self._task.stream_time)
+        for node in self._nodes:
+            if node.name in carried and node.name:
+                node.processor.restore_stream_time_state(carried[node.name])
 
     def close(self) -> None:
         try:
             self._task.close()
         finally:
             self._tmp.cleanup()
+
+
+class TaskBatch(NamedTuple):
+    """What one task's micro-batch produced: sink rows, changelog changes (None deletes), the task's state."""
+
+    rows: list[OutputRow]
+    changelog: dict[tuple[str, bytes], bytes | None]
+    task: bytes
+
+
+def run_task_batch(
+    spec: SubtopologySpec, partition: int, rows: Iterable[InputRow], task: bytes | None,
+    changelog: Iterable[tuple[str, bytes, bytes]],
+) -> TaskBatch:  # fmt: skip
+    """One micro-batch of a task stage: rebuild the task, restore its stores from `changelog` and its
+    stream times from `task` (None the first time), run `rows` in Kafka Streams' order, flush."""
+    executor = SubtopologyExecutor(spec, partition)
+    try:
+        state: dict[str, Any] = pickle.loads(task) if task is not None else {"times": {}, "applied": {}}
+        changes: dict[tuple[str, bytes], bytes | None] = dict.fromkeys(executor.restore_changelog(changelog))
+        executor.restore_stream_times(state["times"])
+        out = executor.process(kafka_order(rows), state["applied"])
+        changes.update(executor.take_changelog())
+        out.extend(executor.take_rows())  # what the caches forwarded when flushed
+        state["times"] = executor.stream_times()
+    finally:
+        executor.close()
+    return TaskBatch(out, changes, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def expired_keys(restore: RestoreCallback, keys: Iterable[bytes]) -> list[bytes]:
+    """Changelog keys of windows or sessions the store restored by `restore` no longer keeps
+    (past its retention), so the stage can drop them from Spark state as Kafka compacts them away."""
+    store = getattr(restore, "__self__", None)
+    if isinstance(store, AbstractWindowStore):
+        cutoff = store.observed_stream_time - store.retention_period
+        return [k for k in keys if window_key_schema.from_store_key_binary(k)[1] <= cutoff]
+    if isinstance(store, AbstractSessionStore):
+        cutoff = store.observed_stream_time - store.retention_period
+        return [k for k in keys if session_key_schema.from_binary(k)[2] <= cutoff]
+    return []
 
 
 def _runner_headers(row: InputRow) -> tuple[int, Headers, Origin | None]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from app.wordcount import build_topology
 from streams_core.spark import SparkRunner
 from streams_core.spark.subtopology_executor import (
@@ -12,6 +14,7 @@ from streams_core.spark.subtopology_executor import (
     InputRow,
     SubtopologyExecutor,
     kafka_order,
+    run_task_batch,
 )
 
 CONFIG = {"application.id": "exec", "bootstrap.servers": "127.0.0.1:9"}
@@ -60,3 +63,89 @@ def test_kafka_order_is_offset_order_per_partition_and_timestamp_order_across() 
     rows = [InputRow("t", 0, 2, 50, None, None, ()), InputRow("t", 1, 0, 20, None, None, ()),
             InputRow("t", 0, 1, 30, None, None, ()), InputRow("u", 0, 5, 10, None, None, ())]
     assert [(r.topic, r.partition, r.offset) for r in kafka_order(rows)] == [("u", 0, 5), ("t", 1, 0), ("t", 0, 1), ("t", 0, 2)]
+
+
+# -- the task stage: windowed operators rebuilt every micro-batch give the driver's output ------
+
+def windowed_topologies() -> dict[str, Any]:
+    from streams_core import JoinWindows, Serdes, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
+
+    def windowed(windows: Any) -> Any:
+        builder = StreamsBuilder()
+        (builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+         .group_by_key().windowed_by(windows).count()
+         .to_stream().map(lambda wk, n: (f"{wk.key}@{wk.window.start}-{wk.window.end}", str(n)))
+         .to("out", key_serde=Serdes.String(), value_serde=Serdes.String()))
+        return builder.build()
+
+    def joined() -> Any:
+        builder = StreamsBuilder()
+        left = builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+        right = builder.stream("other", key_serde=Serdes.String(), value_serde=Serdes.String())
+        (left.left_join(right, lambda a, b: f"{a}+{b}", JoinWindows.of_time_difference_and_grace(100, 50))
+         .to("out", key_serde=Serdes.String(), value_serde=Serdes.String()))
+        return builder.build()
+
+    return {
+        "tumbling": windowed(TimeWindows.of_size_and_grace(100, 50)),
+        "hopping": windowed(TimeWindows.of_size_and_grace(100, 50).advance_by(50)),
+        "sliding": windowed(SlidingWindows.of_time_difference_and_grace(100, 50)),
+        "session": windowed(SessionWindows.of_inactivity_gap_and_grace(60, 50)),
+        "left-join": joined(),
+    }
+
+
+WINDOWED_INPUT = [  # (topic, key, value, timestamp): out of order, late and very late records
+    ("in", "a", "1", 1000), ("in", "b", "2", 1010), ("other", "a", "x", 1020), ("in", "a", "3", 1090),
+    ("in", "a", "4", 1150), ("in", "b", "5", 1040), ("other", "b", "y", 1160), ("in", "a", "6", 1300),
+    ("in", "b", "late", 1120), ("in", "a", "too-late", 1010), ("in", "b", "7", 1460), ("other", "a", "z", 1470),
+    ("in", "a", "8", 1200), ("in", "c", "9", 1900),
+]
+
+
+@pytest.mark.parametrize("kind", ["tumbling", "hopping", "sliding", "session", "emit-on-close", "left-join"])
+def test_the_task_stage_rebuilt_per_batch_writes_what_the_driver_writes(kind: str) -> None:
+    from streams_core import Serdes, TopologyTestDriver
+
+    topology = emit_on_close_topology() if kind == "emit-on-close" else windowed_topologies()[kind]
+    props = {**CONFIG, "statestore.cache.max.bytes": 0}
+    records = [r for r in WINDOWED_INPUT if kind == "left-join" or r[0] == "in"]
+    with TopologyTestDriver(topology, props) as driver:
+        inputs = {t: driver.create_input_topic(t, Serdes.String(), Serdes.String()) for t in {r[0] for r in records}}
+        for topic, key, value, timestamp in records:
+            inputs[topic].pipe_input(key, value, timestamp)
+        expected = [(r.key, r.value) for r in driver.create_output_topic("out", Serdes.String(), Serdes.String())
+                    .read_records_to_list()]
+    (query,) = SparkRunner(topology, props).plan().queries
+    assert query.stage == "task"
+    changelog: dict[tuple[str, bytes], bytes] = {}
+    task: bytes | None = None
+    out = []
+    offsets = {"in": 0, "other": 0}
+    for start in range(0, len(records), 3):  # micro-batches of 3 records
+        rows = []
+        for topic, key, value, timestamp in records[start:start + 3]:
+            rows.append(InputRow(topic, 0, offsets[topic], timestamp, key.encode(), value.encode(), ()))
+            offsets[topic] += 1
+        batch = run_task_batch(query.spec, 0, rows, task, [(t, k, v) for (t, k), v in changelog.items()])
+        task = batch.task
+        for changelog_key, changed in batch.changelog.items():
+            if changed is None:
+                changelog.pop(changelog_key, None)
+            else:
+                changelog[changelog_key] = changed
+        out.extend((r.key.decode(), r.value.decode()) for r in batch.rows if r.key is not None and r.value is not None)
+    assert out == expected
+    assert expected, "the topology wrote something"
+
+
+def emit_on_close_topology() -> Any:
+    from streams_core import EmitStrategy, Serdes, StreamsBuilder, TimeWindows
+
+    builder = StreamsBuilder()
+    (builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+     .group_by_key().windowed_by(TimeWindows.of_size_and_grace(100, 50))
+     .emit_strategy(EmitStrategy.on_window_close()).count()
+     .to_stream().map(lambda wk, n: (f"{wk.key}@{wk.window.start}", str(n)))
+     .to("out", key_serde=Serdes.String(), value_serde=Serdes.String()))
+    return builder.build()
