@@ -101,6 +101,27 @@ async def run_asyncio_to_end(
         await streams.close()
 
 
+async def both_engines(
+    build: Callable[[str], Topology],
+    bootstrap: str,
+    spark: Any,
+    tmp_path: Path,
+    suffix: str,
+    outputs: tuple[str, str],
+    source_options: Mapping[str, str] | None = None,
+    **asyncio_config: Any,
+) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """`build(output)` run on Spark (`available_now`) and on KafkaStreams; each output's table (UTF-8)."""
+    from streams_core.spark import SparkRunner
+
+    spark_out, asyncio_out = outputs
+    runner = SparkRunner(build(spark_out), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap},
+                         spark=spark, source_options=source_options)
+    await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
+    await run_asyncio_to_end(build(asyncio_out), f"asyncio-{suffix}", bootstrap, tmp_path / "state", config=asyncio_config)
+    return (await read_table(bootstrap, spark_out, utf8, utf8), await read_table(bootstrap, asyncio_out, utf8, utf8))
+
+
 def final_table(records: Iterable[Consumed], decode_key: Callable[[bytes], Any], decode_value: Callable[[bytes], Any]) -> dict[Any, Any]:
     """key -> latest value over the records in (partition, offset) order; a null value deletes."""
     table: dict[Any, Any] = {}

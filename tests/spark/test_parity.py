@@ -16,17 +16,7 @@ import pytest
 from streams_core import Branched, Materialized, Named, Processor, Record, Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
-from tests.spark.engines import BASE_TS, read_table, run_asyncio_to_end, utf8
-
-
-async def both_engines(
-    build: Any, bootstrap: str, spark: Any, tmp_path: Path, suffix: str, outputs: tuple[str, str], **asyncio_config: Any
-) -> tuple[dict[Any, Any], dict[Any, Any]]:
-    spark_out, asyncio_out = outputs
-    runner = SparkRunner(build(spark_out), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap}, spark=spark)
-    await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
-    await run_asyncio_to_end(build(asyncio_out), f"asyncio-{suffix}", bootstrap, tmp_path / "state", config=asyncio_config)
-    return (await read_table(bootstrap, spark_out, utf8, utf8), await read_table(bootstrap, asyncio_out, utf8, utf8))
+from tests.spark.engines import BASE_TS, both_engines, run_asyncio_to_end
 
 
 async def test_stream_table_join_gives_the_same_table(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:

@@ -74,19 +74,20 @@ def test_a_stateless_custom_processor_is_fused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("windows", "operator"),
+    "windows",
     [
-        (TimeWindows.of_size_and_grace(1000, 100), "windowed_by(TimeWindows)"),
-        (SlidingWindows.of_time_difference_and_grace(1000, 100), "windowed_by(SlidingWindows)"),
-        (SessionWindows.with_inactivity_gap(1000), "windowed_by(SessionWindows)"),
+        TimeWindows.of_size_and_grace(1000, 100),
+        TimeWindows.of_size_and_grace(1000, 100).advance_by(500),
+        SlidingWindows.of_time_difference_and_grace(1000, 100),
+        SessionWindows.with_inactivity_gap(1000),
     ],
 )
-def test_windowed_aggregations_are_refused_naming_the_operator(windows: Any, operator: str) -> None:
+def test_windowed_aggregations_run_in_a_task_stage(windows: Any) -> None:
     builder, grouped = words()
     grouped.windowed_by(windows).count()
-    with pytest.raises(UnsupportedOnSparkError, match=re.escape(operator)) as caught:
-        plan_of(builder.build())
-    assert caught.value.node.startswith("KSTREAM-")
+    (query,) = plan_of(builder.build()).queries
+    assert query.stage == "task"
+    assert "groupBy(partition).transformWithState" in query.describe()
 
 
 def test_suppress_is_refused() -> None:
@@ -96,21 +97,28 @@ def test_suppress_is_refused() -> None:
         plan_of(builder.build())
 
 
-def test_stream_stream_joins_are_refused() -> None:
+def test_stream_stream_joins_run_in_a_task_stage_and_table_table_joins_in_a_keyed_stage() -> None:
     builder = StreamsBuilder()
     left = builder.stream("left", key_serde=Serdes.String(), value_serde=Serdes.String())
     right = builder.stream("right", key_serde=Serdes.String(), value_serde=Serdes.String())
-    left.join(right, lambda a, b: a + b, JoinWindows.of_time_difference_and_grace(1000, 100))
-    with pytest.raises(UnsupportedOnSparkError, match="stream-stream"):
-        plan_of(builder.build())
+    left.outer_join(right, lambda a, b: f"{a}{b}", JoinWindows.of_time_difference_and_grace(1000, 100)).to("out")
+    (query,) = plan_of(builder.build()).queries
+    assert query.stage == "task"
+
+    builder = StreamsBuilder()
+    left_table = builder.table("left", key_serde=Serdes.String(), value_serde=Serdes.String())
+    right_table = builder.table("right", key_serde=Serdes.String(), value_serde=Serdes.String())
+    left_table.join(right_table, lambda a, b: a + b).to_stream().to("out")
+    (query,) = plan_of(builder.build()).queries
+    assert query.stage == "keyed"
 
 
-def test_table_table_joins_are_refused() -> None:
+def test_foreign_key_joins_are_refused() -> None:
     builder = StreamsBuilder()
     left = builder.table("left", key_serde=Serdes.String(), value_serde=Serdes.String())
     right = builder.table("right", key_serde=Serdes.String(), value_serde=Serdes.String())
-    left.join(right, lambda a, b: a + b)
-    with pytest.raises(UnsupportedOnSparkError, match=re.escape("KTable.join/left_join/outer_join")):
+    left.join(right, lambda v: v, lambda a, b: a + b)
+    with pytest.raises(UnsupportedOnSparkError, match="foreign-key"):
         plan_of(builder.build())
 
 

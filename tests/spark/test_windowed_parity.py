@@ -1,0 +1,126 @@
+"""Windowed operators on Spark and on the asyncio runtime: the same final tables, late records dropped by both.
+
+Both engines keep stream time per task (per input partition), as Kafka Streams does: Spark's
+task stage carries each task's stream time between micro-batches instead of using Spark's global
+watermark. The input is split over several micro-batches (`maxOffsetsPerTrigger`) so that a
+record late for a global watermark but not for its own partition shows the difference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from streams_core import JoinWindows, Serdes, StreamsBuilder, TimeWindows, Topology
+from streams_core.spark import SparkRunner
+from tests.kafka_utils import Rec, create_topic, produce, unique_topic
+from tests.spark.engines import BASE_TS, both_engines, read_table, run_asyncio_to_end, utf8
+
+#: Window starts are aligned to the epoch: times below are seconds after a 10 s boundary.
+W0 = (BASE_TS // 10_000) * 10_000
+SMALL_BATCHES = {"maxOffsetsPerTrigger": "4"}
+
+
+def at(seconds: float) -> int:
+    return W0 + int(seconds * 1000)
+
+
+async def test_a_windowed_count_with_grace_gives_the_same_table(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
+    suffix = unique_topic("windowed")
+    events = f"events-{suffix}"
+    outputs = (f"spark-windows-{suffix}", f"asyncio-windows-{suffix}")
+    await create_topic(bootstrap_servers, events, partitions=2)
+    for topic in outputs:
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    # Partition 0 runs ahead to 30 s early; partition 1 stays behind. Per-task stream time keeps
+    # partition 1's record at 2 s (its stream time is 12 s); a global watermark (30 s - grace)
+    # would drop it. Both partitions have a record too late for their own stream time.
+    await produce(bootstrap_servers, events, [
+        *(Rec(b"a", str(t).encode(), partition=0, timestamp_ms=at(t)) for t in (0, 1, 30, 24, 2, 26)),
+        *(Rec(b"b", str(t).encode(), partition=1, timestamp_ms=at(t)) for t in (1, 3, 11, 12, 2, 20, 4)),
+    ])
+
+    def build(output: str) -> Topology:
+        builder = StreamsBuilder()
+        (builder.stream(events, key_serde=Serdes.String(), value_serde=Serdes.String())
+         .group_by_key()
+         .windowed_by(TimeWindows.of_size_and_grace(10_000, 5_000))
+         .count()
+         .to_stream()
+         .map(lambda wk, n: (f"{wk.key}@{(wk.window.start - W0) // 1000}", str(n)))
+         .to(output, key_serde=Serdes.String(), value_serde=Serdes.String()))
+        return builder.build()
+
+    on_spark, on_asyncio = await both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs, SMALL_BATCHES)
+    assert on_spark == on_asyncio
+    assert on_spark == {
+        "a@0": "2",   # 0 s, 1 s; the record at 2 s came after stream time 30 s: window [0, 10) closed at 15 s
+        "a@20": "2", "a@30": "1",
+        "b@0": "3",   # 1 s, 3 s and 2 s: partition 1's stream time was 12 s (close time 7 s)
+        "b@10": "2", "b@20": "1",  # the record at 4 s came after 20 s: dropped
+    }
+
+
+async def test_stream_stream_and_table_table_joins_give_the_same_tables(
+    bootstrap_servers: str, spark: Any, tmp_path: Path
+) -> None:
+    suffix = unique_topic("joins")
+    clicks, views, left_table, right_table = (f"{name}-{suffix}" for name in ("clicks", "views", "profiles", "scores"))
+    for topic in (clicks, views, left_table, right_table):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    outputs = {engine: (f"{engine}-stream-join-{suffix}", f"{engine}-table-join-{suffix}") for engine in ("spark", "asyncio")}
+    for names in outputs.values():
+        for topic in names:
+            await create_topic(bootstrap_servers, topic, partitions=2)
+    # A click joins its user's views within 5 s before or after it. With grace 30 s over a 30 s
+    # span nothing expires and no unmatched click is emitted alone (its window plus grace never
+    # passes), so the final table does not depend on how either engine interleaves the topics.
+    await produce(bootstrap_servers, clicks, [
+        Rec(b"u1", b"c1", timestamp_ms=at(10)), Rec(b"u2", b"c3", timestamp_ms=at(11)),
+        Rec(b"u1", b"c5", timestamp_ms=at(25)), Rec(b"u1", b"c2", timestamp_ms=at(28)),
+        Rec(b"u2", b"c6", timestamp_ms=at(29)),  # no view: waits for its window to close
+        Rec(b"u2", b"c7", timestamp_ms=at(12)),  # out of order
+    ])
+    await produce(bootstrap_servers, views, [
+        Rec(b"u1", b"v1", timestamp_ms=at(8)), Rec(b"u2", b"v2", timestamp_ms=at(15)),
+        Rec(b"u1", b"v3", timestamp_ms=at(14)), Rec(b"u1", b"far", timestamp_ms=at(21)),
+        Rec(b"u1", b"v5", timestamp_ms=at(27)), Rec(b"u3", b"v4", timestamp_ms=at(30)),
+    ])
+    await produce(bootstrap_servers, left_table, [
+        Rec(b"u1", b"ann", timestamp_ms=at(1)), Rec(b"u2", b"bob", timestamp_ms=at(2)),
+        Rec(b"u3", b"cy", timestamp_ms=at(3)), Rec(b"u2", None, timestamp_ms=at(9)),
+    ])
+    await produce(bootstrap_servers, right_table, [
+        Rec(b"u1", b"10", timestamp_ms=at(4)), Rec(b"u3", b"30", timestamp_ms=at(5)),
+        Rec(b"u1", b"11", timestamp_ms=at(6)), Rec(b"u4", b"40", timestamp_ms=at(7)),
+    ])
+
+    def build(engine: str) -> Topology:
+        stream_out, table_out = outputs[engine]
+        builder = StreamsBuilder()
+        strings = {"key_serde": Serdes.String(), "value_serde": Serdes.String()}
+        (builder.stream(clicks, **strings)
+         .left_join(builder.stream(views, **strings), lambda click, view: f"{click}:{view}",
+                    JoinWindows.of_time_difference_and_grace(5_000, 30_000))
+         .map(lambda user, joined: (joined.split(":")[0], f"{user}:{joined}"))
+         .to(stream_out, **strings))
+        (builder.table(left_table, **strings)
+         .outer_join(builder.table(right_table, **strings), lambda name, score: f"{name}/{score}")
+         .to_stream()
+         .to(table_out, **strings))
+        return builder.build()
+
+    runner = SparkRunner(build("spark"), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers},
+                         spark=spark)
+    await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
+    await run_asyncio_to_end(build("asyncio"), f"asyncio-{suffix}", bootstrap_servers, tmp_path / "state",
+                             config={"max.task.idle.ms": 2_000})
+    tables = {engine: [await read_table(bootstrap_servers, t, utf8, utf8) for t in names] for engine, names in outputs.items()}
+    assert tables["spark"] == tables["asyncio"]
+    stream_join, table_join = tables["spark"]
+    assert stream_join == {
+        "c1": "u1:c1:v3",  # v1 (8 s) and v3 (14 s) are within 5 s of 10 s, "far" (21 s) is not
+        "c3": "u2:c3:v2", "c7": "u2:c7:v2", "c5": "u1:c5:v5", "c2": "u1:c2:v5",
+    }, "c6 has no view and its window has not closed"
+    assert table_join == {"u1": "ann/11", "u3": "cy/30", "u4": "None/40"}, "u2 deleted on the left, absent on the right"
