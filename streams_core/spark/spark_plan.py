@@ -49,6 +49,7 @@ TASK_OPERATORS: Mapping[str, str] = {
     "KStreamSessionWindowAggregate": "windowed_by(SessionWindows).aggregate/count/reduce",
     "KStreamJoinWindow": "KStream.join/left_join/outer_join (stream-stream)",
     "KStreamKStreamJoin": "KStream.join/left_join/outer_join (stream-stream)",
+    "KTableSuppress": "suppress",
 }
 
 #: DSL processors without stores the fused stage runs as they are. Any other DSL processor class
@@ -61,7 +62,6 @@ STATELESS_DSL_OPERATORS: frozenset[str] = frozenset({
 
 #: DSL operators the runner refuses, by processor class, with the DSL name users know.
 _OPERATOR_NAMES: Mapping[str, str] = {
-    "KTableSuppress": "suppress",
     "KTableReduce": "KGroupedTable.reduce",
     "KTableAggregate": "KGroupedTable.aggregate/count/reduce",
     "KTableRepartitionMap": "KTable.group_by",

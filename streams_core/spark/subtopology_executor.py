@@ -338,7 +338,7 @@ class SubtopologyExecutor:
         """The task's stream time and what its processors keep of it outside stores (by node name)."""
         carried: dict[str, Any] = {"": self._task.stream_time}
         for node in self._nodes:
-            state = getattr(node.processor, "stream_time_state", None)
+            state = getattr(node.processor, "carried_state", None)
             if state is not None:
                 carried[node.name] = state()
         return carried
@@ -348,7 +348,7 @@ class SubtopologyExecutor:
         self._task.stream_time = carried.get("", self._task.stream_time)
         for node in self._nodes:
             if node.name in carried and node.name:
-                node.processor.restore_stream_time_state(carried[node.name])
+                node.processor.restore_carried_state(carried[node.name])
 
     def close(self) -> None:
         try:

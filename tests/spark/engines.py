@@ -101,6 +101,30 @@ async def run_asyncio_to_end(
         await streams.close()
 
 
+ENGINES = ("spark", "asyncio")
+
+
+async def run_both_engines(
+    build: Callable[[str], Topology],
+    bootstrap: str,
+    spark: Any,
+    tmp_path: Path,
+    suffix: str,
+    outputs: Mapping[str, tuple[str, ...]],
+    source_options: Mapping[str, str] | None = None,
+    **asyncio_config: Any,
+) -> dict[str, list[dict[Any, Any]]]:
+    """`build(engine)` run on Spark (`available_now`) and on KafkaStreams; per engine, the tables
+    (UTF-8 keys and values) of its `outputs[engine]` topics."""
+    from streams_core.spark import SparkRunner
+
+    runner = SparkRunner(build("spark"), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap},
+                         spark=spark, source_options=source_options)
+    await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
+    await run_asyncio_to_end(build("asyncio"), f"asyncio-{suffix}", bootstrap, tmp_path / "state", config=asyncio_config)
+    return {engine: [await read_table(bootstrap, t, utf8, utf8) for t in outputs[engine]] for engine in ENGINES}
+
+
 async def both_engines(
     build: Callable[[str], Topology],
     bootstrap: str,
@@ -108,18 +132,13 @@ async def both_engines(
     tmp_path: Path,
     suffix: str,
     outputs: tuple[str, str],
-    source_options: Mapping[str, str] | None = None,
     **asyncio_config: Any,
 ) -> tuple[dict[Any, Any], dict[Any, Any]]:
-    """`build(output)` run on Spark (`available_now`) and on KafkaStreams; each output's table (UTF-8)."""
-    from streams_core.spark import SparkRunner
-
-    spark_out, asyncio_out = outputs
-    runner = SparkRunner(build(spark_out), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap},
-                         spark=spark, source_options=source_options)
-    await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
-    await run_asyncio_to_end(build(asyncio_out), f"asyncio-{suffix}", bootstrap, tmp_path / "state", config=asyncio_config)
-    return (await read_table(bootstrap, spark_out, utf8, utf8), await read_table(bootstrap, asyncio_out, utf8, utf8))
+    """`build(output)` on both engines, each writing its own output (Spark's first); their tables."""
+    by_engine = dict(zip(ENGINES, outputs, strict=True))
+    tables = await run_both_engines(lambda engine: build(by_engine[engine]), bootstrap, spark, tmp_path, suffix,
+                                    {engine: (topic,) for engine, topic in by_engine.items()}, **asyncio_config)
+    return tables["spark"][0], tables["asyncio"][0]
 
 
 def final_table(records: Iterable[Consumed], decode_key: Callable[[bytes], Any], decode_value: Callable[[bytes], Any]) -> dict[Any, Any]:

@@ -90,11 +90,11 @@ def test_windowed_aggregations_run_in_a_task_stage(windows: Any) -> None:
     assert "groupBy(partition).transformWithState" in query.describe()
 
 
-def test_suppress_is_refused() -> None:
+def test_suppress_runs_in_a_task_stage() -> None:
     builder, grouped = words()
     grouped.count().suppress(Suppressed.until_time_limit(1000, BufferConfig.unbounded()))
-    with pytest.raises(UnsupportedOnSparkError, match="suppress"):
-        plan_of(builder.build())
+    (query,) = plan_of(builder.build()).queries
+    assert query.stage == "task"
 
 
 def test_stream_stream_joins_run_in_a_task_stage_and_table_table_joins_in_a_keyed_stage() -> None:

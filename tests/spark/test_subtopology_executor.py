@@ -68,7 +68,17 @@ def test_kafka_order_is_offset_order_per_partition_and_timestamp_order_across() 
 # -- the task stage: windowed operators rebuilt every micro-batch give the driver's output ------
 
 def windowed_topologies() -> dict[str, Any]:
-    from streams_core import JoinWindows, Serdes, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
+    from streams_core import (
+        BufferConfig,
+        EmitStrategy,
+        JoinWindows,
+        Serdes,
+        SessionWindows,
+        SlidingWindows,
+        StreamsBuilder,
+        Suppressed,
+        TimeWindows,
+    )
 
     def windowed(windows: Any) -> Any:
         builder = StreamsBuilder()
@@ -86,7 +96,31 @@ def windowed_topologies() -> dict[str, Any]:
          .to("out", key_serde=Serdes.String(), value_serde=Serdes.String()))
         return builder.build()
 
+    def suppressed(windowed: bool) -> Any:
+        builder = StreamsBuilder()
+        grouped = builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).group_by_key()
+        if windowed:
+            table = (grouped.windowed_by(TimeWindows.of_size_and_grace(100, 50)).count()
+                     .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+        else:
+            table = grouped.count().suppress(Suppressed.until_time_limit(120, BufferConfig.max_records(2).emit_early_when_full()))
+        (table.to_stream().map(lambda k, n: (str(k), str(n)))
+         .to("out", key_serde=Serdes.String(), value_serde=Serdes.String()))
+        return builder.build()
+
+    def emit_on_close() -> Any:
+        builder = StreamsBuilder()
+        (builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+         .group_by_key().windowed_by(TimeWindows.of_size_and_grace(100, 50))
+         .emit_strategy(EmitStrategy.on_window_close()).count()
+         .to_stream().map(lambda wk, n: (f"{wk.key}@{wk.window.start}", str(n)))
+         .to("out", key_serde=Serdes.String(), value_serde=Serdes.String()))
+        return builder.build()
+
     return {
+        "emit-on-close": emit_on_close(),
+        "suppress": suppressed(windowed=True),
+        "time-limit": suppressed(windowed=False),
         "tumbling": windowed(TimeWindows.of_size_and_grace(100, 50)),
         "hopping": windowed(TimeWindows.of_size_and_grace(100, 50).advance_by(50)),
         "sliding": windowed(SlidingWindows.of_time_difference_and_grace(100, 50)),
@@ -103,11 +137,13 @@ WINDOWED_INPUT = [  # (topic, key, value, timestamp): out of order, late and ver
 ]
 
 
-@pytest.mark.parametrize("kind", ["tumbling", "hopping", "sliding", "session", "emit-on-close", "left-join"])
+@pytest.mark.parametrize(
+    "kind", ["tumbling", "hopping", "sliding", "session", "emit-on-close", "suppress", "time-limit", "left-join"]
+)
 def test_the_task_stage_rebuilt_per_batch_writes_what_the_driver_writes(kind: str) -> None:
     from streams_core import Serdes, TopologyTestDriver
 
-    topology = emit_on_close_topology() if kind == "emit-on-close" else windowed_topologies()[kind]
+    topology = windowed_topologies()[kind]
     props = {**CONFIG, "statestore.cache.max.bytes": 0}
     records = [r for r in WINDOWED_INPUT if kind == "left-join" or r[0] == "in"]
     with TopologyTestDriver(topology, props) as driver:
@@ -138,14 +174,3 @@ def test_the_task_stage_rebuilt_per_batch_writes_what_the_driver_writes(kind: st
     assert out == expected
     assert expected, "the topology wrote something"
 
-
-def emit_on_close_topology() -> Any:
-    from streams_core import EmitStrategy, Serdes, StreamsBuilder, TimeWindows
-
-    builder = StreamsBuilder()
-    (builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
-     .group_by_key().windowed_by(TimeWindows.of_size_and_grace(100, 50))
-     .emit_strategy(EmitStrategy.on_window_close()).count()
-     .to_stream().map(lambda wk, n: (f"{wk.key}@{wk.window.start}", str(n)))
-     .to("out", key_serde=Serdes.String(), value_serde=Serdes.String()))
-    return builder.build()

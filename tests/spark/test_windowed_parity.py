@@ -8,14 +8,12 @@ record late for a global watermark but not for its own partition shows the diffe
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
-from streams_core import JoinWindows, Serdes, StreamsBuilder, TimeWindows, Topology
-from streams_core.spark import SparkRunner
+from streams_core import BufferConfig, JoinWindows, Serdes, StreamsBuilder, Suppressed, TimeWindows, Topology
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
-from tests.spark.engines import BASE_TS, both_engines, read_table, run_asyncio_to_end, utf8
+from tests.spark.engines import BASE_TS, ENGINES, run_both_engines
 
 #: Window starts are aligned to the epoch: times below are seconds after a 10 s boundary.
 W0 = (BASE_TS // 10_000) * 10_000
@@ -27,11 +25,11 @@ def at(seconds: float) -> int:
 
 
 async def test_a_windowed_count_with_grace_gives_the_same_table(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
+    """Every update, and only the final counts (`suppress(until_window_closes)`), on both engines."""
     suffix = unique_topic("windowed")
     events = f"events-{suffix}"
-    outputs = (f"spark-windows-{suffix}", f"asyncio-windows-{suffix}")
-    await create_topic(bootstrap_servers, events, partitions=2)
-    for topic in outputs:
+    outputs = {engine: (f"{engine}-windows-{suffix}", f"{engine}-final-{suffix}") for engine in ENGINES}
+    for topic in (events, *outputs["spark"], *outputs["asyncio"]):
         await create_topic(bootstrap_servers, topic, partitions=2)
     # Partition 0 runs ahead to 30 s early; partition 1 stays behind. Per-task stream time keeps
     # partition 1's record at 2 s (its stream time is 12 s); a global watermark (30 s - grace)
@@ -41,25 +39,30 @@ async def test_a_windowed_count_with_grace_gives_the_same_table(bootstrap_server
         *(Rec(b"b", str(t).encode(), partition=1, timestamp_ms=at(t)) for t in (1, 3, 11, 12, 2, 20, 4)),
     ])
 
-    def build(output: str) -> Topology:
+    def build(engine: str) -> Topology:
+        updates, final = outputs[engine]
         builder = StreamsBuilder()
-        (builder.stream(events, key_serde=Serdes.String(), value_serde=Serdes.String())
-         .group_by_key()
-         .windowed_by(TimeWindows.of_size_and_grace(10_000, 5_000))
-         .count()
-         .to_stream()
-         .map(lambda wk, n: (f"{wk.key}@{(wk.window.start - W0) // 1000}", str(n)))
-         .to(output, key_serde=Serdes.String(), value_serde=Serdes.String()))
+        counts = (builder.stream(events, key_serde=Serdes.String(), value_serde=Serdes.String())
+                  .group_by_key()
+                  .windowed_by(TimeWindows.of_size_and_grace(10_000, 5_000))
+                  .count())
+        for table, output in ((counts, updates), (counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())), final)):
+            (table.to_stream()
+             .map(lambda wk, n: (f"{wk.key}@{(wk.window.start - W0) // 1000}", str(n)))
+             .to(output, key_serde=Serdes.String(), value_serde=Serdes.String()))
         return builder.build()
 
-    on_spark, on_asyncio = await both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs, SMALL_BATCHES)
-    assert on_spark == on_asyncio
-    assert on_spark == {
+    tables = await run_both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs, SMALL_BATCHES)
+    assert tables["spark"] == tables["asyncio"]
+    updates, final = tables["spark"]
+    assert updates == {
         "a@0": "2",   # 0 s, 1 s; the record at 2 s came after stream time 30 s: window [0, 10) closed at 15 s
         "a@20": "2", "a@30": "1",
         "b@0": "3",   # 1 s, 3 s and 2 s: partition 1's stream time was 12 s (close time 7 s)
         "b@10": "2", "b@20": "1",  # the record at 4 s came after 20 s: dropped
     }
+    # Closed windows only, once: partition 0 reached 30 s (close time 25 s), partition 1 20 s (15 s).
+    assert final == {"a@0": "2", "b@0": "3"}
 
 
 async def test_stream_stream_and_table_table_joins_give_the_same_tables(
@@ -69,7 +72,7 @@ async def test_stream_stream_and_table_table_joins_give_the_same_tables(
     clicks, views, left_table, right_table = (f"{name}-{suffix}" for name in ("clicks", "views", "profiles", "scores"))
     for topic in (clicks, views, left_table, right_table):
         await create_topic(bootstrap_servers, topic, partitions=2)
-    outputs = {engine: (f"{engine}-stream-join-{suffix}", f"{engine}-table-join-{suffix}") for engine in ("spark", "asyncio")}
+    outputs = {engine: (f"{engine}-stream-join-{suffix}", f"{engine}-table-join-{suffix}") for engine in ENGINES}
     for names in outputs.values():
         for topic in names:
             await create_topic(bootstrap_servers, topic, partitions=2)
@@ -111,12 +114,7 @@ async def test_stream_stream_and_table_table_joins_give_the_same_tables(
          .to(table_out, **strings))
         return builder.build()
 
-    runner = SparkRunner(build("spark"), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers},
-                         spark=spark)
-    await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
-    await run_asyncio_to_end(build("asyncio"), f"asyncio-{suffix}", bootstrap_servers, tmp_path / "state",
-                             config={"max.task.idle.ms": 2_000})
-    tables = {engine: [await read_table(bootstrap_servers, t, utf8, utf8) for t in names] for engine, names in outputs.items()}
+    tables = await run_both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs, **{"max.task.idle.ms": 2_000})
     assert tables["spark"] == tables["asyncio"]
     stream_join, table_join = tables["spark"]
     assert stream_join == {

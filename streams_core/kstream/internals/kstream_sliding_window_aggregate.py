@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streams_core.kstream.emit_strategy import EmitStrategy
-from streams_core.kstream.internals.carried_stream_time import ObservedStreamTime
+from streams_core.kstream.internals.carried_state import ObservedStreamTime
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.kstream_window_aggregate import (
     NO_TIMESTAMP,
