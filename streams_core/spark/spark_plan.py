@@ -39,6 +39,8 @@ KEYED_OPERATORS: Mapping[str, str] = {
     "KStreamKTableJoin": "KStream.join/left_join (stream-table)",
     "KTableKTableJoin": "KTable.join/left_join/outer_join",
     "KTableKTableJoinMerger": "KTable.join/left_join/outer_join",
+    "KTableAggregate": "KGroupedTable.aggregate/count",
+    "KTableReduce": "KGroupedTable.reduce",
 }
 
 #: Processors the task stage runs: they keep stream time per task, or read stores across keys
@@ -57,14 +59,11 @@ TASK_OPERATORS: Mapping[str, str] = {
 STATELESS_DSL_OPERATORS: frozenset[str] = frozenset({
     "KStreamFilter", "KStreamMap", "KStreamMapValues", "KStreamFlatMap", "KStreamFlatMapValues",
     "KStreamSelectKey", "KStreamPeek", "KStreamPassThrough", "KStreamBranch", "KTableToStream",
-    "KTableFilter", "KTableMapValues", "KTableSource",
+    "KTableFilter", "KTableMapValues", "KTableSource", "KTableRepartitionMap",
 })
 
 #: DSL operators the runner refuses, by processor class, with the DSL name users know.
 _OPERATOR_NAMES: Mapping[str, str] = {
-    "KTableReduce": "KGroupedTable.reduce",
-    "KTableAggregate": "KGroupedTable.aggregate/count/reduce",
-    "KTableRepartitionMap": "KTable.group_by",
     "SubscriptionSend": "KTable.join with a foreign-key extractor",
     "SubscriptionReceive": "KTable.join with a foreign-key extractor",
     "SubscriptionJoin": "KTable.join with a foreign-key extractor",

@@ -113,6 +113,13 @@ def test_stream_stream_joins_run_in_a_task_stage_and_table_table_joins_in_a_keye
     assert query.stage == "keyed"
 
 
+def test_a_table_regrouping_is_two_keyed_queries() -> None:
+    builder = StreamsBuilder()
+    table = builder.table("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+    table.group_by(lambda k, v: (v, k)).count().to_stream().to("out")
+    assert [q.stage for q in plan_of(builder.build()).queries] == ["keyed", "keyed"]
+
+
 def test_foreign_key_joins_are_refused() -> None:
     builder = StreamsBuilder()
     left = builder.table("left", key_serde=Serdes.String(), value_serde=Serdes.String())

@@ -65,14 +65,15 @@ async def test_a_windowed_count_with_grace_gives_the_same_table(bootstrap_server
     assert final == {"a@0": "2", "b@0": "3"}
 
 
-async def test_stream_stream_and_table_table_joins_give_the_same_tables(
+async def test_joins_and_a_table_regrouping_give_the_same_tables(
     bootstrap_servers: str, spark: Any, tmp_path: Path
 ) -> None:
     suffix = unique_topic("joins")
     clicks, views, left_table, right_table = (f"{name}-{suffix}" for name in ("clicks", "views", "profiles", "scores"))
     for topic in (clicks, views, left_table, right_table):
         await create_topic(bootstrap_servers, topic, partitions=2)
-    outputs = {engine: (f"{engine}-stream-join-{suffix}", f"{engine}-table-join-{suffix}") for engine in ENGINES}
+    outputs = {engine: tuple(f"{engine}-{name}-{suffix}" for name in ("stream-join", "table-join", "regrouped"))
+               for engine in ENGINES}
     for names in outputs.values():
         for topic in names:
             await create_topic(bootstrap_servers, topic, partitions=2)
@@ -97,10 +98,11 @@ async def test_stream_stream_and_table_table_joins_give_the_same_tables(
     await produce(bootstrap_servers, right_table, [
         Rec(b"u1", b"10", timestamp_ms=at(4)), Rec(b"u3", b"30", timestamp_ms=at(5)),
         Rec(b"u1", b"11", timestamp_ms=at(6)), Rec(b"u4", b"40", timestamp_ms=at(7)),
+        Rec(b"u4", None, timestamp_ms=at(8)),
     ])
 
     def build(engine: str) -> Topology:
-        stream_out, table_out = outputs[engine]
+        stream_out, table_out, regrouped_out = outputs[engine]
         builder = StreamsBuilder()
         strings = {"key_serde": Serdes.String(), "value_serde": Serdes.String()}
         (builder.stream(clicks, **strings)
@@ -108,17 +110,24 @@ async def test_stream_stream_and_table_table_joins_give_the_same_tables(
                     JoinWindows.of_time_difference_and_grace(5_000, 30_000))
          .map(lambda user, joined: (joined.split(":")[0], f"{user}:{joined}"))
          .to(stream_out, **strings))
+        scores = builder.table(right_table, **strings)
         (builder.table(left_table, **strings)
-         .outer_join(builder.table(right_table, **strings), lambda name, score: f"{name}/{score}")
+         .outer_join(scores, lambda name, score: f"{name}/{score}")
          .to_stream()
          .to(table_out, **strings))
+        (scores.group_by(lambda user, score: ("odd" if int(score) % 2 else "even", score))
+         .count()
+         .to_stream()
+         .map_values(str)
+         .to(regrouped_out, **strings))
         return builder.build()
 
     tables = await run_both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs, **{"max.task.idle.ms": 2_000})
     assert tables["spark"] == tables["asyncio"]
-    stream_join, table_join = tables["spark"]
+    stream_join, table_join, regrouped = tables["spark"]
     assert stream_join == {
         "c1": "u1:c1:v3",  # v1 (8 s) and v3 (14 s) are within 5 s of 10 s, "far" (21 s) is not
         "c3": "u2:c3:v2", "c7": "u2:c7:v2", "c5": "u1:c5:v5", "c2": "u1:c2:v5",
     }, "c6 has no view and its window has not closed"
-    assert table_join == {"u1": "ann/11", "u3": "cy/30", "u4": "None/40"}, "u2 deleted on the left, absent on the right"
+    assert table_join == {"u1": "ann/11", "u3": "cy/30"}, "u2 and u4 deleted on one side, absent on the other"
+    assert regrouped == {"even": "1", "odd": "1"}, "u1 moved from even to odd, u4 came and went: only u3 is even"
