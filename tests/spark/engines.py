@@ -113,16 +113,17 @@ async def run_both_engines(
     outputs: Mapping[str, tuple[str, ...]],
     source_options: Mapping[str, str] | None = None,
     **asyncio_config: Any,
-) -> dict[str, list[dict[Any, Any]]]:
+) -> tuple[dict[str, list[dict[Any, Any]]], Any]:
     """`build(engine)` run on Spark (`available_now`) and on KafkaStreams; per engine, the tables
-    (UTF-8 keys and values) of its `outputs[engine]` topics."""
+    (UTF-8 keys and values) of its `outputs[engine]` topics, and the SparkRunner (its progress)."""
     from streams_core.spark import SparkRunner
 
     runner = SparkRunner(build("spark"), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap},
                          spark=spark, source_options=source_options)
     await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
     await run_asyncio_to_end(build("asyncio"), f"asyncio-{suffix}", bootstrap, tmp_path / "state", config=asyncio_config)
-    return {engine: [await read_table(bootstrap, t, utf8, utf8) for t in outputs[engine]] for engine in ENGINES}
+    tables = {engine: [await read_table(bootstrap, t, utf8, utf8) for t in outputs[engine]] for engine in ENGINES}
+    return tables, runner
 
 
 async def both_engines(
@@ -136,7 +137,7 @@ async def both_engines(
 ) -> tuple[dict[Any, Any], dict[Any, Any]]:
     """`build(output)` on both engines, each writing its own output (Spark's first); their tables."""
     by_engine = dict(zip(ENGINES, outputs, strict=True))
-    tables = await run_both_engines(lambda engine: build(by_engine[engine]), bootstrap, spark, tmp_path, suffix,
+    tables, _ = await run_both_engines(lambda engine: build(by_engine[engine]), bootstrap, spark, tmp_path, suffix,
                                     {engine: (topic,) for engine, topic in by_engine.items()}, **asyncio_config)
     return tables["spark"][0], tables["asyncio"][0]
 

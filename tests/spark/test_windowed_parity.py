@@ -52,7 +52,8 @@ async def test_a_windowed_count_with_grace_gives_the_same_table(bootstrap_server
              .to(output, key_serde=Serdes.String(), value_serde=Serdes.String()))
         return builder.build()
 
-    tables = await run_both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs, SMALL_BATCHES)
+    tables, runner = await run_both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs, SMALL_BATCHES)
+    assert len([p for p in runner.progress[0] if p["numInputRows"]]) >= 3, "several micro-batches"
     assert tables["spark"] == tables["asyncio"]
     updates, final = tables["spark"]
     assert updates == {
@@ -122,7 +123,7 @@ async def test_joins_and_a_table_regrouping_give_the_same_tables(
          .to(regrouped_out, **strings))
         return builder.build()
 
-    tables = await run_both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs, **{"max.task.idle.ms": 2_000})
+    tables, _ = await run_both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs, **{"max.task.idle.ms": 2_000})
     assert tables["spark"] == tables["asyncio"]
     stream_join, table_join, regrouped = tables["spark"]
     assert stream_join == {
