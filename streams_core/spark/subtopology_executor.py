@@ -334,8 +334,8 @@ class SubtopologyExecutor:
         self._collector.changelog = {}
         return changes
 
-    def stream_times(self) -> dict[str, Any]:
-        """The task's stream time and what its processors keep of it outside stores (by node name)."""
+    def carried_state(self) -> dict[str, Any]:
+        """The task's stream time and what its processors keep outside stores (by node name)."""
         carried: dict[str, Any] = {"": self._task.stream_time}
         for node in self._nodes:
             state = getattr(node.processor, "carried_state", None)
@@ -343,11 +343,11 @@ class SubtopologyExecutor:
                 carried[node.name] = state()
         return carried
 
-    def restore_stream_times(self, carried: Mapping[str, Any]) -> None:
-        """Resume from `stream_times()` of an earlier batch of the same task."""
+    def restore_carried_state(self, carried: Mapping[str, Any]) -> None:
+        """Resume from `carried_state()` of an earlier batch of the same task."""
         self._task.stream_time = carried.get("", self._task.stream_time)
         for node in self._nodes:
-            if node.name in carried and node.name:
+            if node.name and node.name in carried:
                 node.processor.restore_carried_state(carried[node.name])
 
     def close(self) -> None:
@@ -370,16 +370,17 @@ def run_task_batch(
     changelog: Iterable[tuple[str, bytes, bytes]],
 ) -> TaskBatch:  # fmt: skip
     """One micro-batch of a task stage: rebuild the task, restore its stores from `changelog` and its
-    stream times from `task` (None the first time), run `rows` in Kafka Streams' order, flush."""
+    stream times, buffers and applied origins from `task` (None the first time), run `rows` in
+    Kafka Streams' order, flush the stores as a commit does."""
     executor = SubtopologyExecutor(spec, partition)
     try:
-        state: dict[str, Any] = pickle.loads(task) if task is not None else {"times": {}, "applied": {}}
+        state: dict[str, Any] = pickle.loads(task) if task is not None else {"carried": {}, "applied": {}}
         changes: dict[tuple[str, bytes], bytes | None] = dict.fromkeys(executor.restore_changelog(changelog))
-        executor.restore_stream_times(state["times"])
+        executor.restore_carried_state(state["carried"])
         out = executor.process(kafka_order(rows), state["applied"])
         changes.update(executor.take_changelog())
         out.extend(executor.take_rows())  # what the caches forwarded when flushed
-        state["times"] = executor.stream_times()
+        state["carried"] = executor.carried_state()
     finally:
         executor.close()
     return TaskBatch(out, changes, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
