@@ -29,8 +29,8 @@ from streams_core.spark.subtopology_executor import (
     SubtopologySpec,
     iter_rows,
     kafka_order,
-    run_task_batch,
 )
+from streams_core.spark.task_batch import run_task_batch
 
 __all__ = ["OUTPUT_SCHEMA", "KeyedStage", "StatelessStage", "TaskStage"]
 
@@ -147,7 +147,10 @@ class TaskStage(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Row]:
         (partition,) = key
         saved = self._task.get()
-        changelog = [(k[0], k[1], v[0]) for k, v in self._changelog.iterator()] if saved else []
+
+        def changelog() -> list[tuple[str, bytes, bytes]]:
+            return [(k[0], k[1], v[0]) for k, v in self._changelog.iterator()] if saved else []
+
         batch = run_task_batch(self.spec, int(partition), iter_rows(rows), saved[0] if saved else None, changelog)
         for changelog_key, value in batch.changelog.items():
             if value is None:

@@ -32,9 +32,6 @@ from streams_core.processor.task_id import TaskId
 from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.keyed_state_store import KeyedStateStore
-from streams_core.state.internals import session_key_schema, window_key_schema
-from streams_core.state.internals.abstract_session_store import AbstractSessionStore
-from streams_core.state.internals.abstract_window_store import AbstractWindowStore
 from streams_core.state.internals.store_names import store_changelog_topic
 from streams_core.state.store import RestoreCallback, StateStore
 
@@ -45,10 +42,8 @@ __all__ = [
     "OutputRow",
     "SubtopologyExecutor",
     "SubtopologySpec",
-    "TaskBatch",
     "kafka_order",
     "load_topology",
-    "run_task_batch",
     "ship_topology",
 ]
 
@@ -310,22 +305,23 @@ class SubtopologyExecutor:
 
     # -- the task stage: the task's stores and stream time carried between micro-batches --------
 
-    def restore_changelog(self, entries: Iterable[tuple[str, bytes, bytes]]) -> list[tuple[str, bytes]]:
+    def restore_changelog(self, entries: Iterable[tuple[str, bytes, bytes]]) -> None:
         """Restore the stores from their changelog (topic, key, value) as saved by the stage, through
-        the stores' own restore path; returns the entries of windows and sessions now expired."""
+        the stores' own restore path."""
         by_topic: dict[str, list[tuple[bytes, bytes | None]]] = {}
         for topic, key, value in entries:
             by_topic.setdefault(topic, []).append((key, value))
-        expired: list[tuple[str, bytes]] = []
         for topic, records in by_topic.items():
-            name = self._changelogs.get(topic)
-            if name is None:
+            restore = self.restore_callback(topic)
+            if restore is None:
                 log.warning("changelog %s in Spark state belongs to no store of this sub-topology; ignored", topic)
                 continue
-            restore = self._state.restore_callbacks[name]
             restore(records)
-            expired.extend((topic, key) for key in expired_keys(restore, (key for key, _ in records)))
-        return expired
+
+    def restore_callback(self, changelog_topic: str) -> RestoreCallback | None:
+        """How the store of `changelog_topic` restores (its bound `restore_batch`), None if no store logs there."""
+        name = self._changelogs.get(changelog_topic)
+        return None if name is None else self._state.restore_callbacks[name]
 
     def take_changelog(self) -> dict[tuple[str, bytes], bytes | None]:
         """Flush the stores and return what they wrote to their changelogs since the last call."""
@@ -355,48 +351,6 @@ class SubtopologyExecutor:
             self._task.close()
         finally:
             self._tmp.cleanup()
-
-
-class TaskBatch(NamedTuple):
-    """What one task's micro-batch produced: sink rows, changelog changes (None deletes), the task's state."""
-
-    rows: list[OutputRow]
-    changelog: dict[tuple[str, bytes], bytes | None]
-    task: bytes
-
-
-def run_task_batch(
-    spec: SubtopologySpec, partition: int, rows: Iterable[InputRow], task: bytes | None,
-    changelog: Iterable[tuple[str, bytes, bytes]],
-) -> TaskBatch:  # fmt: skip
-    """One micro-batch of a task stage: rebuild the task, restore its stores from `changelog` and its
-    stream times, buffers and applied origins from `task` (None the first time), run `rows` in
-    Kafka Streams' order, flush the stores as a commit does."""
-    executor = SubtopologyExecutor(spec, partition)
-    try:
-        state: dict[str, Any] = pickle.loads(task) if task is not None else {"carried": {}, "applied": {}}
-        changes: dict[tuple[str, bytes], bytes | None] = dict.fromkeys(executor.restore_changelog(changelog))
-        executor.restore_carried_state(state["carried"])
-        out = executor.process(kafka_order(rows), state["applied"])
-        changes.update(executor.take_changelog())
-        out.extend(executor.take_rows())  # what the caches forwarded when flushed
-        state["carried"] = executor.carried_state()
-    finally:
-        executor.close()
-    return TaskBatch(out, changes, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
-
-
-def expired_keys(restore: RestoreCallback, keys: Iterable[bytes]) -> list[bytes]:
-    """Changelog keys of windows or sessions the store restored by `restore` no longer keeps
-    (past its retention), so the stage can drop them from Spark state as Kafka compacts them away."""
-    store = getattr(restore, "__self__", None)
-    if isinstance(store, AbstractWindowStore):
-        cutoff = store.observed_stream_time - store.retention_period
-        return [k for k in keys if window_key_schema.from_store_key_binary(k)[1] <= cutoff]
-    if isinstance(store, AbstractSessionStore):
-        cutoff = store.observed_stream_time - store.retention_period
-        return [k for k in keys if session_key_schema.from_binary(k)[2] <= cutoff]
-    return []
 
 
 def _runner_headers(row: InputRow) -> tuple[int, Headers, Origin | None]:

@@ -14,8 +14,9 @@ from streams_core.spark.subtopology_executor import (
     InputRow,
     SubtopologyExecutor,
     kafka_order,
-    run_task_batch,
 )
+from streams_core.spark import task_batch
+from streams_core.spark.task_batch import run_task_batch
 
 CONFIG = {"application.id": "exec", "bootstrap.servers": "127.0.0.1:9"}
 
@@ -137,10 +138,13 @@ WINDOWED_INPUT = [  # (topic, key, value, timestamp): out of order, late and ver
 ]
 
 
+@pytest.mark.parametrize("worker", ["rebuilt", "live"])
 @pytest.mark.parametrize(
     "kind", ["tumbling", "hopping", "sliding", "session", "emit-on-close", "suppress", "time-limit", "left-join"]
 )
-def test_the_task_stage_rebuilt_per_batch_writes_what_the_driver_writes(kind: str) -> None:
+def test_the_task_stage_over_micro_batches_writes_what_the_driver_writes(kind: str, worker: str) -> None:
+    """Micro-batches of three records, the task rebuilt from Spark state for each ("rebuilt": a
+    new Python worker every time) or kept by the worker between them ("live")."""
     from streams_core import Serdes, TopologyTestDriver
 
     topology = windowed_topologies()[kind]
@@ -158,12 +162,14 @@ def test_the_task_stage_rebuilt_per_batch_writes_what_the_driver_writes(kind: st
     task: bytes | None = None
     out = []
     offsets = {"in": 0, "other": 0}
-    for start in range(0, len(records), 3):  # micro-batches of 3 records
+    for start in range(0, len(records), 3):
+        if worker == "rebuilt":
+            task_batch.drop_live_tasks()
         rows = []
         for topic, key, value, timestamp in records[start:start + 3]:
             rows.append(InputRow(topic, 0, offsets[topic], timestamp, key.encode(), value.encode(), ()))
             offsets[topic] += 1
-        batch = run_task_batch(query.spec, 0, rows, task, [(t, k, v) for (t, k), v in changelog.items()])
+        batch = run_task_batch(query.spec, 0, rows, task, lambda: [(t, k, v) for (t, k), v in changelog.items()])
         task = batch.task
         for changelog_key, changed in batch.changelog.items():
             if changed is None:
@@ -174,3 +180,15 @@ def test_the_task_stage_rebuilt_per_batch_writes_what_the_driver_writes(kind: st
     assert out == expected
     assert expected, "the topology wrote something"
 
+
+
+def test_a_live_task_is_not_reused_when_spark_rolled_its_state_back() -> None:
+    """A batch whose state Spark did not commit is run again from the committed state."""
+    (query,) = SparkRunner(windowed_topologies()["tumbling"], CONFIG).plan().queries
+    rows = [InputRow("in", 0, i, ts, b"a", b"x", ()) for i, ts in enumerate((1000, 1010, 1020, 1200, 1030))]
+    first = run_task_batch(query.spec, 0, rows[:3], None, list)
+    changelog = [(t, k, v) for (t, k), v in first.changelog.items() if v is not None]
+    second = run_task_batch(query.spec, 0, rows[3:], first.task, lambda: changelog)
+    again = run_task_batch(query.spec, 0, rows[3:], first.task, lambda: changelog)  # the rolled-back retry
+    assert [(r.key, r.value) for r in again.rows] == [(r.key, r.value) for r in second.rows]
+    assert again.task == second.task
