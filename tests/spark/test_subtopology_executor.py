@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.wordcount import build_topology
-from streams_core.spark import SparkRunner
+from streams_core.spark import SparkRunner, task_batch
 from streams_core.spark.subtopology_executor import (
     ORIGIN_HEADER,
     TIMESTAMP_HEADER,
@@ -15,7 +15,6 @@ from streams_core.spark.subtopology_executor import (
     SubtopologyExecutor,
     kafka_order,
 )
-from streams_core.spark import task_batch
 from streams_core.spark.task_batch import run_task_batch
 
 CONFIG = {"application.id": "exec", "bootstrap.servers": "127.0.0.1:9"}
