@@ -23,6 +23,7 @@ from streams_core.clients.admin import InternalTopicManager, NewTopicSpec
 from streams_core.clients.kafka_clients import create_admin, create_restore_consumer, to_aiokafka
 from streams_core.config import StreamsConfig
 from streams_core.processor.topology import Topology
+from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.spark.spark_plan import QueryPlan, SparkPlan, plan_topology
 from streams_core.spark.spark_session import build_session
@@ -182,13 +183,14 @@ class SparkRunner:
         return handle
 
     def _ensure_internal_topics(self, plan: SparkPlan) -> dict[str, int]:
-        """Create the repartition topics, sized as our runtime sizes them, before any query reads them.
+        """Check co-partitioning and create the repartition topics, sized as our runtime sizes them,
+        before any query reads them (CopartitioningError, as KafkaStreams raises at start-up).
 
         Returns every source topic's partition count.
         """
-        if not plan.internal_topics:
-            return {}
         builder = self.topology.internal_topology_builder
+        if not plan.internal_topics and not builder.copartition_groups():
+            return {}
         internal = set(plan.internal_topics)
         external = sorted({t for q in plan.queries for t in q.source_topics} - internal)
 
@@ -202,8 +204,11 @@ class SparkRunner:
                 if missing:
                     raise FileNotFoundError(f"source topic(s) {missing} do not exist")
                 known = {t: n for t, n in counts.items() if n is not None}
+                # A task stage groups by partition number: joined topics must agree on their count.
+                ensure_copartitioning(builder.copartition_groups(), known, internal)
                 sizes = builder.internal_topic_partition_counts(known)
-                await manager.ensure_topics([NewTopicSpec(t, sizes[t]) for t in sorted(internal)])
+                if internal:
+                    await manager.ensure_topics([NewTopicSpec(t, sizes[t]) for t in sorted(internal)])
                 return {**known, **{t: sizes[t] for t in internal}}
             finally:
                 await admin.close()

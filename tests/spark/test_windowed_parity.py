@@ -8,10 +8,14 @@ record late for a global watermark but not for its own partition shows the diffe
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
-from streams_core import BufferConfig, JoinWindows, Serdes, StreamsBuilder, Suppressed, TimeWindows, Topology
+import pytest
+
+from streams_core import BufferConfig, CopartitioningError, JoinWindows, Serdes, StreamsBuilder, Suppressed, TimeWindows, Topology
+from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 from tests.spark.engines import BASE_TS, ENGINES, run_both_engines
 
@@ -132,3 +136,22 @@ async def test_joins_and_a_table_regrouping_give_the_same_tables(
     }, "c6 has no view and its window has not closed"
     assert table_join == {"u1": "ann/11", "u3": "cy/30"}, "u2 and u4 deleted on one side, absent on the other"
     assert regrouped == {"even": "1", "odd": "1"}, "u1 moved from even to odd, u4 came and went: only u3 is even"
+
+
+async def test_a_join_of_topics_with_different_partition_counts_is_refused_before_any_query(
+    bootstrap_servers: str, tmp_path: Path
+) -> None:
+    """As KafkaStreams refuses to start: a task stage groups by partition number."""
+    suffix = unique_topic("copartition")
+    left, right = f"left-{suffix}", f"right-{suffix}"
+    await create_topic(bootstrap_servers, left, partitions=2)
+    await create_topic(bootstrap_servers, right, partitions=3)
+    builder = StreamsBuilder()
+    strings = {"key_serde": Serdes.String(), "value_serde": Serdes.String()}
+    (builder.stream(left, **strings)
+     .join(builder.stream(right, **strings), lambda a, b: a + b, JoinWindows.of_time_difference_with_no_grace(1000))
+     .to(f"out-{suffix}", **strings))
+    runner = SparkRunner(builder.build(), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers})
+    with pytest.raises(CopartitioningError, match=left):
+        await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
+    assert runner._spark is None, "refused before a Spark session was needed"
