@@ -23,6 +23,7 @@ from streams_core.processor.internals.processor_node import SinkNode, SourceNode
 from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.subtopology_executor import SubtopologyExecutor, SubtopologySpec, ship_topology
+from streams_core.state.versioned_key_value_store import VersionedKeyValueStore
 
 __all__ = ["KEYED_OPERATORS", "STATELESS_DSL_OPERATORS", "TASK_OPERATORS", "QueryPlan", "SparkPlan", "plan_topology"]
 
@@ -196,6 +197,10 @@ def _needs_task(name: str, processor: Any, store_names: frozenset[str], stores: 
             f"process({kind}) with state stores", name, "stateful custom processors cannot run on Spark"
         )
     for store in store_names:
+        if isinstance(stores.get(store), VersionedKeyValueStore):
+            raise UnsupportedOnSparkError(
+                "versioned table (persistent_versioned_key_value_store)", name, f"store {store!r} is versioned"
+            )
         if not isinstance(stores.get(store), TimestampedKeyValueStore):
             raise UnsupportedOnSparkError(KEYED_OPERATORS[kind], name, f"store {store!r} is not a key-value store")
     return False

@@ -129,6 +129,14 @@ def test_foreign_key_joins_are_refused() -> None:
         plan_of(builder.build())
 
 
+def test_versioned_tables_are_refused() -> None:
+    builder = StreamsBuilder()
+    store = Stores.persistent_versioned_key_value_store("versions", 10_000)
+    builder.table("in", Materialized.as_(store).with_key_serde(Serdes.String()).with_value_serde(Serdes.String()))
+    with pytest.raises(UnsupportedOnSparkError, match="versioned table"):
+        plan_of(builder.build())
+
+
 def test_global_tables_are_refused() -> None:
     builder = StreamsBuilder()
     table = builder.global_table("dims", key_serde=Serdes.String(), value_serde=Serdes.String())
