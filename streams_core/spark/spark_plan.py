@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streams_core.config import StreamsConfig
@@ -92,6 +92,8 @@ class QueryPlan:
     stores: tuple[str, ...]
     after: tuple[int, ...]
     spec: SubtopologySpec = field(repr=False, compare=False)
+    #: Sink topics written through a custom StreamPartitioner: their records carry a partition.
+    partitioned_sinks: tuple[str, ...] = ()
 
     def describe(self) -> str:
         how = _STAGES[self.stage]
@@ -103,7 +105,10 @@ class QueryPlan:
         ]
         if self.stores:
             lines.append(f"  state  {', '.join(self.stores)}")
-        lines.append(f"  write  kafka {', '.join(self.sink_topics) or '(nothing)'} (murmur2 by key, null value = tombstone)")
+        partitioned = f"; {', '.join(self.partitioned_sinks)} by its custom partitioner" if self.partitioned_sinks else ""
+        lines.append(
+            f"  write  kafka {', '.join(self.sink_topics) or '(nothing)'} (murmur2 by key{partitioned}, null value = tombstone)"
+        )
         return "\n".join(lines)
 
 
@@ -148,14 +153,17 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
         for sid, info in groups.items():
             built = builder.build_subtopology(sid, config)
             processors: list[str] = []
+            partitioned: set[str] = set()
             per_task = False
             for node in built.nodes:
                 if isinstance(node, SinkNode):
                     if node.partitioner is not None:
-                        raise UnsupportedOnSparkError(
-                            "to/through/repartition with a custom partitioner", node.name,
-                            "Spark's Kafka sink partitions by murmur2 of the key bytes only",
-                        )  # fmt: skip
+                        if node.topic is None:
+                            raise UnsupportedOnSparkError(
+                                "to(topic extractor) with a custom partitioner", node.name,
+                                "the partition counts of topics chosen per record are not known when a query starts",
+                            )  # fmt: skip
+                        partitioned.add(node.topic)
                     continue
                 if isinstance(node, SourceNode):
                     continue
@@ -176,6 +184,7 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
                 stores=info.state_stores,
                 after=(),
                 spec=spec,
+                partitioned_sinks=tuple(sorted(partitioned)),
             )
     ordered = _dependency_order(queries)
     log.info("Spark plan for %s: %d queries", application_id, len(ordered))
@@ -220,8 +229,4 @@ def _dependency_order(queries: Mapping[int, QueryPlan]) -> tuple[QueryPlan, ...]
             left = sorted(set(queries) - set(done))
             raise UnsupportedOnSparkError("through/repartition cycle", f"sub-topologies {left}", "topics form a cycle")
         done.append(ready[0])
-    return tuple(
-        QueryPlan(q.subtopology_id, q.source_topics, q.sink_topics, q.stage, q.processors, q.stores, after[sid], q.spec)
-        for sid in done
-        for q in (queries[sid],)
-    )
+    return tuple(replace(queries[sid], after=after[sid]) for sid in done)

@@ -16,6 +16,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Coroutine, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -162,12 +163,13 @@ class SparkRunner:
         rows = reader.option("subscribe", ",".join(query.source_topics)).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
         )
+        spec = replace(query.spec, sink_partitions={t: self._counts[t] for t in query.partitioned_sinks})
         if query.stage == "stateless":
-            out = rows.mapInArrow(StatelessStage(query.spec), OUTPUT_SCHEMA)
+            out = rows.mapInArrow(StatelessStage(spec), OUTPUT_SCHEMA)
         elif query.stage == "keyed":
-            out = rows.groupBy("key").transformWithState(KeyedStage(query.spec), OUTPUT_SCHEMA, "Update", "None")
+            out = rows.groupBy("key").transformWithState(KeyedStage(spec), OUTPUT_SCHEMA, "Update", "None")
         else:
-            out = rows.groupBy("partition").transformWithState(TaskStage(query.spec), OUTPUT_SCHEMA, "Update", "None")
+            out = rows.groupBy("partition").transformWithState(TaskStage(spec), OUTPUT_SCHEMA, "Update", "None")
         name = f"{self.config['application.id']}-subtopology-{query.subtopology_id}"
         writer = (
             out.writeStream.format("kafka")
@@ -189,20 +191,22 @@ class SparkRunner:
         Returns every source topic's partition count.
         """
         builder = self.topology.internal_topology_builder
-        if not plan.internal_topics and not builder.copartition_groups():
+        partitioned = {t for q in plan.queries for t in q.partitioned_sinks}
+        if not plan.internal_topics and not builder.copartition_groups() and not partitioned:
             return {}
         internal = set(plan.internal_topics)
         external = sorted({t for q in plan.queries for t in q.source_topics} - internal)
+        outputs = sorted(partitioned - internal - set(external))  # custom partitioners need their counts
 
         async def ensure() -> dict[str, int]:
             admin = create_admin(self.config)
             await admin.start()
             try:
                 manager = InternalTopicManager(admin)
-                counts = await manager.partition_counts(external)
+                counts = await manager.partition_counts(external + outputs)
                 missing = [t for t, n in counts.items() if n is None]
                 if missing:
-                    raise FileNotFoundError(f"source topic(s) {missing} do not exist")
+                    raise FileNotFoundError(f"source or custom-partitioned sink topic(s) {missing} do not exist")
                 known = {t: n for t, n in counts.items() if n is not None}
                 # A task stage groups by partition number: joined topics must agree on their count.
                 ensure_copartitioning(builder.copartition_groups(), known, internal)

@@ -37,7 +37,7 @@ __all__ = ["OUTPUT_SCHEMA", "KeyedStage", "StatelessStage", "TaskStage"]
 log = logging.getLogger(__name__)
 
 #: The columns Spark's Kafka sink reads; no `partition` column, so the producer's murmur2 partitions.
-OUTPUT_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>"
+OUTPUT_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>, partition int"
 _STATE_SCHEMA = "stores binary"
 _CHANGELOG_KEY_SCHEMA = "topic string, key binary"
 _CHANGELOG_VALUE_SCHEMA = "value binary"
@@ -74,8 +74,9 @@ def _arrow_batch(rows: list[OutputRow]) -> Any:
             pa.array([r.key for r in rows], pa.binary()),
             pa.array([r.value for r in rows], pa.binary()),
             headers,
+            pa.array([r.partition for r in rows], pa.int32()),
         ],
-        names=["topic", "key", "value", "headers"],
+        names=["topic", "key", "value", "headers", "partition"],
     )
 
 
@@ -129,7 +130,10 @@ class KeyedStage(StatefulProcessor):
 
 def _output_rows(rows: list[OutputRow]) -> Iterator[Row]:
     for r in rows:
-        yield Row(topic=r.topic, key=r.key, value=r.value, headers=[Row(key=k, value=v) for k, v in r.headers])
+        yield Row(
+            topic=r.topic, key=r.key, value=r.value, headers=[Row(key=k, value=v) for k, v in r.headers],
+            partition=r.partition,
+        )
 
 
 class TaskStage(StatefulProcessor):

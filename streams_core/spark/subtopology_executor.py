@@ -18,11 +18,12 @@ import pickle
 import struct
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from streams_core.config import StreamsConfig
+from streams_core.errors import StreamsError
 from streams_core.processor.internals.node_factories import ProcessorNodeFactory
 from streams_core.processor.internals.processor_node import ProcessorNode
 from streams_core.processor.internals.punctuation_queue import PunctuationSchedule
@@ -81,12 +82,14 @@ class InputRow(NamedTuple):
 
 
 class OutputRow(NamedTuple):
-    """One record for Spark's Kafka sink: no partition column, so the producer's murmur2 picks it."""
+    """One record for Spark's Kafka sink; `partition` None (all but custom partitioners' records)
+    lets the producer's murmur2 default partitioner pick it, as on our runtime."""
 
     topic: str
     key: bytes | None
     value: bytes | None
     headers: list[tuple[str, bytes]]
+    partition: int | None = None
 
 
 def _reduce_struct(packer: struct.Struct) -> tuple[Any, tuple[str]]:
@@ -136,6 +139,9 @@ class SubtopologySpec:
     #: True for the task stage: the sub-topology's own stores, restored from and logged to a
     #: changelog the stage keeps in Spark state (see `restore_changelog`, `take_changelog`).
     task_stores: bool = False
+    #: Partition counts of the sink topics, for sinks with a custom `StreamPartitioner` (set by
+    #: the runner when a query starts).
+    sink_partitions: Mapping[str, int] = field(default_factory=dict)
 
 
 def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
@@ -187,8 +193,9 @@ class _StateManager:
 class _Collector:
     """The RecordCollector: sink output becomes Spark rows (with the runner's headers for read-back topics)."""
 
-    def __init__(self, readback_topics: frozenset[str], stamp_origin: bool) -> None:
+    def __init__(self, readback_topics: frozenset[str], stamp_origin: bool, sink_partitions: Mapping[str, int]) -> None:
         self.rows: list[OutputRow] = []
+        self._sink_partitions = sink_partitions
         self._readback = readback_topics
         self._stamp = stamp_origin
         self.changelog_topics: frozenset[str] = frozenset()
@@ -217,10 +224,13 @@ class _Collector:
                 packed = _ORIGIN.pack(origin_partition, origin_offset, self.index) + origin_topic.encode()
                 out.append((ORIGIN_HEADER, packed))
                 self.index += 1
-        self.rows.append(OutputRow(topic, key, value, out))
+        self.rows.append(OutputRow(topic, key, value, out, partition))
 
     def partitions_for(self, topic: str) -> int:
-        raise UnsupportedOnSparkError("a custom StreamPartitioner", topic, "the Spark sink partitions by murmur2 only")
+        count = self._sink_partitions.get(topic)
+        if count is None:
+            raise StreamsError(f"the partition count of {topic!r} is unknown (does the topic exist?)")
+        return count
 
 
 class _SparkTaskProcessor(TaskProcessor):
@@ -257,7 +267,7 @@ class SubtopologyExecutor:
             built.state_stores.clear()
             built.state_stores.update(self.stores)
         self._nodes = built.nodes
-        self._collector = _Collector(spec.readback_topics, spec.stamp_origin)
+        self._collector = _Collector(spec.readback_topics, spec.stamp_origin, spec.sink_partitions)
         self._state = _StateManager(Path(self._tmp.name))
         task_id = TaskId(spec.subtopology_id, partition)
         self._task = _SparkTaskProcessor(task_id, built, config, self._state, self._collector)

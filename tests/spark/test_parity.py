@@ -89,7 +89,8 @@ async def test_repartition_then_aggregate_gives_the_same_table(bootstrap_servers
 async def test_a_stateless_chain_with_a_custom_processor_writes_the_same_records(
     bootstrap_servers: str, spark: Any, tmp_path: Path
 ) -> None:
-    """split/branch, merge, peek, flat_map and a custom Processor: the same records, bytes, headers, partitions."""
+    """split/branch, merge, peek, flat_map, a custom Processor and a sink whose partitioner picks a
+    partition for some keys (murmur2 for the others): the same records, bytes, headers, partitions."""
     suffix = unique_topic("chain")
     source = f"events-{suffix}"
     outputs = (f"spark-chain-{suffix}", f"asyncio-chain-{suffix}")
@@ -122,7 +123,8 @@ async def test_a_stateless_chain_with_a_custom_processor_writes_the_same_records
          .process(Twice)
          .flat_map(lambda k, v: [(k, v), (f"{k}-copy", v)] if v % 5 == 0 else [(k, v)])
          .map_values(str)
-         .to(output, key_serde=Serdes.String(), value_serde=Serdes.String()))
+         .to(output, key_serde=Serdes.String(), value_serde=Serdes.String(),
+             partitioner=lambda topic, key, value, n: n - 1 if key.startswith("neg-") else None))
         return builder.build()
 
     runner = SparkRunner(build(outputs[0]), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers},
@@ -138,3 +140,5 @@ async def test_a_stateless_chain_with_a_custom_processor_writes_the_same_records
     on_asyncio = records(await read_all(bootstrap_servers, outputs[1]))
     assert on_spark == on_asyncio, "the same records in the same partitions, with the same headers"
     assert len(on_spark) > 40
+    assert {partition for partition, key, _, _ in on_spark if key.startswith(b"neg-")} == {2}, "the partitioner's choice"
+    assert len({partition for partition, key, _, _ in on_spark if not key.startswith(b"neg-")}) > 1, "murmur2's"

@@ -153,10 +153,17 @@ def test_pattern_sources_are_refused() -> None:
         plan_of(builder.build())
 
 
-def test_custom_partitioners_are_refused() -> None:
+def test_custom_partitioners_are_compiled_but_not_with_a_topic_extractor() -> None:
     builder = StreamsBuilder()
     builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to(
         "out", partitioner=lambda topic, key, value, n: 0)
+    (query,) = plan_of(builder.build()).queries
+    assert query.partitioned_sinks == ("out",)
+    assert "out by its custom partitioner" in query.describe()
+
+    builder = StreamsBuilder()
+    builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to(
+        lambda key, value, context: f"out-{key}", partitioner=lambda topic, key, value, n: 0)
     with pytest.raises(UnsupportedOnSparkError, match="custom partitioner"):
         plan_of(builder.build())
 
