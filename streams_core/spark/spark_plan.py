@@ -86,6 +86,8 @@ class QueryPlan:
 
     subtopology_id: int
     source_topics: tuple[str, ...]
+    #: Patterns of `stream(pattern)` sources: the runner reads the topics they match when it starts.
+    source_patterns: tuple[str, ...]
     sink_topics: tuple[str, ...]
     stage: str  # "stateless" (mapInArrow), "keyed" or "task" (transformWithState by key or by task)
     processors: tuple[str, ...]
@@ -100,7 +102,7 @@ class QueryPlan:
         lines = [
             f"Query {self.subtopology_id}: sub-topology {self.subtopology_id}"
             + (f", after {', '.join(map(str, self.after))}" if self.after else ""),
-            f"  read   kafka {', '.join(self.source_topics)}",
+            f"  read   kafka {', '.join([*self.source_topics, *(f'pattern {p!r}' for p in self.source_patterns)])}",
             f"  run    {how}: {' -> '.join(self.processors) or '(pass-through)'}",
         ]
         if self.stores:
@@ -139,9 +141,6 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
     builder.validate()
     for store in builder.global_state_store_names:
         raise UnsupportedOnSparkError("GlobalKTable / global store", store, "global stores are not compiled yet")
-    if builder.source_patterns:
-        pattern = builder.source_patterns[0].pattern
-        raise UnsupportedOnSparkError("stream(pattern)", pattern, "pattern subscriptions are not compiled yet")
     readback = builder.source_topics | builder.internal_topics
     groups = builder.topic_groups()
     # Topics both written and read by the topology: their records carry the runner's headers.
@@ -175,9 +174,15 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
             stamp_origin = not info.state_stores and not (info.source_topics & readback_written)
             spec = SubtopologySpec(shipped, config.explicit(), sid, readback_written, stamp_origin, stage == "task")
             SubtopologyExecutor(spec).close()  # runs every init(): refuses punctuations now, not later
+            if info.source_patterns and info.source_topics & builder.internal_topics:
+                raise UnsupportedOnSparkError(
+                    "stream(pattern) beside a repartition topic", info.source_patterns[0].pattern,
+                    "a query reading both is not compiled yet",
+                )  # fmt: skip
             queries[sid] = QueryPlan(
                 subtopology_id=sid,
                 source_topics=tuple(sorted(info.source_topics)),
+                source_patterns=tuple(p.pattern for p in info.source_patterns),
                 sink_topics=tuple(sorted(info.sink_topics)),
                 stage=stage,
                 processors=tuple(processors),

@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -26,6 +26,7 @@ from streams_core.config import StreamsConfig
 from streams_core.processor.topology import Topology
 from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.spark.spark_plan import QueryPlan, SparkPlan, plan_topology
 from streams_core.spark.spark_session import build_session
 
@@ -79,6 +80,7 @@ class SparkRunner:
         self._stopped = False
         self._starts: dict[str, dict[str, int]] = {}
         self._counts: dict[str, int] = {}
+        self._matched: dict[int, frozenset[str]] = {}
 
     @property
     def stopped(self) -> bool:
@@ -107,8 +109,11 @@ class SparkRunner:
         counts = self._ensure_internal_topics(plan)
         self._starts = self._internal_start_offsets(plan, checkpoints, counts)
         self._stopped = False
+        queries = [q for q in plan.queries if self._topics_of(q)]
+        for query in (q for q in plan.queries if not self._topics_of(q)):
+            log.warning("Query %s skipped: its patterns %s match no topic", query.subtopology_id, query.source_patterns)
         if mode == "available_now":
-            for query in plan.queries:
+            for query in queries:
                 if self._stopped:
                     return
                 handle = self._start(query, checkpoints, available_now=True)
@@ -117,7 +122,7 @@ class SparkRunner:
                 rows = sum(p.get("numInputRows", 0) for p in self.progress[query.subtopology_id])
                 log.info("Query %s finished: %d input rows", handle.name, rows)
             return
-        handles = [self._start(query, checkpoints, available_now=False) for query in plan.queries]
+        handles = [self._start(query, checkpoints, available_now=False) for query in queries]
         try:
             while not self._stopped:
                 for handle in handles:
@@ -160,7 +165,7 @@ class SparkRunner:
             # Spark uses it only when the query has no checkpoint yet.
             offsets = {t: starts.get(t) or {str(p): -2 for p in range(self._counts[t])} for t in query.source_topics}
             reader = reader.option("startingOffsets", json.dumps(offsets))
-        rows = reader.option("subscribe", ",".join(query.source_topics)).load().select(
+        rows = reader.option("subscribe", ",".join(self._topics_of(query))).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
         )
         spec = replace(query.spec, sink_partitions={t: self._counts[t] for t in query.partitioned_sinks})
@@ -184,6 +189,10 @@ class SparkRunner:
         log.info("Started query %s (%s)", name, "availableNow" if available_now else "continuous")
         return handle
 
+    def _topics_of(self, query: QueryPlan) -> list[str]:
+        """The topics `query` reads: its named ones and those its patterns matched when the run started."""
+        return sorted(set(query.source_topics) | self._matched.get(query.subtopology_id, frozenset()))
+
     def _ensure_internal_topics(self, plan: SparkPlan) -> dict[str, int]:
         """Check co-partitioning and create the repartition topics, sized as our runtime sizes them,
         before any query reads them (CopartitioningError, as KafkaStreams raises at start-up).
@@ -192,16 +201,20 @@ class SparkRunner:
         """
         builder = self.topology.internal_topology_builder
         partitioned = {t for q in plan.queries for t in q.partitioned_sinks}
-        if not plan.internal_topics and not builder.copartition_groups() and not partitioned:
+        patterns = any(q.source_patterns for q in plan.queries)
+        if not plan.internal_topics and not builder.copartition_groups() and not partitioned and not patterns:
             return {}
         internal = set(plan.internal_topics)
-        external = sorted({t for q in plan.queries for t in q.source_topics} - internal)
-        outputs = sorted(partitioned - internal - set(external))  # custom partitioners need their counts
+        named = sorted({t for q in plan.queries for t in q.source_topics} - internal)
 
         async def ensure() -> dict[str, int]:
             admin = create_admin(self.config)
             await admin.start()
             try:
+                if patterns:
+                    self._matched = self._match_patterns(plan, await admin.list_topics())
+                external = sorted(set(named).union(*self._matched.values()))
+                outputs = sorted(partitioned - internal - set(external))  # custom partitioners need their counts
                 manager = InternalTopicManager(admin)
                 counts = await manager.partition_counts(external + outputs)
                 missing = [t for t, n in counts.items() if n is None]
@@ -219,6 +232,15 @@ class SparkRunner:
 
         self._counts = _run_coroutine(ensure())
         return self._counts
+
+    def _match_patterns(self, plan: SparkPlan, topics: Iterable[str]) -> dict[int, frozenset[str]]:
+        """The topics each query's patterns match now (as KafkaStreams matches at start: never this
+        application's internal topics, nor the broker's own)."""
+        metadata = TopologyMetadata(self.topology.internal_topology_builder, str(self.config["application.id"]))
+        metadata.match_patterns(topics)
+        matched = {q.subtopology_id: metadata.subtopologies[q.subtopology_id] - set(q.source_topics) for q in plan.queries}
+        log.info("Pattern subscriptions match %s", {sid: sorted(t) for sid, t in matched.items() if t})
+        return matched
 
     def _internal_start_offsets(self, plan: SparkPlan, checkpoints: Path, counts: Mapping[str, int]) -> dict[str, dict[str, int]]:
         """Where each internal topic stood when this checkpoint lineage began.

@@ -63,6 +63,7 @@ async def run_asyncio_to_end(
     state_dir: Path,
     timeout: float = 120.0,
     config: Mapping[str, Any] | None = None,
+    pattern_topics: Iterable[str] = (),
 ) -> None:
     """Run `topology` on KafkaStreams until every source partition is committed at its end, then close.
 
@@ -84,7 +85,7 @@ async def run_asyncio_to_end(
     await streams.start()
     try:
         await streams.wait_for_state(State.RUNNING, timeout=60)
-        topics = sorted(builder.source_topics | builder.internal_topics)
+        topics = sorted(builder.source_topics | builder.internal_topics | set(pattern_topics))
         deadline = time.monotonic() + timeout
         stable = 0
         ends: dict[tuple[str, int], int] = {}
@@ -112,6 +113,7 @@ async def run_both_engines(
     suffix: str,
     outputs: Mapping[str, tuple[str, ...]],
     source_options: Mapping[str, str] | None = None,
+    pattern_topics: Iterable[str] = (),
     **asyncio_config: Any,
 ) -> tuple[dict[str, list[dict[Any, Any]]], Any]:
     """`build(engine)` run on Spark (`available_now`) and on KafkaStreams; per engine, the tables
@@ -121,7 +123,8 @@ async def run_both_engines(
     runner = SparkRunner(build("spark"), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap},
                          spark=spark, source_options=source_options)
     await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
-    await run_asyncio_to_end(build("asyncio"), f"asyncio-{suffix}", bootstrap, tmp_path / "state", config=asyncio_config)
+    await run_asyncio_to_end(build("asyncio"), f"asyncio-{suffix}", bootstrap, tmp_path / "state", config=asyncio_config,
+                             pattern_topics=pattern_topics)
     tables = {engine: [await read_table(bootstrap, t, utf8, utf8) for t in outputs[engine]] for engine in ENGINES}
     return tables, runner
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 from streams_core import Branched, Materialized, Named, Processor, Record, Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
-from tests.spark.engines import BASE_TS, both_engines, run_asyncio_to_end
+from tests.spark.engines import BASE_TS, ENGINES, both_engines, run_asyncio_to_end, run_both_engines
 
 
 async def test_stream_table_join_gives_the_same_table(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
@@ -142,3 +143,31 @@ async def test_a_stateless_chain_with_a_custom_processor_writes_the_same_records
     assert len(on_spark) > 40
     assert {partition for partition, key, _, _ in on_spark if key.startswith(b"neg-")} == {2}, "the partitioner's choice"
     assert len({partition for partition, key, _, _ in on_spark if not key.startswith(b"neg-")}) > 1, "murmur2's"
+
+
+async def test_a_pattern_source_reads_the_topics_it_matches_at_start(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
+    """Both clicks topics (2 partitions each, so a user's clicks meet in one task), not the views."""
+    suffix = unique_topic("pattern")
+    matched = (f"clicks-web-{suffix}", f"clicks-app-{suffix}")
+    other = f"views-web-{suffix}"
+    outputs = {engine: (f"{engine}-per-user-{suffix}",) for engine in ENGINES}
+    for topic in (*matched, other, *outputs["spark"], *outputs["asyncio"]):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    for index, topic in enumerate((*matched, other)):
+        await produce(bootstrap_servers, topic, [
+            Rec(f"u{i % 4}".encode(), f"{topic}-{i}".encode(), timestamp_ms=BASE_TS + 100 * index + i) for i in range(10)
+        ])
+
+    def build(engine: str) -> Topology:
+        builder = StreamsBuilder()
+        (builder.stream(re.compile(f"clicks-.*-{suffix}"), key_serde=Serdes.String(), value_serde=Serdes.String())
+         .group_by_key()
+         .count()
+         .to_stream()
+         .map_values(str)
+         .to(outputs[engine][0], value_serde=Serdes.String()))
+        return builder.build()
+
+    tables, _ = await run_both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs, pattern_topics=matched)
+    assert tables["spark"] == tables["asyncio"]
+    assert tables["spark"][0] == {"u0": "6", "u1": "6", "u2": "4", "u3": "4"}, "both clicks topics, not the views"

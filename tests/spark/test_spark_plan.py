@@ -146,9 +146,18 @@ def test_global_tables_are_refused() -> None:
         plan_of(builder.build())
 
 
-def test_pattern_sources_are_refused() -> None:
+def test_pattern_sources_are_read_as_matched_at_start_but_not_beside_a_repartition_topic() -> None:
     builder = StreamsBuilder()
     builder.stream(re.compile("in-.*"), key_serde=Serdes.String(), value_serde=Serdes.String()).to("out")
+    (query,) = plan_of(builder.build()).queries
+    assert query.source_patterns == ("in-.*",)
+    assert "pattern 'in-.*'" in query.describe()
+
+    builder = StreamsBuilder()
+    named = builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).select_key(lambda k, v: v)
+    by_value = named.repartition()
+    pattern = builder.stream(re.compile("other-.*"), key_serde=Serdes.String(), value_serde=Serdes.String())
+    by_value.merge(pattern).to("out")
     with pytest.raises(UnsupportedOnSparkError, match="pattern"):
         plan_of(builder.build())
 
