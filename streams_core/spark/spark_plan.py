@@ -4,9 +4,10 @@ One query per sub-topology, in dependency order (a sub-topology reading a repart
 `through` topic runs after the one writing it). A sub-topology without stores is a fused
 stateless stage (`mapInArrow`); one whose stores are all key-value stores of the operators in
 `KEYED_OPERATORS` is a keyed stage (`transformWithState` by key); one with operators of
-`TASK_OPERATORS` (windowed aggregations, stream-stream joins: they need the task's stream time
-or stores across keys) is a task stage (`transformWithState` by source partition). Anything
-else raises `UnsupportedOnSparkError` naming the operator and its node, before a query starts.
+`TASK_OPERATORS` (windowed aggregations, suppress, stream-stream joins: they need the task's
+stream time or stores across keys) is a task stage (`transformWithState` by source partition).
+Anything else raises `UnsupportedOnSparkError` naming the operator and its node, before a query
+starts.
 """
 
 from __future__ import annotations
