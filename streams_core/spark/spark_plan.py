@@ -140,8 +140,7 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
     builder = topology.internal_topology_builder
     builder.set_application_id(application_id)
     builder.validate()
-    for store in builder.global_state_store_names:
-        raise UnsupportedOnSparkError("GlobalKTable / global store", store, "global stores are not compiled yet")
+    global_stores = frozenset(builder.global_state_store_names)
     readback = builder.source_topics | builder.internal_topics
     groups = builder.topic_groups()
     # Topics both written and read by the topology: their records carry the runner's headers.
@@ -168,7 +167,8 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
                 if isinstance(node, SourceNode):
                     continue
                 processors.append(node.name)
-                per_task |= _needs_task(node.name, node.processor, node.store_names, built.state_stores)
+                local = node.store_names - global_stores  # global stores are read, filled by the runner
+                per_task |= _needs_task(node.name, node.processor, local, built.state_stores)
             stage = "task" if per_task else "keyed" if info.state_stores else "stateless"
             # Only a stateless stage reading external topics writes each origin partition in offset
             # order (one Spark task per Kafka partition), which replay detection relies on.

@@ -27,8 +27,10 @@ from streams_core.processor.topology import Topology
 from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
+from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.spark_plan import QueryPlan, SparkPlan, plan_topology
 from streams_core.spark.spark_session import build_session
+from streams_core.spark.subtopology_executor import InputRow
 
 __all__ = ["Mode", "SparkRunner"]
 
@@ -81,6 +83,7 @@ class SparkRunner:
         self._starts: dict[str, dict[str, int]] = {}
         self._counts: dict[str, int] = {}
         self._matched: dict[int, frozenset[str]] = {}
+        self._global_rows: tuple[InputRow, ...] = ()
 
     @property
     def stopped(self) -> bool:
@@ -105,8 +108,15 @@ class SparkRunner:
         if mode not in ("available_now", "continuous"):
             raise ValueError(f"mode must be 'available_now' or 'continuous', got {mode!r}")
         plan = self.plan()
+        global_topics = sorted(self.topology.internal_topology_builder.global_topics)
+        if global_topics and mode == "continuous":
+            raise UnsupportedOnSparkError(
+                "GlobalKTable / global store in run('continuous')", ", ".join(global_topics),
+                "the global stores are filled once, when a run starts; run available_now instead",
+            )
         checkpoints = Path(checkpoint_dir) if checkpoint_dir is not None else self._default_checkpoints()
         counts = self._ensure_internal_topics(plan)
+        self._global_rows = self._read_global_topics(global_topics, counts) if global_topics else ()
         self._starts = self._internal_start_offsets(plan, checkpoints, counts)
         self._stopped = False
         queries = [q for q in plan.queries if self._topics_of(q)]
@@ -168,7 +178,8 @@ class SparkRunner:
         rows = reader.option("subscribe", ",".join(self._topics_of(query))).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
         )
-        spec = replace(query.spec, sink_partitions={t: self._counts[t] for t in query.partitioned_sinks})
+        spec = replace(query.spec, sink_partitions={t: self._counts[t] for t in query.partitioned_sinks},
+                       global_records=self._global_rows)
         if query.stage == "stateless":
             out = rows.mapInArrow(StatelessStage(spec), OUTPUT_SCHEMA)
         elif query.stage == "keyed":
@@ -189,6 +200,37 @@ class SparkRunner:
         log.info("Started query %s (%s)", name, "availableNow" if available_now else "continuous")
         return handle
 
+    def _read_global_topics(self, topics: Iterable[str], counts: Mapping[str, int]) -> tuple[InputRow, ...]:
+        """Every record of the global topics up to their end now, in offset order per partition."""
+        tps = [to_aiokafka(TopicPartition(t, p)) for t in topics for p in range(counts[t])]
+
+        async def read() -> tuple[InputRow, ...]:
+            consumer = create_restore_consumer(self.config, client_id=f"{self.config['application.id']}-spark-global")
+            await consumer.start()
+            try:
+                consumer.assign(tps)
+                await consumer.seek_to_beginning(*tps)
+                ends = await consumer.end_offsets(tps)
+                rows: list[InputRow] = []
+                remaining = {tp for tp in tps if ends[tp] > 0}
+                while remaining:
+                    batch = await consumer.getmany(timeout_ms=200, max_records=10_000)
+                    for tp, records in batch.items():
+                        rows.extend(
+                            InputRow(tp.topic, tp.partition, r.offset, r.timestamp, r.key, r.value, tuple(r.headers))
+                            for r in records if r.offset < ends[tp]
+                        )  # fmt: skip
+                    for tp in list(remaining):
+                        if await consumer.position(tp) >= ends[tp]:
+                            remaining.discard(tp)
+                return tuple(rows)
+            finally:
+                await consumer.stop()
+
+        rows = _run_coroutine(read())
+        log.info("Read %d records of the global topics %s", len(rows), sorted(set(t.topic for t in tps)))
+        return rows
+
     def _topics_of(self, query: QueryPlan) -> list[str]:
         """The topics `query` reads: its named ones and those its patterns matched when the run started."""
         return sorted(set(query.source_topics) | self._matched.get(query.subtopology_id, frozenset()))
@@ -202,10 +244,11 @@ class SparkRunner:
         builder = self.topology.internal_topology_builder
         partitioned = {t for q in plan.queries for t in q.partitioned_sinks}
         patterns = any(q.source_patterns for q in plan.queries)
-        if not plan.internal_topics and not builder.copartition_groups() and not partitioned and not patterns:
+        global_topics = builder.global_topics
+        if not (plan.internal_topics or builder.copartition_groups() or partitioned or patterns or global_topics):
             return {}
         internal = set(plan.internal_topics)
-        named = sorted({t for q in plan.queries for t in q.source_topics} - internal)
+        named = sorted(({t for q in plan.queries for t in q.source_topics} | global_topics) - internal)
 
         async def ensure() -> dict[str, int]:
             admin = create_admin(self.config)

@@ -142,6 +142,9 @@ class SubtopologySpec:
     #: Partition counts of the sink topics, for sinks with a custom `StreamPartitioner` (set by
     #: the runner when a query starts).
     sink_partitions: Mapping[str, int] = field(default_factory=dict)
+    #: The global topics' records up to their end when the run started (read by the runner), which
+    #: fill the global stores before the task's first record, as a global thread bootstraps.
+    global_records: tuple[InputRow, ...] = ()
 
 
 def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
@@ -160,9 +163,10 @@ def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
 class _StateManager:
     """The task's state manager: its stores and their restore callbacks; state lives in Spark."""
 
-    def __init__(self, task_dir: Path) -> None:
+    def __init__(self, task_dir: Path, global_stores: Mapping[str, StateStore] | None = None) -> None:
         self._task_dir = task_dir
         self._stores: dict[str, StateStore] = {}
+        self._global_stores = global_stores or {}
         self.restore_callbacks: dict[str, RestoreCallback] = {}
 
     @property
@@ -175,7 +179,7 @@ class _StateManager:
             self.restore_callbacks[store.name] = restore_callback
 
     def get_store(self, name: str) -> StateStore | None:
-        return self._stores.get(name)
+        return self._stores.get(name) or self._global_stores.get(name)
 
     @property
     def stores(self) -> Mapping[str, StateStore]:
@@ -267,8 +271,10 @@ class SubtopologyExecutor:
             built.state_stores.clear()
             built.state_stores.update(self.stores)
         self._nodes = built.nodes
+        self._global = _global_task(builder, config, Path(self._tmp.name, "global"), spec.global_records)
+        global_stores = {} if self._global is None else dict(self._global.topology.state_stores)
         self._collector = _Collector(spec.readback_topics, spec.stamp_origin, spec.sink_partitions)
-        self._state = _StateManager(Path(self._tmp.name))
+        self._state = _StateManager(Path(self._tmp.name), global_stores)
         task_id = TaskId(spec.subtopology_id, partition)
         self._task = _SparkTaskProcessor(task_id, built, config, self._state, self._collector)
         self._task.init()
@@ -359,8 +365,30 @@ class SubtopologyExecutor:
     def close(self) -> None:
         try:
             self._task.close()
+            if self._global is not None:
+                self._global.close()
         finally:
             self._tmp.cleanup()
+
+
+def _global_task(builder: Any, config: StreamsConfig, task_dir: Path, rows: Iterable[InputRow]) -> TaskProcessor | None:
+    """The global stores' task, its stores filled with `rows` in order (None without global stores)."""
+    topology = builder.build_global_subtopology(config)
+    if topology is None:
+        return None
+    task_dir.mkdir(parents=True, exist_ok=True)
+    task = _SparkTaskProcessor(TaskId(topology.subtopology_id, 0), topology, config, _StateManager(task_dir),
+                               _Collector(frozenset(), False, {}))
+    task.init()
+    for row in rows:
+        record = task.deserialize(row.topic, row.partition, row.offset, row.timestamp, row.key, row.value, row.headers)
+        if record is None:
+            continue
+        timestamp = task.extract_timestamp(record, -1)
+        if timestamp is not None:
+            task.process(record, timestamp)
+    task.commit()
+    return task
 
 
 def _runner_headers(row: InputRow) -> tuple[int, Headers, Origin | None]:

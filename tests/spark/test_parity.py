@@ -171,3 +171,33 @@ async def test_a_pattern_source_reads_the_topics_it_matches_at_start(bootstrap_s
     tables, _ = await run_both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs, pattern_topics=matched)
     assert tables["spark"] == tables["asyncio"]
     assert tables["spark"][0] == {"u0": "6", "u1": "6", "u2": "4", "u3": "4"}, "both clicks topics, not the views"
+
+
+async def test_a_global_table_join_gives_the_same_table(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
+    """The global table as it stands when the run starts (KafkaStreams bootstraps it before processing)."""
+    suffix = unique_topic("global")
+    dims, events = f"dims-{suffix}", f"events-{suffix}"
+    outputs = {engine: (f"{engine}-enriched-{suffix}",) for engine in ENGINES}
+    await create_topic(bootstrap_servers, dims, partitions=1)
+    for topic in (events, *outputs["spark"], *outputs["asyncio"]):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    await produce(bootstrap_servers, dims, [
+        Rec(b"d1", b"one", timestamp_ms=BASE_TS), Rec(b"d2", b"two", timestamp_ms=BASE_TS + 1),
+        Rec(b"d1", b"uno", timestamp_ms=BASE_TS + 2), Rec(b"d3", b"three", timestamp_ms=BASE_TS + 3),
+        Rec(b"d3", None, timestamp_ms=BASE_TS + 4),
+    ])
+    await produce(bootstrap_servers, events, [
+        Rec(f"e{i}".encode(), f"d{i % 4 + 1}".encode(), timestamp_ms=BASE_TS + 1_000 + i) for i in range(12)
+    ])
+
+    def build(engine: str) -> Topology:
+        builder = StreamsBuilder()
+        table = builder.global_table(dims, key_serde=Serdes.String(), value_serde=Serdes.String())
+        (builder.stream(events, key_serde=Serdes.String(), value_serde=Serdes.String())
+         .left_join(table, lambda event, dim: dim, lambda dim, name: f"{dim}={name}")
+         .to(outputs[engine][0], value_serde=Serdes.String()))
+        return builder.build()
+
+    tables, _ = await run_both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs)
+    assert tables["spark"] == tables["asyncio"]
+    assert tables["spark"][0] == {f"e{i}": f"d{i % 4 + 1}=" + ("uno", "two", "None", "None")[i % 4] for i in range(12)}

@@ -137,13 +137,16 @@ def test_versioned_tables_are_refused() -> None:
         plan_of(builder.build())
 
 
-def test_global_tables_are_refused() -> None:
+def test_a_global_table_join_is_stateless_but_refused_in_continuous_runs() -> None:
     builder = StreamsBuilder()
     table = builder.global_table("dims", key_serde=Serdes.String(), value_serde=Serdes.String())
     stream = builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
     stream.join(table, lambda k, v: k, lambda a, b: a + b).to("out")
+    runner = SparkRunner(builder.build(), CONFIG)
+    (query,) = runner.plan().queries
+    assert query.stage == "stateless"
     with pytest.raises(UnsupportedOnSparkError, match="GlobalKTable"):
-        plan_of(builder.build())
+        runner.run("continuous")
 
 
 def test_pattern_sources_are_read_as_matched_at_start_but_not_beside_a_repartition_topic() -> None:

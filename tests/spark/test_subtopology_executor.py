@@ -191,3 +191,24 @@ def test_a_live_task_is_not_reused_when_spark_rolled_its_state_back() -> None:
     again = run_task_batch(query.spec, 0, rows[3:], first.task, lambda: changelog)  # the rolled-back retry
     assert [(r.key, r.value) for r in again.rows] == [(r.key, r.value) for r in second.rows]
     assert again.task == second.task
+
+
+def test_global_records_fill_the_global_store_before_the_first_record() -> None:
+    from dataclasses import replace
+
+    from streams_core import Serdes, StreamsBuilder
+
+    builder = StreamsBuilder()
+    dims = builder.global_table("dims", key_serde=Serdes.String(), value_serde=Serdes.String())
+    (builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+     .left_join(dims, lambda key, value: value, lambda value, dim: f"{value}:{dim}")
+     .to("out", key_serde=Serdes.String(), value_serde=Serdes.String()))
+    (query,) = SparkRunner(builder.build(), CONFIG).plan().queries
+    dims_rows = (InputRow("dims", 0, 0, 1, b"d1", b"one", ()), InputRow("dims", 0, 1, 2, b"d2", b"two", ()),
+                 InputRow("dims", 0, 2, 3, b"d1", b"uno", ()))
+    executor = SubtopologyExecutor(replace(query.spec, global_records=dims_rows))
+    try:
+        out = executor.process([InputRow("in", 0, i, 10, b"k", v, ()) for i, v in enumerate((b"d1", b"d2", b"d3"))])
+    finally:
+        executor.close()
+    assert [r.value for r in out] == [b"d1:uno", b"d2:two", b"d3:None"]
