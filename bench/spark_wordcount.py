@@ -12,6 +12,9 @@ own application id and output topic over the same input:
 
   spark        SparkRunner.run("available_now") on a local[2] session built once per run
                (its start-up is reported apart); timed from run() to its return
+  spark-windowed  the same with `windowed=True`: the 1-minute windowed count beside the count
+               makes the counting sub-topology a task stage (changelog in Spark state) instead
+               of a keyed stage (not in the default --engines)
   asyncio-1    one KafkaStreams instance in a process of its own (commit.interval.ms=100)
   asyncio-2    two instances, two processes, one consumer group: the runtime's scale-out
                timed from launching the process(es) until the group has committed every input and
@@ -143,13 +146,13 @@ async def check(bootstrap: str, output: str, expected: Counter[str]) -> None:
         await consumer.stop()
 
 
-def run_spark(spark: Any, bootstrap: str, input_topic: str, checkpoints: Path) -> tuple[float, str]:
+def run_spark(spark: Any, bootstrap: str, input_topic: str, checkpoints: Path, windowed: bool = False) -> tuple[float, str]:
     from streams_core.spark import SparkRunner
 
     app_id = f"bench-spark-{uuid.uuid4().hex[:6]}"
     output = f"{app_id}-out"
     asyncio.run(create_topics(bootstrap, [output], PARTITIONS))
-    runner = SparkRunner(build_topology(input_topic, output, windowed=False),
+    runner = SparkRunner(build_topology(input_topic, output, windowed=windowed),
                          {"application.id": app_id, "bootstrap.servers": bootstrap}, spark=spark)
     started = time.perf_counter()
     runner.run("available_now", checkpoints / app_id)
@@ -179,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         spark = None
         try:
             bootstrap = broker.bootstrap_servers
-            if "spark" in engines:
+            if any(engine.startswith("spark") for engine in engines):
                 from streams_core.spark import build_session
 
                 started = time.perf_counter()
@@ -196,8 +199,9 @@ def main(argv: list[str] | None = None) -> int:
                 total = sum(expected.values())
                 print(f"{input_topic}: {len(lines):,} lines, {total:,} words, filled in {filled:.1f} s", flush=True)
                 for engine in engines:
-                    if engine == "spark":
-                        seconds, output = run_spark(spark, bootstrap, input_topic, Path(tmp) / "checkpoints")
+                    if engine.startswith("spark"):
+                        seconds, output = run_spark(spark, bootstrap, input_topic, Path(tmp) / "checkpoints",
+                                                    windowed=engine == "spark-windowed")
                         note = ""
                     else:
                         instances = int(engine.split("-")[1])

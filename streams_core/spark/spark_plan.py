@@ -3,8 +3,11 @@
 One query per sub-topology, in dependency order (a sub-topology reading a repartition or
 `through` topic runs after the one writing it). A sub-topology without stores is a fused
 stateless stage (`mapInArrow`); one whose stores are all key-value stores of the operators in
-`KEYED_OPERATORS` is a keyed stage (`transformWithState`). Anything else raises
-`UnsupportedOnSparkError` naming the operator and its node, before a query starts.
+`KEYED_OPERATORS` is a keyed stage (`transformWithState` by key); one with operators of
+`TASK_OPERATORS` (windowed aggregations, suppress, stream-stream joins: they need the task's
+stream time or stores across keys) is a task stage (`transformWithState` by source partition).
+Anything else raises `UnsupportedOnSparkError` naming the operator and its node, before a query
+starts.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streams_core.config import StreamsConfig
@@ -21,8 +24,9 @@ from streams_core.processor.internals.processor_node import SinkNode, SourceNode
 from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.subtopology_executor import SubtopologyExecutor, SubtopologySpec, ship_topology
+from streams_core.state.versioned_key_value_store import VersionedKeyValueStore
 
-__all__ = ["KEYED_OPERATORS", "STATELESS_DSL_OPERATORS", "QueryPlan", "SparkPlan", "plan_topology"]
+__all__ = ["KEYED_OPERATORS", "STATELESS_DSL_OPERATORS", "TASK_OPERATORS", "QueryPlan", "SparkPlan", "plan_topology"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +39,21 @@ KEYED_OPERATORS: Mapping[str, str] = {
     "KTableFilter": "KTable.filter (materialized)",
     "KTableMapValues": "KTable.map_values (materialized)",
     "KStreamKTableJoin": "KStream.join/left_join (stream-table)",
+    "KTableKTableJoin": "KTable.join/left_join/outer_join",
+    "KTableKTableJoinMerger": "KTable.join/left_join/outer_join",
+    "KTableAggregate": "KGroupedTable.aggregate/count",
+    "KTableReduce": "KGroupedTable.reduce",
+}
+
+#: Processors the task stage runs: they keep stream time per task, or read stores across keys
+#: (class name -> the DSL operator).
+TASK_OPERATORS: Mapping[str, str] = {
+    "KStreamWindowAggregate": "windowed_by(TimeWindows).aggregate/count/reduce",
+    "KStreamSlidingWindowAggregate": "windowed_by(SlidingWindows).aggregate/count/reduce",
+    "KStreamSessionWindowAggregate": "windowed_by(SessionWindows).aggregate/count/reduce",
+    "KStreamJoinWindow": "KStream.join/left_join/outer_join (stream-stream)",
+    "KStreamKStreamJoin": "KStream.join/left_join/outer_join (stream-stream)",
+    "KTableSuppress": "suppress",
 }
 
 #: DSL processors without stores the fused stage runs as they are. Any other DSL processor class
@@ -42,27 +61,23 @@ KEYED_OPERATORS: Mapping[str, str] = {
 STATELESS_DSL_OPERATORS: frozenset[str] = frozenset({
     "KStreamFilter", "KStreamMap", "KStreamMapValues", "KStreamFlatMap", "KStreamFlatMapValues",
     "KStreamSelectKey", "KStreamPeek", "KStreamPassThrough", "KStreamBranch", "KTableToStream",
-    "KTableFilter", "KTableMapValues", "KTableSource",
+    "KTableFilter", "KTableMapValues", "KTableSource", "KTableRepartitionMap",
 })
 
 #: DSL operators the runner refuses, by processor class, with the DSL name users know.
 _OPERATOR_NAMES: Mapping[str, str] = {
-    "KStreamWindowAggregate": "windowed_by(TimeWindows).aggregate/count/reduce",
-    "KStreamSlidingWindowAggregate": "windowed_by(SlidingWindows).aggregate/count/reduce",
-    "KStreamSessionWindowAggregate": "windowed_by(SessionWindows).aggregate/count/reduce",
-    "KTableSuppress": "suppress",
-    "KStreamKStreamJoin": "KStream.join/left_join/outer_join (stream-stream)",
-    "KStreamJoinWindow": "KStream.join/left_join/outer_join (stream-stream)",
-    "KTableKTableJoinMerger": "KTable.join/left_join/outer_join",
-    "KTableReduce": "KGroupedTable.reduce",
-    "KTableKTableJoin": "KTable.join/left_join/outer_join",
-    "KTableAggregate": "KGroupedTable.aggregate/count/reduce",
-    "KTableRepartitionMap": "KTable.group_by",
     "SubscriptionSend": "KTable.join with a foreign-key extractor",
     "SubscriptionReceive": "KTable.join with a foreign-key extractor",
     "SubscriptionJoin": "KTable.join with a foreign-key extractor",
     "ForeignTableJoin": "KTable.join with a foreign-key extractor",
     "ResponseJoin": "KTable.join with a foreign-key extractor",
+}
+
+
+_STAGES: Mapping[str, str] = {
+    "stateless": "mapInArrow (fused stateless Python stage)",
+    "keyed": "groupBy(key).transformWithState (keyed Python stage, RocksDB state)",
+    "task": "groupBy(partition).transformWithState (task Python stage: stores as changelog in RocksDB state)",
 }
 
 
@@ -72,28 +87,31 @@ class QueryPlan:
 
     subtopology_id: int
     source_topics: tuple[str, ...]
+    #: Patterns of `stream(pattern)` sources: the runner reads the topics they match when it starts.
+    source_patterns: tuple[str, ...]
     sink_topics: tuple[str, ...]
-    stage: str  # "stateless" (mapInArrow) or "keyed" (transformWithState)
+    stage: str  # "stateless" (mapInArrow), "keyed" or "task" (transformWithState by key or by task)
     processors: tuple[str, ...]
     stores: tuple[str, ...]
     after: tuple[int, ...]
     spec: SubtopologySpec = field(repr=False, compare=False)
+    #: Sink topics written through a custom StreamPartitioner: their records carry a partition.
+    partitioned_sinks: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        how = (
-            "mapInArrow (fused stateless Python stage)"
-            if self.stage == "stateless"
-            else "groupBy(key).transformWithState (keyed Python stage, RocksDB state)"
-        )
+        how = _STAGES[self.stage]
         lines = [
             f"Query {self.subtopology_id}: sub-topology {self.subtopology_id}"
             + (f", after {', '.join(map(str, self.after))}" if self.after else ""),
-            f"  read   kafka {', '.join(self.source_topics)}",
+            f"  read   kafka {', '.join([*self.source_topics, *(f'pattern {p!r}' for p in self.source_patterns)])}",
             f"  run    {how}: {' -> '.join(self.processors) or '(pass-through)'}",
         ]
         if self.stores:
             lines.append(f"  state  {', '.join(self.stores)}")
-        lines.append(f"  write  kafka {', '.join(self.sink_topics) or '(nothing)'} (murmur2 by key, null value = tombstone)")
+        partitioned = f"; {', '.join(self.partitioned_sinks)} by its custom partitioner" if self.partitioned_sinks else ""
+        lines.append(
+            f"  write  kafka {', '.join(self.sink_topics) or '(nothing)'} (murmur2 by key{partitioned}, null value = tombstone)"
+        )
         return "\n".join(lines)
 
 
@@ -122,11 +140,7 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
     builder = topology.internal_topology_builder
     builder.set_application_id(application_id)
     builder.validate()
-    for store in builder.global_state_store_names:
-        raise UnsupportedOnSparkError("GlobalKTable / global store", store, "global stores are not compiled yet")
-    if builder.source_patterns:
-        pattern = builder.source_patterns[0].pattern
-        raise UnsupportedOnSparkError("stream(pattern)", pattern, "pattern subscriptions are not compiled yet")
+    global_stores = frozenset(builder.global_state_store_names)
     readback = builder.source_topics | builder.internal_topics
     groups = builder.topic_groups()
     # Topics both written and read by the topology: their records carry the runner's headers.
@@ -138,52 +152,73 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
         for sid, info in groups.items():
             built = builder.build_subtopology(sid, config)
             processors: list[str] = []
+            partitioned: set[str] = set()
+            per_task = False
             for node in built.nodes:
                 if isinstance(node, SinkNode):
                     if node.partitioner is not None:
-                        raise UnsupportedOnSparkError(
-                            "to/through/repartition with a custom partitioner", node.name,
-                            "Spark's Kafka sink partitions by murmur2 of the key bytes only",
-                        )  # fmt: skip
+                        if node.topic is None:
+                            raise UnsupportedOnSparkError(
+                                "to(topic extractor) with a custom partitioner", node.name,
+                                "the partition counts of topics chosen per record are not known when a query starts",
+                            )  # fmt: skip
+                        partitioned.add(node.topic)
                     continue
                 if isinstance(node, SourceNode):
                     continue
                 processors.append(node.name)
-                _check_processor(node.name, node.processor, node.store_names, built.state_stores)
+                local = node.store_names - global_stores  # global stores are read, filled by the runner
+                per_task |= _needs_task(node.name, node.processor, local, built.state_stores)
+            stage = "task" if per_task else "keyed" if info.state_stores else "stateless"
             # Only a stateless stage reading external topics writes each origin partition in offset
             # order (one Spark task per Kafka partition), which replay detection relies on.
             stamp_origin = not info.state_stores and not (info.source_topics & readback_written)
-            spec = SubtopologySpec(shipped, config.explicit(), sid, readback_written, stamp_origin)
+            spec = SubtopologySpec(shipped, config.explicit(), sid, readback_written, stamp_origin, stage == "task")
             SubtopologyExecutor(spec).close()  # runs every init(): refuses punctuations now, not later
+            if info.source_patterns and info.source_topics & builder.internal_topics:
+                raise UnsupportedOnSparkError(
+                    "stream(pattern) beside a repartition topic", info.source_patterns[0].pattern,
+                    "a query reading both is not compiled yet",
+                )  # fmt: skip
             queries[sid] = QueryPlan(
                 subtopology_id=sid,
                 source_topics=tuple(sorted(info.source_topics)),
+                source_patterns=tuple(p.pattern for p in info.source_patterns),
                 sink_topics=tuple(sorted(info.sink_topics)),
-                stage="keyed" if info.state_stores else "stateless",
+                stage=stage,
                 processors=tuple(processors),
                 stores=info.state_stores,
                 after=(),
                 spec=spec,
+                partitioned_sinks=tuple(sorted(partitioned)),
             )
     ordered = _dependency_order(queries)
     log.info("Spark plan for %s: %d queries", application_id, len(ordered))
     return SparkPlan(application_id, ordered, tuple(sorted(builder.internal_topics)))
 
 
-def _check_processor(name: str, processor: Any, store_names: frozenset[str], stores: Mapping[str, Any]) -> None:
+def _needs_task(name: str, processor: Any, store_names: frozenset[str], stores: Mapping[str, Any]) -> bool:
+    """Whether the processor needs the task stage; UnsupportedOnSparkError if no stage runs it."""
     kind = type(processor).__name__
     dsl = type(processor).__module__.startswith("streams_core.")
-    if dsl and kind not in KEYED_OPERATORS and kind not in STATELESS_DSL_OPERATORS:
+    if dsl and kind not in KEYED_OPERATORS and kind not in TASK_OPERATORS and kind not in STATELESS_DSL_OPERATORS:
         raise UnsupportedOnSparkError(_OPERATOR_NAMES.get(kind, f"DSL operator {kind}"), name, "not compiled to Spark yet")
+    if kind in TASK_OPERATORS:
+        return True
     if not store_names:
-        return
+        return False
     if kind not in KEYED_OPERATORS:
         raise UnsupportedOnSparkError(
             f"process({kind}) with state stores", name, "stateful custom processors cannot run on Spark"
         )
     for store in store_names:
+        if isinstance(stores.get(store), VersionedKeyValueStore):
+            raise UnsupportedOnSparkError(
+                "versioned table (persistent_versioned_key_value_store)", name, f"store {store!r} is versioned"
+            )
         if not isinstance(stores.get(store), TimestampedKeyValueStore):
             raise UnsupportedOnSparkError(KEYED_OPERATORS[kind], name, f"store {store!r} is not a key-value store")
+    return False
 
 
 def _dependency_order(queries: Mapping[int, QueryPlan]) -> tuple[QueryPlan, ...]:
@@ -200,8 +235,4 @@ def _dependency_order(queries: Mapping[int, QueryPlan]) -> tuple[QueryPlan, ...]
             left = sorted(set(queries) - set(done))
             raise UnsupportedOnSparkError("through/repartition cycle", f"sub-topologies {left}", "topics form a cycle")
         done.append(ready[0])
-    return tuple(
-        QueryPlan(q.subtopology_id, q.source_topics, q.sink_topics, q.stage, q.processors, q.stores, after[sid], q.spec)
-        for sid in done
-        for q in (queries[sid],)
-    )
+    return tuple(replace(queries[sid], after=after[sid]) for sid in done)

@@ -15,7 +15,8 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -23,9 +24,13 @@ from streams_core.clients.admin import InternalTopicManager, NewTopicSpec
 from streams_core.clients.kafka_clients import create_admin, create_restore_consumer, to_aiokafka
 from streams_core.config import StreamsConfig
 from streams_core.processor.topology import Topology
+from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topology_metadata import TopologyMetadata
+from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.spark_plan import QueryPlan, SparkPlan, plan_topology
 from streams_core.spark.spark_session import build_session
+from streams_core.spark.subtopology_executor import InputRow
 
 __all__ = ["Mode", "SparkRunner"]
 
@@ -77,6 +82,8 @@ class SparkRunner:
         self._stopped = False
         self._starts: dict[str, dict[str, int]] = {}
         self._counts: dict[str, int] = {}
+        self._matched: dict[int, frozenset[str]] = {}
+        self._global_rows: tuple[InputRow, ...] = ()
 
     @property
     def stopped(self) -> bool:
@@ -101,12 +108,22 @@ class SparkRunner:
         if mode not in ("available_now", "continuous"):
             raise ValueError(f"mode must be 'available_now' or 'continuous', got {mode!r}")
         plan = self.plan()
+        global_topics = sorted(self.topology.internal_topology_builder.global_topics)
+        if global_topics and mode == "continuous":
+            raise UnsupportedOnSparkError(
+                "GlobalKTable / global store in run('continuous')", ", ".join(global_topics),
+                "the global stores are filled once, when a run starts; run available_now instead",
+            )
         checkpoints = Path(checkpoint_dir) if checkpoint_dir is not None else self._default_checkpoints()
         counts = self._ensure_internal_topics(plan)
+        self._global_rows = self._read_global_topics(global_topics, counts) if global_topics else ()
         self._starts = self._internal_start_offsets(plan, checkpoints, counts)
         self._stopped = False
+        queries = [q for q in plan.queries if self._topics_of(q)]
+        for query in (q for q in plan.queries if not self._topics_of(q)):
+            log.warning("Query %s skipped: its patterns %s match no topic", query.subtopology_id, query.source_patterns)
         if mode == "available_now":
-            for query in plan.queries:
+            for query in queries:
                 if self._stopped:
                     return
                 handle = self._start(query, checkpoints, available_now=True)
@@ -115,7 +132,7 @@ class SparkRunner:
                 rows = sum(p.get("numInputRows", 0) for p in self.progress[query.subtopology_id])
                 log.info("Query %s finished: %d input rows", handle.name, rows)
             return
-        handles = [self._start(query, checkpoints, available_now=False) for query in plan.queries]
+        handles = [self._start(query, checkpoints, available_now=False) for query in queries]
         try:
             while not self._stopped:
                 for handle in handles:
@@ -147,7 +164,7 @@ class SparkRunner:
     def _start(self, query: QueryPlan, checkpoints: Path, *, available_now: bool) -> Any:
         from pyspark.sql import functions as F
 
-        from streams_core.spark.spark_stages import OUTPUT_SCHEMA, KeyedStage, StatelessStage
+        from streams_core.spark.spark_stages import OUTPUT_SCHEMA, KeyedStage, StatelessStage, TaskStage
 
         reader = self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self._bootstrap())
         for key, value in self._source_options.items():
@@ -158,13 +175,17 @@ class SparkRunner:
             # Spark uses it only when the query has no checkpoint yet.
             offsets = {t: starts.get(t) or {str(p): -2 for p in range(self._counts[t])} for t in query.source_topics}
             reader = reader.option("startingOffsets", json.dumps(offsets))
-        rows = reader.option("subscribe", ",".join(query.source_topics)).load().select(
+        rows = reader.option("subscribe", ",".join(self._topics_of(query))).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
         )
+        spec = replace(query.spec, sink_partitions={t: self._counts[t] for t in query.partitioned_sinks},
+                       global_records=self._global_rows)
         if query.stage == "stateless":
-            out = rows.mapInArrow(StatelessStage(query.spec), OUTPUT_SCHEMA)
+            out = rows.mapInArrow(StatelessStage(spec), OUTPUT_SCHEMA)
+        elif query.stage == "keyed":
+            out = rows.groupBy("key").transformWithState(KeyedStage(spec), OUTPUT_SCHEMA, "Update", "None")
         else:
-            out = rows.groupBy("key").transformWithState(KeyedStage(query.spec), OUTPUT_SCHEMA, "Update", "None")
+            out = rows.groupBy("partition").transformWithState(TaskStage(spec), OUTPUT_SCHEMA, "Update", "None")
         name = f"{self.config['application.id']}-subtopology-{query.subtopology_id}"
         writer = (
             out.writeStream.format("kafka")
@@ -179,35 +200,90 @@ class SparkRunner:
         log.info("Started query %s (%s)", name, "availableNow" if available_now else "continuous")
         return handle
 
+    def _read_global_topics(self, topics: Iterable[str], counts: Mapping[str, int]) -> tuple[InputRow, ...]:
+        """Every record of the global topics up to their end now, in offset order per partition."""
+        tps = [to_aiokafka(TopicPartition(t, p)) for t in topics for p in range(counts[t])]
+
+        async def read() -> tuple[InputRow, ...]:
+            consumer = create_restore_consumer(self.config, client_id=f"{self.config['application.id']}-spark-global")
+            await consumer.start()
+            try:
+                consumer.assign(tps)
+                await consumer.seek_to_beginning(*tps)
+                ends = await consumer.end_offsets(tps)
+                rows: list[InputRow] = []
+                remaining = {tp for tp in tps if ends[tp] > 0}
+                while remaining:
+                    batch = await consumer.getmany(timeout_ms=200, max_records=10_000)
+                    for tp, records in batch.items():
+                        rows.extend(
+                            InputRow(tp.topic, tp.partition, r.offset, r.timestamp, r.key, r.value, tuple(r.headers))
+                            for r in records if r.offset < ends[tp]
+                        )  # fmt: skip
+                    for tp in list(remaining):
+                        if await consumer.position(tp) >= ends[tp]:
+                            remaining.discard(tp)
+                return tuple(rows)
+            finally:
+                await consumer.stop()
+
+        rows = _run_coroutine(read())
+        log.info("Read %d records of the global topics %s", len(rows), sorted(set(t.topic for t in tps)))
+        return rows
+
+    def _topics_of(self, query: QueryPlan) -> list[str]:
+        """The topics `query` reads: its named ones and those its patterns matched when the run started."""
+        return sorted(set(query.source_topics) | self._matched.get(query.subtopology_id, frozenset()))
+
     def _ensure_internal_topics(self, plan: SparkPlan) -> dict[str, int]:
-        """Create the repartition topics, sized as our runtime sizes them, before any query reads them.
+        """Check co-partitioning and create the repartition topics, sized as our runtime sizes them,
+        before any query reads them (CopartitioningError, as KafkaStreams raises at start-up).
 
         Returns every source topic's partition count.
         """
-        if not plan.internal_topics:
-            return {}
         builder = self.topology.internal_topology_builder
+        partitioned = {t for q in plan.queries for t in q.partitioned_sinks}
+        patterns = any(q.source_patterns for q in plan.queries)
+        global_topics = builder.global_topics
+        if not (plan.internal_topics or builder.copartition_groups() or partitioned or patterns or global_topics):
+            return {}
         internal = set(plan.internal_topics)
-        external = sorted({t for q in plan.queries for t in q.source_topics} - internal)
+        named = sorted(({t for q in plan.queries for t in q.source_topics} | global_topics) - internal)
 
         async def ensure() -> dict[str, int]:
             admin = create_admin(self.config)
             await admin.start()
             try:
+                if patterns:
+                    self._matched = self._match_patterns(plan, await admin.list_topics())
+                external = sorted(set(named).union(*self._matched.values()))
+                outputs = sorted(partitioned - internal - set(external))  # custom partitioners need their counts
                 manager = InternalTopicManager(admin)
-                counts = await manager.partition_counts(external)
+                counts = await manager.partition_counts(external + outputs)
                 missing = [t for t, n in counts.items() if n is None]
                 if missing:
-                    raise FileNotFoundError(f"source topic(s) {missing} do not exist")
+                    raise FileNotFoundError(f"source or custom-partitioned sink topic(s) {missing} do not exist")
                 known = {t: n for t, n in counts.items() if n is not None}
+                # A task stage groups by partition number: joined topics must agree on their count.
+                ensure_copartitioning(builder.copartition_groups(), known, internal)
                 sizes = builder.internal_topic_partition_counts(known)
-                await manager.ensure_topics([NewTopicSpec(t, sizes[t]) for t in sorted(internal)])
+                if internal:
+                    await manager.ensure_topics([NewTopicSpec(t, sizes[t]) for t in sorted(internal)])
                 return {**known, **{t: sizes[t] for t in internal}}
             finally:
                 await admin.close()
 
         self._counts = _run_coroutine(ensure())
         return self._counts
+
+    def _match_patterns(self, plan: SparkPlan, topics: Iterable[str]) -> dict[int, frozenset[str]]:
+        """The topics each query's patterns match now (as KafkaStreams matches at start: never this
+        application's internal topics, nor the broker's own)."""
+        metadata = TopologyMetadata(self.topology.internal_topology_builder, str(self.config["application.id"]))
+        metadata.match_patterns(topics)
+        matched = {q.subtopology_id: metadata.subtopologies[q.subtopology_id] - set(q.source_topics) for q in plan.queries}
+        log.info("Pattern subscriptions match %s", {sid: sorted(t) for sid, t in matched.items() if t})
+        return matched
 
     def _internal_start_offsets(self, plan: SparkPlan, checkpoints: Path, counts: Mapping[str, int]) -> dict[str, dict[str, int]]:
         """Where each internal topic stood when this checkpoint lineage began.

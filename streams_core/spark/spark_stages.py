@@ -6,6 +6,11 @@
 - `KeyedStage` (for `groupBy("key").transformWithState`, RocksDB state): a sub-topology with
   key-value stores; each key's rows of a micro-batch run in Kafka Streams' order (`kafka_order`)
   with the key's stores loaded from, and saved back to, one value state.
+- `TaskStage` (for `groupBy("partition").transformWithState`, RocksDB state): a sub-topology
+  whose operators need the whole task (windowed aggregations, stream-stream joins): each Kafka
+  Streams task (the partition number of its co-partitioned sources) runs a micro-batch's rows in
+  Kafka Streams' order through the sub-topology's own stores, restored from the changelog the
+  stage keeps in a map state; the processors' stream time rides in a value state.
 """
 
 from __future__ import annotations
@@ -18,15 +23,25 @@ from typing import Any
 from pyspark.sql import Row
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
-from streams_core.spark.subtopology_executor import OutputRow, SubtopologyExecutor, SubtopologySpec, iter_rows, kafka_order
+from streams_core.spark.subtopology_executor import (
+    OutputRow,
+    SubtopologyExecutor,
+    SubtopologySpec,
+    iter_rows,
+    kafka_order,
+)
+from streams_core.spark.task_batch import run_task_batch
 
-__all__ = ["OUTPUT_SCHEMA", "KeyedStage", "StatelessStage"]
+__all__ = ["OUTPUT_SCHEMA", "KeyedStage", "StatelessStage", "TaskStage"]
 
 log = logging.getLogger(__name__)
 
 #: The columns Spark's Kafka sink reads; no `partition` column, so the producer's murmur2 partitions.
-OUTPUT_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>"
+OUTPUT_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>, partition int"
 _STATE_SCHEMA = "stores binary"
+_CHANGELOG_KEY_SCHEMA = "topic string, key binary"
+_CHANGELOG_VALUE_SCHEMA = "value binary"
+_TASK_SCHEMA = "task binary"
 
 
 def _partition_id() -> int:
@@ -59,8 +74,9 @@ def _arrow_batch(rows: list[OutputRow]) -> Any:
             pa.array([r.key for r in rows], pa.binary()),
             pa.array([r.value for r in rows], pa.binary()),
             headers,
+            pa.array([r.partition for r in rows], pa.int32()),
         ],
-        names=["topic", "key", "value", "headers"],
+        names=["topic", "key", "value", "headers", "partition"],
     )
 
 
@@ -104,10 +120,50 @@ class KeyedStage(StatefulProcessor):
             self._state.update((pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),))
         else:
             self._state.clear()
-        for r in out:
-            yield Row(topic=r.topic, key=r.key, value=r.value, headers=[Row(key=k, value=v) for k, v in r.headers])
+        yield from _output_rows(out)
 
     def close(self) -> None:
         if self._executor is not None:
             self._executor.close()
             self._executor = None
+
+
+def _output_rows(rows: list[OutputRow]) -> Iterator[Row]:
+    for r in rows:
+        yield Row(
+            topic=r.topic, key=r.key, value=r.value, headers=[Row(key=k, value=v) for k, v in r.headers],
+            partition=r.partition,
+        )
+
+
+class TaskStage(StatefulProcessor):
+    """`transformWithState` processor grouped by task (source partition): the task's stores as a
+    changelog in a map state (changelog topic, key) -> value, its stream times and the origins it
+    applied in a value state."""
+
+    def __init__(self, spec: SubtopologySpec) -> None:
+        self.spec = spec
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self._changelog = handle.getMapState("changelog", _CHANGELOG_KEY_SCHEMA, _CHANGELOG_VALUE_SCHEMA)
+        self._task = handle.getValueState("task", _TASK_SCHEMA)
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Row]:
+        (partition,) = key
+        saved = self._task.get()
+
+        def changelog() -> list[tuple[str, bytes, bytes]]:
+            return [(k[0], k[1], v[0]) for k, v in self._changelog.iterator()] if saved else []
+
+        batch = run_task_batch(self.spec, int(partition), iter_rows(rows), saved[0] if saved else None, changelog)
+        for changelog_key, value in batch.changelog.items():
+            if value is None:
+                self._changelog.removeKey(changelog_key)
+            else:
+                self._changelog.updateValue(changelog_key, (value,))
+        self._task.update((batch.task,))
+        log.debug("task %s of sub-topology %s: %d rows out", partition, self.spec.subtopology_id, len(batch.rows))
+        yield from _output_rows(batch.rows)
+
+    def close(self) -> None:
+        """Each call builds and closes its own executor."""

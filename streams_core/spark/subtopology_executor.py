@@ -18,11 +18,12 @@ import pickle
 import struct
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from streams_core.config import StreamsConfig
+from streams_core.errors import StreamsError
 from streams_core.processor.internals.node_factories import ProcessorNodeFactory
 from streams_core.processor.internals.processor_node import ProcessorNode
 from streams_core.processor.internals.punctuation_queue import PunctuationSchedule
@@ -32,6 +33,7 @@ from streams_core.processor.task_id import TaskId
 from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.keyed_state_store import KeyedStateStore
+from streams_core.state.internals.store_names import store_changelog_topic
 from streams_core.state.store import RestoreCallback, StateStore
 
 __all__ = [
@@ -80,12 +82,14 @@ class InputRow(NamedTuple):
 
 
 class OutputRow(NamedTuple):
-    """One record for Spark's Kafka sink: no partition column, so the producer's murmur2 picks it."""
+    """One record for Spark's Kafka sink; `partition` None (all but custom partitioners' records)
+    lets the producer's murmur2 default partitioner pick it, as on our runtime."""
 
     topic: str
     key: bytes | None
     value: bytes | None
     headers: list[tuple[str, bytes]]
+    partition: int | None = None
 
 
 def _reduce_struct(packer: struct.Struct) -> tuple[Any, tuple[str]]:
@@ -132,6 +136,15 @@ class SubtopologySpec:
     subtopology_id: int
     readback_topics: frozenset[str]
     stamp_origin: bool = False
+    #: True for the task stage: the sub-topology's own stores, restored from and logged to a
+    #: changelog the stage keeps in Spark state (see `restore_changelog`, `take_changelog`).
+    task_stores: bool = False
+    #: Partition counts of the sink topics, for sinks with a custom `StreamPartitioner` (set by
+    #: the runner when a query starts).
+    sink_partitions: Mapping[str, int] = field(default_factory=dict)
+    #: The global topics' records up to their end when the run started (read by the runner), which
+    #: fill the global stores before the task's first record, as a global thread bootstraps.
+    global_records: tuple[InputRow, ...] = ()
 
 
 def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
@@ -148,11 +161,13 @@ def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
 
 
 class _StateManager:
-    """The task's state manager: the keyed stores, nothing on disk."""
+    """The task's state manager: its stores and their restore callbacks; state lives in Spark."""
 
-    def __init__(self, task_dir: Path) -> None:
+    def __init__(self, task_dir: Path, global_stores: Mapping[str, StateStore] | None = None) -> None:
         self._task_dir = task_dir
         self._stores: dict[str, StateStore] = {}
+        self._global_stores = global_stores or {}
+        self.restore_callbacks: dict[str, RestoreCallback] = {}
 
     @property
     def task_dir(self) -> Path:
@@ -160,16 +175,20 @@ class _StateManager:
 
     def register(self, store: StateStore, restore_callback: RestoreCallback | None = None) -> None:
         self._stores[store.name] = store
+        if restore_callback is not None:
+            self.restore_callbacks[store.name] = restore_callback
 
     def get_store(self, name: str) -> StateStore | None:
-        return self._stores.get(name)
+        return self._stores.get(name) or self._global_stores.get(name)
 
     @property
     def stores(self) -> Mapping[str, StateStore]:
         return self._stores
 
     def flush(self) -> None:
-        """Spark state is saved by the keyed stage after each key."""
+        """Flush caching stores (their changelog writes reach the collector); the stage saves Spark state."""
+        for store in self._stores.values():
+            store.flush()
 
     def close(self) -> None:
         self._stores.clear()
@@ -178,10 +197,13 @@ class _StateManager:
 class _Collector:
     """The RecordCollector: sink output becomes Spark rows (with the runner's headers for read-back topics)."""
 
-    def __init__(self, readback_topics: frozenset[str], stamp_origin: bool) -> None:
+    def __init__(self, readback_topics: frozenset[str], stamp_origin: bool, sink_partitions: Mapping[str, int]) -> None:
         self.rows: list[OutputRow] = []
+        self._sink_partitions = sink_partitions
         self._readback = readback_topics
         self._stamp = stamp_origin
+        self.changelog_topics: frozenset[str] = frozenset()
+        self.changelog: dict[tuple[str, bytes], bytes | None] = {}
         self.origin: tuple[str, int, int] = ("", 0, 0)
         self.index = 0
 
@@ -194,6 +216,10 @@ class _Collector:
         self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: Headers,
         partition: int | None,
     ) -> None:  # fmt: skip
+        if topic in self.changelog_topics:
+            assert key is not None, "changelog records have keys"
+            self.changelog[(topic, key)] = value
+            return
         out = [(str(k), bytes(v)) for k, v in headers]
         if topic in self._readback:
             out.append((TIMESTAMP_HEADER, _TS.pack(timestamp)))
@@ -202,10 +228,13 @@ class _Collector:
                 packed = _ORIGIN.pack(origin_partition, origin_offset, self.index) + origin_topic.encode()
                 out.append((ORIGIN_HEADER, packed))
                 self.index += 1
-        self.rows.append(OutputRow(topic, key, value, out))
+        self.rows.append(OutputRow(topic, key, value, out, partition))
 
     def partitions_for(self, topic: str) -> int:
-        raise UnsupportedOnSparkError("a custom StreamPartitioner", topic, "the Spark sink partitions by murmur2 only")
+        count = self._sink_partitions.get(topic)
+        if count is None:
+            raise StreamsError(f"the partition count of {topic!r} is unknown (does the topic exist?)")
+        return count
 
 
 class _SparkTaskProcessor(TaskProcessor):
@@ -228,17 +257,30 @@ class SubtopologyExecutor:
         props["state.dir"] = self._tmp.name
         config = StreamsConfig(props)
         builder = load_topology(spec.topology).internal_topology_builder
-        builder.set_application_id(config["application.id"])
+        application_id = config["application.id"]
+        builder.set_application_id(application_id)
+        if spec.task_stores:
+            for name in builder.state_store_names:
+                store_builder = builder.store_builder(name)
+                if not store_builder.logging_enabled:  # its changelog is what the stage keeps between batches
+                    store_builder.with_logging_enabled()
         built = builder.build_subtopology(spec.subtopology_id, config)
-        self.stores: dict[str, KeyedStateStore] = {name: KeyedStateStore(name) for name in built.state_stores}
-        built.state_stores.clear()
-        built.state_stores.update(self.stores)
-        self._collector = _Collector(spec.readback_topics, spec.stamp_origin)
+        self.stores: dict[str, KeyedStateStore] = {}
+        if not spec.task_stores:
+            self.stores = {name: KeyedStateStore(name) for name in built.state_stores}
+            built.state_stores.clear()
+            built.state_stores.update(self.stores)
+        self._nodes = built.nodes
+        self._global = _global_task(builder, config, Path(self._tmp.name, "global"), spec.global_records)
+        global_stores = {} if self._global is None else dict(self._global.topology.state_stores)
+        self._collector = _Collector(spec.readback_topics, spec.stamp_origin, spec.sink_partitions)
+        self._state = _StateManager(Path(self._tmp.name), global_stores)
         task_id = TaskId(spec.subtopology_id, partition)
-        self._task = _SparkTaskProcessor(
-            task_id, built, config, _StateManager(Path(self._tmp.name)), self._collector
-        )
+        self._task = _SparkTaskProcessor(task_id, built, config, self._state, self._collector)
         self._task.init()
+        self._changelogs = {store_changelog_topic(application_id, name): name for name in self._state.restore_callbacks}
+        if spec.task_stores:
+            self._collector.changelog_topics = frozenset(self._changelogs)
 
     def process(
         self, rows: Iterable[InputRow], applied: dict[tuple[str, int], tuple[int, int]] | None = None
@@ -269,15 +311,84 @@ class SubtopologyExecutor:
             if extracted > task.stream_time:
                 task.stream_time = extracted
             task.process(record, extracted)
+        return self.take_rows()
+
+    def take_rows(self) -> list[OutputRow]:
+        """The sinks' output since the last call, in order."""
         out = self._collector.rows
         self._collector.rows = []
         return out
 
+    # -- the task stage: the task's stores and stream time carried between micro-batches --------
+
+    def restore_changelog(self, entries: Iterable[tuple[str, bytes, bytes]]) -> None:
+        """Restore the stores from their changelog (topic, key, value) as saved by the stage, through
+        the stores' own restore path."""
+        by_topic: dict[str, list[tuple[bytes, bytes | None]]] = {}
+        for topic, key, value in entries:
+            by_topic.setdefault(topic, []).append((key, value))
+        for topic, records in by_topic.items():
+            restore = self.restore_callback(topic)
+            if restore is None:
+                log.warning("changelog %s in Spark state belongs to no store of this sub-topology; ignored", topic)
+                continue
+            restore(records)
+
+    def restore_callback(self, changelog_topic: str) -> RestoreCallback | None:
+        """How the store of `changelog_topic` restores (its bound `restore_batch`), None if no store logs there."""
+        name = self._changelogs.get(changelog_topic)
+        return None if name is None else self._state.restore_callbacks[name]
+
+    def take_changelog(self) -> dict[tuple[str, bytes], bytes | None]:
+        """Flush the stores and return what they wrote to their changelogs since the last call."""
+        self._task.commit()
+        changes = self._collector.changelog
+        self._collector.changelog = {}
+        return changes
+
+    def carried_state(self) -> dict[str, Any]:
+        """The task's stream time and what its processors keep outside stores (by node name)."""
+        carried: dict[str, Any] = {"": self._task.stream_time}
+        for node in self._nodes:
+            state = getattr(node.processor, "carried_state", None)
+            if state is not None:
+                carried[node.name] = state()
+        return carried
+
+    def restore_carried_state(self, carried: Mapping[str, Any]) -> None:
+        """Resume from `carried_state()` of an earlier batch of the same task."""
+        self._task.stream_time = carried.get("", self._task.stream_time)
+        for node in self._nodes:
+            if node.name and node.name in carried:
+                node.processor.restore_carried_state(carried[node.name])
+
     def close(self) -> None:
         try:
             self._task.close()
+            if self._global is not None:
+                self._global.close()
         finally:
             self._tmp.cleanup()
+
+
+def _global_task(builder: Any, config: StreamsConfig, task_dir: Path, rows: Iterable[InputRow]) -> TaskProcessor | None:
+    """The global stores' task, its stores filled with `rows` in order (None without global stores)."""
+    topology = builder.build_global_subtopology(config)
+    if topology is None:
+        return None
+    task_dir.mkdir(parents=True, exist_ok=True)
+    task = _SparkTaskProcessor(TaskId(topology.subtopology_id, 0), topology, config, _StateManager(task_dir),
+                               _Collector(frozenset(), False, {}))
+    task.init()
+    for row in rows:
+        record = task.deserialize(row.topic, row.partition, row.offset, row.timestamp, row.key, row.value, row.headers)
+        if record is None:
+            continue
+        timestamp = task.extract_timestamp(record, -1)
+        if timestamp is not None:
+            task.process(record, timestamp)
+    task.commit()
+    return task
 
 
 def _runner_headers(row: InputRow) -> tuple[int, Headers, Origin | None]:

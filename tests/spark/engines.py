@@ -63,6 +63,7 @@ async def run_asyncio_to_end(
     state_dir: Path,
     timeout: float = 120.0,
     config: Mapping[str, Any] | None = None,
+    pattern_topics: Iterable[str] = (),
 ) -> None:
     """Run `topology` on KafkaStreams until every source partition is committed at its end, then close.
 
@@ -84,7 +85,7 @@ async def run_asyncio_to_end(
     await streams.start()
     try:
         await streams.wait_for_state(State.RUNNING, timeout=60)
-        topics = sorted(builder.source_topics | builder.internal_topics)
+        topics = sorted(builder.source_topics | builder.internal_topics | set(pattern_topics))
         deadline = time.monotonic() + timeout
         stable = 0
         ends: dict[tuple[str, int], int] = {}
@@ -99,6 +100,49 @@ async def run_asyncio_to_end(
             stable = stable + 1 if done else 0
     finally:
         await streams.close()
+
+
+ENGINES = ("spark", "asyncio")
+
+
+async def run_both_engines(
+    build: Callable[[str], Topology],
+    bootstrap: str,
+    spark: Any,
+    tmp_path: Path,
+    suffix: str,
+    outputs: Mapping[str, tuple[str, ...]],
+    source_options: Mapping[str, str] | None = None,
+    pattern_topics: Iterable[str] = (),
+    **asyncio_config: Any,
+) -> tuple[dict[str, list[dict[Any, Any]]], Any]:
+    """`build(engine)` run on Spark (`available_now`) and on KafkaStreams; per engine, the tables
+    (UTF-8 keys and values) of its `outputs[engine]` topics, and the SparkRunner (its progress)."""
+    from streams_core.spark import SparkRunner
+
+    runner = SparkRunner(build("spark"), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap},
+                         spark=spark, source_options=source_options)
+    await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
+    await run_asyncio_to_end(build("asyncio"), f"asyncio-{suffix}", bootstrap, tmp_path / "state", config=asyncio_config,
+                             pattern_topics=pattern_topics)
+    tables = {engine: [await read_table(bootstrap, t, utf8, utf8) for t in outputs[engine]] for engine in ENGINES}
+    return tables, runner
+
+
+async def both_engines(
+    build: Callable[[str], Topology],
+    bootstrap: str,
+    spark: Any,
+    tmp_path: Path,
+    suffix: str,
+    outputs: tuple[str, str],
+    **asyncio_config: Any,
+) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """`build(output)` on both engines, each writing its own output (Spark's first); their tables."""
+    by_engine = dict(zip(ENGINES, outputs, strict=True))
+    tables, _ = await run_both_engines(lambda engine: build(by_engine[engine]), bootstrap, spark, tmp_path, suffix,
+                                    {engine: (topic,) for engine, topic in by_engine.items()}, **asyncio_config)
+    return tables["spark"][0], tables["asyncio"][0]
 
 
 def final_table(records: Iterable[Consumed], decode_key: Callable[[bytes], Any], decode_value: Callable[[bytes], Any]) -> dict[Any, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +17,7 @@ import pytest
 from streams_core import Branched, Materialized, Named, Processor, Record, Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
-from tests.spark.engines import BASE_TS, read_table, run_asyncio_to_end, utf8
-
-
-async def both_engines(
-    build: Any, bootstrap: str, spark: Any, tmp_path: Path, suffix: str, outputs: tuple[str, str], **asyncio_config: Any
-) -> tuple[dict[Any, Any], dict[Any, Any]]:
-    spark_out, asyncio_out = outputs
-    runner = SparkRunner(build(spark_out), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap}, spark=spark)
-    await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
-    await run_asyncio_to_end(build(asyncio_out), f"asyncio-{suffix}", bootstrap, tmp_path / "state", config=asyncio_config)
-    return (await read_table(bootstrap, spark_out, utf8, utf8), await read_table(bootstrap, asyncio_out, utf8, utf8))
+from tests.spark.engines import BASE_TS, ENGINES, both_engines, run_asyncio_to_end, run_both_engines
 
 
 async def test_stream_table_join_gives_the_same_table(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
@@ -99,7 +90,8 @@ async def test_repartition_then_aggregate_gives_the_same_table(bootstrap_servers
 async def test_a_stateless_chain_with_a_custom_processor_writes_the_same_records(
     bootstrap_servers: str, spark: Any, tmp_path: Path
 ) -> None:
-    """split/branch, merge, peek, flat_map and a custom Processor: the same records, bytes, headers, partitions."""
+    """split/branch, merge, peek, flat_map, a custom Processor and a sink whose partitioner picks a
+    partition for some keys (murmur2 for the others): the same records, bytes, headers, partitions."""
     suffix = unique_topic("chain")
     source = f"events-{suffix}"
     outputs = (f"spark-chain-{suffix}", f"asyncio-chain-{suffix}")
@@ -132,7 +124,8 @@ async def test_a_stateless_chain_with_a_custom_processor_writes_the_same_records
          .process(Twice)
          .flat_map(lambda k, v: [(k, v), (f"{k}-copy", v)] if v % 5 == 0 else [(k, v)])
          .map_values(str)
-         .to(output, key_serde=Serdes.String(), value_serde=Serdes.String()))
+         .to(output, key_serde=Serdes.String(), value_serde=Serdes.String(),
+             partitioner=lambda topic, key, value, n: n - 1 if key.startswith("neg-") else None))
         return builder.build()
 
     runner = SparkRunner(build(outputs[0]), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers},
@@ -148,3 +141,63 @@ async def test_a_stateless_chain_with_a_custom_processor_writes_the_same_records
     on_asyncio = records(await read_all(bootstrap_servers, outputs[1]))
     assert on_spark == on_asyncio, "the same records in the same partitions, with the same headers"
     assert len(on_spark) > 40
+    assert {partition for partition, key, _, _ in on_spark if key.startswith(b"neg-")} == {2}, "the partitioner's choice"
+    assert len({partition for partition, key, _, _ in on_spark if not key.startswith(b"neg-")}) > 1, "murmur2's"
+
+
+async def test_a_pattern_source_reads_the_topics_it_matches_at_start(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
+    """Both clicks topics (2 partitions each, so a user's clicks meet in one task), not the views."""
+    suffix = unique_topic("pattern")
+    matched = (f"clicks-web-{suffix}", f"clicks-app-{suffix}")
+    other = f"views-web-{suffix}"
+    outputs = {engine: (f"{engine}-per-user-{suffix}",) for engine in ENGINES}
+    for topic in (*matched, other, *outputs["spark"], *outputs["asyncio"]):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    for index, topic in enumerate((*matched, other)):
+        await produce(bootstrap_servers, topic, [
+            Rec(f"u{i % 4}".encode(), f"{topic}-{i}".encode(), timestamp_ms=BASE_TS + 100 * index + i) for i in range(10)
+        ])
+
+    def build(engine: str) -> Topology:
+        builder = StreamsBuilder()
+        (builder.stream(re.compile(f"clicks-.*-{suffix}"), key_serde=Serdes.String(), value_serde=Serdes.String())
+         .group_by_key()
+         .count()
+         .to_stream()
+         .map_values(str)
+         .to(outputs[engine][0], value_serde=Serdes.String()))
+        return builder.build()
+
+    tables, _ = await run_both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs, pattern_topics=matched)
+    assert tables["spark"] == tables["asyncio"]
+    assert tables["spark"][0] == {"u0": "6", "u1": "6", "u2": "4", "u3": "4"}, "both clicks topics, not the views"
+
+
+async def test_a_global_table_join_gives_the_same_table(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
+    """The global table as it stands when the run starts (KafkaStreams bootstraps it before processing)."""
+    suffix = unique_topic("global")
+    dims, events = f"dims-{suffix}", f"events-{suffix}"
+    outputs = {engine: (f"{engine}-enriched-{suffix}",) for engine in ENGINES}
+    await create_topic(bootstrap_servers, dims, partitions=1)
+    for topic in (events, *outputs["spark"], *outputs["asyncio"]):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    await produce(bootstrap_servers, dims, [
+        Rec(b"d1", b"one", timestamp_ms=BASE_TS), Rec(b"d2", b"two", timestamp_ms=BASE_TS + 1),
+        Rec(b"d1", b"uno", timestamp_ms=BASE_TS + 2), Rec(b"d3", b"three", timestamp_ms=BASE_TS + 3),
+        Rec(b"d3", None, timestamp_ms=BASE_TS + 4),
+    ])
+    await produce(bootstrap_servers, events, [
+        Rec(f"e{i}".encode(), f"d{i % 4 + 1}".encode(), timestamp_ms=BASE_TS + 1_000 + i) for i in range(12)
+    ])
+
+    def build(engine: str) -> Topology:
+        builder = StreamsBuilder()
+        table = builder.global_table(dims, key_serde=Serdes.String(), value_serde=Serdes.String())
+        (builder.stream(events, key_serde=Serdes.String(), value_serde=Serdes.String())
+         .left_join(table, lambda event, dim: dim, lambda dim, name: f"{dim}={name}")
+         .to(outputs[engine][0], value_serde=Serdes.String()))
+        return builder.build()
+
+    tables, _ = await run_both_engines(build, bootstrap_servers, spark, tmp_path, suffix, outputs)
+    assert tables["spark"] == tables["asyncio"]
+    assert tables["spark"][0] == {f"e{i}": f"d{i % 4 + 1}=" + ("uno", "two", "None", "None")[i % 4] for i in range(12)}

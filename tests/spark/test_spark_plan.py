@@ -74,66 +74,108 @@ def test_a_stateless_custom_processor_is_fused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("windows", "operator"),
+    "windows",
     [
-        (TimeWindows.of_size_and_grace(1000, 100), "windowed_by(TimeWindows)"),
-        (SlidingWindows.of_time_difference_and_grace(1000, 100), "windowed_by(SlidingWindows)"),
-        (SessionWindows.with_inactivity_gap(1000), "windowed_by(SessionWindows)"),
+        TimeWindows.of_size_and_grace(1000, 100),
+        TimeWindows.of_size_and_grace(1000, 100).advance_by(500),
+        SlidingWindows.of_time_difference_and_grace(1000, 100),
+        SessionWindows.with_inactivity_gap(1000),
     ],
 )
-def test_windowed_aggregations_are_refused_naming_the_operator(windows: Any, operator: str) -> None:
+def test_windowed_aggregations_run_in_a_task_stage(windows: Any) -> None:
     builder, grouped = words()
     grouped.windowed_by(windows).count()
-    with pytest.raises(UnsupportedOnSparkError, match=re.escape(operator)) as caught:
-        plan_of(builder.build())
-    assert caught.value.node.startswith("KSTREAM-")
+    (query,) = plan_of(builder.build()).queries
+    assert query.stage == "task"
+    assert "groupBy(partition).transformWithState" in query.describe()
 
 
-def test_suppress_is_refused() -> None:
+def test_suppress_runs_in_a_task_stage() -> None:
     builder, grouped = words()
     grouped.count().suppress(Suppressed.until_time_limit(1000, BufferConfig.unbounded()))
-    with pytest.raises(UnsupportedOnSparkError, match="suppress"):
-        plan_of(builder.build())
+    (query,) = plan_of(builder.build()).queries
+    assert query.stage == "task"
 
 
-def test_stream_stream_joins_are_refused() -> None:
+def test_stream_stream_joins_run_in_a_task_stage_and_table_table_joins_in_a_keyed_stage() -> None:
     builder = StreamsBuilder()
     left = builder.stream("left", key_serde=Serdes.String(), value_serde=Serdes.String())
     right = builder.stream("right", key_serde=Serdes.String(), value_serde=Serdes.String())
-    left.join(right, lambda a, b: a + b, JoinWindows.of_time_difference_and_grace(1000, 100))
-    with pytest.raises(UnsupportedOnSparkError, match="stream-stream"):
-        plan_of(builder.build())
+    left.outer_join(right, lambda a, b: f"{a}{b}", JoinWindows.of_time_difference_and_grace(1000, 100)).to("out")
+    (query,) = plan_of(builder.build()).queries
+    assert query.stage == "task"
+
+    builder = StreamsBuilder()
+    left_table = builder.table("left", key_serde=Serdes.String(), value_serde=Serdes.String())
+    right_table = builder.table("right", key_serde=Serdes.String(), value_serde=Serdes.String())
+    left_table.join(right_table, lambda a, b: a + b).to_stream().to("out")
+    (query,) = plan_of(builder.build()).queries
+    assert query.stage == "keyed"
 
 
-def test_table_table_joins_are_refused() -> None:
+def test_a_table_regrouping_is_two_keyed_queries() -> None:
+    builder = StreamsBuilder()
+    table = builder.table("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+    table.group_by(lambda k, v: (v, k)).count().to_stream().to("out")
+    assert [q.stage for q in plan_of(builder.build()).queries] == ["keyed", "keyed"]
+
+
+def test_foreign_key_joins_are_refused() -> None:
     builder = StreamsBuilder()
     left = builder.table("left", key_serde=Serdes.String(), value_serde=Serdes.String())
     right = builder.table("right", key_serde=Serdes.String(), value_serde=Serdes.String())
-    left.join(right, lambda a, b: a + b)
-    with pytest.raises(UnsupportedOnSparkError, match=re.escape("KTable.join/left_join/outer_join")):
+    left.join(right, lambda v: v, lambda a, b: a + b)
+    with pytest.raises(UnsupportedOnSparkError, match="foreign-key"):
         plan_of(builder.build())
 
 
-def test_global_tables_are_refused() -> None:
+def test_versioned_tables_are_refused() -> None:
+    builder = StreamsBuilder()
+    store = Stores.persistent_versioned_key_value_store("versions", 10_000)
+    builder.table("in", Materialized.as_(store).with_key_serde(Serdes.String()).with_value_serde(Serdes.String()))
+    with pytest.raises(UnsupportedOnSparkError, match="versioned table"):
+        plan_of(builder.build())
+
+
+def test_a_global_table_join_is_stateless_but_refused_in_continuous_runs() -> None:
     builder = StreamsBuilder()
     table = builder.global_table("dims", key_serde=Serdes.String(), value_serde=Serdes.String())
     stream = builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
     stream.join(table, lambda k, v: k, lambda a, b: a + b).to("out")
+    runner = SparkRunner(builder.build(), CONFIG)
+    (query,) = runner.plan().queries
+    assert query.stage == "stateless"
     with pytest.raises(UnsupportedOnSparkError, match="GlobalKTable"):
-        plan_of(builder.build())
+        runner.run("continuous")
 
 
-def test_pattern_sources_are_refused() -> None:
+def test_pattern_sources_are_read_as_matched_at_start_but_not_beside_a_repartition_topic() -> None:
     builder = StreamsBuilder()
     builder.stream(re.compile("in-.*"), key_serde=Serdes.String(), value_serde=Serdes.String()).to("out")
+    (query,) = plan_of(builder.build()).queries
+    assert query.source_patterns == ("in-.*",)
+    assert "pattern 'in-.*'" in query.describe()
+
+    builder = StreamsBuilder()
+    named = builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).select_key(lambda k, v: v)
+    by_value = named.repartition()
+    pattern = builder.stream(re.compile("other-.*"), key_serde=Serdes.String(), value_serde=Serdes.String())
+    by_value.merge(pattern).to("out")
     with pytest.raises(UnsupportedOnSparkError, match="pattern"):
         plan_of(builder.build())
 
 
-def test_custom_partitioners_are_refused() -> None:
+def test_custom_partitioners_are_compiled_but_not_with_a_topic_extractor() -> None:
     builder = StreamsBuilder()
     builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to(
         "out", partitioner=lambda topic, key, value, n: 0)
+    (query,) = plan_of(builder.build()).queries
+    assert query.partitioned_sinks == ("out",)
+    assert "out by its custom partitioner" in query.describe()
+
+    builder = StreamsBuilder()
+    builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to(
+        lambda key, value, context: f"out-{key}", partitioner=lambda topic, key, value, n: 0)
     with pytest.raises(UnsupportedOnSparkError, match="custom partitioner"):
         plan_of(builder.build())
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from app.wordcount import build_topology
-from streams_core.spark import SparkRunner
+from streams_core.spark import SparkRunner, task_batch
 from streams_core.spark.subtopology_executor import (
     ORIGIN_HEADER,
     TIMESTAMP_HEADER,
@@ -13,6 +15,7 @@ from streams_core.spark.subtopology_executor import (
     SubtopologyExecutor,
     kafka_order,
 )
+from streams_core.spark.task_batch import run_task_batch
 
 CONFIG = {"application.id": "exec", "bootstrap.servers": "127.0.0.1:9"}
 
@@ -60,3 +63,152 @@ def test_kafka_order_is_offset_order_per_partition_and_timestamp_order_across() 
     rows = [InputRow("t", 0, 2, 50, None, None, ()), InputRow("t", 1, 0, 20, None, None, ()),
             InputRow("t", 0, 1, 30, None, None, ()), InputRow("u", 0, 5, 10, None, None, ())]
     assert [(r.topic, r.partition, r.offset) for r in kafka_order(rows)] == [("u", 0, 5), ("t", 1, 0), ("t", 0, 1), ("t", 0, 2)]
+
+
+# -- the task stage: windowed operators rebuilt every micro-batch give the driver's output ------
+
+def windowed_topologies() -> dict[str, Any]:
+    from streams_core import (
+        BufferConfig,
+        EmitStrategy,
+        JoinWindows,
+        Serdes,
+        SessionWindows,
+        SlidingWindows,
+        StreamsBuilder,
+        Suppressed,
+        TimeWindows,
+    )
+
+    def windowed(windows: Any) -> Any:
+        builder = StreamsBuilder()
+        (builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+         .group_by_key().windowed_by(windows).count()
+         .to_stream().map(lambda wk, n: (f"{wk.key}@{wk.window.start}-{wk.window.end}", str(n)))
+         .to("out", key_serde=Serdes.String(), value_serde=Serdes.String()))
+        return builder.build()
+
+    def joined() -> Any:
+        builder = StreamsBuilder()
+        left = builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+        right = builder.stream("other", key_serde=Serdes.String(), value_serde=Serdes.String())
+        (left.left_join(right, lambda a, b: f"{a}+{b}", JoinWindows.of_time_difference_and_grace(100, 50))
+         .to("out", key_serde=Serdes.String(), value_serde=Serdes.String()))
+        return builder.build()
+
+    def suppressed(windowed: bool) -> Any:
+        builder = StreamsBuilder()
+        grouped = builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).group_by_key()
+        if windowed:
+            table = (grouped.windowed_by(TimeWindows.of_size_and_grace(100, 50)).count()
+                     .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+        else:
+            table = grouped.count().suppress(Suppressed.until_time_limit(120, BufferConfig.max_records(2).emit_early_when_full()))
+        (table.to_stream().map(lambda k, n: (str(k), str(n)))
+         .to("out", key_serde=Serdes.String(), value_serde=Serdes.String()))
+        return builder.build()
+
+    def emit_on_close() -> Any:
+        builder = StreamsBuilder()
+        (builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+         .group_by_key().windowed_by(TimeWindows.of_size_and_grace(100, 50))
+         .emit_strategy(EmitStrategy.on_window_close()).count()
+         .to_stream().map(lambda wk, n: (f"{wk.key}@{wk.window.start}", str(n)))
+         .to("out", key_serde=Serdes.String(), value_serde=Serdes.String()))
+        return builder.build()
+
+    return {
+        "emit-on-close": emit_on_close(),
+        "suppress": suppressed(windowed=True),
+        "time-limit": suppressed(windowed=False),
+        "tumbling": windowed(TimeWindows.of_size_and_grace(100, 50)),
+        "hopping": windowed(TimeWindows.of_size_and_grace(100, 50).advance_by(50)),
+        "sliding": windowed(SlidingWindows.of_time_difference_and_grace(100, 50)),
+        "session": windowed(SessionWindows.of_inactivity_gap_and_grace(60, 50)),
+        "left-join": joined(),
+    }
+
+
+WINDOWED_INPUT = [  # (topic, key, value, timestamp): out of order, late and very late records
+    ("in", "a", "1", 1000), ("in", "b", "2", 1010), ("other", "a", "x", 1020), ("in", "a", "3", 1090),
+    ("in", "a", "4", 1150), ("in", "b", "5", 1040), ("other", "b", "y", 1160), ("in", "a", "6", 1300),
+    ("in", "b", "late", 1120), ("in", "a", "too-late", 1010), ("in", "b", "7", 1460), ("other", "a", "z", 1470),
+    ("in", "a", "8", 1200), ("in", "c", "9", 1900),
+]
+
+
+@pytest.mark.parametrize("worker", ["rebuilt", "live"])
+@pytest.mark.parametrize(
+    "kind", ["tumbling", "hopping", "sliding", "session", "emit-on-close", "suppress", "time-limit", "left-join"]
+)
+def test_the_task_stage_over_micro_batches_writes_what_the_driver_writes(kind: str, worker: str) -> None:
+    """Micro-batches of three records, the task rebuilt from Spark state for each ("rebuilt": a
+    new Python worker every time) or kept by the worker between them ("live")."""
+    from streams_core import Serdes, TopologyTestDriver
+
+    topology = windowed_topologies()[kind]
+    props = {**CONFIG, "statestore.cache.max.bytes": 0}
+    records = [r for r in WINDOWED_INPUT if kind == "left-join" or r[0] == "in"]
+    with TopologyTestDriver(topology, props) as driver:
+        inputs = {t: driver.create_input_topic(t, Serdes.String(), Serdes.String()) for t in {r[0] for r in records}}
+        for topic, key, value, timestamp in records:
+            inputs[topic].pipe_input(key, value, timestamp)
+        expected = [(r.key, r.value) for r in driver.create_output_topic("out", Serdes.String(), Serdes.String())
+                    .read_records_to_list()]
+    (query,) = SparkRunner(topology, props).plan().queries
+    assert query.stage == "task"
+    changelog: dict[tuple[str, bytes], bytes] = {}
+    task: bytes | None = None
+    out = []
+    offsets = {"in": 0, "other": 0}
+    for start in range(0, len(records), 3):
+        if worker == "rebuilt":
+            task_batch.drop_live_tasks()
+        rows = []
+        for topic, key, value, timestamp in records[start:start + 3]:
+            rows.append(InputRow(topic, 0, offsets[topic], timestamp, key.encode(), value.encode(), ()))
+            offsets[topic] += 1
+        batch = run_task_batch(query.spec, 0, rows, task, lambda: [(t, k, v) for (t, k), v in changelog.items()])
+        task = batch.task
+        for changelog_key, changed in batch.changelog.items():
+            if changed is None:
+                changelog.pop(changelog_key, None)
+            else:
+                changelog[changelog_key] = changed
+        out.extend((r.key.decode(), r.value.decode()) for r in batch.rows if r.key is not None and r.value is not None)
+    assert out == expected
+    assert expected, "the topology wrote something"
+
+
+
+def test_a_live_task_is_not_reused_when_spark_rolled_its_state_back() -> None:
+    """A batch whose state Spark did not commit is run again from the committed state."""
+    (query,) = SparkRunner(windowed_topologies()["tumbling"], CONFIG).plan().queries
+    rows = [InputRow("in", 0, i, ts, b"a", b"x", ()) for i, ts in enumerate((1000, 1010, 1020, 1200, 1030))]
+    first = run_task_batch(query.spec, 0, rows[:3], None, list)
+    changelog = [(t, k, v) for (t, k), v in first.changelog.items() if v is not None]
+    second = run_task_batch(query.spec, 0, rows[3:], first.task, lambda: changelog)
+    again = run_task_batch(query.spec, 0, rows[3:], first.task, lambda: changelog)  # the rolled-back retry
+    assert [(r.key, r.value) for r in again.rows] == [(r.key, r.value) for r in second.rows]
+    assert again.task == second.task
+
+
+def test_global_records_fill_the_global_store_before_the_first_record() -> None:
+    from dataclasses import replace
+
+    from streams_core import Serdes, StreamsBuilder
+
+    builder = StreamsBuilder()
+    dims = builder.global_table("dims", key_serde=Serdes.String(), value_serde=Serdes.String())
+    (builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+     .left_join(dims, lambda key, value: value, lambda value, dim: f"{value}:{dim}")
+     .to("out", key_serde=Serdes.String(), value_serde=Serdes.String()))
+    (query,) = SparkRunner(builder.build(), CONFIG).plan().queries
+    dims_rows = (InputRow("dims", 0, 0, 1, b"d1", b"one", ()), InputRow("dims", 0, 1, 2, b"d2", b"two", ()),
+                 InputRow("dims", 0, 2, 3, b"d1", b"uno", ()))
+    executor = SubtopologyExecutor(replace(query.spec, global_records=dims_rows))
+    try:
+        out = executor.process([InputRow("in", 0, i, 10, b"k", v, ()) for i, v in enumerate((b"d1", b"d2", b"d3"))])
+    finally:
+        executor.close()
+    assert [r.value for r in out] == [b"d1:uno", b"d2:two", b"d3:None"]

@@ -117,6 +117,14 @@ class KStreamKStreamJoin:
     def close(self) -> None:
         self._trackers.remove(self._context.task_id)
 
+    def carried_state(self) -> tuple[int, int]:
+        """The task's join stream time and oldest unmatched time, for a runner that rebuilds the
+        processor between batches (see carried_state.py)."""
+        return self._tracker.stream_time, self._tracker.min_time
+
+    def restore_carried_state(self, state: tuple[int, int]) -> None:
+        self._tracker.stream_time, self._tracker.min_time = state
+
     def _join(self, key: Any, this: Any, other: Any) -> Any:
         return self._joiner(key, this, other) if self._is_left else self._joiner(key, other, this)
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from streams_core.kstream.emit_strategy import EmitStrategy
+from streams_core.kstream.internals.carried_state import ObservedStreamTime
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.kstream_window_aggregate import (
     NO_TIMESTAMP,
@@ -29,7 +30,7 @@ from streams_core.state.windowed import SessionWindow, Windowed
 __all__ = ["KStreamSessionWindowAggregate"]
 
 
-class KStreamSessionWindowAggregate:
+class KStreamSessionWindowAggregate(ObservedStreamTime):
     """`aggregator(key, value, agg)` per key and session; `merger(key, agg1, agg2)` joins sessions."""
 
     def __init__(

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streams_core.kstream.emit_strategy import EmitStrategy
+from streams_core.kstream.internals.carried_state import ObservedStreamTime
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.kstream_window_aggregate import (
     NO_TIMESTAMP,
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 VT = ValueAndTimestamp[Any]
 
 
-class KStreamSlidingWindowAggregate:
+class KStreamSlidingWindowAggregate(ObservedStreamTime):
     """`aggregator(key, value, aggregate)` per key and sliding window (`SlidingWindows`)."""
 
     def __init__(

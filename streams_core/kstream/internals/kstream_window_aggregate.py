@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from streams_core.kstream.emit_strategy import EmitStrategy
+from streams_core.kstream.internals.carried_state import ObservedStreamTime
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.forwarding import ChangeForwarder
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
@@ -59,7 +60,7 @@ def timestamped_windows(store: Any) -> Fetch:
     return fetch
 
 
-class KStreamWindowAggregate:
+class KStreamWindowAggregate(ObservedStreamTime):
     """`aggregator(key, value, aggregate)` per key and time window (`TimeWindows`)."""
 
     def __init__(

@@ -132,6 +132,20 @@ class KTableSuppress:
         if self._entries:
             log.info("%s: closing with %d buffered updates not emitted", self._name, len(self._entries))
 
+    def carried_state(self) -> tuple[int, list[tuple[int, Record[Any, Any], Any, int]]]:
+        """Observed stream time and the buffered updates (time, record, prior, size) in arrival order,
+        for a runner that rebuilds the processor between batches (see carried_state.py)."""
+        entries = sorted(self._entries.values(), key=lambda entry: entry.seq)
+        return self._observed, [(e.time, e.record, e.prior, e.size) for e in entries]
+
+    def restore_carried_state(self, state: tuple[int, list[tuple[int, Record[Any, Any], Any, int]]]) -> None:
+        self._observed, buffered = state
+        for time, record, prior, size in buffered:
+            entry = _Entry(time, next(self._seq), record, prior, size)
+            self._entries[record.key] = entry
+            heapq.heappush(self._heap, (time, self._serdes[0].serialize(None, record.key) or b"", entry.seq, record.key))
+            self._bytes += size
+
     def process(self, record: Record[Any, Any]) -> None:
         if record.timestamp > self._observed:
             self._observed = record.timestamp
