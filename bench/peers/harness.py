@@ -322,6 +322,14 @@ async def run_one(system: System, workload: str, run: RunContext, data: Input, i
             proc = subprocess.Popen(system.command(workload, run), stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True, cwd=ROOT)
         sampler = TreeSampler(proc.pid)
+        spy = None
+        if system.name == args.profile:  # py-spy samples from outside; it shares the 2 cores, so the run is slower
+            raw = ROOT / ".cache" / "peers" / "profiles" / f"{run.app_id}.raw"
+            raw.parent.mkdir(parents=True, exist_ok=True)
+            spy = subprocess.Popen([str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(proc.pid),
+                                    "--rate", "250", "--format", "raw", "--output", str(raw)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            result["profile"] = str(raw)
         waited = asyncio.create_task(asyncio.to_thread(os.wait4, proc.pid, 0))
         status, quiet_since, last_size, next_check = "ok", time.monotonic(), -1, 0.0
         try:
@@ -352,6 +360,8 @@ async def run_one(system: System, workload: str, run: RunContext, data: Input, i
             proc.returncode = os.waitstatus_to_exitcode(wait_status)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)  # leftovers of the run (e.g. a Spark JVM)
+            if spy is not None:
+                await asyncio.to_thread(spy.wait, 30)  # it writes its profile when the process is gone
         if status == "timeout":
             with contextlib.suppress(Exception):
                 await watcher.caught_up()
@@ -367,7 +377,7 @@ async def run_one(system: System, workload: str, run: RunContext, data: Input, i
     result |= {"status": status, "correct": correct and status == "ok", "diff": diff, "exit_code": proc.returncode,
                "output_records": output["count"], "log_append_time": output["log_append_time"], "units": units,
                "cpu_seconds": cpu, "cpu_s_per_million_units": cpu / units * 1e6,
-               "peak_rss_mb": max(sampler.peak_rss, rusage.ru_maxrss * 1024) / 2**20}
+               "peak_rss_mb": sampler.peak_rss / 2**20}  # not ru_maxrss: a child inherits its parent's at fork
     if output["last_ms"] is not None and output["first_ms"] is not None:
         end = output["last_ms"] / 1000
         first = min(repartition_first or float("inf"), output["first_ms"] / 1000)  # polls lag the broker's stamp
@@ -428,8 +438,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
-    parser.add_argument("--run-timeout", type=float, default=120.0, help="seconds a run may take before it is stopped")
+    parser.add_argument("--run-timeout", type=float, default=90.0, help="seconds a run may take before it is stopped")
     parser.add_argument("--quiet", type=float, default=2.0, help="seconds without output growth that end a run")
+    parser.add_argument("--profile", metavar="SYSTEM", help="py-spy a Python system's runs into .cache/peers/profiles/ "
+                        "(pip install py-spy into .venv; summarize with bench/runtime_throughput.py --summarize RAW)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
     if args.quick:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import signal
 import sys
@@ -53,6 +54,7 @@ async def run_asyncio(config: dict[str, Any], topo: Topology) -> None:
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     await streams.start()
     await stop.wait()
+    print(json.dumps({"metrics": streams.metrics()}, default=str), file=sys.stderr)  # into the run's log, for diagnosis
     await streams.close(timeout=30)
 
 
