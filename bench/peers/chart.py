@@ -26,17 +26,24 @@ def main(source: str, target: str) -> int:
         for i, (measure, label) in enumerate(MEASURES):
             xs = [j + (i - 1) * width for j in range(len(entries))]
             ax.bar(xs, [e["rate"].get(measure, 0) for e in entries], width, label=label)
-        names = [e["system"] + ("" if e["correct"] else "\n(wrong/timeout)") for e in entries]
+        partial = [(j, e["partial_units_per_s"]) for j, e in enumerate(entries) if "partial_units_per_s" in e]
+        if partial:
+            ax.bar([j for j, _ in partial], [v for _, v in partial], 0.8, color="none", edgecolor="grey", hatch="//",
+                   label="outputs/s before the time limit")
+        names = [e["system"] + ("" if e["correct"] else "\n(not ranked: wrong or timed out)") for e in entries]
         ax.set_xticks(range(len(entries)), names, fontsize=8)
         ax.set_yscale("log")
+        ax.set_ylim(bottom=1000)
         unit = "records/s" if workload == "passthrough" else "words/s"
         ax.set_ylabel(unit)
         ax.set_title(f"{workload}", fontsize=10)
         ax.grid(axis="y", alpha=0.3)
     axes[0, 0].legend(fontsize=8)
+    axes[-1, 0].legend(fontsize=8)
     s = doc["settings"]
+    loads = [r["load_average_at_start"] for r in doc["runs"]]
     fig.suptitle(f"bench/peers {doc['date']}: {s['words']:,} words in {s['lines']:,} lines, median of {s['rounds']}; "
-                 f"load {doc['load_average']['start'][0]:.1f}->{doc['load_average']['end'][0]:.1f}", fontsize=10)
+                 f"load average {min(loads):.1f}-{max(loads):.1f} at the runs' starts", fontsize=10)
     fig.tight_layout()
     fig.savefig(target, dpi=110)
     return 0

@@ -384,9 +384,6 @@ async def run_one(system: System, workload: str, run: RunContext, data: Input, i
         result["seconds"] = {"from_start": end - launched, "from_first_write": end - first,
                              "output_span": (output["last_ms"] - output["first_ms"]) / 1000}
         result["first_write_from"] = "repartition" if repartition_first is not None else "output"
-    if status == "timeout":  # a partial rate: what the group committed of the input in the time it had
-        result["partial_units_per_s"] = (watcher.committed_input * (1 if workload == "passthrough" else WORDS_PER_LINE)
-                                         / args.run_timeout)
     return result
 
 
@@ -443,7 +440,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", metavar="SYSTEM", help="py-spy a Python system's runs into .cache/peers/profiles/ "
                         "(pip install py-spy into .venv; summarize with bench/runtime_throughput.py --summarize RAW)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--render", type=Path, metavar="JSON", help="only redo a result's summary, Markdown and PNG")
     args = parser.parse_args(argv)
+    if args.render:
+        import install
+        import report
+
+        document = json.loads(args.render.read_text())
+        document["summary"] = report.summarize(document["runs"])
+        document["ratios"] = report.ratios(document["summary"])
+        write_results(document, args.render.with_suffix(""), install.CACHE / "chart" / "bin" / "python")
+        return 0
     if args.quick:
         args.lines, args.rounds, args.run_timeout = 2000, 1, 90.0
     logging.basicConfig(level=logging.WARNING)
@@ -485,14 +492,21 @@ def main(argv: list[str] | None = None) -> int:
     }
     document["ratios"] = report.ratios(document["summary"])
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"peers-{date}{'-quick' if args.quick else ''}"
-    stem.with_suffix(".json").write_text(json.dumps(document, indent=1, default=str) + "\n")
-    stem.with_suffix(".md").write_text(report.markdown(document))
-    subprocess.run([str(install.CACHE / "chart" / "bin" / "python"), str(HERE / "chart.py"), str(stem.with_suffix(".json")),
-                    str(stem.with_suffix(".png"))], check=True)
-    print(report.markdown(document))
-    print(f"wrote {stem}.json, .md and .png in {time.time() - started:.0f} s", flush=True)
+    write_results(document, args.out / f"peers-{date}{'-quick' if args.quick else ''}", install.CACHE / "chart" / "bin" / "python")
+    print(f"done in {time.time() - started:.0f} s", flush=True)
     return 0
+
+
+def write_results(document: dict[str, Any], stem: Path, chart_python: Path) -> None:
+    """<stem>.json, its Markdown tables <stem>.md and its chart <stem>.png (matplotlib in its own venv)."""
+    import report
+
+    json_path, md_path, png_path = (stem.with_name(stem.name + suffix) for suffix in (".json", ".md", ".png"))
+    json_path.write_text(json.dumps(document, indent=1, default=str) + "\n")
+    md_path.write_text(report.markdown(document))
+    subprocess.run([str(chart_python), str(HERE / "chart.py"), str(json_path), str(png_path)], check=True)
+    print(report.markdown(document))
+    print(f"wrote {json_path}, {md_path.name} and {png_path.name}", flush=True)
 
 
 if __name__ == "__main__":

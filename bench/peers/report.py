@@ -27,7 +27,9 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, An
             entry["rate"] = {m: entry["units"] / s for m, s in entry["seconds"].items() if s > 0}
             entry["cpu_s_per_million_units"] = statistics.median(r["cpu_s_per_million_units"] for r in runs)
             entry["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
-            partial = [r["partial_units_per_s"] for r in runs if "partial_units_per_s" in r]
+            # A run stopped at its time limit: output records per second of its output span (cache off: one per word).
+            partial = [r["output_records"] / r["seconds"]["output_span"] for r in runs
+                       if r["status"] == "timeout" and r.get("seconds", {}).get("output_span")]
             if partial:
                 entry["partial_units_per_s"] = statistics.median(partial)
             entry["ranked"] = entry["correct"] and bool(entry["rate"])
@@ -57,8 +59,10 @@ def _rate(entry: dict[str, Any], measure: str) -> str:
 
 
 def markdown(document: dict[str, Any]) -> str:
+    loads = [r["load_average_at_start"] for r in document.get("runs", ())] or [0.0]
     lines = [f"{document['date']}, {document['machine']['cpus']} cores, load average "
-             f"{document['load_average']['start'][0]:.2f} at the start and {document['load_average']['end'][0]:.2f} at the end; "
+             f"{document['load_average']['start'][0]:.2f} at the start and {document['load_average']['end'][0]:.2f} at the end "
+             f"({min(loads):.2f} to {max(loads):.2f} at the runs' starts); "
              f"{document['settings']['lines']:,} lines = {document['settings']['words']:,} words, "
              f"median of {document['settings']['rounds']} rounds.", ""]
     for workload, systems in document["summary"].items():
@@ -71,7 +75,7 @@ def markdown(document: dict[str, Any]) -> str:
         for e in order:
             verdict = "yes" if e["correct"] else f"**no** ({e['status']})"
             if "partial_units_per_s" in e:
-                verdict += f", ~{e['partial_units_per_s']:,.0f} {unit} before the time limit"
+                verdict += f", ~{e['partial_units_per_s']:,.0f} outputs/s before the time limit"
             lines.append(f"| {e['system']} | {_rate(e, 'from_start')} | {_rate(e, 'from_first_write')} | "
                          f"{_rate(e, 'output_span')} | {e['cpu_s_per_million_units']:,.1f} | {e['peak_rss_mb']:,.0f} | "
                          f"{verdict} | {e['rounds']} |")

@@ -6,6 +6,7 @@
 Workloads: `passthrough` (bytes in, bytes out), `wc` (app/wordcount.py's DSL count, without its
 windowed part), `windowed` (1-minute tumbling windows, grace 10 s, key `word@window-start`). The
 asyncio engine runs until SIGTERM; the Spark engine (wc only) runs `available_now` and returns.
+The environment variable PEERS_OURS_CONFIG (a JSON object) adds to or overrides the configuration.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -84,6 +86,7 @@ def main() -> int:
     config = {"application.id": args.app_id, "bootstrap.servers": args.bootstrap, "state.dir": args.state_dir,
               "commit.interval.ms": args.commit_ms, "statestore.cache.max.bytes": args.cache_bytes,
               "processing.guarantee": args.guarantee, **PRODUCER}
+    config |= json.loads(os.environ.get("PEERS_OURS_CONFIG", "{}"))  # for experiments, e.g. fetch or linger settings
     topo = topology(args.workload, args.input, args.output)
     if args.engine == "spark":
         run_spark(config, topo, args.state_dir)
