@@ -11,7 +11,7 @@ SPARK_JARS := .cache/spark-kafka-$(SPARK_VERSION)/jars
 SPARK_JAR_IDS := spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
 PYTEST_ARGS ?=
 
-.PHONY: setup lint test test-unit demo broker clean chromium
+.PHONY: setup lint test test-unit demo broker clean chromium bench-peers
 
 setup: $(VENV)/.installed $(KAFKA_LIBS)/.complete $(SPARK_JARS)/.complete chromium
 
@@ -57,6 +57,11 @@ broker: setup
 
 demo: setup
 	$(PY) -m app demo
+
+# Benchmarks against the peers (bench/peers/, bench/README.md); installs them into .cache/peers. Not in `test`.
+# PEERS_ARGS=--quick for a small run.
+bench-peers: setup
+	$(PY) bench/peers/harness.py $(PEERS_ARGS)
 
 clean:
 	rm -rf $(VENV) .cache

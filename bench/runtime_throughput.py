@@ -203,15 +203,16 @@ class Probe:
 async def run_raw(
     bootstrap: str, input_topic: str, n: int, watch_s: float,
     profile: contextlib.AbstractAsyncContextManager[None] | None = None,
-    *, batched: bool = False,
+    *, batched: bool = False, output: str | None = None,
 ) -> Result:
     """Consume with getmany, upper-case the value, send(), flush + commit every 100 ms.
 
     `batched` is the best loop aiokafka allows: per input partition one `create_batch()` filled
     with the upper-cased records, closed and handed over with `send_batch()` to the same partition
-    number (no awaited send per record, no partitioner call, no linger wait).
+    number (no awaited send per record, no partitioner call, no linger wait). `output` names an
+    existing output topic (bench/peers creates it with its own settings); by default a fresh one.
     """
-    output = f"bench-raw-out-{uuid.uuid4().hex[:8]}"
+    output = output or f"bench-raw-out-{uuid.uuid4().hex[:8]}"
     await create_topics(bootstrap, [output], PARTITIONS)
     config = StreamsConfig(
         {"application.id": f"bench-raw-{uuid.uuid4().hex[:8]}", "bootstrap.servers": bootstrap, **CLIENT_OVERRIDES}
