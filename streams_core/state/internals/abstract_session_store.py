@@ -20,11 +20,18 @@ from streams_core.state.internals.byte_order import is_inverted_range
 from streams_core.state.store import KeyValue
 from streams_core.state.windowed import SessionWindow, Windowed
 
-__all__ = ["AbstractSessionStore"]
+__all__ = ["AbstractSessionStore", "fetch_key_args"]
 
 log = logging.getLogger(__name__)
 
 _LATEST = 2**63 - 1
+
+
+def fetch_key_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The arguments of `fetch(key)` / `fetch(key_from, key_to)`, checked."""
+    if len(args) not in (1, 2):
+        raise TypeError(f"fetch takes a key or a key range ({len(args)} arguments given)")
+    return args
 
 
 class AbstractSessionStore(RetentionTracking):
@@ -81,16 +88,10 @@ class AbstractSessionStore(RetentionTracking):
 
     def fetch(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
         """fetch(key) or fetch(key_from, key_to): every live session."""
-        return self._find_sessions((*self._key_args(args), 0, _LATEST), reverse=False)
+        return self._find_sessions((*fetch_key_args(args), 0, _LATEST), reverse=False)
 
     def backward_fetch(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        return self._find_sessions((*self._key_args(args), 0, _LATEST), reverse=True)
-
-    @staticmethod
-    def _key_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
-        if len(args) not in (1, 2):
-            raise TypeError(f"fetch takes a key or a key range ({len(args)} arguments given)")
-        return args
+        return self._find_sessions((*fetch_key_args(args), 0, _LATEST), reverse=True)
 
     def _find_sessions(self, args: tuple[Any, ...], reverse: bool) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
         self._check_open()

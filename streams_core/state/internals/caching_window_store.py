@@ -1,0 +1,168 @@
+"""CachingWindowStore: the record cache in front of a window bytes store (Kafka Streams' CachingWindowStore).
+
+Writes go to the thread cache under the changelog key `key | window start | seqnum 0`, so a
+windowed aggregation updating one window many times between commits writes it (and forwards
+it, through the flush listener) once. Reads merge the dirty entries with the store below in the
+read's order without flushing: `fetch(key, from, to)` by start, key-range fetches by key then
+start, `fetch_all`/`all` by start then key, backwards for the `backward_` forms. Stores keeping
+duplicates (stream-stream joins) are never cached (the builder refuses).
+
+Expiry is the store below's rule applied with this layer's observed stream time (the largest
+window start written here or seen below): an expired window is invisible whether it is still in
+the cache or not, so reads answer the same with the cache on or off. (Kafka Streams' cache keeps
+serving windows its store has expired until they are evicted; see docs/state.md.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from operator import itemgetter
+from typing import Any
+
+from streams_core.state.internals import window_key_schema
+from streams_core.state.internals.byte_order import is_inverted_range
+from streams_core.state.internals.caching_state_store import CachingTimeKeyedStore
+from streams_core.state.internals.merged_sorted_cache_iterator import merged_sorted
+from streams_core.state.store import KeyValue
+from streams_core.state.windowed import TimeWindow, Windowed
+
+__all__ = ["CachingWindowStore"]
+
+_LATEST = 2**63 - 1
+_EARLIEST = -(2**63)
+_POSITION = itemgetter(0)
+"""The sort position of a (position, entry) pair of dirty entries."""
+
+
+def _by_key_then_start(entry: KeyValue[Windowed[bytes], bytes]) -> tuple[bytes, int]:
+    return entry.key.key, entry.key.window.start
+
+
+def _by_start_then_key(entry: KeyValue[Windowed[bytes], bytes]) -> tuple[int, bytes]:
+    return entry.key.window.start, entry.key.key
+
+
+class CachingWindowStore(CachingTimeKeyedStore):
+    """Caches a window bytes store (without duplicates) in the thread's record cache."""
+
+    @property
+    def window_size(self) -> int:
+        return self._wrapped.window_size  # type: ignore[no-any-return]
+
+    @property
+    def retain_duplicates(self) -> bool:
+        return False
+
+    def put(self, key: bytes, value: bytes | None, window_start_timestamp: int) -> None:
+        """Cache `value` for (key, window start); None deletes. The store below gets it on flush."""
+        cache_key = window_key_schema.to_store_key_binary(key, window_start_timestamp, 0)
+        self._put_time_keyed(key, cache_key, window_start_timestamp, value)
+
+    def fetch(self, *args: Any) -> Any:
+        """fetch(key, start) -> value; fetch(key, from, to); fetch(key_from, key_to, from, to)."""
+        if len(args) == 2:
+            key, start = args
+            if start < self._live_from():
+                return None
+            entry = self._cached(window_key_schema.to_store_key_binary(key, start, 0))
+            return entry.value if entry is not None else self._wrapped.fetch(key, start)
+        return self._fetch_iterator(args, reverse=False)
+
+    def backward_fetch(self, *args: Any) -> Any:
+        """fetch(key, from, to) or fetch(key_from, key_to, from, to), newest / last key first."""
+        return self._fetch_iterator(args, reverse=True)
+
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        """Every live entry with time_from <= window start <= time_to, by start then key."""
+        return self._all(time_from, time_to, reverse=False)
+
+    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        return self._all(time_from, time_to, reverse=True)
+
+    def all(self) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        return self._all(_EARLIEST, _LATEST, reverse=False)
+
+    def backward_all(self) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        return self._all(_EARLIEST, _LATEST, reverse=True)
+
+    def _fetch_iterator(self, args: tuple[Any, ...], reverse: bool) -> Iterator[Any]:
+        read = self._wrapped.backward_fetch if reverse else self._wrapped.fetch
+        if len(args) == 3:
+            key, time_from, time_to = args
+            time_from = max(time_from, self._live_from())
+            if time_from > time_to:
+                return iter(())
+            by_start = sorted(
+                (
+                    (start, None if value is None else KeyValue(start, value))
+                    for _, start, value in self._dirty_entries(self._dirty_of(key), None, None)
+                    if time_from <= start <= time_to
+                ),
+                key=_POSITION,
+                reverse=reverse,
+            )
+            return merged_sorted(by_start, read(key, time_from, time_to), _POSITION, reverse)
+        if len(args) == 4:
+            key_from, key_to, time_from, time_to = args
+            time_from = max(time_from, self._live_from())
+            if time_from > time_to or is_inverted_range(self.name, key_from, key_to):
+                return iter(())
+            single = key_from is not None and key_from == key_to
+            items = self._dirty_of(key_from) if single else self._dirty_items()
+            dirty = sorted(
+                (
+                    ((key, start), self._entry(key, start, value))
+                    for key, start, value in self._dirty_entries(items, key_from, key_to)
+                    if time_from <= start <= time_to
+                ),
+                key=_POSITION,
+                reverse=reverse,
+            )
+            return merged_sorted(dirty, read(key_from, key_to, time_from, time_to), _by_key_then_start, reverse)
+        raise TypeError(f"fetch takes 2, 3 or 4 arguments ({len(args)} given)")
+
+    def _all(self, time_from: int, time_to: int, reverse: bool) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        time_from = max(time_from, self._live_from())
+        if time_from > time_to:
+            return iter(())
+        dirty = sorted(
+            (
+                ((start, key), self._entry(key, start, value))
+                for key, start, value in self._dirty_entries(self._dirty_items(), None, None)
+                if time_from <= start <= time_to
+            ),
+            key=_POSITION,
+            reverse=reverse,
+        )
+        stored = self._wrapped.backward_fetch_all if reverse else self._wrapped.fetch_all
+        return merged_sorted(dirty, stored(time_from, time_to), _by_start_then_key, reverse)
+
+    def _entry(self, key: bytes, start: int, value: bytes | None) -> KeyValue[Windowed[bytes], bytes] | None:
+        if value is None:
+            return None
+        return KeyValue(Windowed(key, TimeWindow(start, start + self.window_size)), value)
+
+    @staticmethod
+    def _dirty_entries(
+        items: Iterable[tuple[bytes, bytes | None]], key_from: bytes | None, key_to: bytes | None
+    ) -> Iterator[tuple[bytes, int, bytes | None]]:
+        """(key, window start, value or None) of dirty cache entries within the key range."""
+        for cache_key, value in items:
+            key, start, _ = window_key_schema.from_store_key_binary(cache_key)
+            if (key_from is None or key >= key_from) and (key_to is None or key <= key_to):
+                yield key, start, value
+
+    # -- flushing -----------------------------------------------------------------------------
+
+    def _location(self, cache_key: bytes) -> tuple[Windowed[bytes], tuple[bytes, int]]:
+        key, start, _ = window_key_schema.from_store_key_binary(cache_key)
+        return Windowed(key, TimeWindow(start, start + self.window_size)), (key, start)
+
+    def _read_below(self, location: tuple[bytes, int]) -> bytes | None:
+        return self._wrapped.fetch(*location)  # type: ignore[no-any-return]
+
+    def _write_below(self, location: tuple[bytes, int], value: bytes | None) -> None:
+        self._wrapped.put(location[0], value, location[1])
+
+    def __repr__(self) -> str:
+        return f"CachingWindowStore({self._wrapped!r})"
