@@ -80,6 +80,14 @@ class CachingKeyValueStore(CachingStateStore):
         )
         return merged_sorted(dirty, stored, _BY_KEY, reverse)
 
+    def _dirty_items(self) -> Iterator[tuple[bytes, bytes | None]]:
+        """(cache key, value or None) of every entry not yet flushed."""
+        named = self._named
+        if named is None or not named.dirty:
+            return iter(())
+        entries = named.entries
+        return ((key, entries[key].value) for key in named.dirty)
+
     # -- writes -------------------------------------------------------------------------------
 
     def put(self, key: bytes, value: bytes | None) -> None:

@@ -13,7 +13,7 @@ serves sessions its store has already expired; why we do not is in docs/state.md
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from operator import itemgetter
 from typing import Any
 
@@ -39,11 +39,13 @@ def _session_order(entry: KeyValue[Windowed[bytes], bytes]) -> tuple[bytes, int,
 class CachingSessionStore(CachingTimeKeyedStore):
     """Caches a session bytes store in the thread's record cache."""
 
+    _times_by_end = True
+
     def put(self, session_key: Windowed[bytes], value: bytes | None) -> None:
         """Cache the session's value; None removes it. The store below gets it on flush."""
         key, window = session_key.key, session_key.window
         cache_key = session_key_schema.to_binary(key, window.start, window.end)
-        self._put_time_keyed(key, cache_key, window.end, value)
+        self._put_time_keyed(key, cache_key, window.start, window.end, value)
 
     def remove(self, session_key: Windowed[bytes]) -> None:
         self.put(session_key, None)
@@ -81,20 +83,12 @@ class CachingSessionStore(CachingTimeKeyedStore):
         else:
             raise TypeError(f"find_sessions takes 3 or 4 arguments ({len(args)} given)")
         earliest_end = max(earliest_end, self._live_from())
-        single = key_from is not None and key_from == key_to
-        items = self._dirty_of(key_from) if single else self._dirty_items()
-        dirty = sorted(
-            (
-                ((key, end, start), None if value is None else KeyValue(Windowed(key, SessionWindow(start, end)), value))
-                for key, start, end, value in _decoded(items)
-                if end >= earliest_end
-                and start <= latest_start
-                and (key_from is None or key >= key_from)
-                and (key_to is None or key <= key_to)
-            ),
-            key=_POSITION,
-            reverse=reverse,
-        )
+        dirty = []
+        for key, start, end, value in self._dirty_windows(key_from, key_to):
+            if end >= earliest_end and start <= latest_start:
+                entry = None if value is None else KeyValue(Windowed(key, SessionWindow(start, end)), value)
+                dirty.append(((key, end, start), entry))
+        dirty.sort(key=_POSITION, reverse=reverse)
         below = self._wrapped.backward_find_sessions if reverse else self._wrapped.find_sessions
         stored = below(key_from, earliest_end, latest_start) if len(args) == 3 else below(
             key_from, key_to, earliest_end, latest_start
@@ -116,9 +110,3 @@ class CachingSessionStore(CachingTimeKeyedStore):
 
     def __repr__(self) -> str:
         return f"CachingSessionStore({self._wrapped!r})"
-
-
-def _decoded(items: Iterable[tuple[bytes, bytes | None]]) -> Iterator[tuple[bytes, int, int, bytes | None]]:
-    for cache_key, value in items:
-        key, start, end = session_key_schema.from_binary(cache_key)
-        yield key, start, end, value

@@ -82,14 +82,6 @@ class CachingStateStore(WrappedStateStore[Any]):
         timestamp = self._context.timestamp
         self._cache.put(self._named, cache_key, value, True, -1 if timestamp is None else timestamp)
 
-    def _dirty_items(self) -> Iterator[tuple[bytes, bytes | None]]:
-        """(cache key, value or None) of every entry not yet flushed."""
-        named = self._named
-        if named is None or not named.dirty:
-            return iter(())
-        entries = named.entries
-        return ((key, entries[key].value) for key in named.dirty)
-
     # -- lifecycle ----------------------------------------------------------------------------
 
     def flush(self) -> None:
@@ -158,10 +150,21 @@ class CachingTimeKeyedStore(CachingStateStore):
     their ranges to what is live by it, as the store below would answer without the cache.
     """
 
+    _times_by_end = False
+    """Whether stream time is the largest end (sessions) rather than the largest start (windows)."""
+
     def __init__(self, wrapped: Any) -> None:
         super().__init__(wrapped)
         self._observed = NO_TIMESTAMP
-        self._dirty_by_key: dict[bytes, dict[bytes, None]] = {}
+        self._dirty_by_key: dict[bytes, dict[bytes, tuple[int, int]]] = {}
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        super().init(context, root)
+        bottom = self._wrapped
+        while not hasattr(type(bottom), "observed_stream_time") and hasattr(bottom, "wrapped"):
+            bottom = bottom.wrapped()
+        self._bottom = bottom
+        self._retention: int = self._wrapped.retention_period
 
     @property
     def retention_period(self) -> int:
@@ -169,32 +172,46 @@ class CachingTimeKeyedStore(CachingStateStore):
 
     @property
     def observed_stream_time(self) -> int:
-        """The largest time written through this layer or observed by the store below."""
-        below = getattr(self._wrapped, "observed_stream_time", NO_TIMESTAMP)
+        """The largest time written through this layer or observed by the bytes store below."""
+        below: int = getattr(self._bottom, "observed_stream_time", NO_TIMESTAMP)
         return max(self._observed, below)
 
     def _live_from(self) -> int:
         """The earliest time still live (window start / session end), as the store below computes it."""
-        return self.observed_stream_time - self.retention_period + 1
+        return self.observed_stream_time - self._retention + 1
 
-    def _put_time_keyed(self, key: bytes, cache_key: bytes, time: int, value: bytes | None) -> None:
+    def _put_time_keyed(self, key: bytes, cache_key: bytes, start: int, end: int, value: bytes | None) -> None:
+        """Cache a write of the window or session [start, end] of `key`; `end` moves stream time for sessions."""
+        time = end if self._times_by_end else start
         if time > self._observed:
             self._observed = time
         self._put_cached(cache_key, value)
         index = self._dirty_by_key.get(key)
         if index is None:
-            self._dirty_by_key[key] = {cache_key: None}
+            self._dirty_by_key[key] = {cache_key: (start, end)}
         else:
-            index[cache_key] = None
+            index[cache_key] = (start, end)
 
-    def _dirty_of(self, key: bytes) -> list[tuple[bytes, bytes | None]]:
-        """(cache key, value or None) of the dirty entries of one record key."""
-        index = self._dirty_by_key.get(key)
+    def _dirty_windows(self, key_from: bytes | None, key_to: bytes | None) -> Iterator[tuple[bytes, int, int, bytes | None]]:
+        """(key, start, end, value or None) of the dirty entries within the key range, unordered."""
         named = self._named
-        if not index or named is None:
-            return []
+        by_key = self._dirty_by_key
+        if named is None or not by_key:
+            return
         dirty, entries = named.dirty, named.entries
-        return [(cache_key, entries[cache_key].value) for cache_key in index if cache_key in dirty]
+        if key_from is not None and key_from == key_to:
+            groups: Iterable[tuple[bytes, dict[bytes, tuple[int, int]]]] = (
+                ((key_from, by_key[key_from]),) if key_from in by_key else ()
+            )
+        else:
+            groups = [
+                (key, windows) for key, windows in by_key.items()
+                if (key_from is None or key >= key_from) and (key_to is None or key <= key_to)
+            ]  # fmt: skip
+        for key, windows in groups:
+            for cache_key, (start, end) in windows.items():
+                if cache_key in dirty:  # else invalidated by a restore
+                    yield key, start, end, entries[cache_key].value
 
     def _flush_entries(self, batch: list[tuple[bytes, CacheEntry]]) -> None:
         self._dirty_by_key = {}  # first: writes made by downstream processors during the flush stay indexed

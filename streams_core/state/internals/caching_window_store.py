@@ -15,7 +15,7 @@ serving windows its store has expired until they are evicted; see docs/state.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from operator import itemgetter
 from typing import Any
 
@@ -56,7 +56,8 @@ class CachingWindowStore(CachingTimeKeyedStore):
     def put(self, key: bytes, value: bytes | None, window_start_timestamp: int) -> None:
         """Cache `value` for (key, window start); None deletes. The store below gets it on flush."""
         cache_key = window_key_schema.to_store_key_binary(key, window_start_timestamp, 0)
-        self._put_time_keyed(key, cache_key, window_start_timestamp, value)
+        start = window_start_timestamp
+        self._put_time_keyed(key, cache_key, start, start + self.window_size, value)
 
     def fetch(self, *args: Any) -> Any:
         """fetch(key, start) -> value; fetch(key, from, to); fetch(key_from, key_to, from, to)."""
@@ -95,7 +96,7 @@ class CachingWindowStore(CachingTimeKeyedStore):
             by_start = sorted(
                 (
                     (start, None if value is None else KeyValue(start, value))
-                    for _, start, value in self._dirty_entries(self._dirty_of(key), None, None)
+                    for _, start, _, value in self._dirty_windows(key, key)
                     if time_from <= start <= time_to
                 ),
                 key=_POSITION,
@@ -107,17 +108,7 @@ class CachingWindowStore(CachingTimeKeyedStore):
             time_from = max(time_from, self._live_from())
             if time_from > time_to or is_inverted_range(self.name, key_from, key_to):
                 return iter(())
-            single = key_from is not None and key_from == key_to
-            items = self._dirty_of(key_from) if single else self._dirty_items()
-            dirty = sorted(
-                (
-                    ((key, start), self._entry(key, start, value))
-                    for key, start, value in self._dirty_entries(items, key_from, key_to)
-                    if time_from <= start <= time_to
-                ),
-                key=_POSITION,
-                reverse=reverse,
-            )
+            dirty = self._sorted_dirty(key_from, key_to, time_from, time_to, _by_key_then_start, reverse)
             return merged_sorted(dirty, read(key_from, key_to, time_from, time_to), _by_key_then_start, reverse)
         raise TypeError(f"fetch takes 2, 3 or 4 arguments ({len(args)} given)")
 
@@ -125,32 +116,27 @@ class CachingWindowStore(CachingTimeKeyedStore):
         time_from = max(time_from, self._live_from())
         if time_from > time_to:
             return iter(())
-        dirty = sorted(
-            (
-                ((start, key), self._entry(key, start, value))
-                for key, start, value in self._dirty_entries(self._dirty_items(), None, None)
-                if time_from <= start <= time_to
-            ),
-            key=_POSITION,
-            reverse=reverse,
-        )
+        dirty = self._sorted_dirty(None, None, time_from, time_to, _by_start_then_key, reverse)
         stored = self._wrapped.backward_fetch_all if reverse else self._wrapped.fetch_all
         return merged_sorted(dirty, stored(time_from, time_to), _by_start_then_key, reverse)
 
-    def _entry(self, key: bytes, start: int, value: bytes | None) -> KeyValue[Windowed[bytes], bytes] | None:
-        if value is None:
-            return None
-        return KeyValue(Windowed(key, TimeWindow(start, start + self.window_size)), value)
-
-    @staticmethod
-    def _dirty_entries(
-        items: Iterable[tuple[bytes, bytes | None]], key_from: bytes | None, key_to: bytes | None
-    ) -> Iterator[tuple[bytes, int, bytes | None]]:
-        """(key, window start, value or None) of dirty cache entries within the key range."""
-        for cache_key, value in items:
-            key, start, _ = window_key_schema.from_store_key_binary(cache_key)
-            if (key_from is None or key >= key_from) and (key_to is None or key <= key_to):
-                yield key, start, value
+    def _sorted_dirty(
+        self,
+        key_from: bytes | None,
+        key_to: bytes | None,
+        time_from: int,
+        time_to: int,
+        order: Callable[[KeyValue[Windowed[bytes], bytes]], Any],
+        reverse: bool,
+    ) -> list[tuple[Any, KeyValue[Windowed[bytes], bytes] | None]]:
+        """The dirty windows of the ranges as (position in `order`, entry or None for a delete), sorted."""
+        entries: list[tuple[Any, KeyValue[Windowed[bytes], bytes] | None]] = []
+        for key, start, end, value in self._dirty_windows(key_from, key_to):
+            if time_from <= start <= time_to:
+                entry: KeyValue[Windowed[bytes], Any] = KeyValue(Windowed(key, TimeWindow(start, end)), value)
+                entries.append((order(entry), None if value is None else entry))
+        entries.sort(key=_POSITION, reverse=reverse)
+        return entries
 
     # -- flushing -----------------------------------------------------------------------------
 

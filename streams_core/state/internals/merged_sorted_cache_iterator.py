@@ -23,9 +23,12 @@ def merged_sorted(
 
     `dirty` holds (sort key, item or None for a cached delete), already in the read's order.
     """
-    if not dirty:
-        yield from stored
-        return
+    return _merge(dirty, stored, sort_key, reverse) if dirty else stored
+
+
+def _merge(
+    dirty: Sequence[tuple[Any, T | None]], stored: Iterator[T], sort_key: Callable[[T], Any], reverse: bool
+) -> Iterator[T]:
     pending = iter(dirty)
     cached = next(pending, None)
     for entry in stored:
