@@ -18,7 +18,7 @@ from operator import itemgetter
 from typing import Any
 
 from streams_core.state.internals import session_key_schema
-from streams_core.state.internals.abstract_session_store import fetch_key_args
+from streams_core.state.internals.abstract_session_store import SessionReads
 from streams_core.state.internals.byte_order import is_inverted_range
 from streams_core.state.internals.caching_state_store import CachingTimeKeyedStore
 from streams_core.state.internals.merged_sorted_cache_iterator import merged_sorted
@@ -27,7 +27,6 @@ from streams_core.state.windowed import SessionWindow, Windowed
 
 __all__ = ["CachingSessionStore"]
 
-_LATEST = 2**63 - 1
 _POSITION = itemgetter(0)
 
 
@@ -36,7 +35,7 @@ def _session_order(entry: KeyValue[Windowed[bytes], bytes]) -> tuple[bytes, int,
     return entry.key.key, window.end, window.start
 
 
-class CachingSessionStore(CachingTimeKeyedStore):
+class CachingSessionStore(SessionReads, CachingTimeKeyedStore):
     """Caches a session bytes store in the thread's record cache."""
 
     _times_by_end = True
@@ -57,20 +56,6 @@ class CachingSessionStore(CachingTimeKeyedStore):
         if entry is not None:
             return entry.value
         return self._wrapped.fetch_session(key, session_start_time, session_end_time)  # type: ignore[no-any-return]
-
-    def find_sessions(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        """find_sessions(key, earliest_end, latest_start) or (key_from, key_to, earliest_end, latest_start)."""
-        return self._find_sessions(args, reverse=False)
-
-    def backward_find_sessions(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        return self._find_sessions(args, reverse=True)
-
-    def fetch(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        """fetch(key) or fetch(key_from, key_to): every live session."""
-        return self._find_sessions((*fetch_key_args(args), 0, _LATEST), reverse=False)
-
-    def backward_fetch(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        return self._find_sessions((*fetch_key_args(args), 0, _LATEST), reverse=True)
 
     def _find_sessions(self, args: tuple[Any, ...], reverse: bool) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
         if len(args) == 3:

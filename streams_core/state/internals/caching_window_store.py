@@ -20,16 +20,15 @@ from operator import itemgetter
 from typing import Any
 
 from streams_core.state.internals import window_key_schema
+from streams_core.state.internals.abstract_window_store import WindowReads
 from streams_core.state.internals.byte_order import is_inverted_range
 from streams_core.state.internals.caching_state_store import CachingTimeKeyedStore
 from streams_core.state.internals.merged_sorted_cache_iterator import merged_sorted
-from streams_core.state.store import KeyValue
+from streams_core.state.store import KeyValue, StateStore, StateStoreContext
 from streams_core.state.windowed import TimeWindow, Windowed
 
 __all__ = ["CachingWindowStore"]
 
-_LATEST = 2**63 - 1
-_EARLIEST = -(2**63)
 _POSITION = itemgetter(0)
 """The sort position of a (position, entry) pair of dirty entries."""
 
@@ -42,8 +41,12 @@ def _by_start_then_key(entry: KeyValue[Windowed[bytes], bytes]) -> tuple[int, by
     return entry.key.window.start, entry.key.key
 
 
-class CachingWindowStore(CachingTimeKeyedStore):
+class CachingWindowStore(WindowReads, CachingTimeKeyedStore):
     """Caches a window bytes store (without duplicates) in the thread's record cache."""
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        super().init(context, root)
+        self._size: int = self._wrapped.window_size
 
     @property
     def window_size(self) -> int:
@@ -57,7 +60,7 @@ class CachingWindowStore(CachingTimeKeyedStore):
         """Cache `value` for (key, window start); None deletes. The store below gets it on flush."""
         cache_key = window_key_schema.to_store_key_binary(key, window_start_timestamp, 0)
         start = window_start_timestamp
-        self._put_time_keyed(key, cache_key, start, start + self.window_size, value)
+        self._put_time_keyed(key, cache_key, start, start + self._size, value)
 
     def fetch(self, *args: Any) -> Any:
         """fetch(key, start) -> value; fetch(key, from, to); fetch(key_from, key_to, from, to)."""
@@ -68,23 +71,6 @@ class CachingWindowStore(CachingTimeKeyedStore):
             entry = self._cached(window_key_schema.to_store_key_binary(key, start, 0))
             return entry.value if entry is not None else self._wrapped.fetch(key, start)
         return self._fetch_iterator(args, reverse=False)
-
-    def backward_fetch(self, *args: Any) -> Any:
-        """fetch(key, from, to) or fetch(key_from, key_to, from, to), newest / last key first."""
-        return self._fetch_iterator(args, reverse=True)
-
-    def fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        """Every live entry with time_from <= window start <= time_to, by start then key."""
-        return self._all(time_from, time_to, reverse=False)
-
-    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        return self._all(time_from, time_to, reverse=True)
-
-    def all(self) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        return self._all(_EARLIEST, _LATEST, reverse=False)
-
-    def backward_all(self) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        return self._all(_EARLIEST, _LATEST, reverse=True)
 
     def _fetch_iterator(self, args: tuple[Any, ...], reverse: bool) -> Iterator[Any]:
         read = self._wrapped.backward_fetch if reverse else self._wrapped.fetch
@@ -142,7 +128,7 @@ class CachingWindowStore(CachingTimeKeyedStore):
 
     def _location(self, cache_key: bytes) -> tuple[Windowed[bytes], tuple[bytes, int]]:
         key, start, _ = window_key_schema.from_store_key_binary(cache_key)
-        return Windowed(key, TimeWindow(start, start + self.window_size)), (key, start)
+        return Windowed(key, TimeWindow(start, start + self._size)), (key, start)
 
     def _read_below(self, location: tuple[bytes, int]) -> bytes | None:
         return self._wrapped.fetch(*location)  # type: ignore[no-any-return]
