@@ -4,7 +4,7 @@
 
 The stores are what a DSL aggregation gets (Metered -> [Caching ->] SqliteWindowStore /
 SqliteSessionStore, String keys, Long values; logging off: a standalone context has no
-producer), initialised with a ThreadCache of 10 MB as a task's are. N records over 1,000 keys,
+producer), initialised with a ThreadCache of 10 MB as a task's are. N records over 1,000 keys (then 50 hot keys),
 10 ms apart, a commit (flush) every 10,000 records:
   window   fetch(key, window start) then put(count + 1) in the key's 1-minute window
   session  find_sessions(key, t - 5 s, t + 5 s), remove what it found, put the merged session
@@ -39,8 +39,8 @@ class _TaskContext:
         return getattr(self._manager.context, name)
 
 
-def run(kind: str, caching: bool, n: int, directory: Path) -> float:
-    manager = ProcessorStateManager(TaskId(0, 0), "bench", directory / f"{kind}-{caching}")
+def run(kind: str, caching: bool, n: int, directory: Path, key_count: int) -> float:
+    manager = ProcessorStateManager(TaskId(0, 0), "bench", directory / f"{kind}-{caching}-{key_count}")
     if kind == "window":
         builder: Any = Stores.window_store_builder(Stores.persistent_window_store("w", 10**9, 60_000), S, L)
     else:
@@ -50,7 +50,7 @@ def run(kind: str, caching: bool, n: int, directory: Path) -> float:
     context = _TaskContext(manager)
     store.init(context, store)
     rnd = random.Random(1)
-    keys = [f"k{i}" for i in range(1000)]
+    keys = [f"k{i}" for i in range(key_count)]
     started = time.process_time()
     for i in range(n):
         key, now = rnd.choice(keys), i * 10
@@ -76,5 +76,7 @@ if __name__ == "__main__":
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     with tempfile.TemporaryDirectory() as tmp:
         for kind in ("window", "session"):
-            off, on = run(kind, False, count, Path(tmp)), run(kind, True, count, Path(tmp))
-            print(f"{kind:8s} {count} records: cache off {count / off:8.0f}/s, cache on {count / on:8.0f}/s")
+            for key_count in (1000, 50):
+                off, on = (run(kind, caching, count, Path(tmp), key_count) for caching in (False, True))
+                print(f"{kind:8s} {count} records, {key_count:4d} keys: cache off {count / off:8.0f}/s, "
+                      f"cache on {count / on:8.0f}/s")

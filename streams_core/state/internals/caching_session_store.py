@@ -69,7 +69,7 @@ class CachingSessionStore(SessionReads, CachingTimeKeyedStore):
             raise TypeError(f"find_sessions takes 3 or 4 arguments ({len(args)} given)")
         earliest_end = max(earliest_end, self._live_from())
         dirty = []
-        for key, start, end, value in self._dirty_windows(key_from, key_to):
+        for key, start, end, value in self._dirty_windows(key_from, key_to, earliest_end):
             if end >= earliest_end and start <= latest_start:
                 entry = None if value is None else KeyValue(Windowed(key, SessionWindow(start, end)), value)
                 dirty.append(((key, end, start), entry))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from abc import abstractmethod
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -156,7 +157,7 @@ class CachingTimeKeyedStore(CachingStateStore):
     def __init__(self, wrapped: Any) -> None:
         super().__init__(wrapped)
         self._observed = NO_TIMESTAMP
-        self._dirty_by_key: dict[bytes, dict[bytes, tuple[int, int]]] = {}
+        self._dirty_by_key: dict[bytes, _KeyIndex] = {}
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         super().init(context, root)
@@ -188,30 +189,37 @@ class CachingTimeKeyedStore(CachingStateStore):
         self._put_cached(cache_key, value)
         index = self._dirty_by_key.get(key)
         if index is None:
-            self._dirty_by_key[key] = {cache_key: (start, end)}
+            self._dirty_by_key[key] = _KeyIndex(cache_key, start, end, time)
         else:
-            index[cache_key] = (start, end)
+            index.add(cache_key, start, end, time)
 
-    def _dirty_windows(self, key_from: bytes | None, key_to: bytes | None) -> Iterator[tuple[bytes, int, int, bytes | None]]:
-        """(key, start, end, value or None) of the dirty entries within the key range, unordered."""
+    def _dirty_windows(
+        self, key_from: bytes | None, key_to: bytes | None, time_from: int
+    ) -> Iterator[tuple[bytes, int, int, bytes | None]]:
+        """(key, start, end, value or None) of the dirty entries within the key range, unordered.
+
+        For one key, only entries whose time (start, or end for sessions) is at least `time_from`.
+        """
         named = self._named
         by_key = self._dirty_by_key
         if named is None or not by_key:
             return
         dirty, entries = named.dirty, named.entries
         if key_from is not None and key_from == key_to:
-            groups: Iterable[tuple[bytes, dict[bytes, tuple[int, int]]]] = (
-                ((key_from, by_key[key_from]),) if key_from in by_key else ()
-            )
-        else:
-            groups = [
-                (key, windows) for key, windows in by_key.items()
-                if (key_from is None or key >= key_from) and (key_to is None or key <= key_to)
-            ]  # fmt: skip
-        for key, windows in groups:
-            for cache_key, (start, end) in windows.items():
+            index = by_key.get(key_from)
+            if index is None:
+                return
+            windows = index.windows
+            for _, cache_key in index.since(time_from):
                 if cache_key in dirty:  # else invalidated by a restore
-                    yield key, start, end, entries[cache_key].value
+                    start, end = windows[cache_key]
+                    yield key_from, start, end, entries[cache_key].value
+            return
+        for key, index in list(by_key.items()):
+            if (key_from is None or key >= key_from) and (key_to is None or key <= key_to):
+                for cache_key, (start, end) in index.windows.items():
+                    if cache_key in dirty:
+                        yield key, start, end, entries[cache_key].value
 
     def _flush_entries(self, batch: list[tuple[bytes, CacheEntry]]) -> None:
         self._dirty_by_key = {}  # first: writes made by downstream processors during the flush stay indexed
@@ -222,6 +230,32 @@ class CachingTimeKeyedStore(CachingStateStore):
         if name == "_wrapped":
             raise AttributeError(name)
         return getattr(self._wrapped, name)
+
+
+class _KeyIndex:
+    """One record key's dirty windows or sessions: their (start, end) by cache key, and the cache
+    keys in time order, so a read of a time range skips the older ones (a hot session key
+    collects a tombstone per merge between two commits)."""
+
+    __slots__ = ("order", "windows")
+
+    def __init__(self, cache_key: bytes, start: int, end: int, time: int) -> None:
+        self.windows = {cache_key: (start, end)}
+        self.order = [(time, cache_key)]
+
+    def add(self, cache_key: bytes, start: int, end: int, time: int) -> None:
+        if cache_key in self.windows:
+            return
+        self.windows[cache_key] = (start, end)
+        order = self.order
+        if order[-1][0] <= time:
+            order.append((time, cache_key))
+        else:
+            insort(order, (time, cache_key))
+
+    def since(self, time: int) -> list[tuple[int, bytes]]:
+        order = self.order
+        return order[bisect_left(order, (time,)) :] if order[0][0] < time else order
 
 
 class _InvalidatingContext:

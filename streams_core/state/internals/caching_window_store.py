@@ -82,7 +82,7 @@ class CachingWindowStore(WindowReads, CachingTimeKeyedStore):
             by_start = sorted(
                 (
                     (start, None if value is None else KeyValue(start, value))
-                    for _, start, _, value in self._dirty_windows(key, key)
+                    for _, start, _, value in self._dirty_windows(key, key, time_from)
                     if time_from <= start <= time_to
                 ),
                 key=_POSITION,
@@ -117,7 +117,7 @@ class CachingWindowStore(WindowReads, CachingTimeKeyedStore):
     ) -> list[tuple[Any, KeyValue[Windowed[bytes], bytes] | None]]:
         """The dirty windows of the ranges as (position in `order`, entry or None for a delete), sorted."""
         entries: list[tuple[Any, KeyValue[Windowed[bytes], bytes] | None]] = []
-        for key, start, end, value in self._dirty_windows(key_from, key_to):
+        for key, start, end, value in self._dirty_windows(key_from, key_to, time_from):
             if time_from <= start <= time_to:
                 entry: KeyValue[Windowed[bytes], Any] = KeyValue(Windowed(key, TimeWindow(start, end)), value)
                 entries.append((order(entry), None if value is None else entry))
