@@ -29,22 +29,6 @@ from streams_core.state.windowed import SessionWindow, Windowed
 __all__ = ["KStreamSessionWindowAggregate"]
 
 
-class _SessionEndStamped:
-    """The session store as the forwarder sees it: flushed sessions carry their end as timestamp,
-    as every update is forwarded without the cache (Java's SessionCacheFlushListener)."""
-
-    __slots__ = ("_store",)
-
-    def __init__(self, store: Any) -> None:
-        self._store = store
-
-    def set_flush_listener(self, listener: Callable[[Any, Any, Any, int], None]) -> bool:
-        def stamped(session: Any, new: Any, old: Any, _timestamp: int) -> None:
-            listener(session, new, old, session.window.end)
-
-        return bool(self._store.set_flush_listener(stamped))
-
-
 class KStreamSessionWindowAggregate:
     """`aggregator(key, value, agg)` per key and session; `merger(key, agg1, agg2)` joins sessions."""
 
@@ -127,3 +111,19 @@ class KStreamSessionWindowAggregate:
         store.put(session_key, aggregate)
         if forward is not None:
             forward(Record(session_key, Change(aggregate, None), end, headers))
+
+
+class _SessionEndStamped:
+    """The session store as the forwarder sees it: flushed sessions carry their end as timestamp,
+    as every update is forwarded without the cache (Java's SessionCacheFlushListener)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def set_flush_listener(self, listener: Callable[[Any, Any, Any, int], None]) -> bool:
+        def stamped(session: Any, new: Any, old: Any, _timestamp: int) -> None:
+            listener(session, new, old, session.window.end)
+
+        return bool(self._store.set_flush_listener(stamped))
