@@ -14,7 +14,7 @@ from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyVa
 from streams_core.state.internals.thread_cache import ThreadCache
 
 
-class _Context:
+class CacheContext:
     """The parts of a processor context the caching layer reads."""
 
     def __init__(self, tmp: Path, cache: ThreadCache | None) -> None:
@@ -34,7 +34,7 @@ def _store(tmp_path: Path, max_bytes: int = 1 << 20) -> tuple[CachingKeyValueSto
     inner = InMemoryKeyValueStore("s")
     cache = ThreadCache(max_bytes)
     store = CachingKeyValueStore(inner)
-    store.init(_Context(tmp_path, cache), store)  # type: ignore[arg-type]
+    store.init(CacheContext(tmp_path, cache), store)  # type: ignore[arg-type]
     return store, inner, cache
 
 
@@ -141,7 +141,7 @@ def test_results_are_the_same_with_cache_on_and_off(cache_bytes: int) -> None:
 def test_a_restore_below_the_cache_evicts_what_it_changes(tmp_path: Path) -> None:
     inner = InMemoryKeyValueStore("s")
     cache = ThreadCache(1 << 20)
-    context = _Context(tmp_path, cache)
+    context = CacheContext(tmp_path, cache)
     callbacks: list[Any] = []
     context.register = lambda store, restore_callback=None: callbacks.append(restore_callback)  # type: ignore[method-assign]
     store = CachingKeyValueStore(inner)

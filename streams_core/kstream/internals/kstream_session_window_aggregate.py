@@ -57,7 +57,7 @@ class KStreamSessionWindowAggregate(ObservedStreamTime):
         self._context = context
         self._store = store
         self._forward, self._emitter = init_window_forwarding(
-            context, store, self._emit_strategy, self._emit_bounds, self._closed_sessions
+            context, _SessionEndStamped(store), self._emit_strategy, self._emit_bounds, self._closed_sessions
         )
 
     @staticmethod
@@ -112,3 +112,19 @@ class KStreamSessionWindowAggregate(ObservedStreamTime):
         store.put(session_key, aggregate)
         if forward is not None:
             forward(Record(session_key, Change(aggregate, None), end, headers))
+
+
+class _SessionEndStamped:
+    """The session store as the forwarder sees it: flushed sessions carry their end as timestamp,
+    as every update is forwarded without the cache (Java's SessionCacheFlushListener)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def set_flush_listener(self, listener: Callable[[Any, Any, Any, int], None]) -> bool:
+        def stamped(session: Any, new: Any, old: Any, _timestamp: int) -> None:
+            listener(session, new, old, session.window.end)
+
+        return bool(self._store.set_flush_listener(stamped))

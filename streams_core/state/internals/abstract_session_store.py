@@ -10,7 +10,7 @@ sessions, and expired rows are deleted in bulk each time observed stream time pa
 from __future__ import annotations
 
 import logging
-from abc import abstractmethod
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -20,14 +20,42 @@ from streams_core.state.internals.byte_order import is_inverted_range
 from streams_core.state.store import KeyValue
 from streams_core.state.windowed import SessionWindow, Windowed
 
-__all__ = ["AbstractSessionStore"]
+__all__ = ["AbstractSessionStore", "SessionReads"]
 
 log = logging.getLogger(__name__)
 
 _LATEST = 2**63 - 1
 
 
-class AbstractSessionStore(RetentionTracking):
+def _fetch_key_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    if len(args) not in (1, 2):
+        raise TypeError(f"fetch takes a key or a key range ({len(args)} arguments given)")
+    return args
+
+
+class SessionReads(ABC):
+    """The overloaded reads of a bytes session store, all through one `_find_sessions(args, reverse)`."""
+
+    def find_sessions(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        """find_sessions(key, earliest_end, latest_start) or (key_from, key_to, earliest_end, latest_start)."""
+        return self._find_sessions(args, reverse=False)
+
+    def backward_find_sessions(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        return self._find_sessions(args, reverse=True)
+
+    def fetch(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        """fetch(key) or fetch(key_from, key_to): every live session."""
+        return self._find_sessions((*_fetch_key_args(args), 0, _LATEST), reverse=False)
+
+    def backward_fetch(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        return self._find_sessions((*_fetch_key_args(args), 0, _LATEST), reverse=True)
+
+    @abstractmethod
+    def _find_sessions(self, args: tuple[Any, ...], reverse: bool) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        """find_sessions with 3 or 4 arguments, forwards or backwards."""
+
+
+class AbstractSessionStore(SessionReads, RetentionTracking):
     """A bytes session store; subclasses provide storage (`_write`, `_find`, `_drop_expired`)."""
 
     def __init__(self, name: str, retention_period: int, segment_interval: int | None = None) -> None:
@@ -71,26 +99,6 @@ class AbstractSessionStore(RetentionTracking):
         if session_end_time <= self._observed - self._retention_period:
             return None
         return self._get(key, session_start_time, session_end_time)
-
-    def find_sessions(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        """find_sessions(key, earliest_end, latest_start) or (key_from, key_to, earliest_end, latest_start)."""
-        return self._find_sessions(args, reverse=False)
-
-    def backward_find_sessions(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        return self._find_sessions(args, reverse=True)
-
-    def fetch(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        """fetch(key) or fetch(key_from, key_to): every live session."""
-        return self._find_sessions((*self._key_args(args), 0, _LATEST), reverse=False)
-
-    def backward_fetch(self, *args: Any) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        return self._find_sessions((*self._key_args(args), 0, _LATEST), reverse=True)
-
-    @staticmethod
-    def _key_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
-        if len(args) not in (1, 2):
-            raise TypeError(f"fetch takes a key or a key range ({len(args)} arguments given)")
-        return args
 
     def _find_sessions(self, args: tuple[Any, ...], reverse: bool) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
         self._check_open()

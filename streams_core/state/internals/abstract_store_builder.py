@@ -2,8 +2,7 @@
 
 `build()` stacks the layers as Kafka Streams' builders do:
     Metered( Caching( ChangeLogging( bytes store from the supplier ) ) )
-Caching and change logging are not written yet: their flags are kept and `_wrap_logging` /
-`_wrap_caching` in each builder are where those layers go.
+each builder's `_wrap_logging` / `_wrap_caching` adds a layer when its flag is on.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ __all__ = [
     "NO_TIMESTAMP",
     "AbstractWindowStore",
     "RetentionTracking",
+    "WindowReads",
     "default_segment_interval",
 ]
 
@@ -87,7 +88,36 @@ class RetentionTracking(ABC):
                 self._drop_expired(time - self._retention_period)
 
 
-class AbstractWindowStore(RetentionTracking):
+class WindowReads(ABC):
+    """The iterator reads of a bytes window store, through `_fetch_iterator(args, reverse)` and `_all`."""
+
+    def backward_fetch(self, *args: Any) -> Any:
+        """fetch(key, from, to) or fetch(key_from, key_to, from, to), newest / last key first."""
+        return self._fetch_iterator(args, reverse=True)
+
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        """Every live entry with time_from <= window start <= time_to, by start then key."""
+        return self._all(time_from, time_to, reverse=False)
+
+    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        return self._all(time_from, time_to, reverse=True)
+
+    def all(self) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        return self._all(NO_TIMESTAMP, 2**63 - 1, reverse=False)
+
+    def backward_all(self) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        return self._all(NO_TIMESTAMP, 2**63 - 1, reverse=True)
+
+    @abstractmethod
+    def _fetch_iterator(self, args: tuple[Any, ...], reverse: bool) -> Iterator[Any]:
+        """fetch with 3 or 4 arguments, forwards or backwards."""
+
+    @abstractmethod
+    def _all(self, time_from: int, time_to: int, reverse: bool) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        """Live entries with time_from <= window start <= time_to, by start then key."""
+
+
+class AbstractWindowStore(WindowReads, RetentionTracking):
     """A bytes window store; subclasses provide storage (`_write`, `_fetch_*`, `_drop_expired`)."""
 
     def __init__(
@@ -163,9 +193,6 @@ class AbstractWindowStore(RetentionTracking):
             return self._fetch_value(key, start)
         return self._fetch_iterator(args, reverse=False)
 
-    def backward_fetch(self, *args: Any) -> Any:
-        """fetch(key, from, to) or fetch(key_from, key_to, from, to), newest / last key first."""
-        return self._fetch_iterator(args, reverse=True)
 
     def _fetch_iterator(self, args: tuple[Any, ...], reverse: bool) -> Iterator[Any]:
         self._check_open()
@@ -182,19 +209,6 @@ class AbstractWindowStore(RetentionTracking):
                 return iter(())
             return self._windowed(self._fetch_key_range(key_from, key_to, time_from, time_to, reverse))
         raise TypeError(f"fetch takes 2, 3 or 4 arguments ({len(args)} given)")
-
-    def fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        """Every live entry with time_from <= window start <= time_to, by start then key."""
-        return self._all(time_from, time_to, reverse=False)
-
-    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        return self._all(time_from, time_to, reverse=True)
-
-    def all(self) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        return self._all(NO_TIMESTAMP, 2**63 - 1, reverse=False)
-
-    def backward_all(self) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        return self._all(NO_TIMESTAMP, 2**63 - 1, reverse=True)
 
     def _all(self, time_from: int, time_to: int, reverse: bool) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
         self._check_open()

@@ -16,55 +16,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 
-from streams_core.processor.processor import Record
-from streams_core.state.internals.thread_cache import CacheEntry, NamedCache, ThreadCache
-from streams_core.state.internals.wrapped_state_store import WrappedStateStore
-from streams_core.state.store import KeyValue, KeyValueStore, StateStore, StateStoreContext
+from streams_core.state.internals.caching_state_store import CachingStateStore
+from streams_core.state.internals.merged_sorted_cache_iterator import merged_sorted
+from streams_core.state.store import KeyValue, KeyValueStore
 
-__all__ = ["DEFAULT_CACHE_BYTES", "BytesFlushListener", "CachingKeyValueStore"]
+__all__ = ["CachingKeyValueStore"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CACHE_BYTES = 10 * 1024 * 1024
-
-BytesFlushListener = Callable[[bytes, bytes | None, bytes | None, int], None]
-"""(key, new value, old value, timestamp) of one flushed entry; values are None for deletes."""
+_BY_KEY = itemgetter(0)
 
 
-class CachingKeyValueStore(WrappedStateStore[Any]):
+class CachingKeyValueStore(CachingStateStore):
     """Caches a key-value bytes store in the thread's record cache."""
 
     def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
-        self._cache: ThreadCache | None = None
-        self._named: NamedCache | None = None
-        self._context: Any = None
-        self._listener: BytesFlushListener | None = None
-        self._listener_node: Any = None
-
-    def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self._wrapped.init(_InvalidatingContext(context, self._invalidate), root)
-        self._context = context
-        cache = getattr(context, "cache", None)
-        if cache is None:
-            config = getattr(context, "config", None)
-            size = config.get("statestore.cache.max.bytes", DEFAULT_CACHE_BYTES) if config is not None else DEFAULT_CACHE_BYTES
-            cache = ThreadCache(size)
-        self._cache = cache
-        self._named = cache.named_cache(f"{context.task_id}-{self.name}", self._flush_entries)
-
-    def set_flush_listener(self, listener: BytesFlushListener) -> bool:
-        """Call `listener` for each entry written through on flush; the processor setting it forwards.
-
-        Set it from the processor's `init`: the listener then runs as that processor (so it may
-        `context.forward`), with the entry's timestamp as the record timestamp.
-        """
-        self._listener = listener
-        context = self._context
-        self._listener_node = getattr(context, "init_node", None) or getattr(context, "node", None)
-        return True
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -78,42 +48,50 @@ class CachingKeyValueStore(WrappedStateStore[Any]):
         return value  # type: ignore[no-any-return]
 
     def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue[bytes, bytes]]:
-        return _merged(self._dirty(lambda k: _within(k, from_key, to_key)), self._wrapped.range(from_key, to_key), False)
+        return self._merged(lambda k: _within(k, from_key, to_key), self._wrapped.range(from_key, to_key), False)
 
     def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue[bytes, bytes]]:
-        dirty = self._dirty(lambda k: _within(k, from_key, to_key), reverse=True)
-        return _merged(dirty, self._wrapped.reverse_range(from_key, to_key), True)
+        return self._merged(lambda k: _within(k, from_key, to_key), self._wrapped.reverse_range(from_key, to_key), True)
 
     def prefix_scan(self, prefix: bytes, prefix_serde: Any = None) -> Iterator[KeyValue[bytes, bytes]]:
         if not isinstance(prefix, bytes | bytearray):  # a typed prefix: the store below serializes it
             self._flush_cache()
             return self._wrapped.prefix_scan(prefix, prefix_serde)
-        return _merged(self._dirty(lambda k: k.startswith(prefix)), self._wrapped.prefix_scan(prefix, prefix_serde), False)
+        return self._merged(lambda k: k.startswith(prefix), self._wrapped.prefix_scan(prefix, prefix_serde), False)
 
     def all(self) -> Iterator[KeyValue[bytes, bytes]]:
-        return _merged(self._dirty(lambda k: True), self._wrapped.all(), False)
+        return self._merged(lambda k: True, self._wrapped.all(), False)
 
     def reverse_all(self) -> Iterator[KeyValue[bytes, bytes]]:
-        return _merged(self._dirty(lambda k: True, reverse=True), self._wrapped.reverse_all(), True)
+        return self._merged(lambda k: True, self._wrapped.reverse_all(), True)
 
     def approximate_num_entries(self) -> int:
         """The store below's estimate (cached writes not yet flushed are not counted, as in Kafka Streams)."""
         return self._wrapped.approximate_num_entries()  # type: ignore[no-any-return]
 
-    def _dirty(self, wanted: Callable[[bytes], bool], *, reverse: bool = False) -> list[tuple[bytes, bytes | None]]:
-        """This store's not-yet-flushed entries that `wanted` selects, in key order."""
+    def _merged(
+        self, wanted: Callable[[bytes], bool], stored: Iterator[KeyValue[bytes, bytes]], reverse: bool
+    ) -> Iterator[KeyValue[bytes, bytes]]:
+        """`stored` merged with this store's not-yet-flushed entries that `wanted` selects."""
+        dirty = sorted(
+            ((k, None if v is None else KeyValue(k, v)) for k, v in self._dirty_items() if wanted(k)),
+            key=_BY_KEY,
+            reverse=reverse,
+        )
+        return merged_sorted(dirty, stored, _BY_KEY, reverse)
+
+    def _dirty_items(self) -> Iterator[tuple[bytes, bytes | None]]:
+        """(cache key, value or None) of every entry not yet flushed."""
         named = self._named
         if named is None or not named.dirty:
-            return []
+            return iter(())
         entries = named.entries
-        return sorted(((k, entries[k].value) for k in named.dirty if wanted(k)), reverse=reverse)
+        return ((key, entries[key].value) for key in named.dirty)
 
     # -- writes -------------------------------------------------------------------------------
 
     def put(self, key: bytes, value: bytes | None) -> None:
-        assert self._cache is not None and self._named is not None
-        timestamp = self._context.timestamp
-        self._cache.put(self._named, key, value, True, -1 if timestamp is None else timestamp)
+        self._put_cached(key, value)
 
     def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
         existing = self.get(key)
@@ -130,102 +108,20 @@ class CachingKeyValueStore(WrappedStateStore[Any]):
         self.put(key, None)
         return old
 
-    # -- lifecycle ----------------------------------------------------------------------------
+    # -- flushing -----------------------------------------------------------------------------
 
-    def flush(self) -> None:
-        self._flush_cache()
-        self._wrapped.flush()
+    def _location(self, cache_key: bytes) -> tuple[bytes, bytes]:
+        return cache_key, cache_key
 
-    def close(self) -> None:
-        if self._cache is not None and self._named is not None:
-            self._cache.close(self._named)
-        self._wrapped.close()
+    def _read_below(self, location: bytes) -> bytes | None:
+        return self._wrapped.get(location)  # type: ignore[no-any-return]
 
-    def _invalidate(self, batch: list[tuple[bytes, bytes | None]]) -> None:
-        if self._cache is not None and self._named is not None:
-            self._cache.invalidate(self._named, [key for key, _ in batch])
-
-    def _flush_cache(self) -> None:
-        if self._cache is not None and self._named is not None:
-            self._cache.flush(self._named)
-
-    def _flush_entries(self, batch: list[tuple[bytes, CacheEntry]]) -> None:
-        """Write flushed entries to the store below; tell the listener, as the processor that set it."""
-        wrapped = self._wrapped
-        listener = self._listener
-        context = self._context
-        saved = (getattr(context, "node", None), getattr(context, "record", None))
-        try:
-            if listener is not None and self._listener_node is not None:
-                context.node = self._listener_node
-            for key, entry in batch:
-                if hasattr(context, "record"):
-                    context.record = Record(key, entry.value, max(entry.timestamp, 0))
-                old = wrapped.get(key) if listener is not None else None
-                if entry.value is None:
-                    wrapped.delete(key)
-                else:
-                    wrapped.put(key, entry.value)
-                if listener is not None and (entry.value is not None or old is not None):
-                    listener(key, entry.value, old, max(entry.timestamp, 0))
-        finally:
-            if hasattr(context, "record"):
-                context.node, context.record = saved
+    def _write_below(self, location: bytes, value: bytes | None) -> None:
+        if value is None:
+            self._wrapped.delete(location)
+        else:
+            self._wrapped.put(location, value)
 
 
 def _within(key: bytes, from_key: bytes | None, to_key: bytes | None) -> bool:
     return (from_key is None or key >= from_key) and (to_key is None or key <= to_key)
-
-
-def _merged(
-    dirty: list[tuple[bytes, bytes | None]], stored: Iterator[KeyValue[bytes, bytes]], reverse: bool
-) -> Iterator[KeyValue[bytes, bytes]]:
-    """Dirty cache entries and stored entries in one key order; the cache wins, a cached None deletes."""
-    if not dirty:
-        yield from stored
-        return
-    def before(a: bytes, b: bytes) -> bool:
-        return a > b if reverse else a < b
-
-    pending = iter(dirty)
-    cached = next(pending, None)
-    for entry in stored:
-        while cached is not None and before(cached[0], entry.key):
-            if cached[1] is not None:
-                yield KeyValue(cached[0], cached[1])
-            cached = next(pending, None)
-        if cached is not None and cached[0] == entry.key:
-            if cached[1] is not None:
-                yield KeyValue(cached[0], cached[1])
-            cached = next(pending, None)
-            continue
-        yield entry
-    while cached is not None:
-        if cached[1] is not None:
-            yield KeyValue(cached[0], cached[1])
-        cached = next(pending, None)
-
-
-class _InvalidatingContext:
-    """The context the store below sees: its restore callback first evicts the restored keys
-    from the cache, so a read cached before a restore (standby updates) never hides it."""
-
-    def __init__(self, context: Any, invalidate: Callable[[list[tuple[bytes, bytes | None]]], None]) -> None:
-        self._context = context
-        self._invalidate = invalidate
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._context, name)
-
-    def register(self, store: StateStore, restore_callback: Any = None) -> None:
-        if restore_callback is None:
-            self._context.register(store, None)
-            return
-        invalidate = self._invalidate
-
-        def restore(batch: Iterable[tuple[bytes, bytes | None]]) -> None:
-            records = list(batch)
-            invalidate(records)
-            restore_callback(records)
-
-        self._context.register(store, restore)

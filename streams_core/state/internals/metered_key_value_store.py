@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from streams_core.serde import Serde
@@ -27,21 +27,6 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
         "get", "put", "put_if_absent", "put_all", "delete", "range", "reverse_range",
         "prefix_scan", "all", "reverse_all", "approximate_num_entries", "flush",
     )  # fmt: skip
-
-    def set_flush_listener(self, listener: Callable[[K, V | None, V | None, int], None]) -> bool:
-        """With caching enabled: call `listener(key, new, old, timestamp)` for each entry the cache
-        writes through (on commit or eviction) and return True; False when the store has no cache."""
-        layer: Any = self._wrapped
-        while layer is not None and not hasattr(layer, "set_flush_listener"):
-            layer = layer.wrapped() if hasattr(layer, "wrapped") else None
-        if layer is None:
-            return False
-        serdes = self._serdes
-
-        def typed(key: bytes, new: bytes | None, old: bytes | None, timestamp: int) -> None:
-            listener(serdes.key_from(key), serdes.value_from(new), serdes.value_from(old), timestamp)
-
-        return bool(layer.set_flush_listener(typed))
 
     def get(self, key: K) -> V | None:
         self._counts["get"] += 1

@@ -9,6 +9,7 @@ raises ProcessorStateError if a serde is still missing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from streams_core.errors import ProcessorStateError
@@ -18,6 +19,7 @@ from streams_core.state.internals.state_serdes import StateSerdes
 from streams_core.state.internals.store_metrics import StoreMetrics
 from streams_core.state.internals.wrapped_state_store import WrappedStateStore
 from streams_core.state.store import StateStore, StateStoreContext
+from streams_core.state.windowed import Windowed
 
 S = TypeVar("S", bound=StateStore)
 K = TypeVar("K")
@@ -65,6 +67,26 @@ class MeteredStateStore(WrappedStateStore[S], Generic[S, K, V]):
     def set_record_latency(self, enabled: bool) -> None:
         """Turn per-operation latency recording on or off (off by default: it costs a timer per call)."""
         self._metrics.set_timed(self, self.OPERATIONS, enabled)
+
+    def set_flush_listener(self, listener: Callable[[Any, V | None, V | None, int], None]) -> bool:
+        """With caching enabled: call `listener(key, new, old, timestamp)` for each entry the cache
+        writes through (on commit or eviction) and return True; False when the store has no cache.
+        Keys are typed as the store's (`Windowed[K]` for window and session stores)."""
+        layer: Any = self._wrapped
+        while layer is not None and not hasattr(layer, "set_flush_listener"):
+            layer = layer.wrapped() if hasattr(layer, "wrapped") else None
+        if layer is None:
+            return False
+        serdes = self._serdes
+
+        def typed(key: Any, new: bytes | None, old: bytes | None, timestamp: int) -> None:
+            if isinstance(key, Windowed):
+                typed_key: Any = Windowed(serdes.key_from(key.key), key.window)
+            else:
+                typed_key = serdes.key_from(key)
+            listener(typed_key, serdes.value_from(new), serdes.value_from(old), timestamp)
+
+        return bool(layer.set_flush_listener(typed))
 
     def set_serdes_if_missing(self, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None) -> None:
         """Fill in serdes not given at construction (the application defaults); call before init."""

@@ -6,6 +6,7 @@ from typing import Any
 
 from streams_core.serde import Serde
 from streams_core.state.internals.abstract_store_builder import AbstractStoreBuilder
+from streams_core.state.internals.caching_session_store import CachingSessionStore
 from streams_core.state.internals.change_logging_stores import ChangeLoggingSessionBytesStore
 from streams_core.state.internals.metered_session_store import MeteredSessionStore
 from streams_core.state.session_store import SessionStore
@@ -44,5 +45,5 @@ class SessionStoreBuilder(AbstractStoreBuilder[MeteredSessionStore[Any, Any]]):
         return ChangeLoggingSessionBytesStore(store)
 
     def _wrap_caching(self, store: SessionStore[bytes, bytes]) -> SessionStore[bytes, bytes]:
-        """CachingSessionStore goes here (not written yet)."""
-        return store
+        """Put the thread's record cache in front of the store (Kafka Streams' Caching layer)."""
+        return CachingSessionStore(store)

@@ -7,6 +7,7 @@ from typing import Any
 
 from streams_core.serde import Serde
 from streams_core.state.internals.abstract_store_builder import AbstractStoreBuilder
+from streams_core.state.internals.caching_window_store import CachingWindowStore
 from streams_core.state.internals.change_logging_stores import ChangeLoggingWindowBytesStore
 from streams_core.state.internals.metered_window_store import MeteredWindowStore
 from streams_core.state.store_supplier import WindowBytesStoreSupplier
@@ -53,5 +54,5 @@ class WindowStoreBuilder(AbstractStoreBuilder[MeteredWindowStore[Any, Any]]):
         return ChangeLoggingWindowBytesStore(store)
 
     def _wrap_caching(self, store: WindowStore[bytes, bytes]) -> WindowStore[bytes, bytes]:
-        """CachingWindowStore goes here (not written yet)."""
-        return store
+        """Put the thread's record cache in front of the store (Kafka Streams' Caching layer)."""
+        return CachingWindowStore(store)
