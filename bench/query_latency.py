@@ -1,7 +1,10 @@
 """Interactive-query latency of the REST layer while the word-count app processes input.
 
-    .venv/bin/python bench/query_latency.py --requests 500        (the recorded run)
-    .venv/bin/python bench/query_latency.py --requests 100        (a quick run)
+    .venv/bin/python bench/query_latency.py --requests 500                   (the 2026-11-21 run)
+    .venv/bin/python bench/query_latency.py --rate 8000 --requests 500       (full load, issue 14)
+    .venv/bin/python bench/query_latency.py --rate 0 --requests 500          (no input)
+    .venv/bin/python bench/query_latency.py --rate 8000 --paging-keys 100000 (paging under load)
+    .venv/bin/python bench/query_latency.py --requests 100                   (a quick run)
 
 One run starts its own local broker (LocalKafkaBroker in a temp dir; `--bootstrap-servers` uses
 a running one instead) and two instances of the word-count service as child processes
@@ -23,6 +26,18 @@ at most `--requests` requests (after `--warmup` unmeasured ones) and stops after
 answer is checked (status 200, the right word, 1,000 entries in a range); others are counted
 as errors and left out of the percentiles. The table also shows the records the instances
 processed per second meanwhile (from their /metrics), which shows the app was busy.
+
+Full load: a `--rate` above what the two instances process keeps a backlog, so they process as
+fast as they can. Before the queries (and again after them) a baseline phase measures the
+processed records/s with the feeder running and no queries, for `--baseline-seconds`; each
+scenario's records/s is shown as a ratio to the mean of the two baselines (the cost of the
+queries to processing). `--rate 0` runs no feeder (the figures with no input).
+
+`--paging-keys N` makes the vocabulary N words and adds a paging scenario: one client reads the
+whole store through `all?limit=--page-size` of one instance (gathered from both), page by page
+following `X-Next-After`, for at least `--paging-seconds` (whole passes; every pass is checked
+to hold every word once, in key order), while a second client sends local gets (keep-alive)
+concurrently; it reports pages/s, page latency, the gets' latency and the processing meanwhile.
 """
 
 from __future__ import annotations
@@ -31,6 +46,7 @@ import argparse
 import asyncio
 import contextlib
 import datetime
+import itertools
 import logging
 import multiprocessing
 import os
@@ -42,6 +58,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -60,6 +77,7 @@ from streams_core.testing.broker import LocalKafkaBroker  # noqa: E402
 
 PARTITIONS = 4
 RANGE_KEYS = 1000
+PROCESSED_METRIC = "streams_thread_process_records_total"
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -188,11 +206,12 @@ def _answers(url: str) -> Any:
 
 
 def processed_records(instance: Instance) -> float:
-    """streams_processed_records_total of an instance (from its /metrics)."""
+    """Records the stream threads of an instance processed so far (from its /metrics)."""
     text = httpx.get(instance.url + "/metrics", timeout=10).text
-    return sum(
-        float(line.split()[-1]) for line in text.splitlines() if line.startswith("streams_processed_records_total")
-    )
+    counts = [float(line.split()[-1]) for line in text.splitlines() if line.startswith(PROCESSED_METRIC)]
+    if not counts:
+        raise RuntimeError(f"{instance.name}: no {PROCESSED_METRIC} in /metrics")
+    return sum(counts)
 
 
 def stop_instances(instances: list[Instance]) -> None:
@@ -218,6 +237,7 @@ class Result:
     errors: int = 0
     seconds: float = 0.0
     processed_per_s: float = 0.0
+    note: str = ""
 
     def percentile(self, p: float) -> float:
         ordered = sorted(self.latencies_ms)
@@ -289,6 +309,82 @@ def range_requests(vocabulary: list[str], instances: list[Instance], rnd: random
         )
 
 
+def processed_per_second(instances: list[Instance], seconds: float) -> float:
+    """Records/s the instances process over `seconds` with no queries (the baseline)."""
+    before = sum(processed_records(i) for i in instances)
+    began = time.perf_counter()
+    time.sleep(seconds)
+    return (sum(processed_records(i) for i in instances) - before) / (time.perf_counter() - began)
+
+
+def read_all_pages(client: httpx.Client, url: str, page_size: int, latencies_ms: list[float] | None = None) -> list[str]:
+    """Every key of `url` (an `all` route), read page by page following `X-Next-After`."""
+    keys: list[str] = []
+    after: str | None = None
+    while True:
+        params = {"limit": str(page_size)} if after is None else {"limit": str(page_size), "after": after}
+        start = time.perf_counter()
+        response = client.get(url, params=params)
+        response.read()
+        elapsed = time.perf_counter() - start
+        response.raise_for_status()
+        if latencies_ms is not None:
+            latencies_ms.append(elapsed * 1000)
+        keys.extend(entry["key"] for entry in response.json())
+        after = response.headers.get("x-next-after")
+        if after is None:
+            return keys
+
+
+def measure_paging(
+    args: argparse.Namespace,
+    words: set[str],
+    instances: list[Instance],
+    gets: Iterator[Request],
+) -> tuple[Result, Result]:
+    """Whole passes over the store in pages, with local gets sent concurrently by another client."""
+    pages = Result(f"page {args.page_size}", "keep-alive")
+    concurrent = Result("local get", "keep-alive", note="during paging")
+    done = threading.Event()
+
+    def get_meanwhile() -> None:
+        with httpx.Client(timeout=30) as client:
+            while not done.is_set():
+                request = next(gets)
+                start = time.perf_counter()
+                response = client.get(request.url)
+                response.read()
+                elapsed = time.perf_counter() - start
+                if response.status_code == 200 and request.check(response):
+                    concurrent.latencies_ms.append(elapsed * 1000)
+                else:
+                    concurrent.errors += 1
+
+    url = f"{instances[0].url}/state/keyvalues/{STORE}/all"
+    passes = 0
+    with httpx.Client(timeout=60) as client:
+        read_all_pages(client, url, args.page_size)  # warm-up pass
+        processed_before = sum(processed_records(i) for i in instances)
+        getter = threading.Thread(target=get_meanwhile, daemon=True)
+        began = time.perf_counter()
+        getter.start()
+        try:
+            while passes == 0 or time.perf_counter() - began < args.paging_seconds:
+                keys = read_all_pages(client, url, args.page_size, pages.latencies_ms)
+                ours = [k for k in keys if k in words]
+                if len(ours) != len(words) or any(a >= b for a, b in itertools.pairwise(keys)):
+                    pages.errors += 1
+                passes += 1
+        finally:
+            done.set()
+            getter.join(timeout=30)
+        pages.seconds = concurrent.seconds = time.perf_counter() - began
+    processed = (sum(processed_records(i) for i in instances) - processed_before) / pages.seconds
+    pages.processed_per_s = concurrent.processed_per_s = processed
+    pages.note = f"{passes} passes, {len(pages.latencies_ms) / pages.seconds:.1f} pages/s"
+    return pages, concurrent
+
+
 # -- the run -------------------------------------------------------------------------------------
 
 
@@ -323,15 +419,20 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
         words = set(vocabulary)
 
         def counted() -> bool:
-            return words <= {entry["key"] for entry in _answers(all_url) or ()}
+            with httpx.Client(timeout=60) as client:
+                try:
+                    return words <= set(read_all_pages(client, all_url, 10_000))
+                except httpx.HTTPError:
+                    return False
 
-        wait_for(counted, 120, "every word counted", instances)
+        wait_for(counted, 300, "every word counted", instances)
         owner_of: dict[str, Instance] = {}
-        by_server = {i.server: i for i in instances}
-        for server, part in ((i.server, _answers(f"{i.url}/state/keyvalues/{STORE}/all?scope=local")) for i in instances):
-            for entry in part or ():
-                if entry["key"] in words:  # (a used broker's TextLinesTopic may hold other words)
-                    owner_of[entry["key"]] = by_server[server]
+        with httpx.Client(timeout=60) as client:
+            for instance in instances:
+                local_url = f"{instance.url}/state/keyvalues/{STORE}/all?scope=local"
+                for key in read_all_pages(client, local_url, 10_000):
+                    if key in words:  # (a used broker's TextLinesTopic may hold other words)
+                        owner_of[key] = instance
         assert len(owner_of) == len(vocabulary), "every word has an owner"
         share = {i.name: sum(1 for o in owner_of.values() if o is i) for i in instances}
         print(f"word-count keys per instance: {share}", flush=True)
@@ -339,8 +440,12 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
         def other(instance: Instance) -> Instance:
             return next(i for i in instances if i is not instance)
 
-        feeder.start()
-        time.sleep(args.settle)
+        baselines: list[float] = []
+        if args.rate > 0:
+            feeder.start()
+            time.sleep(args.settle)
+            baselines.append(processed_per_second(instances, args.baseline_seconds))
+            print(f"  baseline (feeder, no queries): {baselines[-1]:.0f} records/s", flush=True)
         results = []
         scenarios: list[tuple[str, Callable[[], Iterator[Request]]]] = [
             ("local get", lambda: key_requests(vocabulary, lambda w: owner_of[w], rnd)),
@@ -356,9 +461,17 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
                 results.append(result)
                 print(f"  {scenario:12} {client_kind:10} {len(result.latencies_ms)} answers in {result.seconds:.1f} s",
                       flush=True)  # fmt: skip
+        if args.paging_keys:
+            local_gets = key_requests(vocabulary, lambda w: owner_of[w], rnd)
+            results.extend(measure_paging(args, words, instances, local_gets))
+            print(f"  paging: {results[-2].note}", flush=True)
+        if args.rate > 0:
+            baselines.append(processed_per_second(instances, args.baseline_seconds))
+            print(f"  baseline after (feeder, no queries): {baselines[-1]:.0f} records/s", flush=True)
         stop.set()
-        feeder.join(timeout=30)
-        print_table(args, results, sent.value, instances)
+        if feeder.is_alive():
+            feeder.join(timeout=30)
+        print_table(args, results, sent.value, baselines)
     finally:
         stop.set()
         if feeder.is_alive():
@@ -368,16 +481,22 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
         stop_instances(instances)
 
 
-def print_table(args: argparse.Namespace, results: list[Result], lines_sent: int, instances: list[Instance]) -> None:
+def print_table(args: argparse.Namespace, results: list[Result], lines_sent: int, baselines: list[float]) -> None:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print()
     print(f"query latency, {now}; {machine()}")
     print(f"2 word-count instances + broker on this machine, loopback HTTP; feeder {args.rate:g} lines/s x "
           f"{args.words_per_line} words ({lines_sent} lines sent); {args.keys} distinct words; "
           f"--requests {args.requests} --max-seconds {args.max_seconds:g}")  # fmt: skip
+    baseline = statistics.fmean(baselines) if baselines else float("nan")
+    if baselines:
+        print("baseline (feeder, no queries): " + " / ".join(f"{b:.0f}" for b in baselines)
+              + f" records/s before / after the queries, mean {baseline:.0f}")  # fmt: skip
+    with contextlib.suppress(OSError):
+        print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()
     header = f"| {'query':12} | {'client':10} | {'answers':>7} | {'errors':>6} | {'p50 ms':>7} | {'p99 ms':>7} | " \
-             f"{'max ms':>7} | {'mean ms':>7} | {'records/s processed':>19} |"  # fmt: skip
+             f"{'max ms':>7} | {'mean ms':>7} | {'records/s processed':>19} | {'vs baseline':>11} | note |"  # fmt: skip
     print(header)
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
     for r in results:
@@ -385,7 +504,7 @@ def print_table(args: argparse.Namespace, results: list[Result], lines_sent: int
         top = max(r.latencies_ms) if r.latencies_ms else float("nan")
         print(f"| {r.scenario:12} | {r.client:10} | {len(r.latencies_ms):>7} | {r.errors:>6} | "
               f"{r.percentile(50):>7.1f} | {r.percentile(99):>7.1f} | {top:>7.1f} | {mean:>7.1f} | "
-              f"{r.processed_per_s:>19.0f} |")  # fmt: skip
+              f"{r.processed_per_s:>19.0f} | {r.processed_per_s / baseline if baseline else float('nan'):>11.2f} | {r.note} |")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -394,13 +513,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-seconds", type=float, default=60.0, help="time limit of each scenario and client")
     parser.add_argument("--warmup", type=int, default=20, help="unmeasured requests before each measurement")
     parser.add_argument("--keys", type=int, default=2000, help=f"distinct words (at least {RANGE_KEYS})")
-    parser.add_argument("--rate", type=float, default=100.0, help="lines per second the feeder produces meanwhile")
+    parser.add_argument("--rate", type=float, default=100.0,
+                        help="lines per second the feeder produces meanwhile (0: no feeder)")  # fmt: skip
+    parser.add_argument("--baseline-seconds", type=float, default=5.0,
+                        help="seconds of processing without queries measured before and after the queries")  # fmt: skip
+    parser.add_argument("--paging-keys", type=int, default=0,
+                        help="add the paging scenario over a store of this many words (0: none)")  # fmt: skip
+    parser.add_argument("--page-size", type=int, default=1000, help="limit of each page in the paging scenario")
+    parser.add_argument("--paging-seconds", type=float, default=10.0, help="least time the paging scenario runs")
     parser.add_argument("--words-per-line", type=int, default=10)
     parser.add_argument("--settle", type=float, default=3.0, help="seconds of feeding before measuring")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--bootstrap-servers", help="use this broker instead of starting one")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
+    args.keys = max(args.keys, args.paging_keys)
     if args.keys < RANGE_KEYS:
         parser.error(f"--keys must be at least {RANGE_KEYS}")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")
