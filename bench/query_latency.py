@@ -78,6 +78,7 @@ from streams_core.testing.broker import LocalKafkaBroker  # noqa: E402
 PARTITIONS = 4
 RANGE_KEYS = 1000
 PROCESSED_METRIC = "streams_thread_process_records_total"
+_FEEDER_POOL = 20_000
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -126,6 +127,8 @@ def _feed(bootstrap: str, vocabulary: list[str], words_per_line: int, rate: floa
         from aiokafka import AIOKafkaProducer
 
         rnd = random.Random(7)
+        # Lines made in advance: the feeder's CPU is taken from the instances on this machine.
+        pool = [" ".join(rnd.choices(vocabulary, k=words_per_line)).encode() for _ in range(_FEEDER_POOL)]
         producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
         await producer.start()
         try:
@@ -134,7 +137,7 @@ def _feed(bootstrap: str, vocabulary: list[str], words_per_line: int, rate: floa
             while not stop.is_set():
                 due = int((time.monotonic() - began) * rate) + 1
                 while count < due:
-                    await producer.send(INPUT_TOPIC, " ".join(rnd.choices(vocabulary, k=words_per_line)).encode())
+                    await producer.send(INPUT_TOPIC, pool[count % _FEEDER_POOL])
                     count += 1
                 sent.value = count
                 await asyncio.sleep(0.01)
@@ -214,6 +217,31 @@ def processed_records(instance: Instance) -> float:
     return sum(counts)
 
 
+def cpu_seconds(instances: list[Instance]) -> float:
+    """CPU time (user + system) the instance processes used so far, from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for instance in instances:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{instance.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+class CpuShare:
+    """The CPU the instances and this client used over a stretch, in cores (1.0 = one core busy)."""
+
+    def __init__(self, instances: list[Instance]) -> None:
+        self.instances = instances
+        self.began = (time.perf_counter(), cpu_seconds(instances), time.process_time())
+
+    def __str__(self) -> str:
+        wall = time.perf_counter() - self.began[0]
+        servers = (cpu_seconds(self.instances) - self.began[1]) / wall
+        client = (time.process_time() - self.began[2]) / wall
+        return f"cpu: instances {servers:.2f}, client {client:.2f} cores"
+
+
 def stop_instances(instances: list[Instance]) -> None:
     for instance in instances:
         if instance.process.poll() is None:
@@ -268,6 +296,7 @@ def measure(
         for _ in range(warmup):
             client.get(next(requests).url)
         processed_before = sum(processed_records(i) for i in instances)
+        cpu = CpuShare(instances)
         began = time.perf_counter()
         for _ in range(count):
             request = next(requests)
@@ -282,6 +311,7 @@ def measure(
             if time.perf_counter() - began > max_seconds:
                 break
         result.seconds = time.perf_counter() - began
+    result.note = str(cpu)
     result.processed_per_s = (sum(processed_records(i) for i in instances) - processed_before) / result.seconds
     return result
 
@@ -309,12 +339,13 @@ def range_requests(vocabulary: list[str], instances: list[Instance], rnd: random
         )
 
 
-def processed_per_second(instances: list[Instance], seconds: float) -> float:
-    """Records/s the instances process over `seconds` with no queries (the baseline)."""
+def processed_per_second(instances: list[Instance], seconds: float) -> tuple[float, CpuShare]:
+    """Records/s the instances process over `seconds` with no queries (the baseline), and their CPU."""
     before = sum(processed_records(i) for i in instances)
+    cpu = CpuShare(instances)
     began = time.perf_counter()
     time.sleep(seconds)
-    return (sum(processed_records(i) for i in instances) - before) / (time.perf_counter() - began)
+    return (sum(processed_records(i) for i in instances) - before) / (time.perf_counter() - began), cpu
 
 
 def read_all_pages(client: httpx.Client, url: str, page_size: int, latencies_ms: list[float] | None = None) -> list[str]:
@@ -365,6 +396,7 @@ def measure_paging(
     with httpx.Client(timeout=60) as client:
         read_all_pages(client, url, args.page_size)  # warm-up pass
         processed_before = sum(processed_records(i) for i in instances)
+        cpu = CpuShare(instances)
         getter = threading.Thread(target=get_meanwhile, daemon=True)
         began = time.perf_counter()
         getter.start()
@@ -381,6 +413,7 @@ def measure_paging(
         pages.seconds = concurrent.seconds = time.perf_counter() - began
     processed = (sum(processed_records(i) for i in instances) - processed_before) / pages.seconds
     pages.processed_per_s = concurrent.processed_per_s = processed
+    concurrent.note = str(cpu)
     pages.note = f"{passes} passes, {len(pages.latencies_ms) / pages.seconds:.1f} pages/s"
     return pages, concurrent
 
@@ -441,11 +474,14 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
             return next(i for i in instances if i is not instance)
 
         baselines: list[float] = []
+        feeding_since = time.perf_counter()
         if args.rate > 0:
             feeder.start()
+            feeding_since = time.perf_counter()
             time.sleep(args.settle)
-            baselines.append(processed_per_second(instances, args.baseline_seconds))
-            print(f"  baseline (feeder, no queries): {baselines[-1]:.0f} records/s", flush=True)
+            rate, cpu = processed_per_second(instances, args.baseline_seconds)
+            baselines.append(rate)
+            print(f"  baseline (feeder, no queries): {rate:.0f} records/s, {cpu}", flush=True)
         results = []
         scenarios: list[tuple[str, Callable[[], Iterator[Request]]]] = [
             ("local get", lambda: key_requests(vocabulary, lambda w: owner_of[w], rnd)),
@@ -466,12 +502,14 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
             results.extend(measure_paging(args, words, instances, local_gets))
             print(f"  paging: {results[-2].note}", flush=True)
         if args.rate > 0:
-            baselines.append(processed_per_second(instances, args.baseline_seconds))
-            print(f"  baseline after (feeder, no queries): {baselines[-1]:.0f} records/s", flush=True)
+            rate, cpu = processed_per_second(instances, args.baseline_seconds)
+            baselines.append(rate)
+            print(f"  baseline after (feeder, no queries): {rate:.0f} records/s, {cpu}", flush=True)
+        fed = sent.value / (time.perf_counter() - feeding_since) if args.rate > 0 else 0.0
         stop.set()
         if feeder.is_alive():
             feeder.join(timeout=30)
-        print_table(args, results, sent.value, baselines)
+        print_table(args, results, sent.value, fed, baselines)
     finally:
         stop.set()
         if feeder.is_alive():
@@ -481,12 +519,15 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
         stop_instances(instances)
 
 
-def print_table(args: argparse.Namespace, results: list[Result], lines_sent: int, baselines: list[float]) -> None:
+def print_table(
+    args: argparse.Namespace, results: list[Result], lines_sent: int, fed_per_s: float, baselines: list[float]
+) -> None:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print()
     print(f"query latency, {now}; {machine()}")
     print(f"2 word-count instances + broker on this machine, loopback HTTP; feeder {args.rate:g} lines/s x "
-          f"{args.words_per_line} words ({lines_sent} lines sent); {args.keys} distinct words; "
+          f"{args.words_per_line} words ({lines_sent} lines sent, {fed_per_s:.0f} lines/s = "
+          f"{fed_per_s * (1 + args.words_per_line):.0f} records/s to process); {args.keys} distinct words; "
           f"--requests {args.requests} --max-seconds {args.max_seconds:g}")  # fmt: skip
     baseline = statistics.fmean(baselines) if baselines else float("nan")
     if baselines:
