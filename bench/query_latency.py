@@ -28,10 +28,11 @@ as errors and left out of the percentiles. The table also shows the records the 
 processed per second meanwhile (from their /metrics), which shows the app was busy.
 
 Full load: a `--rate` above what the two instances process keeps a backlog, so they process as
-fast as they can. Before the queries (and again after them) a baseline phase measures the
+fast as they can. Before each measurement (and once at the end) a baseline phase measures the
 processed records/s with the feeder running and no queries, for `--baseline-seconds`; each
-scenario's records/s is shown as a ratio to the mean of the two baselines (the cost of the
-queries to processing). `--rate 0` runs no feeder (the figures with no input).
+scenario's records/s is shown as a ratio to the mean of the baselines just before and after it
+(so a drift of the processing rate over the run cancels out): the cost of the queries to
+processing. `--rate 0` runs no feeder (the figures with no input).
 
 `--paging-keys N` makes the vocabulary N words and adds a paging scenario: one client reads the
 whole store through `all?limit=--page-size` of one instance (gathered from both), page by page
@@ -266,6 +267,13 @@ class Result:
     seconds: float = 0.0
     processed_per_s: float = 0.0
     note: str = ""
+    baseline_index: int = -1
+    """The no-query measurement just before this one (the one after is the next)."""
+
+    def baseline(self, baselines: list[float]) -> float:
+        """The processing rate without queries around this measurement: the mean of the two."""
+        around = baselines[self.baseline_index : self.baseline_index + 2] if self.baseline_index >= 0 else []
+        return statistics.fmean(around) if around else float("nan")
 
     def percentile(self, p: float) -> float:
         ordered = sorted(self.latencies_ms)
@@ -475,13 +483,19 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
 
         baselines: list[float] = []
         feeding_since = time.perf_counter()
+
+        def baseline() -> int:
+            """Measure processing with no queries; the index of the figure (0 without a feeder)."""
+            if args.rate > 0:
+                rate, cpu = processed_per_second(instances, args.baseline_seconds)
+                baselines.append(rate)
+                print(f"  baseline (feeder, no queries): {rate:.0f} records/s, {cpu}", flush=True)
+            return len(baselines) - 1
+
         if args.rate > 0:
             feeder.start()
             feeding_since = time.perf_counter()
             time.sleep(args.settle)
-            rate, cpu = processed_per_second(instances, args.baseline_seconds)
-            baselines.append(rate)
-            print(f"  baseline (feeder, no queries): {rate:.0f} records/s, {cpu}", flush=True)
         results = []
         scenarios: list[tuple[str, Callable[[], Iterator[Request]]]] = [
             ("local get", lambda: key_requests(vocabulary, lambda w: owner_of[w], rnd)),
@@ -490,21 +504,24 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
         ]
         for scenario, requests in scenarios:
             for client_kind in ("keep-alive", "new conn"):
+                before = baseline()
                 result = measure(
                     scenario, client_kind, requests(), count=args.requests, warmup=args.warmup,
                     max_seconds=args.max_seconds, instances=instances,
                 )  # fmt: skip
+                result.baseline_index = before
                 results.append(result)
                 print(f"  {scenario:12} {client_kind:10} {len(result.latencies_ms)} answers in {result.seconds:.1f} s",
                       flush=True)  # fmt: skip
         if args.paging_keys:
+            before = baseline()
             local_gets = key_requests(vocabulary, lambda w: owner_of[w], rnd)
-            results.extend(measure_paging(args, words, instances, local_gets))
+            paged = measure_paging(args, words, instances, local_gets)
+            for result in paged:
+                result.baseline_index = before
+            results.extend(paged)
             print(f"  paging: {results[-2].note}", flush=True)
-        if args.rate > 0:
-            rate, cpu = processed_per_second(instances, args.baseline_seconds)
-            baselines.append(rate)
-            print(f"  baseline after (feeder, no queries): {rate:.0f} records/s, {cpu}", flush=True)
+        baseline()
         fed = sent.value / (time.perf_counter() - feeding_since) if args.rate > 0 else 0.0
         stop.set()
         if feeder.is_alive():
@@ -529,10 +546,9 @@ def print_table(
           f"{args.words_per_line} words ({lines_sent} lines sent, {fed_per_s:.0f} lines/s = "
           f"{fed_per_s * (1 + args.words_per_line):.0f} records/s to process); {args.keys} distinct words; "
           f"--requests {args.requests} --max-seconds {args.max_seconds:g}")  # fmt: skip
-    baseline = statistics.fmean(baselines) if baselines else float("nan")
     if baselines:
-        print("baseline (feeder, no queries): " + " / ".join(f"{b:.0f}" for b in baselines)
-              + f" records/s before / after the queries, mean {baseline:.0f}")  # fmt: skip
+        print("baselines (feeder, no queries, before each measurement and at the end): "
+              + " / ".join(f"{b:.0f}" for b in baselines) + " records/s")  # fmt: skip
     with contextlib.suppress(OSError):
         print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()
@@ -545,7 +561,7 @@ def print_table(
         top = max(r.latencies_ms) if r.latencies_ms else float("nan")
         print(f"| {r.scenario:12} | {r.client:10} | {len(r.latencies_ms):>7} | {r.errors:>6} | "
               f"{r.percentile(50):>7.1f} | {r.percentile(99):>7.1f} | {top:>7.1f} | {mean:>7.1f} | "
-              f"{r.processed_per_s:>19.0f} | {r.processed_per_s / baseline if baseline else float('nan'):>11.2f} | {r.note} |")  # fmt: skip
+              f"{r.processed_per_s:>19.0f} | {r.processed_per_s / r.baseline(baselines):>11.2f} | {r.note} |")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
