@@ -1,10 +1,14 @@
 """Interactive-query latency of the REST layer while the word-count app processes input.
 
-    .venv/bin/python bench/query_latency.py --requests 500                   (the 2026-11-21 run)
-    .venv/bin/python bench/query_latency.py --rate 8000 --requests 500       (full load, issue 14)
-    .venv/bin/python bench/query_latency.py --rate 0 --requests 500          (no input)
-    .venv/bin/python bench/query_latency.py --rate 8000 --paging-keys 100000 (paging under load)
-    .venv/bin/python bench/query_latency.py --requests 100                   (a quick run)
+    .venv/bin/python bench/query_latency.py --requests 500           (the 2026-11-21 run, 100 lines/s)
+    .venv/bin/python bench/query_latency.py --rate 12000 --requests 500 --max-seconds 15
+        --baseline-seconds 6                                         (full load, issue 14)
+    .venv/bin/python bench/query_latency.py --rate 0 --requests 500  (no input)
+    .venv/bin/python bench/query_latency.py --rate 12000 --paging-keys 100000 --requests 200
+        --max-seconds 8 --baseline-seconds 8 --paging-seconds 20     (paging a 100,000-key store)
+    .venv/bin/python bench/query_latency.py --requests 100           (a quick run)
+
+Run each under `flock /tmp/bench.lock` on a shared machine.
 
 One run starts its own local broker (LocalKafkaBroker in a temp dir; `--bootstrap-servers` uses
 a running one instead) and two instances of the word-count service as child processes
