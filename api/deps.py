@@ -63,15 +63,15 @@ def describe_store(streams: StreamsInstance, name: str) -> StoreInfo:
     return StoreInfo(name, description.kind, codec, description.window_size, description.is_global)
 
 
-def get_streams(request: Request) -> StreamsInstance:
+async def get_streams(request: Request) -> StreamsInstance:
     return request.app.state.streams  # type: ignore[no-any-return]
 
 
-def get_settings(request: Request) -> ApiSettings:
+async def get_settings(request: Request) -> ApiSettings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
-def get_forwarder(request: Request) -> Forwarder:
+async def get_forwarder(request: Request) -> Forwarder:
     forwarder = getattr(request.app.state, "forwarder", None)
     if forwarder is None:
         raise RuntimeError("the app's lifespan has not run: serve it with lifespan events on")
@@ -85,7 +85,7 @@ StoreName = Annotated[str, Path(description="The name of a state store of the to
 KeyText = Annotated[str, Path(description="The key, parsed by the store's key serde.")]
 
 
-def _forwarded(
+async def _forwarded(
     forwarded_by: Annotated[
         str | None,
         Header(
@@ -101,7 +101,7 @@ Forwarded = Annotated[bool, Depends(_forwarded)]
 
 
 def _store_of_kind(kind: StoreKind) -> Any:
-    def dependency(streams: Streams, store: StoreName) -> StoreInfo:
+    async def dependency(streams: Streams, store: StoreName) -> StoreInfo:
         info = describe_store(streams, store)
         if info.kind != kind:
             raise StoreNotFoundError(f"not a {kind} store", store=store, kind=info.kind)
@@ -110,7 +110,7 @@ def _store_of_kind(kind: StoreKind) -> Any:
     return Depends(dependency)
 
 
-def _global_store(streams: Streams, store: StoreName) -> StoreInfo:
+async def _global_store(streams: Streams, store: StoreName) -> StoreInfo:
     info = describe_store(streams, store)
     if not info.is_global:
         raise StoreNotFoundError("not a global store", store=store, kind=info.kind)

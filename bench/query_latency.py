@@ -1,7 +1,14 @@
 """Interactive-query latency of the REST layer while the word-count app processes input.
 
-    .venv/bin/python bench/query_latency.py --requests 500        (the recorded run)
-    .venv/bin/python bench/query_latency.py --requests 100        (a quick run)
+    .venv/bin/python bench/query_latency.py --requests 500           (the 2026-11-21 run, 100 lines/s)
+    .venv/bin/python bench/query_latency.py --rate 12000 --requests 500 --max-seconds 15
+        --baseline-seconds 6                                         (full load, issue 14)
+    .venv/bin/python bench/query_latency.py --rate 0 --requests 500  (no input)
+    .venv/bin/python bench/query_latency.py --rate 12000 --paging-keys 100000 --requests 200
+        --max-seconds 8 --baseline-seconds 8 --paging-seconds 20     (paging a 100,000-key store)
+    .venv/bin/python bench/query_latency.py --requests 100           (a quick run)
+
+Run each under `flock /tmp/bench.lock` on a shared machine.
 
 One run starts its own local broker (LocalKafkaBroker in a temp dir; `--bootstrap-servers` uses
 a running one instead) and two instances of the word-count service as child processes
@@ -23,6 +30,19 @@ at most `--requests` requests (after `--warmup` unmeasured ones) and stops after
 answer is checked (status 200, the right word, 1,000 entries in a range); others are counted
 as errors and left out of the percentiles. The table also shows the records the instances
 processed per second meanwhile (from their /metrics), which shows the app was busy.
+
+Full load: a `--rate` above what the two instances process keeps a backlog, so they process as
+fast as they can. Before each measurement (and once at the end) a baseline phase measures the
+processed records/s with the feeder running and no queries, for `--baseline-seconds`; each
+scenario's records/s is shown as a ratio to the mean of the baselines just before and after it
+(so a drift of the processing rate over the run cancels out): the cost of the queries to
+processing. `--rate 0` runs no feeder (the figures with no input).
+
+`--paging-keys N` makes the vocabulary N words and adds a paging scenario: one client reads the
+whole store through `all?limit=--page-size` of one instance (gathered from both), page by page
+following `X-Next-After`, for at least `--paging-seconds` (whole passes; every pass is checked
+to hold every word once, in key order), while a second client sends local gets (keep-alive)
+concurrently; it reports pages/s, page latency, the gets' latency and the processing meanwhile.
 """
 
 from __future__ import annotations
@@ -31,6 +51,7 @@ import argparse
 import asyncio
 import contextlib
 import datetime
+import itertools
 import logging
 import multiprocessing
 import os
@@ -42,6 +63,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -60,6 +82,8 @@ from streams_core.testing.broker import LocalKafkaBroker  # noqa: E402
 
 PARTITIONS = 4
 RANGE_KEYS = 1000
+PROCESSED_METRIC = "streams_thread_process_records_total"
+_FEEDER_POOL = 20_000
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -108,6 +132,8 @@ def _feed(bootstrap: str, vocabulary: list[str], words_per_line: int, rate: floa
         from aiokafka import AIOKafkaProducer
 
         rnd = random.Random(7)
+        # Lines made in advance: the feeder's CPU is taken from the instances on this machine.
+        pool = [" ".join(rnd.choices(vocabulary, k=words_per_line)).encode() for _ in range(_FEEDER_POOL)]
         producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
         await producer.start()
         try:
@@ -116,7 +142,7 @@ def _feed(bootstrap: str, vocabulary: list[str], words_per_line: int, rate: floa
             while not stop.is_set():
                 due = int((time.monotonic() - began) * rate) + 1
                 while count < due:
-                    await producer.send(INPUT_TOPIC, " ".join(rnd.choices(vocabulary, k=words_per_line)).encode())
+                    await producer.send(INPUT_TOPIC, pool[count % _FEEDER_POOL])
                     count += 1
                 sent.value = count
                 await asyncio.sleep(0.01)
@@ -188,11 +214,37 @@ def _answers(url: str) -> Any:
 
 
 def processed_records(instance: Instance) -> float:
-    """streams_processed_records_total of an instance (from its /metrics)."""
+    """Records the stream threads of an instance processed so far (from its /metrics)."""
     text = httpx.get(instance.url + "/metrics", timeout=10).text
-    return sum(
-        float(line.split()[-1]) for line in text.splitlines() if line.startswith("streams_processed_records_total")
-    )
+    counts = [float(line.split()[-1]) for line in text.splitlines() if line.startswith(PROCESSED_METRIC)]
+    if not counts:
+        raise RuntimeError(f"{instance.name}: no {PROCESSED_METRIC} in /metrics")
+    return sum(counts)
+
+
+def cpu_seconds(instances: list[Instance]) -> float:
+    """CPU time (user + system) the instance processes used so far, from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for instance in instances:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{instance.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+class CpuShare:
+    """The CPU the instances and this client used over a stretch, in cores (1.0 = one core busy)."""
+
+    def __init__(self, instances: list[Instance]) -> None:
+        self.instances = instances
+        self.began = (time.perf_counter(), cpu_seconds(instances), time.process_time())
+
+    def __str__(self) -> str:
+        wall = time.perf_counter() - self.began[0]
+        servers = (cpu_seconds(self.instances) - self.began[1]) / wall
+        client = (time.process_time() - self.began[2]) / wall
+        return f"cpu: instances {servers:.2f}, client {client:.2f} cores"
 
 
 def stop_instances(instances: list[Instance]) -> None:
@@ -218,6 +270,14 @@ class Result:
     errors: int = 0
     seconds: float = 0.0
     processed_per_s: float = 0.0
+    note: str = ""
+    baseline_index: int = -1
+    """The no-query measurement just before this one (the one after is the next)."""
+
+    def baseline(self, baselines: list[float]) -> float:
+        """The processing rate without queries around this measurement: the mean of the two."""
+        around = baselines[self.baseline_index : self.baseline_index + 2] if self.baseline_index >= 0 else []
+        return statistics.fmean(around) if around else float("nan")
 
     def percentile(self, p: float) -> float:
         ordered = sorted(self.latencies_ms)
@@ -248,6 +308,7 @@ def measure(
         for _ in range(warmup):
             client.get(next(requests).url)
         processed_before = sum(processed_records(i) for i in instances)
+        cpu = CpuShare(instances)
         began = time.perf_counter()
         for _ in range(count):
             request = next(requests)
@@ -262,6 +323,7 @@ def measure(
             if time.perf_counter() - began > max_seconds:
                 break
         result.seconds = time.perf_counter() - began
+    result.note = str(cpu)
     result.processed_per_s = (sum(processed_records(i) for i in instances) - processed_before) / result.seconds
     return result
 
@@ -287,6 +349,85 @@ def range_requests(vocabulary: list[str], instances: list[Instance], rnd: random
             f"{instance.url}/state/keyvalues/{STORE}/range/{quote(lower, safe='')}/{quote(upper, safe='')}",
             lambda response: len(response.json()) >= RANGE_KEYS,
         )
+
+
+def processed_per_second(instances: list[Instance], seconds: float) -> tuple[float, CpuShare]:
+    """Records/s the instances process over `seconds` with no queries (the baseline), and their CPU."""
+    before = sum(processed_records(i) for i in instances)
+    cpu = CpuShare(instances)
+    began = time.perf_counter()
+    time.sleep(seconds)
+    return (sum(processed_records(i) for i in instances) - before) / (time.perf_counter() - began), cpu
+
+
+def read_all_pages(client: httpx.Client, url: str, page_size: int, latencies_ms: list[float] | None = None) -> list[str]:
+    """Every key of `url` (an `all` route), read page by page following `X-Next-After`."""
+    keys: list[str] = []
+    after: str | None = None
+    while True:
+        params = {"limit": str(page_size)} if after is None else {"limit": str(page_size), "after": after}
+        start = time.perf_counter()
+        response = client.get(url, params=params)
+        response.read()
+        elapsed = time.perf_counter() - start
+        response.raise_for_status()
+        if latencies_ms is not None:
+            latencies_ms.append(elapsed * 1000)
+        keys.extend(entry["key"] for entry in response.json())
+        after = response.headers.get("x-next-after")
+        if after is None:
+            return keys
+
+
+def measure_paging(
+    args: argparse.Namespace,
+    words: set[str],
+    instances: list[Instance],
+    gets: Iterator[Request],
+) -> tuple[Result, Result]:
+    """Whole passes over the store in pages, with local gets sent concurrently by another client."""
+    pages = Result(f"page {args.page_size}", "keep-alive")
+    concurrent = Result("local get", "keep-alive", note="during paging")
+    done = threading.Event()
+
+    def get_meanwhile() -> None:
+        with httpx.Client(timeout=30) as client:
+            while not done.is_set():
+                request = next(gets)
+                start = time.perf_counter()
+                response = client.get(request.url)
+                response.read()
+                elapsed = time.perf_counter() - start
+                if response.status_code == 200 and request.check(response):
+                    concurrent.latencies_ms.append(elapsed * 1000)
+                else:
+                    concurrent.errors += 1
+
+    url = f"{instances[0].url}/state/keyvalues/{STORE}/all"
+    passes = 0
+    with httpx.Client(timeout=60) as client:
+        read_all_pages(client, url, args.page_size)  # warm-up pass
+        processed_before = sum(processed_records(i) for i in instances)
+        cpu = CpuShare(instances)
+        getter = threading.Thread(target=get_meanwhile, daemon=True)
+        began = time.perf_counter()
+        getter.start()
+        try:
+            while passes == 0 or time.perf_counter() - began < args.paging_seconds:
+                keys = read_all_pages(client, url, args.page_size, pages.latencies_ms)
+                ours = [k for k in keys if k in words]
+                if len(ours) != len(words) or any(a >= b for a, b in itertools.pairwise(keys)):
+                    pages.errors += 1
+                passes += 1
+        finally:
+            done.set()
+            getter.join(timeout=30)
+        pages.seconds = concurrent.seconds = time.perf_counter() - began
+    processed = (sum(processed_records(i) for i in instances) - processed_before) / pages.seconds
+    pages.processed_per_s = concurrent.processed_per_s = processed
+    concurrent.note = str(cpu)
+    pages.note = f"{passes} passes, {len(pages.latencies_ms) / pages.seconds:.1f} pages/s"
+    return pages, concurrent
 
 
 # -- the run -------------------------------------------------------------------------------------
@@ -323,15 +464,20 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
         words = set(vocabulary)
 
         def counted() -> bool:
-            return words <= {entry["key"] for entry in _answers(all_url) or ()}
+            with httpx.Client(timeout=60) as client:
+                try:
+                    return words <= set(read_all_pages(client, all_url, 10_000))
+                except httpx.HTTPError:
+                    return False
 
-        wait_for(counted, 120, "every word counted", instances)
+        wait_for(counted, 300, "every word counted", instances)
         owner_of: dict[str, Instance] = {}
-        by_server = {i.server: i for i in instances}
-        for server, part in ((i.server, _answers(f"{i.url}/state/keyvalues/{STORE}/all?scope=local")) for i in instances):
-            for entry in part or ():
-                if entry["key"] in words:  # (a used broker's TextLinesTopic may hold other words)
-                    owner_of[entry["key"]] = by_server[server]
+        with httpx.Client(timeout=60) as client:
+            for instance in instances:
+                local_url = f"{instance.url}/state/keyvalues/{STORE}/all?scope=local"
+                for key in read_all_pages(client, local_url, 10_000):
+                    if key in words:  # (a used broker's TextLinesTopic may hold other words)
+                        owner_of[key] = instance
         assert len(owner_of) == len(vocabulary), "every word has an owner"
         share = {i.name: sum(1 for o in owner_of.values() if o is i) for i in instances}
         print(f"word-count keys per instance: {share}", flush=True)
@@ -339,8 +485,21 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
         def other(instance: Instance) -> Instance:
             return next(i for i in instances if i is not instance)
 
-        feeder.start()
-        time.sleep(args.settle)
+        baselines: list[float] = []
+        feeding_since = time.perf_counter()
+
+        def baseline() -> int:
+            """Measure processing with no queries; the index of the figure (0 without a feeder)."""
+            if args.rate > 0:
+                rate, cpu = processed_per_second(instances, args.baseline_seconds)
+                baselines.append(rate)
+                print(f"  baseline (feeder, no queries): {rate:.0f} records/s, {cpu}", flush=True)
+            return len(baselines) - 1
+
+        if args.rate > 0:
+            feeder.start()
+            feeding_since = time.perf_counter()
+            time.sleep(args.settle)
         results = []
         scenarios: list[tuple[str, Callable[[], Iterator[Request]]]] = [
             ("local get", lambda: key_requests(vocabulary, lambda w: owner_of[w], rnd)),
@@ -349,16 +508,29 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
         ]
         for scenario, requests in scenarios:
             for client_kind in ("keep-alive", "new conn"):
+                before = baseline()
                 result = measure(
                     scenario, client_kind, requests(), count=args.requests, warmup=args.warmup,
                     max_seconds=args.max_seconds, instances=instances,
                 )  # fmt: skip
+                result.baseline_index = before
                 results.append(result)
                 print(f"  {scenario:12} {client_kind:10} {len(result.latencies_ms)} answers in {result.seconds:.1f} s",
                       flush=True)  # fmt: skip
+        if args.paging_keys:
+            before = baseline()
+            local_gets = key_requests(vocabulary, lambda w: owner_of[w], rnd)
+            paged = measure_paging(args, words, instances, local_gets)
+            for result in paged:
+                result.baseline_index = before
+            results.extend(paged)
+            print(f"  paging: {results[-2].note}", flush=True)
+        baseline()
+        fed = sent.value / (time.perf_counter() - feeding_since) if args.rate > 0 else 0.0
         stop.set()
-        feeder.join(timeout=30)
-        print_table(args, results, sent.value, instances)
+        if feeder.is_alive():
+            feeder.join(timeout=30)
+        print_table(args, results, sent.value, fed, baselines)
     finally:
         stop.set()
         if feeder.is_alive():
@@ -368,16 +540,24 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
         stop_instances(instances)
 
 
-def print_table(args: argparse.Namespace, results: list[Result], lines_sent: int, instances: list[Instance]) -> None:
+def print_table(
+    args: argparse.Namespace, results: list[Result], lines_sent: int, fed_per_s: float, baselines: list[float]
+) -> None:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print()
     print(f"query latency, {now}; {machine()}")
     print(f"2 word-count instances + broker on this machine, loopback HTTP; feeder {args.rate:g} lines/s x "
-          f"{args.words_per_line} words ({lines_sent} lines sent); {args.keys} distinct words; "
+          f"{args.words_per_line} words ({lines_sent} lines sent, {fed_per_s:.0f} lines/s = "
+          f"{fed_per_s * (1 + args.words_per_line):.0f} records/s to process); {args.keys} distinct words; "
           f"--requests {args.requests} --max-seconds {args.max_seconds:g}")  # fmt: skip
+    if baselines:
+        print("baselines (feeder, no queries, before each measurement and at the end): "
+              + " / ".join(f"{b:.0f}" for b in baselines) + " records/s")  # fmt: skip
+    with contextlib.suppress(OSError):
+        print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()
     header = f"| {'query':12} | {'client':10} | {'answers':>7} | {'errors':>6} | {'p50 ms':>7} | {'p99 ms':>7} | " \
-             f"{'max ms':>7} | {'mean ms':>7} | {'records/s processed':>19} |"  # fmt: skip
+             f"{'max ms':>7} | {'mean ms':>7} | {'records/s processed':>19} | {'vs baseline':>11} | note |"  # fmt: skip
     print(header)
     print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
     for r in results:
@@ -385,7 +565,7 @@ def print_table(args: argparse.Namespace, results: list[Result], lines_sent: int
         top = max(r.latencies_ms) if r.latencies_ms else float("nan")
         print(f"| {r.scenario:12} | {r.client:10} | {len(r.latencies_ms):>7} | {r.errors:>6} | "
               f"{r.percentile(50):>7.1f} | {r.percentile(99):>7.1f} | {top:>7.1f} | {mean:>7.1f} | "
-              f"{r.processed_per_s:>19.0f} |")  # fmt: skip
+              f"{r.processed_per_s:>19.0f} | {r.processed_per_s / r.baseline(baselines):>11.2f} | {r.note} |")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -394,13 +574,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-seconds", type=float, default=60.0, help="time limit of each scenario and client")
     parser.add_argument("--warmup", type=int, default=20, help="unmeasured requests before each measurement")
     parser.add_argument("--keys", type=int, default=2000, help=f"distinct words (at least {RANGE_KEYS})")
-    parser.add_argument("--rate", type=float, default=100.0, help="lines per second the feeder produces meanwhile")
+    parser.add_argument("--rate", type=float, default=100.0,
+                        help="lines per second the feeder produces meanwhile (0: no feeder)")  # fmt: skip
+    parser.add_argument("--baseline-seconds", type=float, default=5.0,
+                        help="seconds of processing without queries measured before and after the queries")  # fmt: skip
+    parser.add_argument("--paging-keys", type=int, default=0,
+                        help="add the paging scenario over a store of this many words (0: none)")  # fmt: skip
+    parser.add_argument("--page-size", type=int, default=1000, help="limit of each page in the paging scenario")
+    parser.add_argument("--paging-seconds", type=float, default=10.0, help="least time the paging scenario runs")
     parser.add_argument("--words-per-line", type=int, default=10)
     parser.add_argument("--settle", type=float, default=3.0, help="seconds of feeding before measuring")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--bootstrap-servers", help="use this broker instead of starting one")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
+    args.keys = max(args.keys, args.paging_keys)
     if args.keys < RANGE_KEYS:
         parser.error(f"--keys must be at least {RANGE_KEYS}")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")

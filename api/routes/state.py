@@ -127,7 +127,7 @@ class KeyQueries:
         return JSONResponse(body, headers=headers)
 
 
-def _key_queries(
+async def _key_queries(
     request: Request,
     streams: Streams,
     forwarder: Forwarding,
