@@ -23,6 +23,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from api.server import serve
 from streams_core import KafkaStreams, Materialized, Processor, PunctuationType, Record, Serdes, State, StreamsBuilder, Topology
+from streams_core.runtime.partitioner import default_partition
 from tests.integration.apps.counting_app import streams_config
 from tests.integration.rest_cluster import free_port
 from tests.kafka_utils import create_topic, produce, topic_partitions, unique_topic
@@ -60,6 +61,22 @@ class ScanningProcessor(Processor[str, str, None, None]):
         return None
 
 
+def keys_over_partitions(partitions: int, per_partition: int) -> list[str]:
+    """Keys spread over every partition, so that every instance owns some of them, whatever the assignment."""
+    found: dict[int, list[str]] = {p: [] for p in range(partitions)}
+    n = 0
+    while any(len(keys) < per_partition for keys in found.values()):
+        key = f"k{n}"
+        n += 1
+        bucket = found[default_partition(key.encode(), partitions)]
+        if len(bucket) < per_partition:
+            bucket.append(key)
+    return [key for keys in zip(*found.values(), strict=True) for key in keys]
+
+
+KEYS = keys_over_partitions(4, 2)
+
+
 async def end_offsets(bootstrap: str, topics: list[str]) -> dict[TopicPartition, int]:
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
@@ -91,7 +108,7 @@ async def test_read_your_writes_through_the_owner_and_through_forwarding(bootstr
         served_by: Counter[str] = Counter()
         async with httpx.AsyncClient(timeout=10) as client:
             for round_ in range(24):
-                key = f"k{round_ % 6}"
+                key = KEYS[round_ % len(KEYS)]
                 [meta] = await produce(bootstrap, source, [(key.encode(), b"x")])
                 truth[key] += 1
                 port = ports[round_ % 2]
