@@ -46,10 +46,12 @@ def _ours(tp: Any) -> TopicPartition:
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
-    def __init__(self, listener: RebalanceListener) -> None:
+    def __init__(self, listener: RebalanceListener, paused: set[TopicPartition]) -> None:
         self._listener = listener
+        self._paused = paused
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
+        self._paused.clear()  # eager protocol: everything is revoked, and a pause does not outlive its assignment
         await self._listener.on_partitions_revoked(frozenset(_ours(tp) for tp in revoked))
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
@@ -57,12 +59,20 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is
 
 
 class AioKafkaConsumer:
-    """The `Consumer` port over an `AIOKafkaConsumer`."""
+    """The `Consumer` port over an `AIOKafkaConsumer`.
 
-    __slots__ = ("_consumer",)
+    `pause` keeps what was already fetched, as the Java consumer does: a paused partition is left
+    out of `getmany` rather than paused in aiokafka, whose pause drops the partition's fetched
+    records and leaves it out of the next fetch, so that a resumed partition waits for a fetch held
+    up to `fetch.max.wait.ms` by the others. aiokafka keeps at most one fetch response per
+    partition it has not returned, which bounds the memory a paused partition holds.
+    """
+
+    __slots__ = ("_consumer", "_paused")
 
     def __init__(self, consumer: AIOKafkaConsumer) -> None:
         self._consumer = consumer
+        self._paused: set[TopicPartition] = set()
 
     async def start(self) -> None:
         await self._consumer.start()
@@ -71,10 +81,12 @@ class AioKafkaConsumer:
         await self._consumer.stop()
 
     def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
-        self._consumer.subscribe(list(topics), listener=_Listener(listener))
+        self._consumer.subscribe(list(topics), listener=_Listener(listener, self._paused))
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        self._consumer.assign([_kafka(tp) for tp in partitions])
+        assigned = list(partitions)
+        self._paused.intersection_update(assigned)
+        self._consumer.assign([_kafka(tp) for tp in assigned])
 
     def assignment(self) -> frozenset[TopicPartition]:
         return frozenset(_ours(tp) for tp in self._consumer.assignment())
@@ -82,16 +94,23 @@ class AioKafkaConsumer:
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
     ) -> Mapping[TopicPartition, Sequence[RawRecord]]:
+        paused = self._paused
+        if paused:
+            wanted = partitions or self.assignment()
+            partitions = tuple(tp for tp in wanted if tp not in paused)
+            if not partitions:  # everything is paused: nothing to return, as aiokafka would after the timeout
+                await asyncio.sleep(timeout_ms / 1000)
+                return {}
         batch = await self._consumer.getmany(
             *(_kafka(tp) for tp in partitions), timeout_ms=timeout_ms, max_records=max_records
         )
         return {TopicPartition(tp.topic, tp.partition): records for tp, records in batch.items()}
 
     def pause(self, *partitions: TopicPartition) -> None:
-        self._consumer.pause(*(_kafka(tp) for tp in partitions))
+        self._paused.update(partitions)
 
     def resume(self, *partitions: TopicPartition) -> None:
-        self._consumer.resume(*(_kafka(tp) for tp in partitions))
+        self._paused.difference_update(partitions)
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         self._consumer.seek(_kafka(partition), offset)
