@@ -8,8 +8,8 @@ import pytest
 
 from streams_core import StreamsConfig
 from streams_core.clients import (
-    AioKafkaClientSupplier,
     AIOKafkaAdminClient,
+    AioKafkaClientSupplier,
     InternalTopicError,
     InternalTopicManager,
     NewTopicSpec,
