@@ -278,6 +278,9 @@ class StreamThread:
                 self._raise_pending_error()
                 for tp, records in batch.items():
                     tm.add_records(tp, records if autostop is None else autostop.truncate(tp, records))
+            if batch:
+                await asyncio.sleep(0)  # each part of a round is its own loop step: queries wait for one part, not the round
+            async with self._lock:
                 now = wall_clock_ms()
                 started = time.perf_counter()
                 processed = tm.process(max_records, now, PROCESSING_SLICE_S)
@@ -288,6 +291,8 @@ class StreamThread:
                 self.punctuate_count += tm.punctuate(now)
                 if tm.standby_tasks:
                     await self._update_standbys()
+            await asyncio.sleep(0)
+            async with self._lock:
                 try:
                     await guarantee.send_pending(tm.tasks.values())
                     task_finished = autostop is not None and await autostop.update(tm.tasks)
