@@ -58,6 +58,9 @@ class InferredSerde(BoundSerde[Any]):
             self._target = config[key]
         else:
             self._target = complete(self.guess, config, self.role)
+        target = self._target  # bound: calls per record go straight to the target's methods
+        self.serialize = target.serialize  # type: ignore[method-assign]
+        self.deserialize = target.deserialize  # type: ignore[method-assign]
 
     @property
     def target(self) -> Serde[Any]:

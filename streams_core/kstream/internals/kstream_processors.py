@@ -11,6 +11,8 @@ from typing import Any
 
 from streams_core.processor.processor import Record
 
+_new = tuple.__new__  # Record(...) without the NamedTuple constructor's extra call: these run per record
+
 __all__ = [
     "KStreamBranch",
     "KStreamFilter",
@@ -60,7 +62,7 @@ class KStreamMap(_Stateless):
 
     def process(self, record: Record[Any, Any]) -> None:
         key, value = self._mapper(record.key, record.value)
-        self._forward(Record(key, value, record.timestamp, record.headers))
+        self._forward(_new(Record, (key, value, record.timestamp, record.headers)))
 
 
 class KStreamSelectKey(_Stateless):
@@ -73,7 +75,7 @@ class KStreamSelectKey(_Stateless):
 
     def process(self, record: Record[Any, Any]) -> None:
         key, value, timestamp, headers = record
-        self._forward(Record(self._selector(key, value), value, timestamp, headers))
+        self._forward(_new(Record, (self._selector(key, value), value, timestamp, headers)))
 
 
 class KStreamMapValues(_Stateless):
@@ -88,7 +90,7 @@ class KStreamMapValues(_Stateless):
     def process(self, record: Record[Any, Any]) -> None:
         key, value, timestamp, headers = record
         mapped = self._mapper(key, value) if self._with_key else self._mapper(value)
-        self._forward(Record(key, mapped, timestamp, headers))
+        self._forward(_new(Record, (key, mapped, timestamp, headers)))
 
 
 class KStreamFlatMap(_Stateless):
@@ -103,7 +105,7 @@ class KStreamFlatMap(_Stateless):
         key, value, timestamp, headers = record
         forward = self._forward
         for new_key, new_value in self._mapper(key, value):
-            forward(Record(new_key, new_value, timestamp, headers))
+            forward(_new(Record, (new_key, new_value, timestamp, headers)))
 
 
 class KStreamFlatMapValues(_Stateless):
@@ -119,7 +121,7 @@ class KStreamFlatMapValues(_Stateless):
         key, value, timestamp, headers = record
         forward = self._forward
         for new_value in self._mapper(key, value) if self._with_key else self._mapper(value):
-            forward(Record(key, new_value, timestamp, headers))
+            forward(_new(Record, (key, new_value, timestamp, headers)))
 
 
 class KStreamPeek(_Stateless):
