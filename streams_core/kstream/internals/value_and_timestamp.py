@@ -7,6 +7,7 @@ The bytes are Java's: the timestamp as 8 bytes big-endian, then the value's byte
 
 from __future__ import annotations
 
+import struct
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from streams_core.errors import DeserializationError
@@ -15,6 +16,9 @@ from streams_core.kstream.internals.dsl_serde import BoundSerde, complete
 __all__ = ["UNKNOWN_TIMESTAMP", "ValueAndTimestamp", "ValueAndTimestampSerde"]
 
 V = TypeVar("V")
+
+_TIMESTAMP = struct.Struct(">q")
+_new = tuple.__new__
 
 UNKNOWN_TIMESTAMP = -1
 """The timestamp of a value written without one (a plain `put` on a table's store)."""
@@ -45,14 +49,14 @@ class ValueAndTimestampSerde(BoundSerde[ValueAndTimestamp[Any]]):
         raw: bytes | None = self.inner.serialize(topic, data.value)
         if raw is None:
             return None
-        return data.timestamp.to_bytes(8, "big", signed=True) + raw
+        return _TIMESTAMP.pack(data.timestamp) + raw
 
     def deserialize(self, topic: str | None, data: bytes | None) -> ValueAndTimestamp[Any] | None:
         if data is None:
             return None
         if len(data) < 8:
             raise DeserializationError(f"ValueAndTimestamp serde expects at least 8 bytes, got {len(data)}")
-        return ValueAndTimestamp(self.inner.deserialize(topic, data[8:]), int.from_bytes(data[:8], "big", signed=True))
+        return _new(ValueAndTimestamp, (self.inner.deserialize(topic, data[8:]), _TIMESTAMP.unpack_from(data)[0]))
 
     def __repr__(self) -> str:
         return f"ValueAndTimestampSerde({self.inner!r})"
