@@ -67,6 +67,8 @@ class ServerHandle:
 
 
 def _bind(host: str, port: int) -> socket.socket:
+    """A listening-ready socket on exactly `host` (an IPv6 address may come bracketed, as in application.server)."""
+    host = host.removeprefix("[").removesuffix("]")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
