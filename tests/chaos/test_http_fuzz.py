@@ -30,7 +30,6 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -47,6 +46,7 @@ from schemathesis.checks import not_a_server_error  # noqa: E402
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, STORE, WINDOWED_STORE  # noqa: E402
 from tests.api.conformance import check  # noqa: E402
 from tests.api.contract import CONTRACT  # noqa: E402
+from tests.chaos.http_raw import RawAnswer, listening, raw_get  # noqa: E402
 from tests.integration.rest_cluster import Instance, WordCountCluster, make_text, wait_until  # noqa: E402
 from tests.kafka_utils import Rec, create_topic, produce  # noqa: E402
 
@@ -137,27 +137,8 @@ async def _all_right(fuzzed: Fuzzed, words: list[str] | None = None) -> bool:
 # -- raw requests ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RawAnswer:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-
-async def raw_get(instance: Instance, target: bytes, headers: bytes = b"") -> RawAnswer:
-    """GET `target` exactly as given (no client normalises or encodes it), on a new connection."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", instance.port)
-    try:
-        writer.write(b"GET " + target + b" HTTP/1.1\r\nHost: " + instance.server.encode() + b"\r\n" + headers)
-        writer.write(b"Connection: close\r\n\r\n")
-        await writer.drain()
-        data = await asyncio.wait_for(reader.read(), TIMEOUT_S)
-    finally:
-        writer.close()
-    head, _, body = data.partition(b"\r\n\r\n")
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    fields = dict(line.split(": ", 1) for line in header_lines if ": " in line)
-    return RawAnswer(int(status_line.split()[1]), {k.lower(): v for k, v in fields.items()}, body)
+async def _raw(instance: Instance, target: bytes) -> RawAnswer:
+    return await raw_get(instance.port, target, timeout=TIMEOUT_S)
 
 
 KEY = f"/state/keyvalue/{STORE}/"
@@ -220,7 +201,7 @@ NO_ROUTE: dict[str, bytes] = {
 async def test_a_bad_request_gets_a_clean_4xx_with_a_json_reason(fuzzed: Fuzzed, name: str) -> None:
     template, target, status = BAD_REQUESTS[name]
     for instance in fuzzed.instances:
-        answer = await raw_get(instance, target)
+        answer = await _raw(instance, target)
         assert answer.status == status, f"{name} through {instance.name}: {answer.status} {answer.body[:300]!r}"
         check("GET", template, answer.status, answer.headers, answer.body)
         assert "error" in httpx.Response(status, content=answer.body).json()
@@ -229,7 +210,7 @@ async def test_a_bad_request_gets_a_clean_4xx_with_a_json_reason(fuzzed: Fuzzed,
 @pytest.mark.parametrize("name", list(NO_ROUTE))
 async def test_a_target_outside_the_routes_is_a_json_404(fuzzed: Fuzzed, name: str) -> None:
     for instance in fuzzed.instances:
-        answer = await raw_get(instance, NO_ROUTE[name])
+        answer = await _raw(instance, NO_ROUTE[name])
         assert answer.status == 404 and answer.headers["content-type"] == "application/json", answer
         assert httpx.Response(404, content=answer.body).json() == {"error": "Not Found"}
 
@@ -244,7 +225,7 @@ async def test_odd_words_answer_their_count_through_both_instances(fuzzed: Fuzze
     for word, paths in targets.items():
         for target in paths:
             for instance in fuzzed.instances:
-                answer = await raw_get(instance, target)
+                answer = await _raw(instance, target)
                 assert answer.status == 200, f"{word!r} at {target[:80]!r} through {instance.name}: {answer}"
                 body = httpx.Response(200, content=answer.body).json()
                 assert body["key"] == word and body["value"] >= fuzzed.truth[word], (word, body)
@@ -279,22 +260,6 @@ def test_the_service_listens_on_127_0_0_1_only(fuzzed: Fuzzed) -> None:
     for instance in fuzzed.instances:
         assert instance.process is not None
         assert listening(instance.process.pid, instance.port) == {"127.0.0.1"}
-
-
-def listening(pid: int, port: int) -> set[str]:
-    """The local addresses on which process `pid`'s network namespace listens on TCP `port` (from /proc)."""
-    found = set()
-    for table, width in (("tcp", 8), ("tcp6", 32)):
-        path = Path(f"/proc/{pid}/net/{table}")
-        for line in path.read_text().splitlines()[1:]:
-            local, state = line.split()[1], line.split()[3]
-            address, _, hex_port = local.partition(":")
-            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
-                raw = bytes.fromhex(address)
-                words = [raw[i : i + 4][::-1] for i in range(0, len(raw), 4)]  # each 32-bit word is host order
-                ip = b"".join(words)
-                found.add(".".join(map(str, ip)) if width == 8 else ip.hex(":", 2))
-    return found
 
 
 # -- fuzzing -----------------------------------------------------------------------------------
