@@ -95,12 +95,13 @@ def route_key(
 
 
 async def answer_key(
-    route: KeyRoute, forwarder: Forwarder, request: Request, read: Callable[[], Awaitable[T]]
+    route: KeyRoute, forwarder: Forwarder, request: Request, read: Callable[[], Awaitable[T]], wait_s: float = 0.0
 ) -> T | Response:
     """The first answer of the route's candidates: `read()` here, else relayed from the hosts in turn.
 
     A candidate that cannot answer now (not queryable, unreachable, 503) passes the query on to
-    the next; a 404 is an answer. The last candidate's failure is raised (503).
+    the next; a 404 is an answer. The last candidate's failure is raised (503). `wait_s` is how
+    long a candidate may wait before it answers (a `position` bound's timeout).
     """
     failure: BaseException | None = None
     if route.local:
@@ -113,7 +114,7 @@ async def answer_key(
     for index, host in enumerate(route.hosts):
         last = index == len(route.hosts) - 1
         try:
-            answer = await forwarder.relay(host, request)
+            answer = await forwarder.relay(host, request, wait_s)
         except NotAvailableError as exc:
             if last:
                 raise
@@ -172,27 +173,33 @@ class Forwarder:
         return instance_name(self.this_host)
 
     async def get(
-        self, host: HostInfo, request: Request, params: Mapping[str, str], path: str | None = None
+        self, host: HostInfo, request: Request, params: Mapping[str, str], path: str | None = None, wait_s: float = 0.0
     ) -> httpx.Response:
-        """GET the same path (or `path`) on `host`; NotAvailableError (503) when it cannot be reached in time."""
+        """GET the same path (or `path`) on `host`; NotAvailableError (503) when it cannot be reached in time.
+
+        `wait_s` extends the read timeout by what `host` is allowed to wait before answering.
+        """
         raw_path = (forwarded_path(request) if path is None else path).encode("ascii")
         self._on_forward(getattr(request.scope.get("route"), "path", request.url.path), str(host))
         try:
             url = httpx.URL(scheme=self.scheme, host=host.host, port=host.port, raw_path=raw_path)
-            return await self.client.get(url, params=dict(params), headers=self._hop)
+            timeout = self.client.timeout
+            if wait_s > 0 and timeout.read is not None:
+                timeout = httpx.Timeout(timeout.read + wait_s, connect=timeout.connect, pool=timeout.pool)
+            return await self.client.get(url, params=dict(params), headers=self._hop, timeout=timeout)
         except httpx.InvalidURL as exc:
             raise BadRequestError("request cannot be forwarded", instance=str(host), reason=str(exc)) from None
         except httpx.HTTPError as exc:
             log.info("forwarding %s to %s failed: %r", request.url.path, host, exc)
             raise NotAvailableError("instance unreachable", instance=str(host), reason=type(exc).__name__) from None
 
-    async def relay(self, host: HostInfo, request: Request) -> Response:
-        """The owner's answer to this request, status and body as they are.
+    async def relay(self, host: HostInfo, request: Request, wait_s: float = 0.0) -> Response:
+        """The owner's answer to this request, status and body as they are (it may wait `wait_s` first).
 
         A server error of the owner other than 503 becomes a 503 here (the owner is not
         answering properly now, so the client should retry).
         """
-        answer = await self.get(host, request, request.query_params)
+        answer = await self.get(host, request, request.query_params, wait_s=wait_s)
         if answer.status_code >= 500 and answer.status_code != 503:
             raise NotAvailableError("instance failed", instance=str(host), status=answer.status_code)
         headers = {name: value for name, value in answer.headers.items() if name in _RELAYED_HEADERS}

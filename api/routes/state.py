@@ -119,7 +119,8 @@ class KeyQueries:
         async def local() -> Response:
             return await self._read_here(route, store.name, kind, read)
 
-        return await answer_key(route, self.forwarder, self.request, local)
+        wait_s = self.timeout_s if self.bound is not None else 0.0
+        return await answer_key(route, self.forwarder, self.request, local, wait_s)
 
     async def _read_here(self, route: KeyRoute, name: str, kind: Any, read: Read) -> Response:
         position: Mapping[Any, int] | None = None

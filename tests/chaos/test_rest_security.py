@@ -145,6 +145,9 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
+FORWARD_TIMEOUT_S = 1.0
+
+
 @dataclass
 class Served:
     """Two instances of one application served on real 127.0.0.1 ports, and what they sent."""
@@ -173,7 +176,7 @@ async def served() -> AsyncIterator[Served]:
         instances[partition].active_driver.get_key_value_store(COUNTS).put(word, count)
         instances[1 - partition].standby_driver.get_key_value_store(COUNTS).put(word, count)
     transport = RecordingTransport()
-    settings = ApiSettings(transport=transport, forward_timeout=2.0)
+    settings = ApiSettings(transport=transport, forward_timeout=FORWARD_TIMEOUT_S)
     async with AsyncExitStack() as stack:
         handles = []
         for host, streams in zip(hosts, instances, strict=True):
@@ -264,6 +267,20 @@ async def test_metrics_of_an_instance_are_relayed_only_for_members(served: Serve
         assert not recorder.heads
     finally:
         await recorder.stop()
+
+
+async def test_a_forwarded_bounded_query_waits_its_timeout_at_the_owner(served: Served) -> None:
+    """`timeoutMs` above the forwarding timeout: the owner's 'position not reached' after timeoutMs,
+    not the origin's 'instance unreachable' after the forwarding timeout (found by the fuzz test)."""
+    word = next(w for w in WORDS if served.owner(w) == 1)
+    wait_ms = int(FORWARD_TIMEOUT_S * 2000)
+    async with httpx.AsyncClient(base_url=served.handles[0].url, timeout=10) as client:
+        started = asyncio.get_running_loop().time()
+        answer = await client.get(f"/state/keyvalue/{COUNTS}/{word}", params={"position": f"{TOPIC}:1:5", "timeoutMs": wait_ms})
+        took = asyncio.get_running_loop().time() - started
+    assert answer.status_code == 503 and answer.headers["x-served-by"] == str(served.hosts[1]), answer.text
+    assert answer.json()["error"] == "position not reached" and answer.json()["reason"] == "timed out"
+    assert wait_ms / 1000 <= took < wait_ms / 1000 + FORWARD_TIMEOUT_S
 
 
 # -- one hop at most ---------------------------------------------------------------------------
