@@ -16,11 +16,11 @@ import httpx
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from api.errors import install_error_handlers
+from api.errors import TARGET_RESPONSES, install_error_handlers
 from api.forwarding import Forwarder, instance_name
 from api.instance import StreamsInstance
 from api.metrics import StreamsMetrics
-from api.middleware import QueryTimingMiddleware, ServedByMiddleware
+from api.middleware import QueryTimingMiddleware, RequestTargetGuard, ServedByMiddleware
 from api.routes import health, instances, state, topology, ui
 from api.settings import ApiSettings
 from streams_core import HostInfo
@@ -42,12 +42,16 @@ def _operation_id(route: APIRoute) -> str:
 
 
 def _without_validation_errors(app: FastAPI) -> dict[str, Any]:
-    """FastAPI's schema minus its 422 answers: this app answers invalid requests with 400."""
+    """FastAPI's schema minus its 422 answers (this app answers invalid requests with 400), plus
+    the 400 and 414 of `RequestTargetGuard`, which stands before every route."""
     if app.openapi_schema is None:
         schema = FastAPI.openapi(app)
         for path in schema.get("paths", {}).values():
             for operation in path.values():
-                operation.get("responses", {}).pop("422", None)
+                responses = operation.setdefault("responses", {})
+                responses.pop("422", None)
+                for status, answer in TARGET_RESPONSES.items():
+                    responses.setdefault(status, answer)
         components = schema.get("components", {}).get("schemas", {})
         for name in ("HTTPValidationError", "ValidationError"):
             components.pop(name, None)
@@ -81,6 +85,7 @@ def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None)
     install_error_handlers(app)
     for module in (instances, state, topology, health, ui):
         app.include_router(module.router)
+    app.add_middleware(RequestTargetGuard)
     app.add_middleware(ServedByMiddleware, served_by=instance_name(this_host))
     app.add_middleware(QueryTimingMiddleware, metrics=app.state.metrics)
     app.openapi = lambda: _without_validation_errors(app)  # type: ignore[method-assign]

@@ -3,7 +3,9 @@
 - 404: `UnknownStateStoreError` (no such store), `StoreNotFoundError` (a store of another
   type), `KeyNotFoundError` (the owner has no value for the key), and unknown routes.
 - 400: `BadRequestError` (a key the key serde rejects) and invalid parameters (FastAPI's
-  validation errors, which would be 422).
+  validation errors, which would be 422); on every route, a path or query that is not UTF-8
+  once percent-decoded (`RequestTargetGuard`).
+- 414: on every route, a request target over `MAX_TARGET_BYTES` (`RequestTargetGuard`).
 - 503 with `Retry-After`: `InvalidStateStoreError` (rebalancing, restoring, closed),
   `NotAvailableError` (metadata unknown, owner unreachable) and `StreamsNotStartedError`.
   A 503 means "ask again soon", never a partial or wrong answer (DESIGN.md, the REST layer).
@@ -25,6 +27,7 @@ from streams_core.errors import InvalidStateStoreError, StreamsNotStartedError, 
 
 __all__ = [
     "RETRY_AFTER_DOC",
+    "TARGET_RESPONSES",
     "ApiError",
     "BadRequestError",
     "KeyNotFoundError",
@@ -86,6 +89,13 @@ class NotAvailableError(ApiError):
 
     status_code = 503
 
+
+_ERROR_JSON = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+TARGET_RESPONSES: dict[str, dict[str, Any]] = {
+    "400": {"description": "The path or query is not UTF-8 once percent-decoded.", "content": _ERROR_JSON},
+    "414": {"description": "The request target (path and query) is longer than 16 KiB.", "content": _ERROR_JSON},
+}
+"""What `RequestTargetGuard` may answer on any route, documented on every operation that lacks it."""
 
 RETRY_AFTER_DOC = {"description": "Seconds to wait before asking again.", "schema": {"type": "integer"}}
 _SERVED_BY = {"description": "host:port of the instance(s) that produced the answer.", "schema": {"type": "string"}}

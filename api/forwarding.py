@@ -5,7 +5,9 @@ discovery metadata, whether this instance answers or which instance to ask; the 
 asks it over HTTP with timeouts. Every forwarded request carries `X-Streams-Forwarded-By`,
 and an instance that receives one answers locally or with 503, never forwarding again: during
 a rebalance two instances may disagree on the owner, and one hop cannot loop. Every state
-answer names the instance that produced it in `X-Served-By`.
+answer names the instance that produced it in `X-Served-By`. Only hosts of the group's
+metadata are ever asked, at this instance's route path rebuilt from the parsed parameters:
+nothing in a request (headers, path, query) chooses where it goes.
 """
 
 from __future__ import annotations
@@ -15,15 +17,25 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
 from fastapi import Request, Response
 
-from api.errors import NotAvailableError
+from api.errors import BadRequestError, NotAvailableError
 from api.instance import StreamsInstance
 from streams_core import HostInfo, InvalidStateStoreError, Serde
 
-__all__ = ["HOP_HEADER", "SERVED_BY_HEADER", "Forwarder", "KeyRoute", "answer_key", "instance_name", "route_key"]
+__all__ = [
+    "HOP_HEADER",
+    "SERVED_BY_HEADER",
+    "Forwarder",
+    "KeyRoute",
+    "answer_key",
+    "forwarded_path",
+    "instance_name",
+    "route_key",
+]
 
 log = logging.getLogger(__name__)
 
@@ -83,12 +95,13 @@ def route_key(
 
 
 async def answer_key(
-    route: KeyRoute, forwarder: Forwarder, request: Request, read: Callable[[], Awaitable[T]]
+    route: KeyRoute, forwarder: Forwarder, request: Request, read: Callable[[], Awaitable[T]], wait_s: float = 0.0
 ) -> T | Response:
     """The first answer of the route's candidates: `read()` here, else relayed from the hosts in turn.
 
     A candidate that cannot answer now (not queryable, unreachable, 503) passes the query on to
-    the next; a 404 is an answer. The last candidate's failure is raised (503).
+    the next; a 404 is an answer. The last candidate's failure is raised (503). `wait_s` is how
+    long a candidate may wait before it answers (a `position` bound's timeout).
     """
     failure: BaseException | None = None
     if route.local:
@@ -101,7 +114,7 @@ async def answer_key(
     for index, host in enumerate(route.hosts):
         last = index == len(route.hosts) - 1
         try:
-            answer = await forwarder.relay(host, request)
+            answer = await forwarder.relay(host, request, wait_s)
         except NotAvailableError as exc:
             if last:
                 raise
@@ -118,9 +131,23 @@ def instance_name(this_host: HostInfo | None) -> str:
     return str(this_host) if this_host else "local"
 
 
-def _raw_path(request: Request) -> bytes:
-    raw = request.scope.get("raw_path")
-    return bytes(raw) if raw else request.url.path.encode("utf-8")
+def _segment(value: str) -> str:
+    """One path parameter as a URL segment that every hop reads back unchanged (dot segments too)."""
+    quoted = quote(value, safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
+
+
+def forwarded_path(request: Request) -> str:
+    """The path to ask another instance: the matched route's template filled with its parameters.
+
+    Not the raw request path: httpx would resolve `..` segments and refuse a `#`, and the
+    owner must read the same route and parameters as this instance did.
+    """
+    route = request.scope.get("route")
+    template = getattr(route, "path_format", None)
+    if template is None:
+        return quote(request.url.path, safe="/")
+    return str(template).format_map({name: _segment(str(value)) for name, value in request.path_params.items()})
 
 
 class Forwarder:
@@ -146,25 +173,33 @@ class Forwarder:
         return instance_name(self.this_host)
 
     async def get(
-        self, host: HostInfo, request: Request, params: Mapping[str, str], path: str | None = None
+        self, host: HostInfo, request: Request, params: Mapping[str, str], path: str | None = None, wait_s: float = 0.0
     ) -> httpx.Response:
-        """GET the same path (or `path`) on `host`; NotAvailableError (503) when it cannot be reached in time."""
-        raw_path = _raw_path(request) if path is None else path.encode("ascii")
-        url = httpx.URL(scheme=self.scheme, host=host.host, port=host.port, raw_path=raw_path)
+        """GET the same path (or `path`) on `host`; NotAvailableError (503) when it cannot be reached in time.
+
+        `wait_s` extends the read timeout by what `host` is allowed to wait before answering.
+        """
+        raw_path = (forwarded_path(request) if path is None else path).encode("ascii")
         self._on_forward(getattr(request.scope.get("route"), "path", request.url.path), str(host))
         try:
-            return await self.client.get(url, params=dict(params), headers=self._hop)
+            url = httpx.URL(scheme=self.scheme, host=host.host, port=host.port, raw_path=raw_path)
+            timeout = self.client.timeout
+            if wait_s > 0 and timeout.read is not None:
+                timeout = httpx.Timeout(timeout.read + wait_s, connect=timeout.connect, pool=timeout.pool)
+            return await self.client.get(url, params=dict(params), headers=self._hop, timeout=timeout)
+        except httpx.InvalidURL as exc:
+            raise BadRequestError("request cannot be forwarded", instance=str(host), reason=str(exc)) from None
         except httpx.HTTPError as exc:
             log.info("forwarding %s to %s failed: %r", request.url.path, host, exc)
             raise NotAvailableError("instance unreachable", instance=str(host), reason=type(exc).__name__) from None
 
-    async def relay(self, host: HostInfo, request: Request) -> Response:
-        """The owner's answer to this request, status and body as they are.
+    async def relay(self, host: HostInfo, request: Request, wait_s: float = 0.0) -> Response:
+        """The owner's answer to this request, status and body as they are (it may wait `wait_s` first).
 
         A server error of the owner other than 503 becomes a 503 here (the owner is not
         answering properly now, so the client should retry).
         """
-        answer = await self.get(host, request, request.query_params)
+        answer = await self.get(host, request, request.query_params, wait_s=wait_s)
         if answer.status_code >= 500 and answer.status_code != 503:
             raise NotAvailableError("instance failed", instance=str(host), status=answer.status_code)
         headers = {name: value for name, value in answer.headers.items() if name in _RELAYED_HEADERS}

@@ -1,15 +1,56 @@
-"""ASGI middleware of the REST layer: query latency and status by route, and `X-Served-By` on state answers."""
+"""ASGI middleware of the REST layer: request targets the routes can read, query latency and
+status by route, and `X-Served-By` on state answers."""
 
 from __future__ import annotations
 
 import time
+from urllib.parse import unquote_to_bytes
 
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.forwarding import SERVED_BY_HEADER
 from api.metrics import StreamsMetrics
 
-__all__ = ["QueryTimingMiddleware", "ServedByMiddleware"]
+__all__ = ["MAX_TARGET_BYTES", "QueryTimingMiddleware", "RequestTargetGuard", "ServedByMiddleware"]
+
+MAX_TARGET_BYTES = 16 * 1024
+"""Longest request target (path and query as sent) answered: a forwarded query re-encodes it (at
+most 3 bytes for 1) and must stay within the 64 KiB that httpx allows a URL."""
+
+
+def _not_utf8(encoded: bytes) -> bool:
+    try:
+        unquote_to_bytes(encoded).decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+class RequestTargetGuard:
+    """Answers, before routing, the requests whose target the routes cannot read as sent:
+    414 over MAX_TARGET_BYTES, 400 when the path or query is not UTF-8 once percent-decoded
+    (the server would read the bad bytes as U+FFFD and so ask for another key)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("raw_path") or scope["path"].encode("utf-8")
+        query = scope.get("query_string", b"")
+        length = len(path) + len(query)
+        if length > MAX_TARGET_BYTES:
+            body = {"error": "request target too long", "length": length, "limit": MAX_TARGET_BYTES}
+            await JSONResponse(body, status_code=414)(scope, receive, send)
+        elif _not_utf8(path) or _not_utf8(query.replace(b"+", b" ")):
+            where = "path" if _not_utf8(path) else "query"
+            body = {"error": "invalid request", "problems": [{"in": where, "reason": "not UTF-8 once percent-decoded"}]}
+            await JSONResponse(body, status_code=400)(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 class QueryTimingMiddleware:

@@ -1,7 +1,9 @@
 """Scans of `all` and `range` in pages, read in short time slices.
 
 A page is the entries after a cursor key (exclusive), in serialized-key order, up to a limit;
-the answer names the next cursor in `X-Next-After` when more entries follow. Reading and
+the answer names the next cursor in `X-Next-After` when more entries follow: the key as the
+`after` parameter takes it, percent-encoded (UTF-8) where it has `%`, spaces, control or
+non-ASCII characters, which a header cannot carry as they are. Reading and
 rendering yield the event loop every `SLICE_S`, so a large scan delays record processing and
 other queries by a few milliseconds at most: the store iterators stay valid across the pause
 (they snapshot or page by key), and a store closed meanwhile ends the scan with a 503.
@@ -11,18 +13,32 @@ from __future__ import annotations
 
 import asyncio
 import json
+import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
+from urllib.parse import quote
 
 from streams_core.state.store import KeyValue
 
-__all__ = ["NEXT_AFTER_HEADER", "SLICE_S", "Page", "read_page"]
+__all__ = ["NEXT_AFTER_HEADER", "SLICE_S", "Page", "cursor_header", "read_page"]
 
 NEXT_AFTER_HEADER = "X-Next-After"
 SLICE_S = 0.002
 """Longest stretch a scan reads and renders before it yields the event loop."""
+_HEADER_SAFE = "".join(c for c in string.punctuation if c != "%")
+
+
+def cursor_header(key: Any) -> str:
+    """The `X-Next-After` of a rendered key: its `after` text (JSON for a non-string key), header-safe.
+
+    Printable ASCII other than `%` stays as it is (so `42` or `hello` read back unchanged); the
+    rest is percent-encoded UTF-8, for clients to decode: a raw NUL, newline or non-Latin-1
+    character would break the answer (h11 refuses it, starlette cannot encode it).
+    """
+    text = key if isinstance(key, str) else json.dumps(key, separators=(",", ":"), ensure_ascii=False)
+    return quote(text, safe=_HEADER_SAFE)
 
 
 @dataclass(slots=True)

@@ -19,12 +19,15 @@ from api.errors import BadRequestError, NotAvailableError
 from api.instance import StreamsInstance
 from streams_core.runtime.topic_partition import TopicPartition
 
-__all__ = ["POSITION_HEADER", "Position", "format_position", "parse_position", "reached", "wait_for_position"]
+__all__ = ["POSITION_HEADER", "POSITION_PATTERN", "Position", "format_position", "parse_position", "reached", "wait_for_position"]
 
 POSITION_HEADER = "X-Streams-Position"
 Position = Mapping[TopicPartition, int]
 
-_ENTRY = re.compile(r"^([A-Za-z0-9._-]{1,249}):(\d{1,9}):(\d{1,19})$")
+_ENTRY_TEXT = r"([A-Za-z0-9._-]{1,249}):([0-9]{1,9}):([0-9]{1,19})"
+_ENTRY = re.compile(_ENTRY_TEXT)
+POSITION_PATTERN = rf"^ *{_ENTRY_TEXT} *(, *{_ENTRY_TEXT} *)*$"
+"""The `position` token as openapi.yaml documents it (a JSON Schema pattern): entries joined by commas."""
 _POLL_S = 0.005
 
 
@@ -32,7 +35,7 @@ def parse_position(text: str) -> dict[TopicPartition, int]:
     """The bound a `?position=` token names; BadRequestError (400) for a malformed one."""
     bound: dict[TopicPartition, int] = {}
     for entry in text.split(","):
-        match = _ENTRY.match(entry.strip())
+        match = _ENTRY.fullmatch(entry.strip(" "))
         if match is None:
             raise BadRequestError(
                 "invalid position", position=text, reason="expected topic:partition:offset entries joined by commas"

@@ -26,6 +26,9 @@ __all__ = ["ServerHandle", "serve"]
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
+MAX_HEAD_BYTES = 128 * 1024
+"""Longest request line and headers the HTTP server reads (h11's default is 16 KiB): up to it an
+overlong target gets the API's JSON 414 (`RequestTargetGuard`), past it uvicorn's plain 400."""
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -67,6 +70,8 @@ class ServerHandle:
 
 
 def _bind(host: str, port: int) -> socket.socket:
+    """A listening-ready socket on exactly `host` (an IPv6 address may come bracketed, as in application.server)."""
+    host = host.removeprefix("[").removesuffix("]")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -100,7 +105,13 @@ async def serve(
             raise ValueError("serve() needs a port, or application.server in the streams config")
         port = HostInfo.parse(server_address).port
     sock = _bind(host, port)
-    config = uvicorn.Config(create_app(streams, settings=settings), lifespan="on", log_config=None, access_log=False)
+    config = uvicorn.Config(
+        create_app(streams, settings=settings),
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+    )
     server = _EmbeddedServer(config)
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name=f"rest-server-{port}")
     while not server.started and not task.done():

@@ -18,7 +18,7 @@ class ApiSettings:
     """
 
     forward_timeout: float = 5.0
-    """Seconds a forwarded query may take in total (read, write, pool)."""
+    """Seconds a forwarded query may take in total (read, write, pool), plus its `timeoutMs` when it waits for a `position`."""
     connect_timeout: float = 1.0
     """Seconds to connect to another instance before it counts as unreachable (503)."""
     retry_after: int = 1

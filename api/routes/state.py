@@ -35,8 +35,8 @@ from api.errors import KeyNotFoundError, NotAvailableError, error_responses
 from api.forwarding import SERVED_BY_HEADER, Forwarder, KeyRoute, answer_key, route_key
 from api.instance import StreamsInstance
 from api.keys import render
-from api.paging import NEXT_AFTER_HEADER, Page, read_page
-from api.positions import POSITION_HEADER, format_position, parse_position, wait_for_position
+from api.paging import NEXT_AFTER_HEADER, Page, cursor_header, read_page
+from api.positions import POSITION_HEADER, POSITION_PATTERN, format_position, parse_position, wait_for_position
 from api.schemas import KeyValueBean, WindowedValue
 from streams_core import State
 from streams_core.state import QueryableStoreTypes
@@ -56,7 +56,10 @@ def _answers(header: str, description: str) -> dict[int | str, dict[str, Any]]:
 
 
 _KEY_ANSWERS = _answers(POSITION_HEADER, "The answering copy's position: a token for `position` (active copies).")
-_SCAN_ANSWERS = _answers(NEXT_AFTER_HEADER, "The `after` of the next page; absent on the last page.")
+_SCAN_ANSWERS = _answers(
+    NEXT_AFTER_HEADER,
+    "The `after` of the next page, percent-encoded (UTF-8) where it has `%`, spaces, control or non-ASCII characters; absent on the last page.",
+)
 
 Stale = Annotated[bool, Query(description="Allow the answer from any copy (a standby may lag), the active copy first.")]
 MaxLag = Annotated[
@@ -65,7 +68,10 @@ MaxLag = Annotated[
 ]
 PositionBound = Annotated[
     str | None,
-    Query(description="Answer only once the copy has processed these input offsets: `topic:partition:offset,...`."),
+    Query(
+        description="Answer only once the copy has processed these input offsets: `topic:partition:offset,...`.",
+        json_schema_extra={"pattern": POSITION_PATTERN},
+    ),
 ]
 TimeoutMs = Annotated[
     int, Query(alias="timeoutMs", ge=0, le=30_000, description="How long to wait for `position` before a 503.")
@@ -75,7 +81,7 @@ Scope = Annotated[
     Query(description="`all`: gather from every instance; `local`: this instance's active copies only."),
 ]
 Limit = Annotated[int | None, Query(ge=1, le=100_000, description="At most this many entries (a page).")]
-After = Annotated[str | None, Query(description="Start after this key (the `X-Next-After` of the previous page).")]
+After = Annotated[str | None, Query(description="Start after this key (the `X-Next-After` of the previous page, percent-decoded).")]
 KeyFrom = Annotated[str, Path(alias="from", description="The first key of the range (inclusive).")]
 KeyTo = Annotated[str, Path(alias="to", description="The last key of the range (inclusive).")]
 TimeFrom = Annotated[int, Path(alias="from", ge=0, le=MAX_MILLIS, description="Earliest window start, epoch ms.")]
@@ -113,7 +119,8 @@ class KeyQueries:
         async def local() -> Response:
             return await self._read_here(route, store.name, kind, read)
 
-        return await answer_key(route, self.forwarder, self.request, local)
+        wait_s = self.timeout_s if self.bound is not None else 0.0
+        return await answer_key(route, self.forwarder, self.request, local, wait_s)
 
     async def _read_here(self, route: KeyRoute, name: str, kind: Any, read: Read) -> Response:
         position: Mapping[Any, int] | None = None
@@ -226,7 +233,7 @@ def _key_bytes(store: StoreInfo) -> Callable[[Any], bytes]:
 def _page_response(page: Page) -> Response:
     response = Response(page.json(), media_type="application/json")
     if page.next_after is not None:
-        response.headers[NEXT_AFTER_HEADER] = str(page.next_after)
+        response.headers[NEXT_AFTER_HEADER] = cursor_header(page.next_after)
     return response
 
 
