@@ -110,6 +110,7 @@ async def serve(
         lifespan="on",
         log_config=None,
         access_log=False,
+        http="h11",  # not httptools, were it installed: it drops a raw '#' and what follows, and refuses targets over 64 KiB without the JSON 414
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
     )
     server = _EmbeddedServer(config)
