@@ -24,12 +24,15 @@ from api.deps import (
     Forwarded,
     Forwarding,
     GlobalStore,
+    HopHeader,
     KeyText,
     KeyValueStore,
     SessionStore,
     StoreInfo,
     Streams,
     WindowStore,
+    forwarder_of,
+    streams_of,
 )
 from api.errors import KeyNotFoundError, NotAvailableError, error_responses
 from api.forwarding import SERVED_BY_HEADER, Forwarder, KeyRoute, answer_key, route_key
@@ -136,16 +139,17 @@ class KeyQueries:
 
 async def _key_queries(
     request: Request,
-    streams: Streams,
-    forwarder: Forwarding,
-    forwarded: Forwarded,
+    forwarded_by: HopHeader = None,
     stale: Stale = False,
     max_lag: MaxLag = None,
     position: PositionBound = None,
     timeout_ms: TimeoutMs = 1000,
 ) -> KeyQueries:
+    """No nested dependencies: FastAPI resolves each per query, the hottest route's largest cost."""
     bound = None if position is None else parse_position(position)
-    return KeyQueries(request, streams, forwarder, forwarded, stale, max_lag, bound, timeout_ms / 1000)
+    return KeyQueries(
+        request, streams_of(request), forwarder_of(request), forwarded_by is not None, stale, max_lag, bound, timeout_ms / 1000
+    )
 
 
 KeyQuery = Annotated[KeyQueries, Depends(_key_queries)]
