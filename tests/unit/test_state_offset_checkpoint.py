@@ -67,6 +67,7 @@ def test_write_replaces_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         ("0\n2\nt 0 1\n", "expected 2 entries, found 1"),
         ("0\n1\nt 0\n", "line 3 is not 'topic partition offset'"),
         ("0\n1\nt zero 1\n", "line 3: 'zero' is not an integer"),
+        ("0\n1\nt 0 -4\n", "line 3: negative offset -4"),
     ],
 )
 def test_corrupt_files_are_processor_state_errors(tmp_path: Path, text: str, reason: str) -> None:
@@ -83,3 +84,10 @@ def test_invalid_offsets_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="whitespace"):
         checkpoint.write({("a topic", 0): 1})
     assert not checkpoint.path.exists()
+
+
+def test_bytes_that_are_not_text_are_a_processor_state_error(tmp_path: Path) -> None:
+    path = tmp_path / ".checkpoint"
+    path.write_bytes(b"\x00\xff\xfe garbage")
+    with pytest.raises(ProcessorStateError, match="not text"):
+        OffsetCheckpoint(path).read()
