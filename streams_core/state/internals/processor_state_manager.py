@@ -10,10 +10,10 @@ the offset each one's store holds data up to (`changelog_offsets`: read from the
 open, advanced by restores, standby updates and commits), the checkpoint file (`checkpoint()`,
 `delete_checkpoint()`), and wiping the stores to rebuild them (`wipe()`).
 
-Damage found while the instance was down is not fatal: a corrupt `.checkpoint` wipes the task's
-stores (they restore from the changelogs; Java fails the thread instead: docs/state.md), and a
-persistent store whose file was missing or empty while the checkpoint has its changelog offset
-raises TaskCorruptedError when it registers (the task manager wipes and restores the task).
+Damage found while the instance was down is not fatal: a corrupt `.checkpoint` (Java fails the
+thread instead: docs/state.md), and a persistent store whose file was missing or empty while the
+checkpoint has its changelog offset, raise TaskCorruptedError; the task manager then wipes the
+task and restores it from the changelogs.
 Offsets of in-memory stores are never checkpointed (as Java): they restart empty.
 """
 
@@ -184,16 +184,16 @@ class ProcessorStateManager:
     def load_checkpoint(self) -> dict[TopicPartition, int]:
         """Read `.checkpoint` into the changelog offsets of the logged stores; returns them.
 
-        A corrupt file wipes the stores (call before they are registered): nothing says how far
-        they are, so they restore from the beginning of their changelogs.
+        A corrupt file is a TaskCorruptedError: nothing says how far the stores are, so the task
+        manager wipes them and they restore from the beginning of their changelogs.
         """
         logged = set(self._changelogs.values())
         try:
             stored = self._checkpoint.read()
+        except TaskCorruptedError:
+            raise
         except ProcessorStateError as exc:
-            log.warning("task %s: %s; wiping its stores to restore them from the changelogs", self._task_id, exc)
-            self.wipe()
-            return {}
+            raise TaskCorruptedError(f"task {self._task_id}: {exc}") from exc
         self._changelog_offsets = {
             tp: offset for (topic, partition), offset in stored.items() if (tp := TopicPartition(topic, partition)) in logged
         }
