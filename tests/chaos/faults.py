@@ -5,8 +5,9 @@
   the SQLite file deleted, truncated or overwritten, the `.checkpoint` corrupted or pointing past
   the changelog's end. `expect_full_restore` says whether the restart must notice and rebuild
   the task from the whole changelog (True) or may trust the checkpoint (False).
-- Poison input (`poison_record`): undecodable bytes, malformed JSON, JSON of the wrong shape and
-  negative timestamps, for the word count with JSON values of `json_word_count`.
+- Poison input (`poison_record`, `produce_input`): undecodable bytes, malformed JSON, JSON of the
+  wrong shape and negative timestamps among good lines, for the word count with JSON values of
+  `json_word_count`; `Input` keeps the truth and where each bad record landed.
 """
 
 from __future__ import annotations
@@ -15,22 +16,29 @@ import json
 import random
 import sqlite3
 import struct
+import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aiokafka import AIOKafkaProducer
+
 from streams_core import Materialized, Serdes, StreamsBuilder, Topology
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
+from tests.kafka_utils import create_topic, unique_topic
 
 __all__ = [
     "DAMAGES",
     "POISON_KINDS",
     "STALE_KEY",
     "Damage",
+    "Input",
     "Poison",
     "json_word_count",
     "poison_record",
+    "produce_input",
     "text_value",
 ]
 
@@ -218,3 +226,56 @@ def poison_record(kind: str, rnd: random.Random, words: list[str]) -> Poison:
     if kind == "negative-timestamp":
         return Poison(kind, key, text_value(words), -1 - rnd.randrange(1_000_000))
     raise ValueError(kind)
+
+
+VOCABULARY = [f"w{i:02d}" for i in range(60)]
+
+
+@dataclass
+class Input:
+    """An input topic, the word counts of its good records, and where each bad record landed."""
+
+    topic: str
+    truth: Counter[str] = field(default_factory=Counter)
+    good: int = 0
+    bad: dict[tuple[int, int], Poison] = field(default_factory=dict)
+    """(partition, offset) -> the poison record there."""
+
+    def first_bad(self) -> dict[int, int]:
+        """Per partition, the offset of its first bad record."""
+        first: dict[int, int] = {}
+        for partition, offset in sorted(self.bad):
+            first.setdefault(partition, offset)
+        return first
+
+
+async def produce_input(
+    bootstrap: str, total: int, kinds: tuple[str, ...], share: float, seed: int, partitions: int = 2
+) -> Input:
+    """`total` records, `share` of them poison (cycling through `kinds`), the rest good lines."""
+    rnd = random.Random(seed)
+    data = Input(unique_topic("poison-in"))
+    await create_topic(bootstrap, data.topic, partitions)
+    bad_at = set(rnd.sample(range(total), round(total * share)))
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    await producer.start()
+    try:
+        sent = []
+        for i in range(total):
+            words = rnd.choices(VOCABULARY, k=rnd.randint(1, 5))
+            if i in bad_at:
+                poison = poison_record(kinds[len(sent) % len(kinds)], rnd, words)
+                future = await producer.send(data.topic, poison.value, key=poison.key, timestamp_ms=poison.timestamp_ms)
+                sent.append((future, poison))
+            else:
+                now = int(time.time() * 1000)
+                await producer.send(data.topic, text_value(words), key=f"user-{rnd.randrange(100)}".encode(), timestamp_ms=now)
+                data.truth.update(words)
+                data.good += 1
+        await producer.flush()
+        for future, poison in sent:
+            meta = await future
+            data.bad[(meta.partition, meta.offset)] = poison
+    finally:
+        await producer.stop()
+    return data

@@ -20,75 +20,23 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from streams_core import KafkaStreams, LogAndSkipOnInvalidTimestamp, QueryableStoreTypes, State
 from streams_core.processor.timestamp_extractor import UsePartitionTimeOnInvalidTimestamp
-from tests.chaos.faults import POISON_KINDS, Poison, json_word_count, poison_record, text_value
+from tests.chaos.faults import POISON_KINDS, Input, json_word_count, produce_input
 from tests.integration.apps.harness import committed_offsets, running_instance, wait_all_committed
 from tests.kafka_utils import create_topic, read_all, unique_topic
 
 pytestmark = [pytest.mark.broker, pytest.mark.chaos]
 
 PARTITIONS = 2
-VOCABULARY = [f"w{i:02d}" for i in range(60)]
 FAST = {"commit.interval.ms": 100, "poll.ms": 50, "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "linger.ms": 5}
-
-
-@dataclass
-class Input:
-    """An input topic, the word counts of its good records, and where each bad record landed."""
-
-    topic: str
-    truth: Counter[str] = field(default_factory=Counter)
-    good: int = 0
-    bad: dict[tuple[int, int], Poison] = field(default_factory=dict)
-    """(partition, offset) -> the poison record there."""
-
-    def first_bad(self) -> dict[int, int]:
-        """Per partition, the offset of its first bad record."""
-        first: dict[int, int] = {}
-        for partition, offset in sorted(self.bad):
-            first.setdefault(partition, offset)
-        return first
-
-
-async def produce(bootstrap: str, total: int, kinds: tuple[str, ...], share: float, seed: int) -> Input:
-    """`total` records, `share` of them poison (cycling through `kinds`), the rest good lines."""
-    rnd = random.Random(seed)
-    data = Input(unique_topic("poison-in"))
-    await create_topic(bootstrap, data.topic, PARTITIONS)
-    bad_at = set(rnd.sample(range(total), round(total * share)))
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
-    await producer.start()
-    try:
-        sent = []
-        for i in range(total):
-            words = rnd.choices(VOCABULARY, k=rnd.randint(1, 5))
-            if i in bad_at:
-                poison = poison_record(kinds[len(sent) % len(kinds)], rnd, words)
-                future = await producer.send(data.topic, poison.value, key=poison.key, timestamp_ms=poison.timestamp_ms)
-                sent.append((future, poison))
-            else:
-                now = int(time.time() * 1000)
-                await producer.send(data.topic, text_value(words), key=f"user-{rnd.randrange(100)}".encode(), timestamp_ms=now)
-                data.truth.update(words)
-                data.good += 1
-        await producer.flush()
-        for future, poison in sent:
-            meta = await future
-            data.bad[(meta.partition, meta.offset)] = poison
-    finally:
-        await producer.stop()
-    return data
 
 
 def config(bootstrap: str, tmp_path: Path, handler: str, **extra: Any) -> dict[str, Any]:
@@ -105,7 +53,7 @@ def config(bootstrap: str, tmp_path: Path, handler: str, **extra: Any) -> dict[s
 @pytest.fixture(scope="module")
 async def one_percent(bootstrap_servers: str) -> Input:
     """3,000 records, 1% poison: 6 of each kind."""
-    data = await produce(bootstrap_servers, 3_000, POISON_KINDS, 0.01, seed=15)
+    data = await produce_input(bootstrap_servers, 3_000, POISON_KINDS, 0.01, seed=15, partitions=PARTITIONS)
     assert Counter(p.kind for p in data.bad.values()) == dict.fromkeys(POISON_KINDS, 6)
     assert any(p.timestamp_ms is not None and p.timestamp_ms < 0 for p in data.bad.values())
     return data
@@ -185,7 +133,7 @@ async def test_dead_letter_topic_gets_every_undeserializable_record_with_its_ori
 async def test_log_and_fail_stops_at_the_first_bad_record_and_names_it(
     bootstrap_servers: str, tmp_path: Path, kind: str
 ) -> None:
-    data = await produce(bootstrap_servers, 300, (kind,), 0.01, seed=POISON_KINDS.index(kind))
+    data = await produce_input(bootstrap_servers, 300, (kind,), 0.01, seed=POISON_KINDS.index(kind), partitions=PARTITIONS)
     cfg = config(bootstrap_servers, tmp_path, "log_and_fail")
     output = unique_topic("poison-out")
     await create_topic(bootstrap_servers, output, PARTITIONS)
