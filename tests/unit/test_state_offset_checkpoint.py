@@ -67,7 +67,6 @@ def test_write_replaces_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         ("0\n2\nt 0 1\n", "expected 2 entries, found 1"),
         ("0\n1\nt 0\n", "line 3 is not 'topic partition offset'"),
         ("0\n1\nt zero 1\n", "line 3: 'zero' is not an integer"),
-        ("0\n1\nt 0 -4\n", "line 3: negative offset -4"),
     ],
 )
 def test_corrupt_files_are_processor_state_errors(tmp_path: Path, text: str, reason: str) -> None:
@@ -91,3 +90,9 @@ def test_bytes_that_are_not_text_are_a_processor_state_error(tmp_path: Path) -> 
     path.write_bytes(b"\x00\xff\xfe garbage")
     with pytest.raises(ProcessorStateError, match="not text"):
         OffsetCheckpoint(path).read()
+
+
+def test_entries_with_negative_offsets_are_left_out_as_in_java(tmp_path: Path) -> None:
+    path = tmp_path / ".checkpoint"
+    path.write_text("0\n2\nt 0 -4\nt 1 7\n")
+    assert OffsetCheckpoint(path).read() == {("t", 1): 7}

@@ -84,7 +84,11 @@ class OffsetCheckpoint:
                 raise self._corrupt(f"line {number} is not 'topic partition offset': {line!r}")
             topic, partition, offset = pieces[0], self._int(pieces[1], number), self._int(pieces[2], number)
             if offset < 0:
-                raise self._corrupt(f"line {number}: negative offset {offset}")
+                # As Java: an entry with an invalid offset is left out (its store restores from
+                # the beginning of its changelog), not a corrupt file.
+                log.warning("ignoring offset %d of %s-%d in checkpoint file %s", offset, topic, partition, self._path)
+                expected -= 1
+                continue
             offsets[(topic, partition)] = offset
         if len(offsets) != expected:
             raise self._corrupt(f"expected {expected} entries, found {len(offsets)}")
