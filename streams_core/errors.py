@@ -60,6 +60,12 @@ class ProcessorStateError(StreamsError):
     """A state store or the state directory is in a state that forbids the operation."""
 
 
+class TaskCorruptedError(ProcessorStateError):
+    """A task's local state is damaged (unreadable store file, checkpoint past the changelog):
+    the task manager wipes the task directory and restores it from the changelogs (Java's
+    TaskCorruptedException)."""
+
+
 class InvalidStateStoreError(StreamsError):
     """The store exists but cannot be queried now (rebalancing, restoring, closed): retriable."""
 

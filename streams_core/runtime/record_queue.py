@@ -136,6 +136,16 @@ class RecordQueue(Generic[R]):
         return self._partition_time
 
     @property
+    def partition_time_so_far(self) -> int:
+        """The partition time as if the batch being added ended here: what a timestamp extractor
+        (UsePartitionTimeOnInvalidTimestamp) gets for a record, so that the records before it in
+        its own batch count (`partition_time` itself moves once per batch, as KIP-28 defines it)."""
+        minima = self._minima
+        if minima and minima[0].timestamp > self._partition_time:
+            return minima[0].timestamp
+        return self._partition_time
+
+    @property
     def peek_head_timestamp(self) -> int:
         """Timestamp of the head record (the next `poll`), or UNKNOWN when empty."""
         return self._fifo[0].timestamp if self._fifo else UNKNOWN

@@ -5,6 +5,11 @@ store replays its changelog partition from the checkpointed offset (or from the 
 to the end offset, through the restore callback the innermost store registered. The restore
 consumer has no group; "caught up" is `position >= end offset` (under read_committed the end is
 the last stable offset and transaction markers are never returned as records).
+
+A checkpoint past the changelog's end, or a position the broker no longer has (the changelog was
+truncated, deleted and recreated), means the stores hold data the changelog does not: the reader
+raises TaskCorruptedError and the task manager wipes the task and restores it from scratch (Java's
+StoreChangelogReader marks such tasks corrupted the same way).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from streams_core import clients
+from streams_core.errors import TaskCorruptedError
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.processor_state_manager import ChangelogPartition
 
@@ -62,11 +68,9 @@ class StoreChangelogReader:
                 end = ends[ktp]
                 start = cp.start_offset
                 if start is not None and start > end:
-                    log.warning(
-                        "%stask %s: checkpoint %d of %s is beyond the changelog end %d; restoring from the beginning",
-                        self._log_prefix, task_name, start, cp.partition, end,
+                    raise TaskCorruptedError(
+                        f"task {task_name}: checkpoint {start} of {cp.partition} is beyond the changelog end {end}"
                     )
-                    start = None
                 if start is None:
                     await consumer.seek_to_beginning(ktp)
                 else:
@@ -103,10 +107,7 @@ class StoreChangelogReader:
             try:
                 batch = await consumer.getmany(*remaining, timeout_ms=200, max_records=10_000)
             except clients.OffsetOutOfRangeError as exc:
-                log.warning("%stask %s: %r; restoring from the beginning", self._log_prefix, task_name, exc)
-                for ktp in remaining:
-                    await consumer.seek_to_beginning(ktp)
-                continue
+                raise TaskCorruptedError(f"task {task_name}: the changelog no longer has the restore position: {exc!r}") from exc
             for ktp, records in batch.items():
                 cp = by_tp[ktp]
                 cp.restore_callback([(r.key, r.value) for r in records if r.key is not None])

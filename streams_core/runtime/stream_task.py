@@ -73,7 +73,7 @@ class StreamTask:
     def _new_queue(self, tp: TopicPartition) -> RecordQueue[Record[Any, Any]]:
         """A partition's queue with its pipeline (deserialize → timestamp → Record) and source node."""
         queue: RecordQueue[Record[Any, Any]]
-        reader = self.processor.record_reader(tp.topic, lambda: queue.partition_time)
+        reader = self.processor.record_reader(tp.topic, lambda: queue.partition_time_so_far)
         queue = RecordQueue(tp, reader, self.processor.source_node(tp.topic))
         return queue
 

@@ -15,6 +15,7 @@ from time import perf_counter
 from typing import Any
 
 from streams_core.config import StreamsConfig
+from streams_core.errors import TaskCorruptedError
 from streams_core.processor.internals.record_deserializer import DeserializationHandler
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.processing_guarantee import ProcessingGuarantee
@@ -80,6 +81,8 @@ class TaskManager:
         self.standby_tasks: dict[TaskId, StandbyTask] = {}
         self._standby_by_partition: dict[TopicPartition, StandbyTask] = {}
         self.restored_records = 0
+        self.corrupted_tasks = 0
+        """Task creations that found damaged local state and wiped it (`_wipe_corrupted`)."""
         self.prev_active: frozenset[TaskId] = frozenset()
         self._closed_totals = {"processed": 0, "dropped": 0, "paused": 0, "resumed": 0}
         """Counters of tasks closed so far (the live tasks' are summed on demand)."""
@@ -124,7 +127,25 @@ class TaskManager:
             raise
         return state_manager
 
+    def _wipe_corrupted(self, task_id: TaskId, exc: TaskCorruptedError) -> None:
+        """Delete a task's damaged local state, so that its next creation restores it from scratch."""
+        self.corrupted_tasks += 1
+        log.warning(
+            "%stask %s: %s; wiping its local state to restore it from the changelogs", self._log_prefix, task_id, exc,
+            extra={"task": str(task_id)},
+        )
+        with ProcessorStateManager(task_id, self.topology.application_id, self.app_state_dir / str(task_id)) as manager:
+            manager.wipe()
+
     async def _create_task(self, task_id: TaskId, partitions: frozenset[TopicPartition]) -> StreamTask:
+        """Create a task; damaged local state (TaskCorruptedError) is wiped and the task created again."""
+        try:
+            return await self._create_task_once(task_id, partitions)
+        except TaskCorruptedError as exc:
+            self._wipe_corrupted(task_id, exc)
+        return await self._create_task_once(task_id, partitions)
+
+    async def _create_task_once(self, task_id: TaskId, partitions: frozenset[TopicPartition]) -> StreamTask:
         """Open the stores, restore them from their changelogs, then start the processors."""
         state_manager = self._open_state(task_id, active=True)
         task: StreamTask | None = None
@@ -170,6 +191,13 @@ class TaskManager:
         return task
 
     def _create_standby(self, task_id: TaskId) -> StandbyTask:
+        try:
+            return self._create_standby_once(task_id)
+        except TaskCorruptedError as exc:
+            self._wipe_corrupted(task_id, exc)
+        return self._create_standby_once(task_id)
+
+    def _create_standby_once(self, task_id: TaskId) -> StandbyTask:
         state_manager = self._open_state(task_id, active=False)
         try:
             standby = StandbyTask(

@@ -83,3 +83,16 @@ def test_invalid_offsets_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="whitespace"):
         checkpoint.write({("a topic", 0): 1})
     assert not checkpoint.path.exists()
+
+
+def test_bytes_that_are_not_text_are_a_processor_state_error(tmp_path: Path) -> None:
+    path = tmp_path / ".checkpoint"
+    path.write_bytes(b"\x00\xff\xfe garbage")
+    with pytest.raises(ProcessorStateError, match="not text"):
+        OffsetCheckpoint(path).read()
+
+
+def test_entries_with_negative_offsets_are_left_out_as_in_java(tmp_path: Path) -> None:
+    path = tmp_path / ".checkpoint"
+    path.write_text("0\n2\nt 0 -4\nt 1 7\n")
+    assert OffsetCheckpoint(path).read() == {("t", 1): 7}

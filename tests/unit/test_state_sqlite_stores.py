@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from streams_core.errors import ProcessorStateError
+from streams_core.errors import ProcessorStateError, TaskCorruptedError
 from streams_core.processor.task_id import TaskId
 from streams_core.state import KeyValue, SessionWindow, TimeWindow, Windowed
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
@@ -92,16 +92,91 @@ def test_a_file_of_another_format_version_is_refused(tmp_path: Path) -> None:
     manager.close()
 
 
-def test_a_corrupt_file_is_a_processor_state_error(tmp_path: Path) -> None:
+def test_a_corrupt_file_is_a_corrupted_task(tmp_path: Path) -> None:
     task_dir = tmp_path / "0_0"
     task_dir.mkdir()
     (task_dir / "w.sqlite").write_bytes(b"this is not a database" * 100)
     manager = ProcessorStateManager(TaskId(0, 0), "app", task_dir)
     store = SqliteWindowStore("w", 10, 10)
-    with pytest.raises(ProcessorStateError, match="not a usable store file"):
+    with pytest.raises(TaskCorruptedError, match="is damaged: file is not a database"):
         store.init(manager.context, store)
     assert not store.is_open
     manager.close()
+
+
+def closed_store_file(task_dir: Path, keys: int = 2000) -> Path:
+    """A key-value store file of several pages, closed cleanly (its digest beside it)."""
+    manager, store = open_store(SqliteKeyValueStore("kv"), task_dir)
+    for i in range(keys):
+        store.put(f"key-{i:05d}".encode(), i.to_bytes(8, "big"))
+    manager.close()
+    return task_dir / "kv.sqlite"
+
+
+def reopen(task_dir: Path) -> SqliteKeyValueStore:
+    manager = ProcessorStateManager(TaskId(0, 0), "app", task_dir)
+    store = SqliteKeyValueStore("kv")
+    try:
+        store.init(manager.context, store)
+    finally:
+        if not store.is_open:
+            manager.close()
+    return store
+
+
+def test_a_clean_close_leaves_a_digest_that_the_next_open_checks_and_removes(tmp_path: Path) -> None:
+    path = closed_store_file(tmp_path / "0_0")
+    digest = path.with_name("kv.sqlite.crc32")
+    assert digest.exists()
+    store = reopen(tmp_path / "0_0")
+    assert not digest.exists(), "an open file changes: its digest is gone"
+    assert store.get(b"key-01999") == (1999).to_bytes(8, "big")
+    store.close()
+
+
+@pytest.mark.parametrize("digest", [True, False], ids=["clean-close", "after-a-crash"])
+@pytest.mark.parametrize(
+    "damage",
+    ["half", "header", "page-header"],
+)
+def test_damage_to_a_closed_file_is_a_corrupted_task(tmp_path: Path, damage: str, digest: bool) -> None:
+    """With its digest any change is found; without it (a crash left no digest) quick_check finds structural damage."""
+    path = closed_store_file(tmp_path / "0_0")
+    if not digest:
+        path.with_name("kv.sqlite.crc32").unlink()
+    data = bytearray(path.read_bytes())
+    if damage == "half":
+        data = data[: len(data) // 2]
+    elif damage == "header":
+        data[16:48] = bytes(range(32))
+    else:
+        data[4096 * 3 : 4096 * 3 + 12] = b"\xa5" * 12  # the b-tree header of the fourth page
+    path.write_bytes(bytes(data))
+    with pytest.raises(TaskCorruptedError, match=r"kv\.sqlite"):
+        reopen(tmp_path / "0_0")
+
+
+def test_one_changed_byte_in_a_row_is_found_by_the_digest(tmp_path: Path) -> None:
+    """quick_check cannot see a changed value (SQLite has no page checksums); the clean close's digest does."""
+    path = closed_store_file(tmp_path / "0_0")
+    data = bytearray(path.read_bytes())
+    at = data.rindex((1999).to_bytes(8, "big"))
+    data[at + 7] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(TaskCorruptedError, match="CRC-32 mismatch"):
+        reopen(tmp_path / "0_0")
+
+
+def test_another_format_version_is_not_corruption(tmp_path: Path) -> None:
+    path = closed_store_file(tmp_path / "0_0", keys=1)
+    path.with_name("kv.sqlite.crc32").unlink()
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA user_version=7")
+    connection.commit()
+    connection.close()
+    with pytest.raises(ProcessorStateError, match="format version 7") as raised:
+        reopen(tmp_path / "0_0")
+    assert not isinstance(raised.value, TaskCorruptedError), "a newer library's file is not wiped"
 
 
 def test_window_rows_in_the_file_are_keyed_by_key_start_and_seq(tmp_path: Path) -> None:

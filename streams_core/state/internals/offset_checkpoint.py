@@ -68,6 +68,8 @@ class OffsetCheckpoint:
             text = self._path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return {}
+        except UnicodeDecodeError as exc:
+            raise self._corrupt(f"not text: {exc}") from None
         lines = text.splitlines()
         if len(lines) < 2:
             raise self._corrupt("the file ended before the version and count lines")
@@ -81,6 +83,12 @@ class OffsetCheckpoint:
             if len(pieces) != 3:
                 raise self._corrupt(f"line {number} is not 'topic partition offset': {line!r}")
             topic, partition, offset = pieces[0], self._int(pieces[1], number), self._int(pieces[2], number)
+            if offset < 0:
+                # As Java: an entry with an invalid offset is left out (its store restores from
+                # the beginning of its changelog), not a corrupt file.
+                log.warning("ignoring offset %d of %s-%d in checkpoint file %s", offset, topic, partition, self._path)
+                expected -= 1
+                continue
             offsets[(topic, partition)] = offset
         if len(offsets) != expected:
             raise self._corrupt(f"expected {expected} entries, found {len(offsets)}")

@@ -9,6 +9,12 @@ It is the one owner of changelog bookkeeping: which changelog partition backs ea
 the offset each one's store holds data up to (`changelog_offsets`: read from the `.checkpoint` on
 open, advanced by restores, standby updates and commits), the checkpoint file (`checkpoint()`,
 `delete_checkpoint()`), and wiping the stores to rebuild them (`wipe()`).
+
+Damage found while the instance was down is not fatal: a corrupt `.checkpoint` (Java fails the
+thread instead: docs/state.md), and a persistent store whose file was missing or empty while the
+checkpoint has its changelog offset, raise TaskCorruptedError; the task manager then wipes the
+task and restores it from the changelogs.
+Offsets of in-memory stores are never checkpointed (as Java): they restart empty.
 """
 
 from __future__ import annotations
@@ -20,11 +26,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from streams_core.errors import ProcessorStateError
+from streams_core.errors import ProcessorStateError, TaskCorruptedError
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.serde import Serde
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
+from streams_core.state.internals.sqlite_database import STORE_FILE_SUFFIX
 from streams_core.state.internals.store_context import StoreContext
 from streams_core.state.internals.store_names import store_changelog_topic
 from streams_core.state.internals.task_directory_lock import TaskDirectoryLock
@@ -89,6 +96,9 @@ class ProcessorStateManager:
         self._checkpoint = OffsetCheckpoint(self._task_dir / CHECKPOINT_FILE_NAME)
         self._changelogs: dict[str, TopicPartition] = dict(changelog_partitions or {})
         self._changelog_offsets: dict[TopicPartition, int] = {}
+        self._volatile: set[TopicPartition] = set()
+        """Changelogs of in-memory stores: never checkpointed, always restored from the beginning."""
+        self._files_at_open = _non_empty_files(self._task_dir)
         self._global_stores = global_stores or {}
         log.debug("task %s: state manager opened %s", task_id, self._task_dir)
 
@@ -134,6 +144,17 @@ class ProcessorStateManager:
             raise ProcessorStateError(f"task {self._task_id}: {exc}") from exc
         self._stores[name] = StateStoreMetadata(store, restore_callback, topic)
         log.debug("task %s: registered store %s", self._task_id, name)
+        tp = self._changelogs.get(name)
+        if tp is None:
+            return
+        if not store.persistent:
+            self._volatile.add(tp)
+            self._changelog_offsets.pop(tp, None)
+        elif tp in self._changelog_offsets and name + STORE_FILE_SUFFIX not in self._files_at_open:
+            raise TaskCorruptedError(
+                f"task {self._task_id}: the checkpoint has offset {self._changelog_offsets[tp]} of {tp} but the "
+                f"file of store {name!r} was missing or empty"
+            )
 
     def get_store(self, name: str) -> StateStore | None:
         """The registered store of that name, else the global store of that name, or None."""
@@ -161,9 +182,18 @@ class ProcessorStateManager:
         return self._checkpoint.path.exists()
 
     def load_checkpoint(self) -> dict[TopicPartition, int]:
-        """Read `.checkpoint` into the changelog offsets of the registered logged stores; returns them."""
+        """Read `.checkpoint` into the changelog offsets of the logged stores; returns them.
+
+        A corrupt file is a TaskCorruptedError: nothing says how far the stores are, so the task
+        manager wipes them and they restore from the beginning of their changelogs.
+        """
         logged = set(self._changelogs.values())
-        stored = self._checkpoint.read()
+        try:
+            stored = self._checkpoint.read()
+        except TaskCorruptedError:
+            raise
+        except ProcessorStateError as exc:
+            raise TaskCorruptedError(f"task {self._task_id}: {exc}") from exc
         self._changelog_offsets = {
             tp: offset for (topic, partition), offset in stored.items() if (tp := TopicPartition(topic, partition)) in logged
         }
@@ -188,8 +218,9 @@ class ProcessorStateManager:
 
     def checkpoint(self) -> None:
         """Write the changelog offsets to `.checkpoint` (flush the stores first: it promises their content)."""
-        if self._changelog_offsets:
-            self._checkpoint.write({(tp.topic, tp.partition): o for tp, o in self._changelog_offsets.items()})
+        offsets = {(tp.topic, tp.partition): o for tp, o in self._changelog_offsets.items() if tp not in self._volatile}
+        if offsets:
+            self._checkpoint.write(offsets)
 
     def delete_checkpoint(self) -> None:
         """Remove `.checkpoint` (exactly-once while a task runs: a crash must not trust its stores)."""
@@ -207,6 +238,7 @@ class ProcessorStateManager:
                 entry.unlink()
         self._checkpoint.delete()
         self._changelog_offsets = {}
+        self._files_at_open = set()
         log.info("task %s: wiped local state in %s to restore it from the changelogs", self._task_id, self._task_dir)
 
     # -- flush and close ----------------------------------------------------------------------
@@ -254,3 +286,8 @@ class ProcessorStateManager:
 
     def __repr__(self) -> str:
         return f"ProcessorStateManager(task {self._task_id}, {self._task_dir}, stores={list(self._stores)})"
+
+
+def _non_empty_files(directory: Path) -> set[str]:
+    """Names of the non-empty files in `directory` (what the stores find when they open)."""
+    return {entry.name for entry in directory.iterdir() if entry.is_file() and entry.stat().st_size > 0}

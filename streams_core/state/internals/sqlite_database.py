@@ -4,27 +4,42 @@ One connection per store, used for reads and writes alike, so reads see the stor
 uncommitted writes. Writes open a transaction implicitly (the sqlite3 module's default) and
 `flush()` commits it: a commit per flush, not per put. Pragmas: WAL journal, synchronous=NORMAL
 (a crash can lose the last commits but never corrupts the file; the changelog restores them).
+
+Damage done while the instance is down is detected on open and raised as TaskCorruptedError
+(the task manager then wipes and restores the task): a clean close leaves a CRC-32 of the file
+beside it (`<store>.sqlite.crc32`), checked and removed on the next open; without one (after a
+crash) `PRAGMA quick_check` checks the file's structure. SQLite keeps no page checksums, so a
+changed byte inside a row after a crash can pass quick_check: docs/state.md says so.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
+import os
 import sqlite3
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from streams_core.errors import ProcessorStateError
+from streams_core.errors import ProcessorStateError, TaskCorruptedError
 from streams_core.state.internals.not_open import NotOpen, refuse_reinit
 
 __all__ = [
+    "DIGEST_SUFFIX",
     "FORMAT_VERSION",
     "PAGE_SIZE",
+    "STORE_FILE_SUFFIX",
     "LeadingBounds",
     "SqliteStoreFile",
+    "file_digest",
     "open_database",
     "paged_rows",
+    "write_digest",
 ]
+
+log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 """Stored as `PRAGMA user_version`; a file with another non-zero version is refused."""
@@ -32,9 +47,65 @@ FORMAT_VERSION = 1
 PAGE_SIZE = 1000
 """Rows read per query by iterators; no SQLite cursor stays open between two pages."""
 
+STORE_FILE_SUFFIX = ".sqlite"
+"""A persistent store's file is `<task dir>/<store name>.sqlite`."""
+
+DIGEST_SUFFIX = ".crc32"
+"""Appended to a store file's name for the CRC-32 a clean close leaves beside it."""
+
+_CORRUPT_CODES = frozenset({11, 26})
+"""SQLITE_CORRUPT and SQLITE_NOTADB: the file is damaged (not locked, not unreadable)."""
+
+
+def file_digest(path: Path) -> str:
+    """CRC-32 of the store file and of its WAL if one is left, as the text kept in the digest file."""
+    crc = 0
+    for part in (path, path.with_name(path.name + "-wal")):
+        try:
+            with open(part, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    crc = zlib.crc32(chunk, crc)
+        except FileNotFoundError:
+            continue
+    return f"{crc:08x} {_size(path)}"
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return -1
+
+
+def write_digest(path: Path) -> None:
+    """Leave the digest of a closed store file beside it (a clean close)."""
+    digest = path.with_name(path.name + DIGEST_SUFFIX)
+    temp = digest.with_name(digest.name + ".tmp")
+    temp.write_text(file_digest(path) + "\n", encoding="ascii")
+    os.replace(temp, digest)
+
+
+def _take_digest(path: Path) -> str | None:
+    """The digest a clean close left for `path` (removed: the file changes once opened), or None."""
+    digest = path.with_name(path.name + DIGEST_SUFFIX)
+    try:
+        text = digest.read_text(encoding="ascii", errors="replace").strip()
+    except FileNotFoundError:
+        return None
+    digest.unlink()
+    return text
+
 
 def open_database(path: Path, schema: Sequence[str], store_name: str) -> sqlite3.Connection:
-    """Open (creating if needed) the store file at `path` and apply `schema` (idempotent DDL)."""
+    """Open (creating if needed) the store file at `path` and apply `schema` (idempotent DDL).
+
+    TaskCorruptedError if an existing file is damaged: it differs from the digest its clean close
+    left, or (no digest) SQLite cannot read it or `PRAGMA quick_check` finds it malformed.
+    """
+    existed = _size(path) > 0
+    expected = _take_digest(path)
+    if existed and expected is not None and file_digest(path) != expected:
+        raise TaskCorruptedError(f"store {store_name!r}: {path} changed since its clean close (CRC-32 mismatch)")
     try:
         conn = sqlite3.connect(path, check_same_thread=False)
     except sqlite3.Error as exc:
@@ -42,6 +113,10 @@ def open_database(path: Path, schema: Sequence[str], store_name: str) -> sqlite3
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        if existed and expected is None:
+            check = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+            if check != "ok":
+                raise TaskCorruptedError(f"store {store_name!r}: {path} is damaged (quick_check: {check})")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, FORMAT_VERSION):
             raise ProcessorStateError(
@@ -52,12 +127,19 @@ def open_database(path: Path, schema: Sequence[str], store_name: str) -> sqlite3
             conn.execute(ddl)
         conn.execute(f"PRAGMA user_version={FORMAT_VERSION}")
         conn.commit()
-    except sqlite3.Error as exc:
-        conn.close()
-        raise ProcessorStateError(f"store {store_name!r}: {path} is not a usable store file: {exc}") from exc
-    except BaseException:
+    except (ProcessorStateError, KeyboardInterrupt, SystemExit):
         conn.close()
         raise
+    except sqlite3.Error as exc:
+        conn.close()
+        if existed and getattr(exc, "sqlite_errorcode", None) in _CORRUPT_CODES:
+            raise TaskCorruptedError(f"store {store_name!r}: {path} is damaged: {exc}") from exc
+        raise ProcessorStateError(f"store {store_name!r}: {path} is not a usable store file: {exc}") from exc
+    except Exception as exc:
+        # A damaged schema page can make sqlite3 fail outside its own errors (UnicodeDecodeError
+        # decoding a garbled journal mode name): the file is unreadable.
+        conn.close()
+        raise TaskCorruptedError(f"store {store_name!r}: {path} is damaged: {exc!r}") from exc
     return conn
 
 
@@ -160,7 +242,7 @@ class SqliteStoreFile:
 
     def _open_file(self, state_dir: Path, schema: Sequence[str]) -> sqlite3.Connection:
         refuse_reinit(self)
-        self._path = Path(state_dir) / f"{self._name}.sqlite"
+        self._path = Path(state_dir) / f"{self._name}{STORE_FILE_SUFFIX}"
         self._conn = open_database(self._path, schema, self._name)
         return self._conn
 
@@ -169,7 +251,7 @@ class SqliteStoreFile:
         self._conn.commit()
 
     def close(self) -> None:
-        """Commit and close the file; closing a closed store does nothing."""
+        """Commit and close the file, then leave its digest; closing a closed store does nothing."""
         if self.is_open:
             conn = self._conn
             self._conn = NotOpen(self._name)
@@ -177,3 +259,8 @@ class SqliteStoreFile:
                 conn.commit()
             finally:
                 conn.close()
+            if self._path is not None:
+                try:
+                    write_digest(self._path)
+                except OSError as exc:
+                    log.warning("store %s: cannot write the digest of %s: %s", self._name, self._path, exc)

@@ -10,15 +10,26 @@ from typing import Any
 
 import pytest
 
-from streams_core import clients
+from streams_core import TaskCorruptedError, TaskId, clients
 from streams_core.runtime.store_changelog_reader import StoreChangelogReader
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
-from streams_core.state.internals.processor_state_manager import ChangelogPartition
+from streams_core.state.internals.processor_state_manager import ChangelogPartition, ProcessorStateManager
 from streams_core.testing import FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeConsumer, FakeProducer
 
-from .harness import APP, CHANGELOG, counting_topology, counts, eventually, long, produce_words, running, streams_config
+from .harness import (
+    APP,
+    CHANGELOG,
+    counting_topology,
+    counts,
+    counts_store,
+    eventually,
+    long,
+    produce_words,
+    running,
+    streams_config,
+)
 
 CL0 = TopicPartition(CHANGELOG, 0)
 EOS = {"processing.guarantee": "exactly_once_v2"}
@@ -68,14 +79,80 @@ async def test_restore_applies_tombstones(tmp_path: Path) -> None:
     assert seen == [("a", None), ("b", 2)]
 
 
+def store_with(task_dir: Path, checkpoint: int, **values: int) -> None:
+    """A closed `counts` store file holding `values`, and a checkpoint saying it holds the changelog up to `checkpoint`."""
+    with ProcessorStateManager(TaskId(0, 0), APP, task_dir) as manager:
+        store = counts_store().build()
+        store.init(manager.context, store)
+        for key, value in values.items():
+            store.wrapped().wrapped().put(key.encode(), long(value))  # below the change logging layer
+    OffsetCheckpoint(task_dir / CHECKPOINT_FILE_NAME).write({(CHANGELOG, 0): checkpoint})
+
+
 async def test_checkpoint_makes_restore_start_from_it(tmp_path: Path) -> None:
+    cluster = cluster_with_changelog(("a", 100), ("b", 100), ("c", 7), ("a", 3))
+    store_with(tmp_path / "state-0" / APP / "0_0", 2)
+    seen, restored = await run_and_see(cluster, tmp_path, "a b c")
+    assert restored == 2, "only the tail past the checkpoint"
+    assert seen == [("a", 3), ("b", None), ("c", 7)]
+
+
+async def test_a_checkpoint_without_its_store_file_is_not_trusted(tmp_path: Path) -> None:
+    """The store file was deleted (or truncated to nothing) while the checkpoint stayed: restore it all."""
     cluster = cluster_with_changelog(("a", 100), ("b", 100), ("c", 7), ("a", 3))
     task_dir = tmp_path / "state-0" / APP / "0_0"
     task_dir.mkdir(parents=True)
     OffsetCheckpoint(task_dir / CHECKPOINT_FILE_NAME).write({(CHANGELOG, 0): 2})
+    (task_dir / "counts.sqlite").write_bytes(b"")
     seen, restored = await run_and_see(cluster, tmp_path, "a b c")
-    assert restored == 2, "only the tail past the checkpoint"
-    assert seen == [("a", 3), ("b", None), ("c", 7)]
+    assert restored == 4
+    assert seen == [("a", 3), ("b", 100), ("c", 7)]
+
+
+@pytest.mark.parametrize("checkpoint", [50, 5])
+async def test_a_checkpoint_beyond_the_changelog_end_wipes_the_store(tmp_path: Path, checkpoint: int) -> None:
+    """The changelog no longer has what the checkpoint promises (recreated, truncated): the store's
+    rows cannot be trusted, it is wiped and rebuilt from the changelog alone."""
+    cluster = cluster_with_changelog(("a", 100), ("b", 100), ("c", 7), ("a", 3))
+    store_with(tmp_path / "state-0" / APP / "0_0", checkpoint, a=40, stale=9)
+    seen, restored = await run_and_see(cluster, tmp_path, "a b stale")
+    assert restored == 4
+    assert seen == [("a", 3), ("b", 100), ("stale", None)]
+
+
+@pytest.mark.parametrize(
+    "text", [b"0\n1\napp-counts-changelog 0 x\n", b"0\n", b"\x00\xff garbage", b"7\n1\napp-counts-changelog 0 2\n"],
+    ids=["bad-offset", "truncated", "garbage", "unknown-version"],
+)
+async def test_a_corrupt_checkpoint_wipes_the_task_instead_of_failing(tmp_path: Path, text: bytes) -> None:
+    """Java fails the thread on an unreadable checkpoint; we wipe and restore (docs/state.md)."""
+    cluster = cluster_with_changelog(("a", 100), ("b", 100), ("c", 7), ("a", 3))
+    task_dir = tmp_path / "state-0" / APP / "0_0"
+    store_with(task_dir, 2, a=40, stale=9)
+    (task_dir / CHECKPOINT_FILE_NAME).write_bytes(text)
+    seen, restored = await run_and_see(cluster, tmp_path, "a b stale")
+    assert restored == 4
+    assert seen == [("a", 3), ("b", 100), ("stale", None)]
+
+
+async def test_in_memory_stores_restore_from_the_beginning_after_a_restart(tmp_path: Path) -> None:
+    """A checkpointed offset promises what a file holds; an in-memory store restarts empty (Java: never checkpointed)."""
+    from streams_core import Stores
+
+    from .harness import LONG, STRING
+
+    def topology(seen: list[tuple[str, int | None]]) -> Any:
+        store = Stores.key_value_store_builder(Stores.in_memory_key_value_store("counts"), STRING, LONG)
+        return counting_topology(seen=seen, store=store)
+
+    cluster = cluster_with_changelog()
+    for words, expected in (("a a", [("a", None), ("a", 1)]), ("a", [("a", 2)])):
+        seen: list[tuple[str, int | None]] = []
+        async with running(cluster, topology(seen), streams_config(tmp_path)):
+            produce_words(cluster, words)
+            await eventually(lambda: len(seen) == len(words.split()), what="processing")  # noqa: B023
+        assert seen == expected
+    assert not (tmp_path / "state-0" / APP / "0_0" / CHECKPOINT_FILE_NAME).exists()
 
 
 async def test_a_clean_restart_restores_nothing(tmp_path: Path) -> None:
@@ -142,14 +219,15 @@ async def test_reader_replays_from_the_beginning_to_the_end() -> None:
     assert consumer.assignment() == frozenset(), "the restore consumer is released"
 
 
-async def test_reader_starts_at_the_checkpoint_and_ignores_one_beyond_the_end() -> None:
+async def test_reader_starts_at_the_checkpoint_and_refuses_one_beyond_the_end() -> None:
     cluster = cluster_with_changelog(("a", 1), ("b", 2), ("c", 3))
-    reader, _ = reader_on(cluster)
+    reader, consumer = reader_on(cluster)
     tail = Sink()
     assert (await reader.restore("0_0", [ChangelogPartition("counts", CL0, 2, tail)])).total == 1
     assert tail.applied == [(b"c", long(3))]
-    everything = Sink()
-    assert (await reader.restore("0_0", [ChangelogPartition("counts", CL0, 50, everything)])).total == 3
+    with pytest.raises(TaskCorruptedError, match="beyond the changelog end 3"):
+        await reader.restore("0_0", [ChangelogPartition("counts", CL0, 50, Sink())])
+    assert consumer.assignment() == frozenset()
     assert (await reader.restore("0_0", [ChangelogPartition("counts", CL0, 3, Sink())])).total == 0
 
 
@@ -169,13 +247,14 @@ async def test_reader_reaches_the_end_past_transaction_markers() -> None:
     assert result.end_offsets == {CL0: 2}, "the end counts the commit marker"
 
 
-async def test_reader_restarts_from_the_beginning_after_offset_out_of_range() -> None:
+async def test_reader_reports_offset_out_of_range_as_a_corrupted_task() -> None:
+    """The changelog lost the records the store was restored from: the task must be wiped (as Java)."""
     cluster = cluster_with_changelog(("a", 1), ("b", 2), ("c", 3), ("d", 4))
-    reader, _ = reader_on(cluster)
+    reader, consumer = reader_on(cluster)
     cluster.fail_fetch(CL0, clients.OffsetOutOfRangeError({CL0: 1}))
-    sink = Sink()
-    await reader.restore("0_0", [ChangelogPartition("counts", CL0, 1, sink)])
-    assert [k for k, _ in sink.applied] == [b"a", b"b", b"c", b"d"]
+    with pytest.raises(TaskCorruptedError, match="no longer has the restore position"):
+        await reader.restore("0_0", [ChangelogPartition("counts", CL0, 1, Sink())])
+    assert consumer.assignment() == frozenset()
 
 
 async def test_reader_propagates_other_fetch_errors() -> None:

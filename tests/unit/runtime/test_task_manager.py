@@ -169,3 +169,21 @@ async def test_a_processing_slice_ends_at_its_deadline_within_one_chunk(tmp_path
     assert h.tm.process(1000, 0, slice_s=60.0) == 0
     assert h.store().get("w0") == words.count("w0")
     await h.tm.close_all()
+
+
+async def test_a_standby_with_damaged_state_is_wiped_and_starts_from_the_beginning(tmp_path: Path) -> None:
+    """Issue 15: standby tasks go through the same detection as active ones (never fatal, never trusted)."""
+    cluster = new_cluster()
+    h = Harness(cluster, tmp_path)
+    await h.start()
+    await h.tm.handle_assignment({}, {T00: [IN0]})
+    h.tm.update_standby(CL0, [cluster.produce(CHANGELOG, k, long(v), partition=0) for k, v in (("a", 1), ("b", 2))])
+    await h.tm.close_all()
+    (h.task_dir / "counts.sqlite").write_bytes(b"")  # the file lost, the checkpoint still says offset 2
+
+    h2 = Harness(cluster, tmp_path)
+    await h2.start()
+    await h2.tm.handle_assignment({}, {T00: [IN0]})
+    assert h2.tm.corrupted_tasks == 1
+    assert h2.tm.standby_start_offsets() == {CL0: None}, "not from the checkpoint of a lost file"
+    await h2.tm.close_all()
