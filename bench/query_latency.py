@@ -364,10 +364,12 @@ def read_all_pages(client: httpx.Client, url: str, page_size: int, latencies_ms:
     """Every key of `url` (an `all` route), read page by page following `X-Next-After`."""
     keys: list[str] = []
     after: str | None = None
+    target = httpx.URL(url)
+    fixed = dict(target.params)  # httpx drops the URL's own query (scope=local) when given params
     while True:
-        params = {"limit": str(page_size)} if after is None else {"limit": str(page_size), "after": after}
+        params = {**fixed, "limit": str(page_size)} if after is None else {**fixed, "limit": str(page_size), "after": after}
         start = time.perf_counter()
-        response = client.get(url, params=params)
+        response = client.get(target.copy_with(query=None), params=params)
         response.read()
         elapsed = time.perf_counter() - start
         response.raise_for_status()
