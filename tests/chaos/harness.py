@@ -217,6 +217,12 @@ class Fleet:
         for task in self._restarts:
             await task
 
+    async def cancel_restarts(self) -> None:
+        """After a failure: no restart comes after the cleanup."""
+        for task in self._restarts:
+            task.cancel()
+        await asyncio.gather(*self._restarts, return_exceptions=True)
+
 
 def _running(instance: Instance) -> bool:
     return instance.process is not None and instance.process.poll() is None and not instance.stopped
@@ -326,6 +332,9 @@ async def run_scenario(
     finally:
         report.total_seconds = time.monotonic() - began
         try:
+            await fleet.cancel_restarts()
+            for name in fleet.alive():  # checked already: no clean shutdown needed (it takes seconds under EOS)
+                cluster.kill(name)
             await cluster.close()
         finally:
             _read_restores(cluster, report)
@@ -392,7 +401,9 @@ async def _batch_run(
     if not state.finished:
         report.fail("no finished marker in the metadata topic")
     if dict(state.stop_offsets) != run:
-        report.fail(f"the run's stop offsets changed: {run} at the start, {dict(state.stop_offsets)} at the end (a new run began)")
+        report.fail(
+            f"the run's stop offsets changed: {run} at the start, {dict(state.stop_offsets)} at the end (a new run began)"
+        )
     committed = await committed_offsets(bootstrap, app_id, INPUT_TOPIC)
     expected = {tp.partition: offset for tp, offset in run.items()}
     if committed != expected:

@@ -58,19 +58,31 @@ SMALL: dict[str, Scenario] = {
     "eos": Scenario("eos", lines=1_500, produce_seconds=6.0, kills=3),
     "alos": Scenario("alos", guarantee="at_least_once", lines=1_500, produce_seconds=6.0, kills=2, terms=1),
     "stall": Scenario("stall", lines=1_000, produce_seconds=6.0, stall_seconds=3.0),
-    "autostop": Scenario("autostop", lines=3_000, produce_seconds=0.0, kills=3, autostop=True, fault_seconds=5.0,
-                         restart_delay=(0.2, 1.0)),
+    "autostop": Scenario(
+        "autostop", lines=3_000, produce_seconds=0.0, kills=3, autostop=True, fault_seconds=5.0, restart_delay=(0.2, 1.0)
+    ),
 }
 
 FULL: dict[str, Scenario] = {
     "eos": Scenario("eos", lines=1_000_000, words=5_000, produce_seconds=240.0, kills=20, settle_timeout=900.0),
     "alos": Scenario(
-        "alos", guarantee="at_least_once", lines=1_000_000, words=5_000, produce_seconds=240.0, kills=20,
+        "alos",
+        guarantee="at_least_once",
+        lines=1_000_000,
+        words=5_000,
+        produce_seconds=240.0,
+        kills=20,
         settle_timeout=900.0,
     ),
     "stall": Scenario("stall", lines=200_000, words=5_000, produce_seconds=90.0, stall_seconds=20.0, settle_timeout=600.0),
     "autostop": Scenario(
-        "autostop", lines=300_000, words=5_000, produce_seconds=0.0, kills=10, autostop=True, fault_seconds=120.0,
+        "autostop",
+        lines=300_000,
+        words=5_000,
+        produce_seconds=0.0,
+        kills=10,
+        autostop=True,
+        fault_seconds=120.0,
         settle_timeout=900.0,
     ),
 }
