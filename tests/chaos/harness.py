@@ -39,20 +39,22 @@ from pathlib import Path
 import httpx
 from aiokafka import AIOKafkaProducer
 
-from app.wordcount import INPUT_TOPIC
+from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC
 from streams_core.runtime.autostop_metadata import AutostopLog, RunState, metadata_topic_name
 from streams_core.runtime.topic_partition import TopicPartition
 from tests.chaos.checker import OutputChecker, check_stores
 from tests.chaos.scenarios import Scenario
 from tests.integration.apps.harness import committed_offsets
 from tests.integration.rest_cluster import Instance, WordCountCluster, make_text
-from tests.kafka_utils import read_all
+from tests.kafka_utils import create_topic, read_all
 
 __all__ = ["SEED_ENV", "ChaosReport", "FaultPlan", "chaos_seed", "run_scenario"]
 
 log = logging.getLogger("chaos")
 
 SEED_ENV = "CHAOS_SEED"
+TOPIC_PARTITIONS = 4
+"""The partitions `python -m app wordcount` creates its topics with (a batch run's input exists before it)."""
 _RESTORED = re.compile(r"restored (\d+) records from .* in ([\d.]+) s")
 
 
@@ -322,6 +324,8 @@ async def run_scenario(
     cluster = WordCountCluster(bootstrap, tmp_path, report.application_id, env=env)
     fleet = Fleet(cluster, report)
     names = [f"i{n}" for n in range(scenario.instances)]
+    for topic in (INPUT_TOPIC, OUTPUT_TOPIC):
+        await create_topic(bootstrap, topic, TOPIC_PARTITIONS)
     began = time.monotonic()
     try:
         with _continue_on_exit(broker_pid if scenario.stall_seconds else None):

@@ -59,7 +59,7 @@ SMALL: dict[str, Scenario] = {
     "alos": Scenario("alos", guarantee="at_least_once", lines=1_500, produce_seconds=6.0, kills=2, terms=1),
     "stall": Scenario("stall", lines=1_000, produce_seconds=6.0, stall_seconds=3.0),
     "autostop": Scenario(
-        "autostop", lines=3_000, produce_seconds=0.0, kills=3, autostop=True, fault_seconds=5.0, restart_delay=(0.2, 1.0)
+        "autostop", lines=3_000, produce_seconds=0.0, kills=3, autostop=True, fault_seconds=3.0, restart_delay=(0.2, 1.0)
     ),
 }
 

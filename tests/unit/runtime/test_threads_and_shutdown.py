@@ -9,6 +9,7 @@ import pytest
 
 from streams_core import InternalTopicError, KafkaStreams, clients
 from streams_core.runtime.kafka_streams import StreamThreadExceptionResponse
+from streams_core.runtime.stream_thread import ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.testing import FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeProducer
@@ -113,3 +114,21 @@ async def test_a_drained_partition_is_committed_at_the_end_past_a_trailing_marke
         await eventually(lambda: len(cluster.records("out")) == 1, what="output")
         await eventually(lambda: bool(cluster.committed(APP)), what="a commit")
     assert cluster.committed(APP) == cluster.end_offsets("in") == {IN0: 2}
+
+
+async def test_a_rebalance_that_reaches_a_thread_during_its_shutdown_creates_no_tasks(tmp_path: Path) -> None:
+    """The consumer rejoins the group until it stops: callbacks that arrive once the thread shuts
+    down must neither reopen tasks on its closed clients nor move it out of PENDING_SHUTDOWN/DEAD
+    (Kafka Streams skips them: the state transition is invalid). Seen under chaos: an autostop
+    instance closing while a killed peer's restart rebalanced the group took every task and hung."""
+    cluster = cluster_with(2)
+    instance = await Instance(cluster, passthrough_topology(), streams_config(tmp_path)).start()
+    (thread,) = instance.streams.threads
+    assert thread.task_manager is not None and thread.task_manager.tasks
+    await instance.close()
+    assert thread.state is ThreadState.DEAD
+    await thread.on_partitions_revoked()
+    await thread.on_partitions_assigned()
+    await thread.refresh_changelog_end_offsets()
+    assert thread.state is ThreadState.DEAD
+    assert not thread.task_manager.tasks and not thread.task_manager.standby_tasks
