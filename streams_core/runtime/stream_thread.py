@@ -458,6 +458,9 @@ class StreamThread:
             clean = True
             try:
                 await self._commit()
+            except clients.ProducerFenced as exc:  # migrated already: closed dirty, as the rebalance wants
+                log.warning("%stask migrated (%r) while committing before the rebalance", self.log_prefix, exc)
+                clean = False
             except Exception as exc:
                 log.exception("%scommit before rebalance failed", self.log_prefix)
                 self._pending_error = self._pending_error or exc

@@ -193,6 +193,20 @@ class Fleet:
                     raise AssertionError(f"{name} not ready in {timeout} s:\n{instance.log_tail()}")
                 await asyncio.sleep(0.2)
 
+    def crashed(self) -> list[str]:
+        """Instances that exited by themselves (the scheduler neither killed nor stopped them):
+        name, exit code and the last line of the log of each."""
+        out = []
+        for name, instance in sorted(self.cluster.instances.items()):
+            process = instance.process
+            if process is None or instance.stopped or process.poll() is None:
+                continue
+            if self.report.scenario.autostop and process.returncode == 0:
+                continue  # a batch run that finished
+            last = instance.log_tail(1).strip()
+            out.append(f"{name} exited with {process.returncode} ({last[-300:]})")
+        return out
+
     def kill(self, name: str) -> None:
         self.cluster.kill(name)
         self.report.kills += 1
@@ -366,6 +380,8 @@ async def _streaming_run(
     live = [fleet.cluster.instances[n] for n in fleet.alive()]
     await check_stores(live, truth, report, exact=scenario.exact, timeout=scenario.settle_timeout)
     report.settle_seconds = time.monotonic() - settle
+    for crash in fleet.crashed():
+        report.fail(f"crashed: {crash}")
 
 
 async def _batch_run(
@@ -378,7 +394,10 @@ async def _batch_run(
     for name in names:
         await fleet.spawn(name)
     run = await _wait_for_run(bootstrap, app_id, timeout=90.0)
-    late = rnd.sample(text, min(len(text), 500))  # the same words: counted, they would show
+    # The same words (counted, they would show) plus a marker word of their own, truth 0.
+    marker = f"late~{app_id}"
+    truth[marker] = 0
+    late = [f"{line} {marker}" for line in rnd.sample(text, min(len(text), 500))]
     await produce_lines(bootstrap, late, 0.0)
     finished = _FinishedWatch(bootstrap, app_id)
     watcher = asyncio.create_task(finished.watch())
@@ -397,10 +416,8 @@ async def _batch_run(
     if fleet.alive():
         report.fail(f"instances {fleet.alive()} still running {scenario.settle_timeout:.0f} s after the last fault")
         return
-    for name, instance in fleet.cluster.instances.items():
-        assert instance.process is not None
-        if not instance.stopped and instance.process.returncode != 0:
-            report.fail(f"{name} exited with {instance.process.returncode}:\n{instance.log_tail(15)}")
+    for crash in fleet.crashed():
+        report.fail(f"crashed: {crash}")
     state = await _metadata(bootstrap, app_id)
     if not state.finished:
         report.fail("no finished marker in the metadata topic")
