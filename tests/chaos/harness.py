@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.structs import OffsetAndMetadata
 
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC
 from streams_core.runtime.autostop_metadata import AutostopLog, RunState, metadata_topic_name
@@ -46,7 +47,7 @@ from tests.chaos.checker import OutputChecker, check_stores
 from tests.chaos.scenarios import Scenario
 from tests.integration.apps.harness import committed_offsets
 from tests.integration.rest_cluster import Instance, WordCountCluster, make_text
-from tests.kafka_utils import create_topic, read_all
+from tests.kafka_utils import create_topic, read_all, topic_partitions
 
 __all__ = ["SEED_ENV", "ChaosReport", "FaultPlan", "chaos_seed", "run_scenario"]
 
@@ -267,6 +268,20 @@ async def produce_lines(bootstrap: str, lines: list[str], seconds: float) -> flo
     return time.monotonic() - began
 
 
+async def _start_at_the_end(bootstrap: str, group: str) -> None:
+    """Commit the new application's input offsets at the input's end: the shared TextLinesTopic
+    holds earlier tests' and scenarios' lines, which a fresh group would read from the start."""
+    partitions = await topic_partitions(bootstrap, INPUT_TOPIC)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        consumer.assign(partitions)
+        ends = await consumer.end_offsets(partitions)
+        await consumer.commit({tp: OffsetAndMetadata(offset, "") for tp, offset in ends.items()})
+    finally:
+        await consumer.stop()
+
+
 # -- faults -------------------------------------------------------------------------------------
 
 
@@ -340,6 +355,7 @@ async def run_scenario(
     names = [f"i{n}" for n in range(scenario.instances)]
     for topic in (INPUT_TOPIC, OUTPUT_TOPIC):
         await create_topic(bootstrap, topic, TOPIC_PARTITIONS)
+    await _start_at_the_end(bootstrap, report.application_id)
     began = time.monotonic()
     try:
         with _continue_on_exit(broker_pid if scenario.stall_seconds else None):
