@@ -132,3 +132,19 @@ async def test_a_rebalance_that_reaches_a_thread_during_its_shutdown_creates_no_
     await thread.refresh_changelog_end_offsets()
     assert thread.state is ThreadState.DEAD
     assert not thread.task_manager.tasks and not thread.task_manager.standby_tasks
+
+
+async def test_a_task_producer_that_cannot_start_at_once_is_retried_under_exactly_once(tmp_path: Path) -> None:
+    """Right after a broker stall the broker answers metadata without brokers for a moment, and a
+    new transactional producer fails to start (aiokafka: no node to ask for the coordinator).
+    Task creation retries with a fresh producer instead of failing the thread (found by the chaos
+    stall scenario: two of three instances died with 'Did we not perform bootstrap?')."""
+    cluster = cluster_with(1)
+    cluster.fail_next("producer_start", clients.KafkaConnectionError("no broker known"), client=f"{APP}-0_0", times=2)
+    instance = await Instance(cluster, passthrough_topology(), streams_config(tmp_path, {"processing.guarantee": "exactly_once_v2"})).start()
+    try:
+        cluster.produce("in", b"k", b"v")
+        await eventually(lambda: len(cluster.records("out")) == 1, what="output")
+        assert instance.streams.errors == []
+    finally:
+        await instance.close()
