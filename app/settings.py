@@ -3,6 +3,8 @@
 Containers set the environment (docker/compose.yaml); people use flags. Every Kafka Streams
 property (`StreamsConfig.documentation()`) is `STREAMS_<NAME>`, dots as underscores
 (`commit.interval.ms` is STREAMS_COMMIT_INTERVAL_MS); seven of them also have a flag, which wins.
+So is every common client key (`CLIENT_KEYS`, e.g. STREAMS_SESSION_TIMEOUT_MS), which Kafka Streams
+also takes among its properties.
 Besides: STREAMS_BIND_HOST (the address the REST server binds), STREAMS_PORT (with it,
 `application.server` defaults to this host's name and that port, as in a container),
 STREAMS_LOG_LEVEL and STREAMS_LOG_FORMAT (app/__main__.py).
@@ -18,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from streams_core import StreamsConfig
+from streams_core.config import CLIENT_KEYS
 
 __all__ = [
     "FLAG_PROPERTIES",
@@ -50,7 +53,7 @@ class ServiceSettings:
     autostop_at: str | None = None
     """KIP-95: `eol` makes a batch run that stops at the end of the input as it was at the start."""
     properties: Mapping[str, str] = field(default_factory=dict)
-    """The other Kafka Streams properties set as STREAMS_<NAME> (StreamsConfig parses the text)."""
+    """The other Kafka Streams properties and client keys set as STREAMS_<NAME> (StreamsConfig parses the text)."""
 
     @property
     def port(self) -> int:
@@ -63,9 +66,10 @@ def env_name(key: str) -> str:
 
 
 def properties_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Every Kafka Streams property set (non-empty) in the environment, by its property name."""
+    """Every Kafka Streams property or common client key set (non-empty) in the environment, by its name."""
     environ = os.environ if environ is None else environ
-    return {key: environ[env_name(key)] for key in StreamsConfig.documentation() if environ.get(env_name(key))}
+    keys = [*StreamsConfig.documentation(), *sorted(CLIENT_KEYS)]
+    return {key: environ[env_name(key)] for key in keys if environ.get(env_name(key))}
 
 
 def default_application_server(environ: Mapping[str, str] | None = None) -> str:

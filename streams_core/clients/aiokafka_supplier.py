@@ -16,6 +16,7 @@ from streams_core.clients.kafka_clients import (
     AIOKafkaConsumer,
     AIOKafkaProducer,
     ConsumerRebalanceListener,
+    KafkaConnectionError,
     KafkaTopicPartition,
     create_admin,
     create_global_consumer,
@@ -148,7 +149,10 @@ class AioKafkaProducer:
         self._producer = producer
 
     async def start(self) -> None:
-        await self._producer.start()
+        try:
+            await self._producer.start()
+        except AssertionError as exc:  # aiokafka asserts when its metadata lists no broker to ask
+            raise KafkaConnectionError(f"no broker known to start the producer: {exc}") from exc
 
     async def stop(self) -> None:
         await self._producer.stop()

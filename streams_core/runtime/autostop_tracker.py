@@ -59,8 +59,17 @@ class AutostopTracker:
         self._positions.clear()
 
     def truncate(self, tp: TopicPartition, records: Sequence[R]) -> Sequence[R]:
-        """The records before `tp`'s stop offset."""
+        """The records before `tp`'s stop offset.
+
+        Asks the manager when `update` has not learnt the stop yet: the first batch after an
+        assignment (a restart into a run under way, a partition moved here) already holds
+        records past it, and queued they would be processed before the next `update`.
+        """
         stop = self._stops.get(tp)
+        if stop is None:
+            stop = self._manager.stop_offset(tp)
+            if stop is not None:
+                self._stops[tp] = stop
         if stop is None or not records or records[-1].offset < stop:
             return records
         return [r for r in records if r.offset < stop]

@@ -14,7 +14,9 @@ guarantee:
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
@@ -29,6 +31,9 @@ from streams_core.state.internals.processor_state_manager import ProcessorStateM
 __all__ = ["AtLeastOnce", "ExactlyOnce", "ProcessingGuarantee", "processing_guarantee"]
 
 log = logging.getLogger(__name__)
+
+_PRODUCER_START_TIMEOUT_S = 60.0
+_PRODUCER_START_BACKOFF_S = 0.5
 
 PreparedCommit = Sequence[tuple[StreamTask, dict[TopicPartition, int]]]
 """Tasks whose stores were flushed, each with the consumed offsets to commit."""
@@ -135,8 +140,7 @@ class ExactlyOnce:
             state_manager.delete_checkpoint()
 
     async def task_collector(self, task_id: TaskId, sink_topics: Iterable[str]) -> RecordCollectorImpl:
-        producer = self._new_producer(f"{self._application_id}-{task_id}")
-        await producer.start()
+        producer = await self._start_producer(f"{self._application_id}-{task_id}")
         collector = RecordCollectorImpl(
             producer,
             production_handler=self._production_handler,
@@ -149,6 +153,26 @@ class ExactlyOnce:
             await collector.close(clean=False)
             raise
         return collector
+
+    async def _start_producer(self, transactional_id: str) -> clients.Producer:
+        """A started transactional producer; a start that fails for want of a broker (right after
+        a broker stall its metadata may list none for a moment) is retried with a fresh producer
+        for up to a minute, as Kafka Streams retries task initialisation, instead of failing the thread."""
+        deadline = time.monotonic() + _PRODUCER_START_TIMEOUT_S
+        while True:
+            producer = self._new_producer(transactional_id)
+            try:
+                await producer.start()
+                return producer
+            except (clients.KafkaConnectionError, clients.KafkaTimeoutError) as exc:
+                try:
+                    await producer.stop()
+                except Exception as stop_error:
+                    log.debug("%sstopping a producer that did not start: %r", self._log_prefix, stop_error)
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("%sproducer %s did not start (%r); trying again", self._log_prefix, transactional_id, exc)
+                await asyncio.sleep(_PRODUCER_START_BACKOFF_S)
 
     async def release_task_collector(self, collector: RecordCollectorImpl, *, clean: bool) -> None:
         await collector.close(clean=clean)

@@ -218,7 +218,7 @@ class RecordCollectorImpl:
             metadata = future.result()
             self.offsets[TopicPartition(metadata.topic, metadata.partition)] = metadata.offset + records - 1
             return
-        if self._handler(error):
+        if not isinstance(error, clients.ProducerFenced) and self._handler(error):  # fenced: the task migrated
             self.dropped_records += records
             log.warning("%sdropping %d records the producer could not deliver: %r", self._log_prefix, records, error)
             return
@@ -228,4 +228,6 @@ class RecordCollectorImpl:
     def _raise_error(self) -> None:
         if self._error is not None:
             error, self._error = self._error, None
+            if isinstance(error, clients.ProducerFenced):
+                raise error  # the thread closes its tasks dirty and rejoins (Kafka Streams' TaskMigratedException)
             raise ProductionError(f"{self._log_prefix}failed to deliver a record: {error!r}") from error

@@ -436,8 +436,19 @@ class StreamThread:
 
     # -- rebalance ----------------------------------------------------------------------------
 
+    def _skips_rebalance(self, callback: str) -> bool:
+        """Once the thread shuts down, rebalance callbacks do nothing (its consumer takes part in
+        the group until it stops; Kafka Streams skips them as invalid state transitions): they
+        would reopen tasks on closed clients and pull the thread out of PENDING_SHUTDOWN."""
+        if self.state in (ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD):
+            log.info("%s%s skipped: the thread is %s", self.log_prefix, callback, self.state.name)
+            return True
+        return False
+
     async def on_partitions_revoked(self) -> None:
         """Eager rebalance: commit and close every task before the group reassigns."""
+        if self._skips_rebalance("partitions revoked"):
+            return
         async with self._lock:
             self.autostop_finished = False
             self._set_state(ThreadState.PARTITIONS_REVOKED)
@@ -447,6 +458,9 @@ class StreamThread:
             clean = True
             try:
                 await self._commit()
+            except clients.ProducerFenced as exc:  # migrated already: closed dirty, as the rebalance wants
+                log.warning("%stask migrated (%r) while committing before the rebalance", self.log_prefix, exc)
+                clean = False
             except Exception as exc:
                 log.exception("%scommit before rebalance failed", self.log_prefix)
                 self._pending_error = self._pending_error or exc
@@ -460,6 +474,8 @@ class StreamThread:
 
     async def on_partitions_assigned(self) -> None:
         """Create the tasks of the new assignment; errors surface in the loop, not inside aiokafka."""
+        if self._skips_rebalance("partitions assigned"):
+            return
         async with self._lock:
             self._set_state(ThreadState.PARTITIONS_ASSIGNED)
             info = self.assignor.assignment
@@ -485,7 +501,11 @@ class StreamThread:
             self._set_state(ThreadState.RUNNING)
 
     async def refresh_changelog_end_offsets(self) -> None:
-        """Before each JoinGroup: the end offsets the assignor needs for task lags if this member leads."""
+        """Before each JoinGroup: the end offsets the assignor needs for task lags if this member leads
+        (not once the thread shuts down: its clients may be stopped, and a stopped one answers only
+        after its request timeout, 40 s, while the whole group waits for this join)."""
+        if self.state in (ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD):
+            return
         if self._producer is not None and self._restore_consumer is not None:
             await self.assignor.refresh_end_offsets(self._producer.partitions_for, self._restore_consumer.end_offsets)
 

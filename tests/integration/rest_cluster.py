@@ -209,7 +209,8 @@ class WordCountCluster:
     """Instances of one word-count application, each serving the REST API on its own port.
 
     `config` is added to every in-process instance's config (FAST_CONFIG by default);
-    processes get the CLI's defaults plus `--num-standby-replicas`.
+    processes get the CLI's defaults plus `--num-standby-replicas` and `env` (STREAMS_<PROPERTY>
+    variables, app/settings.py).
     """
 
     def __init__(
@@ -223,6 +224,7 @@ class WordCountCluster:
         window_ms: int = WINDOW_MS,
         standby_replicas: int = 0,
         config: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.tmp_path = tmp_path
@@ -232,6 +234,7 @@ class WordCountCluster:
         self.window_ms = window_ms
         self.standby_replicas = standby_replicas
         self.config = dict(FAST_CONFIG if config is None else config)
+        self.env = dict(env or {})
         self.instances: dict[str, Instance] = {}
 
     def live(self) -> list[Instance]:
@@ -277,8 +280,12 @@ class WordCountCluster:
             return instance
         raise RuntimeError("no free port for the REST server after 5 tries")
 
-    async def start_process(self, name: str, *, ready_timeout: float = 60.0) -> Instance:
-        """`python -m app wordcount` (the CLI: default topics) as a child process; returns once /ready."""
+    async def start_process(self, name: str, *, ready_timeout: float = 60.0, wait_ready: bool = True) -> Instance:
+        """`python -m app wordcount` (the CLI: default topics) as a child process; returns once /ready.
+
+        `wait_ready=False` returns at once (a batch run may exit before a test sees it ready).
+        A name started before gets its state directory back (a restart).
+        """
         if (self.input_topic, self.output_topic) != (INPUT_TOPIC, OUTPUT_TOPIC):
             raise ValueError("the wordcount CLI reads TextLinesTopic: build the cluster with the default topics")
         logs = self.tmp_path / "logs"
@@ -301,10 +308,12 @@ class WordCountCluster:
                     stdout=log_file,
                     stderr=subprocess.STDOUT,
                     preexec_fn=_die_with_parent,
-                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                    env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
                 )
             instance = Instance(name, port, process=process, log_path=log_path)
             self.instances[name] = instance
+            if not wait_ready:
+                return instance
             try:
                 await self._wait_ready(instance, ready_timeout)
             except _PortTaken:

@@ -75,6 +75,13 @@ def test_every_property_from_its_env_var(key: str) -> None:
     assert value != StreamsConfig.documentation()[key][0]
 
 
+def test_a_client_key_from_its_env_var() -> None:
+    found = properties_from_env({"STREAMS_SESSION_TIMEOUT_MS": "6000", "STREAMS_HEARTBEAT_INTERVAL_MS": ""})
+    assert found == {"session.timeout.ms": "6000"}
+    config = StreamsConfig({"application.id": "app", "bootstrap.servers": "k:9092", **found})
+    assert config.client_overrides("main.consumer") == {"session.timeout.ms": "6000"}
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     add_service_arguments(parser, application_id="wordcount")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from streams_core import KafkaStreams
+from streams_core.runtime.autostop_metadata import COMPLETED, stop_key
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.testing import FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeProducer
@@ -42,3 +43,32 @@ async def test_a_batch_run_stops_by_itself_at_the_end_of_the_input(tmp_path: Pat
     ends = cluster.end_offsets("in")
     assert cluster.committed(APP) == {TopicPartition("in", 0): ends[TopicPartition("in", 0)] - 1, TopicPartition("in", 1): ends[TopicPartition("in", 1)]}
     assert (bytes(APP, "ascii"), b"1") in [(r.key, r.value) for r in cluster.records(f"{APP}-autostop-metadata")], "the finished marker"
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+async def test_a_restart_into_a_run_under_way_never_processes_past_its_stop_offsets(tmp_path: Path, guarantee: str) -> None:
+    """After a kill -9 the run's stop offsets are in the metadata topic and the input has grown:
+    the restarted instance's first fetches after its assignment must already be cut at them (the
+    tracker learnt the stop offsets only in its first `update`, after the first batch was queued)."""
+    cluster = FakeKafkaCluster()
+    for topic in ("in", "out"):
+        cluster.create_topic(topic, 2)
+    for i in range(4):
+        cluster.produce("in", b"k%d" % i, b"before-%d" % i, partition=i % 2)
+    metadata = f"{APP}-autostop-metadata"
+    cluster.create_topic(metadata, 1)
+    for p in range(2):
+        cluster.produce(metadata, stop_key(TopicPartition("in", p)), b"2")  # the killed first start's stop offsets
+    cluster.produce(metadata, APP.encode(), COMPLETED)
+    for i in range(10):
+        cluster.produce("in", b"k%d" % i, b"after-%d" % i, partition=i % 2)  # written after the run started
+
+    instance = Instance(cluster, passthrough_topology(), streams_config(tmp_path, {"autostop.at": "eol", "processing.guarantee": guarantee}))
+    await instance.streams.start()
+    try:
+        await eventually(lambda: instance.streams.state is KafkaStreams.State.NOT_RUNNING, what="the run to stop itself")
+    finally:
+        await instance.close()
+    assert instance.streams.errors == []
+    assert sorted(r.value or b"" for r in cluster.records("out")) == [b"before-%d" % i for i in range(4)]
+    assert cluster.committed(APP) == {TopicPartition("in", 0): 2, TopicPartition("in", 1): 2}

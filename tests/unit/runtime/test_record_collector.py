@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from streams_core import clients
 from streams_core.runtime.partitioner import default_partition
 from streams_core.runtime.record_collector_impl import ProductionError, RecordCollectorImpl
 from streams_core.runtime.topic_partition import TopicPartition
@@ -131,3 +132,22 @@ async def test_dirty_close_aborts_the_open_transaction() -> None:
     assert cluster.kinds("txn_abort") == ["txn_abort"]
     assert cluster.records("out") == [] and len(cluster.records("out", committed_only=False)) == 1
     assert isinstance(collector.producer, FakeProducer) and collector.producer.stopped
+
+
+@pytest.mark.parametrize("handler", ["fail", "continue"])
+async def test_a_fenced_delivery_is_a_task_migration_whatever_the_production_handler(handler: str) -> None:
+    """A newer producer took the transactional id (the task's new owner, after this instance was
+    thought dead): the send fails with ProducerFenced, which must reach the thread as such (it then
+    closes its tasks dirty and rejoins, Kafka Streams' TaskMigratedException), not as a fatal
+    ProductionError, and never be dropped by the `continue` handler. Seen under chaos: exactly-once
+    instances died (exit 4) after their tasks had moved while they were slow."""
+    cluster = new_cluster(1)
+    collector = await collector_on(cluster, transactional_id="app-0_0", handler=handler)
+    collector.send("out", b"k", b"v", 1, (), None)
+    await collector.send_pending()
+    newer = FakeProducer(cluster, client_id="newer", transactional_id="app-0_0")
+    await newer.start()  # fences the collector's producer; its open transaction is aborted
+    collector.send("out", b"k", b"v2", 2, (), None)
+    with pytest.raises(clients.ProducerFenced):
+        await collector.flush()
+    assert collector.dropped_records == 0

@@ -9,6 +9,7 @@ import pytest
 
 from streams_core import InternalTopicError, KafkaStreams, clients
 from streams_core.runtime.kafka_streams import StreamThreadExceptionResponse
+from streams_core.runtime.stream_thread import ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.testing import FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeProducer
@@ -113,3 +114,37 @@ async def test_a_drained_partition_is_committed_at_the_end_past_a_trailing_marke
         await eventually(lambda: len(cluster.records("out")) == 1, what="output")
         await eventually(lambda: bool(cluster.committed(APP)), what="a commit")
     assert cluster.committed(APP) == cluster.end_offsets("in") == {IN0: 2}
+
+
+async def test_a_rebalance_that_reaches_a_thread_during_its_shutdown_creates_no_tasks(tmp_path: Path) -> None:
+    """The consumer rejoins the group until it stops: callbacks that arrive once the thread shuts
+    down must neither reopen tasks on its closed clients nor move it out of PENDING_SHUTDOWN/DEAD
+    (Kafka Streams skips them: the state transition is invalid). Seen under chaos: an autostop
+    instance closing while a killed peer's restart rebalanced the group took every task and hung."""
+    cluster = cluster_with(2)
+    instance = await Instance(cluster, passthrough_topology(), streams_config(tmp_path)).start()
+    (thread,) = instance.streams.threads
+    assert thread.task_manager is not None and thread.task_manager.tasks
+    await instance.close()
+    assert thread.state is ThreadState.DEAD
+    await thread.on_partitions_revoked()
+    await thread.on_partitions_assigned()
+    await thread.refresh_changelog_end_offsets()
+    assert thread.state is ThreadState.DEAD
+    assert not thread.task_manager.tasks and not thread.task_manager.standby_tasks
+
+
+async def test_a_task_producer_that_cannot_start_at_once_is_retried_under_exactly_once(tmp_path: Path) -> None:
+    """Right after a broker stall the broker answers metadata without brokers for a moment, and a
+    new transactional producer fails to start (aiokafka: no node to ask for the coordinator).
+    Task creation retries with a fresh producer instead of failing the thread (found by the chaos
+    stall scenario: two of three instances died with 'Did we not perform bootstrap?')."""
+    cluster = cluster_with(1)
+    cluster.fail_next("producer_start", clients.KafkaConnectionError("no broker known"), client=f"{APP}-0_0", times=2)
+    instance = await Instance(cluster, passthrough_topology(), streams_config(tmp_path, {"processing.guarantee": "exactly_once_v2"})).start()
+    try:
+        cluster.produce("in", b"k", b"v")
+        await eventually(lambda: len(cluster.records("out")) == 1, what="output")
+        assert instance.streams.errors == []
+    finally:
+        await instance.close()
