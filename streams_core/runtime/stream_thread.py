@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 _PROGRESS_EVERY_MS = 10_000
 _TERMINAL_PROGRESS_EVERY_MS = 500
-PROCESSING_SLICE_S = 0.004
+PROCESSING_SLICE_S = 0.002
 """Longest stretch of record processing before the loop yields to queries, heartbeats and I/O."""
 STANDBY_BATCH = 500
 """Changelog records a standby update applies per loop round, for the same reason."""
