@@ -32,7 +32,16 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, STORE
-from tests.integration.rest_cluster import FAST_CONFIG, Client, Instance, WordCountCluster, make_text, quoted, wait_until
+from tests.integration.rest_cluster import (
+    FAST_CONFIG,
+    Client,
+    Instance,
+    InstanceTasks,
+    WordCountCluster,
+    make_text,
+    quoted,
+    wait_until,
+)
 from tests.kafka_utils import Rec, create_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.chaos, pytest.mark.slow]
@@ -79,20 +88,10 @@ class Pollers:
     def __init__(self, client: Client, words: list[str], truth: Truth) -> None:
         self.client, self.words, self.truth = client, words, truth
         self.answers: list[Answer] = []
-        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self.tasks = InstanceTasks()
 
     def add(self, instance: Instance) -> None:
-        self._tasks[instance.name] = asyncio.get_running_loop().create_task(self._poll(instance))
-
-    async def drop(self, name: str) -> None:
-        task = self._tasks.pop(name, None)
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-    async def stop(self) -> None:
-        for name in list(self._tasks):
-            await self.drop(name)
+        self.tasks.start(instance.name, self._poll(instance))
 
     async def _poll(self, instance: Instance) -> None:
         while True:
@@ -251,7 +250,7 @@ async def test_answers_stay_between_the_durable_and_the_written_count_through_re
             elif action in ("join", "restart"):
                 pollers.add(await cluster.start_process(name))
             else:
-                await pollers.drop(name)
+                await pollers.tasks.drop(name)
                 if action == "kill":
                     cluster.kill(name)
                 else:
@@ -263,11 +262,11 @@ async def test_answers_stay_between_the_durable_and_the_written_count_through_re
             during = [a for a in pollers.answers if a.sent >= began]
             report.append(f"{action} {name}: {time.monotonic() - began:.1f} s, {len(during)} answers, "
                           f"{sum(a.status == 503 for a in during)} 503s")
-        await pollers.stop()
+        await pollers.tasks.stop()
     finally:
         if writer is not None and not writer.done():
             writer.cancel()
-        await pollers.stop()
+        await pollers.tasks.stop()
         await asyncio.gather(client.aclose(), cluster.close())
 
     answers = pollers.answers

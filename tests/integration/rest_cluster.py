@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ __all__ = [
     "REPO_ROOT",
     "Client",
     "Instance",
+    "InstanceTasks",
     "WordCountCluster",
     "free_port",
     "make_text",
@@ -406,3 +407,23 @@ class WordCountCluster:
 
 class _PortTaken(Exception):
     """The child process exited with the service's 'port taken' code (3)."""
+
+
+class InstanceTasks:
+    """One task per instance (a poller asking through it), cancelled when the instance goes or the test ends."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+
+    def start(self, name: str, work: Coroutine[Any, Any, None]) -> None:
+        self._tasks[name] = asyncio.get_running_loop().create_task(work)
+
+    async def drop(self, name: str) -> None:
+        task = self._tasks.pop(name, None)
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def stop(self) -> None:
+        for name in list(self._tasks):
+            await self.drop(name)

@@ -41,7 +41,7 @@ import pytest
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, STORE
 from streams_core import InvalidStateStoreError, QueryableStoreTypes
 from streams_core.runtime.partitioner import default_partition
-from tests.integration.rest_cluster import Client, Instance, WordCountCluster, make_text, quoted, wait_until
+from tests.integration.rest_cluster import Client, Instance, InstanceTasks, WordCountCluster, make_text, quoted, wait_until
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 
 pytestmark = pytest.mark.broker
@@ -73,21 +73,18 @@ class Poller:
     stale: bool = False
     seen: list[Seen] = field(default_factory=list)
     sweeps: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
-    _tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    tasks: InstanceTasks = field(default_factory=InstanceTasks)
 
     def add(self, instance: Instance) -> None:
         self.sweeps.setdefault(instance.name, [])
-        self._tasks[instance.name] = asyncio.get_running_loop().create_task(self._poll(instance))
+        self.tasks.start(instance.name, self._poll(instance))
 
     async def drop(self, name: str) -> None:
         """Stop asking through `name` (before it is killed: only live instances are asked)."""
-        task = self._tasks.pop(name)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await self.tasks.drop(name)
 
     async def stop(self) -> None:
-        for name in list(self._tasks):
-            await self.drop(name)
+        await self.tasks.stop()
 
     async def _poll(self, instance: Instance) -> None:
         query = "?stale=true" if self.stale else ""
