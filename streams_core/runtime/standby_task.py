@@ -52,6 +52,9 @@ class StandbyTask:
         self.processor = TaskProcessor(task_id, topology, config, state_manager, NoRecords())
         self._callbacks: dict[TopicPartition, RestoreCallback] = {}
         self.updated_records = 0
+        self.caught_up = False
+        """Whether its changelogs once reached their ends: until then a stale read does not use this copy,
+        which may hold only the start of its changelog (an existing key would answer 404)."""
 
     def __repr__(self) -> str:
         return f"StandbyTask({self.id})"

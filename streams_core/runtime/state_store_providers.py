@@ -58,6 +58,10 @@ class TaskStates(Protocol):
 
     def standby_states(self) -> Sequence[tuple[TaskId, ProcessorStateManager]]: ...
 
+    def readable_standby_states(self) -> Sequence[tuple[TaskId, ProcessorStateManager]]:
+        """The standby copies whose changelogs once reached their ends (a stale read may use them)."""
+        ...
+
     def changelog_highwater(self, partition: TopicPartition) -> int | None:
         """The changelog partition's high watermark as of the thread's last fetch; None before one."""
         ...
@@ -82,7 +86,7 @@ class StreamThreadStateStoreProvider:
         of one partition's task when `partition` is set."""
         holders = list(self._thread.active_states())
         if query.stale:
-            for task_id, state in self._thread.standby_states():
+            for task_id, state in self._thread.readable_standby_states():
                 lag = self.standby_lag(state)
                 if lag is not None and (query.max_lag is None or lag <= query.max_lag):
                     holders.append((task_id, state))

@@ -537,9 +537,22 @@ class StreamThread:
     async def _update_standbys(self) -> None:
         """Apply whatever the standby changelogs have (no waiting)."""
         assert self.task_manager is not None and self._restore_consumer is not None
-        batch = await self._restore_consumer.getmany(timeout_ms=0, max_records=STANDBY_BATCH)
+        consumer = self._restore_consumer
+        batch = await consumer.getmany(timeout_ms=0, max_records=STANDBY_BATCH)
         for tp, records in batch.items():
             self.task_manager.update_standby(tp, records)
+        for standby in self.task_manager.standby_tasks.values():
+            if not standby.caught_up:
+                standby.caught_up = await self._reached_ends(standby.partitions)
+
+    async def _reached_ends(self, partitions: frozenset[TopicPartition]) -> bool:
+        consumer = self._restore_consumer
+        assert consumer is not None
+        for tp in partitions:
+            end = consumer.highwater(tp)
+            if end is None or await consumer.position(tp) < end:
+                return False
+        return True
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -593,6 +606,10 @@ class StreamThread:
     def standby_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
         tm = self.task_manager
         return [] if tm is None else [(task_id, task.state_manager) for task_id, task in tm.standby_tasks.items()]
+
+    def readable_standby_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
+        tm = self.task_manager
+        return [] if tm is None else [(t, task.state_manager) for t, task in tm.standby_tasks.items() if task.caught_up]
 
     def metrics(self) -> dict[str, Any]:
         tm = self.task_manager

@@ -27,6 +27,7 @@ class Thread:
     def __init__(self) -> None:
         self.active: list[tuple[TaskId, ProcessorStateManager]] = []
         self.standby: list[tuple[TaskId, ProcessorStateManager]] = []
+        self.caught_up: set[TaskId] = set()
         self.highwater: dict[TopicPartition, int] = {}
         self.ends: dict[TopicPartition, int] = {}
 
@@ -35,6 +36,9 @@ class Thread:
 
     def standby_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
         return self.standby
+
+    def readable_standby_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
+        return [(task_id, state) for task_id, state in self.standby if task_id in self.caught_up]
 
     def changelog_highwater(self, partition: TopicPartition) -> int | None:
         return self.highwater.get(partition)
@@ -55,7 +59,7 @@ def task_state(tmp_path: Path, partition: int, value: bytes) -> ProcessorStateMa
     return state
 
 
-def test_a_standby_copy_is_read_only_once_its_lag_is_known_and_within_max_lag(tmp_path: Path) -> None:
+def test_a_standby_copy_is_read_only_once_caught_up_with_its_lag_known_and_within_max_lag(tmp_path: Path) -> None:
     thread = Thread()
     standby = task_state(tmp_path, 1, b"standby")
     thread.standby.append((TaskId(0, 1), standby))
@@ -66,6 +70,8 @@ def test_a_standby_copy_is_read_only_once_its_lag_is_known_and_within_max_lag(tm
     assert provider.stores("counts", KV, StoreQuery(1, stale=True)) == [], "no fetch yet: the end is unknown"
     thread.highwater[changelog] = 25
     assert provider.standby_lag(standby) == 15
+    assert provider.stores("counts", KV, StoreQuery(1, stale=True)) == [], "still on its first restore: not read"
+    thread.caught_up.add(TaskId(0, 1))
     [store] = provider.stores("counts", KV, StoreQuery(1, stale=True))
     assert store.get(b"k") == b"standby"
     assert provider.stores("counts", KV, StoreQuery(1, stale=True, max_lag=15)) == [store]
