@@ -436,11 +436,15 @@ class StreamThread:
 
     # -- rebalance ----------------------------------------------------------------------------
 
+    @property
+    def _shutting_down(self) -> bool:
+        return self.state in (ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD)
+
     def _skips_rebalance(self, callback: str) -> bool:
         """Once the thread shuts down, rebalance callbacks do nothing (its consumer takes part in
         the group until it stops; Kafka Streams skips them as invalid state transitions): they
         would reopen tasks on closed clients and pull the thread out of PENDING_SHUTDOWN."""
-        if self.state in (ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD):
+        if self._shutting_down:
             log.info("%s%s skipped: the thread is %s", self.log_prefix, callback, self.state.name)
             return True
         return False
@@ -504,7 +508,7 @@ class StreamThread:
         """Before each JoinGroup: the end offsets the assignor needs for task lags if this member leads
         (not once the thread shuts down: its clients may be stopped, and a stopped one answers only
         after its request timeout, 40 s, while the whole group waits for this join)."""
-        if self.state in (ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD):
+        if self._shutting_down:
             return
         if self._producer is not None and self._restore_consumer is not None:
             await self.assignor.refresh_end_offsets(self._producer.partitions_for, self._restore_consumer.end_offsets)
