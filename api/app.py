@@ -19,6 +19,7 @@ from fastapi.routing import APIRoute
 from api.errors import TARGET_RESPONSES, install_error_handlers
 from api.forwarding import Forwarder, instance_name
 from api.instance import StreamsInstance
+from api.key_gets import KeyGetFastPath
 from api.metrics import StreamsMetrics
 from api.middleware import QueryTimingMiddleware, RequestTargetGuard, ServedByMiddleware
 from api.routes import health, instances, state, topology, ui
@@ -88,5 +89,6 @@ def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None)
     app.add_middleware(RequestTargetGuard)
     app.add_middleware(ServedByMiddleware, served_by=instance_name(this_host))
     app.add_middleware(QueryTimingMiddleware, metrics=app.state.metrics)
+    app.add_middleware(KeyGetFastPath, streams=streams, metrics=app.state.metrics, this_host=this_host)
     app.openapi = lambda: _without_validation_errors(app)  # type: ignore[method-assign]
     return app

@@ -12,19 +12,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.forwarding import SERVED_BY_HEADER
 from api.metrics import StreamsMetrics
 
-__all__ = ["MAX_TARGET_BYTES", "QueryTimingMiddleware", "RequestTargetGuard", "ServedByMiddleware"]
+__all__ = ["MAX_TARGET_BYTES", "QueryTimingMiddleware", "RequestTargetGuard", "ServedByMiddleware", "target_is_utf8"]
 
 MAX_TARGET_BYTES = 16 * 1024
 """Longest request target (path and query as sent) answered: a forwarded query re-encodes it (at
 most 3 bytes for 1) and must stay within the 64 KiB that httpx allows a URL."""
 
 
-def _not_utf8(encoded: bytes) -> bool:
+def target_is_utf8(encoded: bytes) -> bool:
+    """Whether a raw path or query is UTF-8 once percent-decoded."""
     try:
         unquote_to_bytes(encoded).decode("utf-8")
     except UnicodeDecodeError:
-        return True
-    return False
+        return False
+    return True
 
 
 class RequestTargetGuard:
@@ -45,8 +46,8 @@ class RequestTargetGuard:
         if length > MAX_TARGET_BYTES:
             body = {"error": "request target too long", "length": length, "limit": MAX_TARGET_BYTES}
             await JSONResponse(body, status_code=414)(scope, receive, send)
-        elif _not_utf8(path) or _not_utf8(query.replace(b"+", b" ")):
-            where = "path" if _not_utf8(path) else "query"
+        elif not target_is_utf8(path) or not target_is_utf8(query.replace(b"+", b" ")):
+            where = "path" if not target_is_utf8(path) else "query"
             body = {"error": "invalid request", "problems": [{"in": where, "reason": "not UTF-8 once percent-decoded"}]}
             await JSONResponse(body, status_code=400)(scope, receive, send)
         else:

@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from api.keys import render
+
 __all__ = [
     "ErrorBody",
     "HealthStatus",
@@ -29,6 +31,7 @@ __all__ = [
     "TopologyBody",
     "TopologyNode",
     "WindowedValue",
+    "key_value_body",
 ]
 
 
@@ -97,6 +100,11 @@ class KeyValueBean(CamelModel):
 
     key: Any = Field(description="The key as JSON (a windowed key is {key, windowStart, windowEnd}).")
     value: Any = Field(description="The stored value as JSON (bytes as UTF-8 text, or base64 when not UTF-8).")
+
+
+def key_value_body(key: Any, value: Any) -> dict[str, Any]:
+    """The JSON of a `KeyValueBean` for a stored key and value."""
+    return {"key": render(key), "value": render(value)}
 
 
 class WindowedValue(CamelModel):

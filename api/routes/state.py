@@ -40,7 +40,7 @@ from api.instance import StreamsInstance
 from api.keys import render
 from api.paging import NEXT_AFTER_HEADER, Page, cursor_header, read_page
 from api.positions import POSITION_HEADER, POSITION_PATTERN, format_position, parse_position, wait_for_position
-from api.schemas import KeyValueBean, WindowedValue
+from api.schemas import KeyValueBean, WindowedValue, key_value_body
 from streams_core import State
 from streams_core.state import QueryableStoreTypes
 from streams_core.state.store import KeyValue, ReadOnlyKeyValueStore
@@ -164,7 +164,7 @@ async def get_key_value(query: KeyQuery, store: KeyValueStore, key: KeyText) -> 
         value = view.get(typed)
         if value is None:
             raise KeyNotFoundError(store.name, key)
-        return KeyValueBean(key=render(typed), value=render(value)).model_dump(by_alias=True)
+        return key_value_body(typed, value)
 
     return await query.answer(store, typed, QueryableStoreTypes.key_value_store(), read)
 

@@ -1,0 +1,138 @@
+"""KeyGetFastPath: a plain local key get is answered without the app, exactly as the app would
+answer it; every other request reaches the app untouched."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from starlette.types import Receive, Scope, Send
+
+from api.forwarding import HOP_HEADER
+from api.key_gets import ROUTE, KeyGetFastPath
+from api.metrics import StreamsMetrics
+from streams_core import Serdes
+from tests.api.conftest import NUMBERS, WORDS
+from tests.api.fakes import COUNTS, HOST_A, HOST_B, IDS, WINDOWED, Cluster
+
+pytestmark = pytest.mark.asyncio
+
+
+class _App:
+    """The app behind the fast path: records the requests it was handed, answers 299."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.paths.append(scope["path"])
+        await send({"type": "http.response.start", "status": 299, "headers": []})
+        await send({"type": "http.response.body", "body": b"app"})
+
+
+@pytest.fixture
+async def fast(cluster: Cluster) -> AsyncIterator[tuple[httpx.AsyncClient, _App, StreamsMetrics]]:
+    app = _App()
+    metrics = StreamsMetrics(cluster.a)
+    middleware = KeyGetFastPath(app, cluster.a, metrics, HOST_A)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(middleware), base_url=f"http://{HOST_A}") as client:
+        yield client, app, metrics
+
+
+def _local_words(cluster: Cluster) -> list[str]:
+    words = [word for word in WORDS if cluster.owner_host(word) == HOST_A]
+    assert words and len(words) < len(WORDS), "the fixture's words should be spread over both instances"
+    return words
+
+
+async def test_a_plain_local_get_is_answered_without_the_app(
+    cluster: Cluster, fast: tuple[httpx.AsyncClient, _App, StreamsMetrics]
+) -> None:
+    client, app, metrics = fast
+    cluster.a.positions = {0: 41, 1: 17}
+    for word in _local_words(cluster):
+        answer = await client.get(f"/state/keyvalue/{COUNTS}/{word}")
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"key": word, "value": WORDS[word]}
+        assert answer.headers["x-served-by"] == str(HOST_A)
+        assert answer.headers["x-streams-position"].startswith("words:")
+    assert app.paths == []
+    answered = metrics.registry.get_sample_value("streams_query_responses_total", {"route": ROUTE, "code": "200"})
+    assert answered == len(_local_words(cluster))
+
+
+async def test_long_keys_are_parsed_by_the_stores_key_serde(
+    cluster: Cluster, fast: tuple[httpx.AsyncClient, _App, StreamsMetrics]
+) -> None:
+    client, app, _ = fast
+    local = [n for n in NUMBERS if cluster.owner_host(n, Serdes.Long()) == HOST_A]
+    assert local
+    for number in local:
+        answer = await client.get(f"/state/keyvalue/{IDS}/{number}")
+        assert answer.status_code == 200 and answer.json() == {"key": number, "value": NUMBERS[number]}
+    assert app.paths == []
+
+
+async def test_everything_else_goes_to_the_app(cluster: Cluster, fast: tuple[httpx.AsyncClient, _App, StreamsMetrics]) -> None:
+    client, app, _ = fast
+    word = _local_words(cluster)[0]
+    remote = next(w for w in WORDS if cluster.owner_host(w) == HOST_B)
+    handed_over = {
+        "a key owned by the other instance": f"/state/keyvalue/{COUNTS}/{remote}",
+        "an absent key": f"/state/keyvalue/{COUNTS}/no-such-word",
+        "an unknown store": f"/state/keyvalue/nope/{word}",
+        "a window store": f"/state/keyvalue/{WINDOWED}/{word}",
+        "a key the serde rejects": f"/state/keyvalue/{IDS}/abc",
+        "a query string": f"/state/keyvalue/{COUNTS}/{word}?stale=true",
+        "a path segment more": f"/state/keyvalue/{COUNTS}/{word}/x",
+        "no key": f"/state/keyvalue/{COUNTS}/",
+        "another route": f"/state/keyvalues/{COUNTS}/all",
+        "a path that is not UTF-8": f"/state/keyvalue/{COUNTS}/%ff",
+        "a target too long": f"/state/keyvalue/{COUNTS}/{'x' * 20_000}",
+    }
+    for why, target in handed_over.items():
+        answer = await client.get(target)
+        assert answer.status_code == 299, why
+    assert (await client.post(f"/state/keyvalue/{COUNTS}/{word}")).status_code == 299
+    assert len(app.paths) == len(handed_over) + 1
+
+
+async def test_nothing_queryable_now_goes_to_the_app(cluster: Cluster, fast: tuple[httpx.AsyncClient, _App, StreamsMetrics]) -> None:
+    client, app, _ = fast
+    word = _local_words(cluster)[0]
+    cluster.a.stores_fail = True
+    assert (await client.get(f"/state/keyvalue/{COUNTS}/{word}")).status_code == 299
+    cluster.a.stores_fail = False
+    cluster.rebalance()
+    assert (await client.get(f"/state/keyvalue/{COUNTS}/{word}")).status_code == 299
+    assert len(app.paths) == 2
+
+
+async def test_a_forwarded_get_for_a_key_here_is_answered(
+    cluster: Cluster, fast: tuple[httpx.AsyncClient, _App, StreamsMetrics]
+) -> None:
+    client, app, _ = fast
+    word = _local_words(cluster)[0]
+    answer = await client.get(f"/state/keyvalue/{COUNTS}/{word}", headers={HOP_HEADER: str(HOST_B)})
+    assert answer.status_code == 200 and answer.json()["value"] == WORDS[word]
+    assert app.paths == []
+
+
+def _comparable(answer: httpx.Response) -> tuple[int, bytes, dict[str, Any]]:
+    headers = {name: value for name, value in answer.headers.items() if name != "date"}
+    return answer.status_code, answer.content, headers
+
+
+async def test_the_whole_app_answers_alike_with_and_without_the_fast_path(cluster: Cluster, client: httpx.AsyncClient) -> None:
+    """`?stale=false` means the same as no parameter but takes the app's route: same bytes, same headers."""
+    cluster.a.positions = {0: 5}
+    for word in [*WORDS, "no-such-word", "caf\u00e9", "a b"]:
+        fast = await client.get(f"/state/keyvalue/{COUNTS}/{word}")
+        routed = await client.get(f"/state/keyvalue/{COUNTS}/{word}", params={"stale": "false"})
+        assert _comparable(fast) == _comparable(routed), word
+    for number in NUMBERS:
+        fast = await client.get(f"/state/keyvalue/{IDS}/{number}")
+        routed = await client.get(f"/state/keyvalue/{IDS}/{number}", params={"stale": "false"})
+        assert _comparable(fast) == _comparable(routed), number
