@@ -12,11 +12,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.forwarding import SERVED_BY_HEADER
 from api.metrics import StreamsMetrics
 
-__all__ = ["MAX_TARGET_BYTES", "QueryTimingMiddleware", "RequestTargetGuard", "ServedByMiddleware", "target_is_utf8"]
+__all__ = ["MAX_TARGET_BYTES", "TARGET_LENGTH", "QueryTimingMiddleware", "RequestTargetGuard", "ServedByMiddleware", "target_is_utf8"]
 
 MAX_TARGET_BYTES = 16 * 1024
 """Longest request target (path and query as sent) answered: a forwarded query re-encodes it (at
 most 3 bytes for 1) and must stay within the 64 KiB that httpx allows a URL."""
+TARGET_LENGTH = "streams.target_length"
+"""Scope extension: the length of a target the HTTP protocol did not keep whole (api/http_protocol.py)."""
 
 
 def target_is_utf8(encoded: bytes) -> bool:
@@ -42,7 +44,7 @@ class RequestTargetGuard:
             return
         path = scope.get("raw_path") or scope["path"].encode("utf-8")
         query = scope.get("query_string", b"")
-        length = len(path) + len(query)
+        length = scope.get("extensions", {}).get(TARGET_LENGTH) or len(path) + len(query)
         if length > MAX_TARGET_BYTES:
             body = {"error": "request target too long", "length": length, "limit": MAX_TARGET_BYTES}
             await JSONResponse(body, status_code=414)(scope, receive, send)

@@ -15,21 +15,19 @@ import socket
 from collections.abc import Iterator
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from api.app import create_app
+from api.http_protocol import StreamsHttpProtocol
 from api.instance import StreamsInstance
 from api.settings import ApiSettings
 from streams_core import HostInfo
 
-__all__ = ["ServerHandle", "serve"]
+__all__ = ["ServerHandle", "bind", "serve", "serve_asgi"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
-MAX_HEAD_BYTES = 128 * 1024
-"""Longest request line and headers the HTTP server reads (h11's default is 16 KiB): up to it an
-overlong target gets the API's JSON 414 (`RequestTargetGuard`), past it uvicorn's plain 400."""
-
 
 class _EmbeddedServer(uvicorn.Server):
     """A uvicorn server that leaves signal handling to the application that embeds it."""
@@ -69,7 +67,7 @@ class ServerHandle:
         log.info("REST server on %s:%s stopped", self.host, self.port)
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int) -> socket.socket:
     """A listening-ready socket on exactly `host` (an IPv6 address may come bracketed, as in application.server)."""
     host = host.removeprefix("[").removesuffix("]")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -104,15 +102,20 @@ async def serve(
         if not server_address:
             raise ValueError("serve() needs a port, or application.server in the streams config")
         port = HostInfo.parse(server_address).port
-    sock = _bind(host, port)
+    sock = bind(host, port)
+    return await serve_asgi(create_app(streams, settings=settings), sock)
+
+
+async def serve_asgi(app: ASGIApp, sock: socket.socket) -> ServerHandle:
+    """Serve any ASGI app on a bound socket as `serve` does (bench/query_cost.py's floor uses it)."""
     config = uvicorn.Config(
-        create_app(streams, settings=settings),
+        app,
         lifespan="on",
         log_config=None,
         access_log=False,
-        http="h11",  # not httptools, were it installed: it drops a raw '#' and what follows, and refuses targets over 64 KiB without the JSON 414
-        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        http=StreamsHttpProtocol,
     )
+    host, port = sock.getsockname()[:2]
     server = _EmbeddedServer(config)
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name=f"rest-server-{port}")
     while not server.started and not task.done():
