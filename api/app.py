@@ -1,6 +1,6 @@
 """create_app: the interactive-query and discovery server of one KafkaStreams instance.
 
-The app holds the `KafkaStreams` instance and, for its lifespan, the httpx client that forwards
+The app holds the `KafkaStreams` instance and, for its lifespan, the httpx transport that forwards
 queries to the other instances. Its served schema (`/openapi.json`) must agree with the
 contract in `openapi.yaml` (tests/api/test_openapi_contract.py holds them to it).
 """
@@ -67,8 +67,10 @@ def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with httpx.AsyncClient(transport=settings.transport, timeout=settings.timeout()) as client:
-            app.state.forwarder = Forwarder(client, this_host, settings.scheme, on_forward=app.state.metrics.forwarded)
+        async with settings.transport or httpx.AsyncHTTPTransport() as transport:
+            app.state.forwarder = Forwarder(
+                transport, settings.timeout(), this_host, settings.scheme, on_forward=app.state.metrics.forwarded
+            )
             log.info("REST server for %r up as %s", streams.application_id, this_host or "a single instance")
             yield
         log.info("REST server for %r down", streams.application_id)

@@ -18,7 +18,7 @@ from fastapi.responses import FileResponse
 
 from api.deps import Forwarding, Settings, Streams
 from api.errors import ApiError, NotAvailableError, error_responses
-from api.forwarding import HOP_HEADER, SERVED_BY_HEADER
+from api.forwarding import SERVED_BY_HEADER
 from api.metrics import CONTENT_TYPE
 from streams_core import HostInfo, State
 
@@ -94,7 +94,7 @@ async def instance_metrics(
     host = _member(streams, instance)
     url = httpx.URL(scheme=forwarder.scheme, host=host.host, port=host.port, path="/metrics")
     try:
-        answer = await forwarder.client.get(url, headers={HOP_HEADER: forwarder.served_by})
+        answer = await forwarder.fetch(url)
     except httpx.HTTPError as exc:
         raise NotAvailableError("instance unreachable", instance=instance, reason=type(exc).__name__) from None
     if answer.status_code != 200:
