@@ -23,8 +23,10 @@ loopback:
   range 1000    GET /state/keyvalues/word-count/range/<from>/<to> over 1,000 distinct words
                 (gathered from both instances and merged), asked of either instance in turn
 
-Each scenario runs with two HTTP clients: `keep-alive` (one httpx.Client reusing its
-connection: what an application does) and `new conn` (a connection per request). Each sends
+Each scenario runs with two HTTP clients: `keep-alive` (one connection reused: what an
+application does) and `new conn` (a connection per request). Both are `bench/raw_http.py`, whose
+CPU per request is a small fraction of httpx's (`--client httpx` for the runs before 2026-11-26
+evening), since the client's CPU comes out of the same 2 cores as the instances'. Each sends
 at most `--requests` requests (after `--warmup` unmeasured ones) and stops after
 `--max-seconds`; latency is from sending the request to having read the whole answer. Every
 answer is checked (status 200, the right word, 1,000 entries in a range); others are counted
@@ -37,6 +39,13 @@ processed records/s with the feeder running and no queries, for `--baseline-seco
 scenario's records/s is shown as a ratio to the mean of the baselines just before and after it
 (so a drift of the processing rate over the run cancels out): the cost of the queries to
 processing. `--rate 0` runs no feeder (the figures with no input).
+
+`--interleave P` measures each scenario's baseline inside it instead: P seconds without queries,
+P seconds with, repeated until `--max-seconds` of queries. The processing rate of the word count
+swings by a factor of two to three over tens of seconds at full load (which of its two
+sub-topologies the backlog feeds: a line counts as one record, its ten words as ten), so
+baselines taken before and after a scenario can be far from the rate during it; interleaved
+periods share the swings. The note gives the quartiles of the per-pair ratios.
 
 `--paging-keys N` makes the vocabulary N words and adds a paging scenario: one client reads the
 whole store through `all?limit=--page-size` of one instance (gathered from both), page by page
@@ -78,6 +87,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, STORE  # noqa: E402
+from bench.raw_http import RawHttpClient  # noqa: E402
 from streams_core.testing.broker import LocalKafkaBroker  # noqa: E402
 
 PARTITIONS = 4
@@ -273,9 +283,15 @@ class Result:
     note: str = ""
     baseline_index: int = -1
     """The no-query measurement just before this one (the one after is the next)."""
+    quiet_per_s: float | None = None
+    """With `--interleave`: the processing rate of this scenario's own periods without queries."""
+    pair_ratios: list[float] = field(default_factory=list)
+    """With `--interleave`: each query period's rate over the quiet period before it."""
 
     def baseline(self, baselines: list[float]) -> float:
         """The processing rate without queries around this measurement: the mean of the two."""
+        if self.quiet_per_s is not None:
+            return self.quiet_per_s
         around = baselines[self.baseline_index : self.baseline_index + 2] if self.baseline_index >= 0 else []
         return statistics.fmean(around) if around else float("nan")
 
@@ -289,7 +305,16 @@ class Result:
 @dataclass(frozen=True)
 class Request:
     url: str
-    check: Callable[[httpx.Response], bool]
+    check: Callable[[Any], bool]
+    """Whether a 200 answer (a `RawResponse` or an `httpx.Response`) is the right one."""
+
+
+def _client(kind: str, keep_alive: bool) -> Any:
+    """The benchmark's HTTP client: `raw` (bench/raw_http.py, cheapest) or `httpx` (the runs before 2026-11-26 evening)."""
+    if kind == "raw":
+        return RawHttpClient(keep_alive=keep_alive)
+    limits = httpx.Limits() if keep_alive else httpx.Limits(max_keepalive_connections=0)
+    return httpx.Client(timeout=30, limits=limits)
 
 
 def measure(
@@ -301,30 +326,66 @@ def measure(
     warmup: int,
     max_seconds: float,
     instances: list[Instance],
+    http: str = "raw",
+    interleave: float = 0.0,
 ) -> Result:
-    limits = httpx.Limits() if client_kind == "keep-alive" else httpx.Limits(max_keepalive_connections=0)
+    """Latencies of up to `count` requests in `max_seconds`, and the processing meanwhile.
+
+    `interleave` > 0 alternates quiet periods of that length with query periods of the same
+    length (quiet first) until `max_seconds` of queries: the processing rate's drift over a run
+    (tens of seconds) then falls on both alike, and the result carries its own baseline.
+    """
     result = Result(scenario, client_kind)
-    with httpx.Client(timeout=30, limits=limits) as client:
+    with _client(http, client_kind == "keep-alive") as client:
         for _ in range(warmup):
             client.get(next(requests).url)
-        processed_before = sum(processed_records(i) for i in instances)
-        cpu = CpuShare(instances)
-        began = time.perf_counter()
-        for _ in range(count):
-            request = next(requests)
-            start = time.perf_counter()
-            response = client.get(request.url)
-            response.read()
-            elapsed = time.perf_counter() - start
-            if response.status_code == 200 and request.check(response):
-                result.latencies_ms.append(elapsed * 1000)
-            else:
-                result.errors += 1
-            if time.perf_counter() - began > max_seconds:
-                break
-        result.seconds = time.perf_counter() - began
-    result.note = str(cpu)
-    result.processed_per_s = (sum(processed_records(i) for i in instances) - processed_before) / result.seconds
+
+        def ask_until(deadline: float) -> None:
+            while time.perf_counter() < deadline and len(result.latencies_ms) + result.errors < count:
+                request = next(requests)
+                start = time.perf_counter()
+                response = client.get(request.url)
+                elapsed = time.perf_counter() - start
+                if response.status_code == 200 and request.check(response):
+                    result.latencies_ms.append(elapsed * 1000)
+                else:
+                    result.errors += 1
+
+        if interleave <= 0:
+            processed_before = sum(processed_records(i) for i in instances)
+            cpu = CpuShare(instances)
+            began = time.perf_counter()
+            ask_until(began + max_seconds)
+            result.seconds = time.perf_counter() - began
+            result.note = str(cpu)
+            result.processed_per_s = (sum(processed_records(i) for i in instances) - processed_before) / result.seconds
+            return result
+        quiet = [0.0, 0.0]  # records, seconds
+        busy = [0.0, 0.0, 0.0, 0.0]  # records, seconds, instance CPU seconds, client CPU seconds
+        while busy[1] < max_seconds and len(result.latencies_ms) + result.errors < count:
+            r0, t0 = sum(processed_records(i) for i in instances), time.perf_counter()
+            time.sleep(interleave)
+            r1, t1 = sum(processed_records(i) for i in instances), time.perf_counter()
+            c1, k1 = cpu_seconds(instances), time.process_time()
+            ask_until(t1 + interleave)
+            r2, t2 = sum(processed_records(i) for i in instances), time.perf_counter()
+            quiet[0] += r1 - r0
+            quiet[1] += t1 - t0
+            busy[0] += r2 - r1
+            busy[1] += t2 - t1
+            busy[2] += cpu_seconds(instances) - c1
+            busy[3] += time.process_time() - k1
+            if r1 > r0:
+                result.pair_ratios.append(((r2 - r1) / (t2 - t1)) / ((r1 - r0) / (t1 - t0)))
+    result.seconds = busy[1]
+    result.processed_per_s = busy[0] / busy[1]
+    result.quiet_per_s = quiet[0] / quiet[1]
+    ratios = sorted(result.pair_ratios)
+    spread = f"{ratios[len(ratios) // 4]:.2f}-{ratios[(3 * len(ratios)) // 4]:.2f}" if ratios else "-"
+    result.note = (
+        f"cpu: instances {busy[2] / busy[1]:.2f}, client {busy[3] / busy[1]:.2f} cores; "
+        f"{len(ratios)} pairs of {interleave:g} s, quartiles of their ratios {spread}"
+    )
     return result
 
 
@@ -332,7 +393,7 @@ def key_requests(words: list[str], ask: Callable[[str], Instance], rnd: random.R
     while True:
         word = rnd.choice(words)
 
-        def check(response: httpx.Response, word: str = word) -> bool:
+        def check(response: Any, word: str = word) -> bool:
             return bool(response.json().get("key") == word)
 
         yield Request(f"{ask(word).url}/state/keyvalue/{STORE}/{quote(word, safe='')}", check)
@@ -393,12 +454,11 @@ def measure_paging(
     done = threading.Event()
 
     def get_meanwhile() -> None:
-        with httpx.Client(timeout=30) as client:
+        with _client(args.client, keep_alive=True) as client:
             while not done.is_set():
                 request = next(gets)
                 start = time.perf_counter()
                 response = client.get(request.url)
-                response.read()
                 elapsed = time.perf_counter() - start
                 if response.status_code == 200 and request.check(response):
                     concurrent.latencies_ms.append(elapsed * 1000)
@@ -510,10 +570,11 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
         ]
         for scenario, requests in scenarios:
             for client_kind in ("keep-alive", "new conn"):
-                before = baseline()
+                before = -1 if args.interleave > 0 else baseline()
                 result = measure(
                     scenario, client_kind, requests(), count=args.requests, warmup=args.warmup,
-                    max_seconds=args.max_seconds, instances=instances,
+                    max_seconds=args.max_seconds, instances=instances, http=args.client,
+                    interleave=args.interleave,
                 )  # fmt: skip
                 result.baseline_index = before
                 results.append(result)
@@ -527,7 +588,8 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
                 result.baseline_index = before
             results.extend(paged)
             print(f"  paging: {results[-2].note}", flush=True)
-        baseline()
+        if args.interleave <= 0 or args.paging_keys:
+            baseline()
         fed = sent.value / (time.perf_counter() - feeding_since) if args.rate > 0 else 0.0
         stop.set()
         if feeder.is_alive():
@@ -551,7 +613,7 @@ def print_table(
     print(f"2 word-count instances + broker on this machine, loopback HTTP; feeder {args.rate:g} lines/s x "
           f"{args.words_per_line} words ({lines_sent} lines sent, {fed_per_s:.0f} lines/s = "
           f"{fed_per_s * (1 + args.words_per_line):.0f} records/s to process); {args.keys} distinct words; "
-          f"--requests {args.requests} --max-seconds {args.max_seconds:g}")  # fmt: skip
+          f"--requests {args.requests} --max-seconds {args.max_seconds:g}; client {args.client}")  # fmt: skip
     if baselines:
         print("baselines (feeder, no queries, before each measurement and at the end): "
               + " / ".join(f"{b:.0f}" for b in baselines) + " records/s")  # fmt: skip
@@ -580,12 +642,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="lines per second the feeder produces meanwhile (0: no feeder)")  # fmt: skip
     parser.add_argument("--baseline-seconds", type=float, default=5.0,
                         help="seconds of processing without queries measured before and after the queries")  # fmt: skip
+    parser.add_argument("--interleave", type=float, default=0.0,
+                        help="alternate quiet and query periods of this many seconds in each scenario, "
+                             "its own baseline (0: a baseline phase before each scenario)")  # fmt: skip
     parser.add_argument("--paging-keys", type=int, default=0,
                         help="add the paging scenario over a store of this many words (0: none)")  # fmt: skip
     parser.add_argument("--page-size", type=int, default=1000, help="limit of each page in the paging scenario")
     parser.add_argument("--paging-seconds", type=float, default=10.0, help="least time the paging scenario runs")
     parser.add_argument("--words-per-line", type=int, default=10)
     parser.add_argument("--settle", type=float, default=3.0, help="seconds of feeding before measuring")
+    parser.add_argument("--client", choices=("raw", "httpx"), default="raw",
+                        help="the measuring client: raw (bench/raw_http.py) or httpx (~0.8 ms of CPU a request)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--bootstrap-servers", help="use this broker instead of starting one")
     parser.add_argument("-v", "--verbose", action="store_true")
