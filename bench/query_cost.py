@@ -73,7 +73,10 @@ def _serve_cluster(keys: int) -> None:
         async with cluster.running():
             for host in (HOST_A, HOST_B):
                 await serve(cluster.instances[host], host.host, host.port)
-            owners = {host: [f"word{i:05d}" for i in range(keys) if cluster.owner_host(f"word{i:05d}") == host] for host in (HOST_A, HOST_B)}
+            owners = {
+                host: [f"word{i:05d}" for i in range(keys) if cluster.owner_host(f"word{i:05d}") == host]
+                for host in (HOST_A, HOST_B)
+            }
             print("ready", owners[HOST_A][0], owners[HOST_B][0], flush=True)
             await asyncio.Event().wait()
 

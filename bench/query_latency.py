@@ -45,7 +45,9 @@ P seconds with, repeated until `--max-seconds` of queries. The processing rate o
 swings by a factor of two to three over tens of seconds at full load (which of its two
 sub-topologies the backlog feeds: a line counts as one record, its ten words as ten), so
 baselines taken before and after a scenario can be far from the rate during it; interleaved
-periods share the swings. The note gives the quartiles of the per-pair ratios.
+periods share the swings. The note gives the quartiles of the per-pair ratios. `--paced
+100,50,10` adds a run of each scenario with keep-alive requests paced at that many a second
+(local, proxied, range in that order): what a query load below the client's full speed costs.
 
 `--paging-keys N` makes the vocabulary N words and adds a paging scenario: one client reads the
 whole store through `all?limit=--page-size` of one instance (gathered from both), page by page
@@ -328,12 +330,14 @@ def measure(
     instances: list[Instance],
     http: str = "raw",
     interleave: float = 0.0,
+    rate: float = 0.0,
 ) -> Result:
     """Latencies of up to `count` requests in `max_seconds`, and the processing meanwhile.
 
     `interleave` > 0 alternates quiet periods of that length with query periods of the same
     length (quiet first) until `max_seconds` of queries: the processing rate's drift over a run
     (tens of seconds) then falls on both alike, and the result carries its own baseline.
+    `rate` > 0 paces the requests at that many a second (else one right after the other).
     """
     result = Result(scenario, client_kind)
     with _client(http, client_kind == "keep-alive") as client:
@@ -341,7 +345,13 @@ def measure(
             client.get(next(requests).url)
 
         def ask_until(deadline: float) -> None:
+            due = time.perf_counter()
             while time.perf_counter() < deadline and len(result.latencies_ms) + result.errors < count:
+                if rate > 0:
+                    due += 1 / rate
+                    time.sleep(max(0.0, min(due, deadline) - time.perf_counter()))
+                    if time.perf_counter() >= deadline:
+                        break
                 request = next(requests)
                 start = time.perf_counter()
                 response = client.get(request.url)
@@ -568,7 +578,7 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
             ("proxied get", lambda: key_requests(vocabulary, lambda w: other(owner_of[w]), rnd)),
             (f"range {RANGE_KEYS}", lambda: range_requests(vocabulary, instances, rnd)),
         ]
-        for scenario, requests in scenarios:
+        for scenario, requests in scenarios if args.full_speed else []:
             for client_kind in ("keep-alive", "new conn"):
                 before = -1 if args.interleave > 0 else baseline()
                 result = measure(
@@ -580,6 +590,15 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
                 results.append(result)
                 print(f"  {scenario:12} {client_kind:10} {len(result.latencies_ms)} answers in {result.seconds:.1f} s",
                       flush=True)  # fmt: skip
+        for (scenario, requests), rate in zip(scenarios, args.paced, strict=False):
+            before = -1 if args.interleave > 0 else baseline()
+            result = measure(
+                scenario, f"{rate:g}/s", requests(), count=args.requests, warmup=args.warmup,
+                max_seconds=args.max_seconds, instances=instances, http=args.client, interleave=args.interleave, rate=rate,
+            )  # fmt: skip
+            result.baseline_index = before
+            results.append(result)
+            print(f"  {scenario:12} {rate:g}/s {len(result.latencies_ms)} answers in {result.seconds:.1f} s", flush=True)
         if args.paging_keys:
             before = baseline()
             local_gets = key_requests(vocabulary, lambda w: owner_of[w], rnd)
@@ -645,6 +664,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interleave", type=float, default=0.0,
                         help="alternate quiet and query periods of this many seconds in each scenario, "
                              "its own baseline (0: a baseline phase before each scenario)")  # fmt: skip
+    parser.add_argument("--paced", type=lambda text: [float(r) for r in text.split(",")], default=[],
+                        help="also measure each scenario (local, proxied, range) with keep-alive requests paced at "
+                             "these rates, e.g. 100,50,10 (per second)")  # fmt: skip
+    parser.add_argument("--full-speed", action=argparse.BooleanOptionalAction, default=True,
+                        help="measure each scenario with requests one right after the other (--no-full-speed: "
+                             "only the --paced runs)")  # fmt: skip
     parser.add_argument("--paging-keys", type=int, default=0,
                         help="add the paging scenario over a store of this many words (0: none)")  # fmt: skip
     parser.add_argument("--page-size", type=int, default=1000, help="limit of each page in the paging scenario")

@@ -67,9 +67,9 @@ def _get(target: bytes, extra: bytes = b"") -> bytes:
 
 
 async def test_a_raw_hash_is_part_of_the_key(server: ServerHandle) -> None:
-    (status, _, body), = await _exchange(server, _get(f"/state/keyvalue/{COUNTS}/{HASHED}".encode()))
+    ((status, _, body),) = await _exchange(server, _get(f"/state/keyvalue/{COUNTS}/{HASHED}".encode()))
     assert status == 200 and json.loads(body) == {"key": HASHED, "value": 2}
-    (status, _, body), = await _exchange(server, _get(f"/state/keyvalue/{COUNTS}/{PLAIN}".encode()))
+    ((status, _, body),) = await _exchange(server, _get(f"/state/keyvalue/{COUNTS}/{PLAIN}".encode()))
     assert status == 200 and json.loads(body) == {"key": PLAIN, "value": 1}
 
 
@@ -77,7 +77,7 @@ async def test_a_raw_hash_is_part_of_the_key(server: ServerHandle) -> None:
 async def test_an_overlong_target_gets_the_json_414_with_its_length(server: ServerHandle, size: int) -> None:
     prefix = f"/state/keyvalue/{COUNTS}/".encode()
     target = prefix + b"k" * (size - len(prefix))
-    (status, headers, body), = await _exchange(server, _get(target), piece=4096)
+    ((status, headers, body),) = await _exchange(server, _get(target), piece=4096)
     assert status == 414 and headers["content-type"] == "application/json"
     assert json.loads(body) == {"error": "request target too long", "length": size, "limit": MAX_TARGET_BYTES}
 
@@ -89,7 +89,7 @@ async def test_the_connection_serves_on_after_a_414(server: ServerHandle) -> Non
 
 async def test_a_head_over_the_bound_is_refused(server: ServerHandle) -> None:
     big = b"X-Big: " + b"v" * MAX_HEAD_BYTES + b"\r\n"
-    (status, headers, _), = await _exchange(server, _get(b"/health", big), piece=16384)
+    ((status, headers, _),) = await _exchange(server, _get(b"/health", big), piece=16384)
     assert status == 400 and headers.get("connection") == "close"
-    (status, _, _), = await _exchange(server, _get(b"/health", b"X-Fine: " + b"v" * 60_000 + b"\r\n"))
+    ((status, _, _),) = await _exchange(server, _get(b"/health", b"X-Fine: " + b"v" * 60_000 + b"\r\n"))
     assert status == 200

@@ -99,7 +99,9 @@ async def test_everything_else_goes_to_the_app(cluster: Cluster, fast: tuple[htt
     assert len(app.paths) == len(handed_over) + 1
 
 
-async def test_nothing_queryable_now_goes_to_the_app(cluster: Cluster, fast: tuple[httpx.AsyncClient, _App, StreamsMetrics]) -> None:
+async def test_nothing_queryable_now_goes_to_the_app(
+    cluster: Cluster, fast: tuple[httpx.AsyncClient, _App, StreamsMetrics]
+) -> None:
     client, app, _ = fast
     word = _local_words(cluster)[0]
     cluster.a.stores_fail = True
