@@ -11,6 +11,7 @@ sub-topologies learn their stop offsets. The thread is finished when every task 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -26,6 +27,8 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R", bound=clients.RawRecord)
 
+_PROGRESS_EVERY_MS = 10_000
+_TERMINAL_PROGRESS_EVERY_MS = 500
 PartitionProgress = tuple[int, int | None]
 """(next offset to process, stop offset or None while unknown) of one partition."""
 
@@ -49,6 +52,8 @@ class AutostopTracker:
         self._finished: set[TopicPartition] = set()
         self._reported: set[TaskId] = set()
         self._positions: dict[TopicPartition, int] = {}
+        self._last_progress_ms = 0
+        self._last_progress_log_ms = 0
 
     async def on_assignment(self, *, leader: bool) -> None:
         """Before the new tasks run: know the run (the leader may start one); forget the old partitions."""
@@ -143,6 +148,25 @@ class AutostopTracker:
                 stop = self._stops.get(tp)
                 out[tp] = (min(at, stop) if stop is not None else at, stop)
         return out
+
+    def report_progress(self, tasks: Mapping[TaskId, StreamTask], processed: int, now_ms: int, name: str) -> None:
+        """A batch run's progress: on a terminal a status line every 0.5 s, in the log every 10 s."""
+        on_terminal = sys.stderr.isatty()
+        if now_ms - self._last_progress_ms < (_TERMINAL_PROGRESS_EVERY_MS if on_terminal else _PROGRESS_EVERY_MS):
+            return
+        self._last_progress_ms = now_ms
+        progress = self.progress(tasks)
+        to_go = sum(stop - at for at, stop in progress.values() if stop is not None)
+        if on_terminal:
+            sys.stderr.write(f"\r{name}: batch run, {processed} processed, {to_go} to go   ")
+            sys.stderr.flush()
+        if now_ms - self._last_progress_log_ms >= _PROGRESS_EVERY_MS:
+            self._last_progress_log_ms = now_ms
+            unknown = sum(1 for _, stop in progress.values() if stop is None)
+            log.info(
+                "%sbatch run: %d records processed, %d to go over %d partitions (%d waiting for a stop offset)",
+                self._log_prefix, processed, to_go, len(progress), unknown,
+            )  # fmt: skip
 
     def metrics(self, tasks: Mapping[TaskId, StreamTask], finished: bool) -> dict[str, Any]:
         """KIP-95 progress for the metrics: per assigned partition the next offset to process and the stop offset."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from streams_core import clients
@@ -131,3 +131,33 @@ class StoreChangelogReader:
         if sys.stderr.isatty():
             sys.stderr.write(f"\rrestoring {task_name}: {done}/{approx_total} records ({rate:.0f}/s)")
             sys.stderr.flush()
+
+    # -- standby tasks: kept up to date with the same consumer between restorations (as Kafka Streams' reader)
+
+    async def assign_standby_partitions(self, starts: Mapping[TopicPartition, int | None]) -> None:
+        """Read the standby tasks' changelogs from now on, each from its checkpoint (None: the beginning)."""
+        consumer = self._consumer
+        consumer.assign(starts)
+        for tp, offset in starts.items():
+            if offset is None:
+                await consumer.seek_to_beginning(tp)
+            else:
+                consumer.seek(tp, offset)
+
+    async def poll_standby(self, max_records: int) -> Mapping[TopicPartition, Sequence[clients.RawRecord]]:
+        """Whatever the standby changelogs have now, up to `max_records` (no waiting)."""
+        return await self._consumer.getmany(timeout_ms=0, max_records=max_records)
+
+    async def reached_ends(self, partitions: Iterable[TopicPartition]) -> bool:
+        """Whether every partition is read up to its high watermark as of the last fetch."""
+        for tp in partitions:
+            end = self._consumer.highwater(tp)
+            if end is None or await self._consumer.position(tp) < end:
+                return False
+        return True
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        return self._consumer.highwater(partition)
+
+    async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return await self._consumer.end_offsets(partitions)

@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
-from streams_core.processor.internals.record_deserializer import RawRecord, resolve_deserialization_handler
+from streams_core.processor.internals.record_deserializer import RawRecord, dead_letter_headers, resolve_deserialization_handler
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.autostop_manager import AutostopManager
 from streams_core.runtime.autostop_tracker import AutostopTracker
@@ -39,8 +38,6 @@ __all__ = ["StreamThread", "ThreadState"]
 log = logging.getLogger(__name__)
 
 
-_PROGRESS_EVERY_MS = 10_000
-_TERMINAL_PROGRESS_EVERY_MS = 500
 PROCESSING_SLICE_S = 0.002
 """Longest stretch of record processing before the loop yields to queries, heartbeats and I/O."""
 STANDBY_BATCH = 500
@@ -146,8 +143,6 @@ class StreamThread:
         self.autostop_finished = False
         """KIP-95: every task of this thread reached its stop offsets (and reported)."""
         self._on_autostop_finished = on_autostop_finished or (lambda thread: None)
-        self._last_progress_ms = 0
-        self._last_progress_log_ms = 0
         self.store_provider = StreamThreadStateStoreProvider(self)
         self.task_manager: TaskManager | None = None
         self.commit_count = 0
@@ -326,22 +321,8 @@ class StreamThread:
             self.autostop_finished = finished
             log.info("%sautostop: %s", self.log_prefix, "every task finished" if finished else "tasks to process")
             self._on_autostop_finished(self)
-        on_terminal = sys.stderr.isatty()
-        every = _TERMINAL_PROGRESS_EVERY_MS if on_terminal else _PROGRESS_EVERY_MS
-        if now_ms - self._last_progress_ms >= every and not finished:
-            self._last_progress_ms = now_ms
-            progress = autostop.progress(tm.tasks)
-            to_go = sum(stop - at for at, stop in progress.values() if stop is not None)
-            unknown = sum(1 for _, stop in progress.values() if stop is None)
-            if on_terminal:
-                sys.stderr.write(f"\r{self.name}: batch run, {tm.processed_records} processed, {to_go} to go   ")
-                sys.stderr.flush()
-            if now_ms - self._last_progress_log_ms >= _PROGRESS_EVERY_MS:
-                self._last_progress_log_ms = now_ms
-                log.info(
-                    "%sbatch run: %d records processed, %d to go over %d partitions (%d waiting for a stop offset)",
-                    self.log_prefix, tm.processed_records, to_go, len(progress), unknown,
-                )
+        if not finished:
+            autostop.report_progress(tm.tasks, tm.processed_records, now_ms, self.name)
 
     def _flow_control(self) -> None:
         """Pause partitions whose queue is full or that run ahead in time; resume drained ones."""
@@ -526,37 +507,18 @@ class StreamThread:
         return TaskStates(prev_active=tm.prev_active, with_local_state=frozenset(sums), offset_sums=sums)
 
     async def _assign_standby_partitions(self) -> None:
-        """Point the restore consumer at the standby tasks' changelogs, from their checkpoints."""
         assert self.task_manager is not None
-        starts = self.task_manager.standby_start_offsets()
-        consumer = self._restore_consumer
-        assert consumer is not None
-        consumer.assign(starts)
-        for tp, offset in starts.items():
-            if offset is None:
-                await consumer.seek_to_beginning(tp)
-            else:
-                consumer.seek(tp, offset)
+        await self.changelog_reader.assign_standby_partitions(self.task_manager.standby_start_offsets())
 
     async def _update_standbys(self) -> None:
-        """Apply whatever the standby changelogs have (no waiting)."""
-        assert self.task_manager is not None and self._restore_consumer is not None
-        consumer = self._restore_consumer
-        batch = await consumer.getmany(timeout_ms=0, max_records=STANDBY_BATCH)
-        for tp, records in batch.items():
-            self.task_manager.update_standby(tp, records)
-        for standby in self.task_manager.standby_tasks.values():
+        """Apply whatever the standby changelogs have (no waiting); note which standbys caught up."""
+        tm, reader = self.task_manager, self.changelog_reader
+        assert tm is not None
+        for tp, records in (await reader.poll_standby(STANDBY_BATCH)).items():
+            tm.update_standby(tp, records)
+        for standby in tm.standby_tasks.values():
             if not standby.caught_up:
-                standby.caught_up = await self._reached_ends(standby.partitions)
-
-    async def _reached_ends(self, partitions: frozenset[TopicPartition]) -> bool:
-        consumer = self._restore_consumer
-        assert consumer is not None
-        for tp in partitions:
-            end = consumer.highwater(tp)
-            if end is None or await consumer.position(tp) < end:
-                return False
-        return True
+                standby.caught_up = await reader.reached_ends(standby.partitions)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -570,24 +532,17 @@ class StreamThread:
         """Forward a record that failed to deserialize, with its original bytes and where it came from."""
         assert self.collector is not None
         topic = self.config["errors.dead.letter.queue.topic.name"]
-        headers = [
-            *record.headers,
-            ("__streams.errors.topic", record.topic.encode()),
-            ("__streams.errors.partition", str(record.partition).encode()),
-            ("__streams.errors.offset", str(record.offset).encode()),
-            ("__streams.errors.exception", b"DeserializationError"),
-        ]
-        self.collector.send(topic, record.key, record.value, record.timestamp, tuple(headers), None)
+        self.collector.send(topic, record.key, record.value, record.timestamp, dead_letter_headers(record), None)
         self.dead_lettered_records += 1
 
     async def changelog_end_offsets(self, partitions: set[TopicPartition]) -> dict[TopicPartition, int]:
         """End offsets of changelog partitions, asked with the restore consumer."""
         if not partitions or self._restore_consumer is None:
             return {}
-        return await self._restore_consumer.end_offsets(partitions)
+        return await self.changelog_reader.end_offsets(partitions)
 
     def changelog_highwater(self, partition: TopicPartition) -> int | None:
-        return None if self._restore_consumer is None else self._restore_consumer.highwater(partition)
+        return None if self._restore_consumer is None else self.changelog_reader.highwater(partition)
 
     def input_position(self, task_id: TaskId) -> Mapping[TopicPartition, int]:
         task = None if self.task_manager is None else self.task_manager.tasks.get(task_id)

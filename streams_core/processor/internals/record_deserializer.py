@@ -22,6 +22,7 @@ __all__ = [
     "DeserializationHandler",
     "RawRecord",
     "RecordDeserializer",
+    "dead_letter_headers",
     "log_and_continue",
     "resolve_deserialization_handler",
 ]
@@ -39,6 +40,17 @@ class RawRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: Headers
+
+
+def dead_letter_headers(record: RawRecord) -> Headers:
+    """The record's headers plus where it came from and why it is dead (KIP-1034's `__streams.errors.*`)."""
+    return (
+        *record.headers,
+        ("__streams.errors.topic", record.topic.encode()),
+        ("__streams.errors.partition", str(record.partition).encode()),
+        ("__streams.errors.offset", str(record.offset).encode()),
+        ("__streams.errors.exception", b"DeserializationError"),
+    )
 
 
 DeserializationHandler = Callable[[DeserializationError, RawRecord], bool]
