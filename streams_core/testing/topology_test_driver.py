@@ -37,7 +37,7 @@ from typing import Any, NamedTuple, TypeVar, overload
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError, TopologyError, UnknownStateStoreError
 from streams_core.processor.internals.processor_topology import ProcessorTopology
-from streams_core.processor.internals.record_deserializer import RawRecord, resolve_deserialization_handler
+from streams_core.processor.internals.record_deserializer import RawRecord, dead_letter_headers, resolve_deserialization_handler
 from streams_core.processor.internals.task_processor import TaskProcessor
 from streams_core.processor.processor import Headers
 from streams_core.processor.task_id import TaskId
@@ -408,7 +408,7 @@ class TopologyTestDriver:
 
     def _send_to_dead_letter_topic(self, record: RawRecord) -> None:
         topic = self.config["errors.dead.letter.queue.topic.name"]
-        self.produce(topic, record.key, record.value, record.timestamp, record.headers)
+        self.produce(topic, record.key, record.value, record.timestamp, dead_letter_headers(record))
 
     # -- state --------------------------------------------------------------------------------
 

@@ -376,14 +376,22 @@ def test_log_and_continue_counts_dropped_records() -> None:
         assert driver.create_output_topic("out", STRING, LONG).read_records_to_list() == [TestRecord("k", 5, 2)]
 
 
-def test_dead_letter_topic_gets_the_raw_record() -> None:
+def test_dead_letter_topic_gets_the_raw_record_and_where_it_came_from() -> None:
+    """As the runtime sends it (tests/integration/test_runtime_errors.py): the same headers."""
     config = {
         "default.deserialization.exception.handler": "dead_letter",
         "errors.dead.letter.queue.topic.name": "dlq",
     }
     with TopologyTestDriver(_long_pass_through(), config) as driver:
-        driver.create_input_topic("in", STRING, STRING).pipe_input("k", "oops", 9)
-        assert driver.create_output_topic("dlq", STRING, STRING).read_records_to_list() == [TestRecord("k", "oops", 9)]
+        driver.create_input_topic("in", STRING, STRING).pipe_input("k", "oops", 9, headers=(("trace", b"t1"),))
+        where = (
+            ("trace", b"t1"),
+            ("__streams.errors.topic", b"in"),
+            ("__streams.errors.partition", b"0"),
+            ("__streams.errors.offset", b"0"),
+            ("__streams.errors.exception", b"DeserializationError"),
+        )
+        assert driver.create_output_topic("dlq", STRING, STRING).read_records_to_list() == [TestRecord("k", "oops", 9, where)]
         assert driver.dropped_records == 1
 
 
