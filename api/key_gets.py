@@ -13,16 +13,15 @@ answers it as it always did. So the fast path can only make a 200 cheaper, never
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.deps import StoreInfo, describe_store
-from api.forwarding import HOP_HEADER, SERVED_BY_HEADER, route_key
+from api.forwarding import HOP_HEADER, SERVED_BY_HEADER, instance_name, route_key
 from api.instance import StreamsInstance
 from api.metrics import StreamsMetrics
-from api.middleware import MAX_TARGET_BYTES, target_is_utf8
+from api.middleware import target_refusal
 from api.positions import POSITION_HEADER, format_position
 from api.schemas import key_value_body
 from streams_core import HostInfo
@@ -45,7 +44,7 @@ class KeyGetFastPath:
         self.streams = streams
         self.metrics = metrics
         self.this_host = this_host
-        self.served_by = str(this_host) if this_host else "local"
+        self.served_by = instance_name(this_host)
         self._stores: dict[str, StoreInfo] = {}
         """Key-value stores seen so far (a topology's stores do not change while it runs)."""
 
@@ -65,7 +64,7 @@ class KeyGetFastPath:
         if not path.startswith(_PREFIX) or scope.get("root_path"):
             return None
         name, _, key = path[len(_PREFIX) :].partition("/")
-        if not name or not key or "/" in key or not self._target_readable(scope):
+        if not name or not key or "/" in key or target_refusal(scope) is not None:
             return None
         store = self._store(name)
         if store is None:
@@ -88,14 +87,6 @@ class KeyGetFastPath:
         if position:
             headers[POSITION_HEADER] = format_position(position)
         return JSONResponse(key_value_body(typed, value), headers=headers)
-
-    @staticmethod
-    def _target_readable(scope: Scope) -> bool:
-        """What `RequestTargetGuard` lets through: not too long, UTF-8 once percent-decoded."""
-        raw: Any = scope.get("raw_path")
-        if not isinstance(raw, bytes) or len(raw) > MAX_TARGET_BYTES:
-            return False
-        return (raw.isascii() and b"%" not in raw) or target_is_utf8(raw)
 
     def _store(self, name: str) -> StoreInfo | None:
         store = self._stores.get(name)

@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.forwarding import SERVED_BY_HEADER
 from api.metrics import StreamsMetrics
 
-__all__ = ["MAX_TARGET_BYTES", "TARGET_LENGTH", "QueryTimingMiddleware", "RequestTargetGuard", "ServedByMiddleware", "target_is_utf8"]
+__all__ = ["MAX_TARGET_BYTES", "TARGET_LENGTH", "QueryTimingMiddleware", "RequestTargetGuard", "ServedByMiddleware", "target_is_utf8", "target_refusal"]
 
 MAX_TARGET_BYTES = 16 * 1024
 """Longest request target (path and query as sent) answered: a forwarded query re-encodes it (at
@@ -23,6 +23,8 @@ TARGET_LENGTH = "streams.target_length"
 
 def target_is_utf8(encoded: bytes) -> bool:
     """Whether a raw path or query is UTF-8 once percent-decoded."""
+    if encoded.isascii() and b"%" not in encoded:
+        return True
     try:
         unquote_to_bytes(encoded).decode("utf-8")
     except UnicodeDecodeError:
@@ -39,21 +41,25 @@ class RequestTargetGuard:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        refusal = target_refusal(scope) if scope["type"] == "http" else None
+        if refusal is None:
             await self.app(scope, receive, send)
-            return
-        path = scope.get("raw_path") or scope["path"].encode("utf-8")
-        query = scope.get("query_string", b"")
-        length = scope.get("extensions", {}).get(TARGET_LENGTH) or len(path) + len(query)
-        if length > MAX_TARGET_BYTES:
-            body = {"error": "request target too long", "length": length, "limit": MAX_TARGET_BYTES}
-            await JSONResponse(body, status_code=414)(scope, receive, send)
-        elif not target_is_utf8(path) or not target_is_utf8(query.replace(b"+", b" ")):
-            where = "path" if not target_is_utf8(path) else "query"
-            body = {"error": "invalid request", "problems": [{"in": where, "reason": "not UTF-8 once percent-decoded"}]}
-            await JSONResponse(body, status_code=400)(scope, receive, send)
         else:
-            await self.app(scope, receive, send)
+            await refusal(scope, receive, send)
+
+
+def target_refusal(scope: Scope) -> JSONResponse | None:
+    """`RequestTargetGuard`'s answer to a request whose target the routes cannot read; None when they can."""
+    path = scope.get("raw_path") or scope["path"].encode("utf-8")
+    query = scope.get("query_string", b"")
+    length = scope.get("extensions", {}).get(TARGET_LENGTH) or len(path) + len(query)
+    if length > MAX_TARGET_BYTES:
+        return JSONResponse({"error": "request target too long", "length": length, "limit": MAX_TARGET_BYTES}, status_code=414)
+    for where, encoded in (("path", path), ("query", query.replace(b"+", b" "))):
+        if not target_is_utf8(encoded):
+            problems = [{"in": where, "reason": "not UTF-8 once percent-decoded"}]
+            return JSONResponse({"error": "invalid request", "problems": problems}, status_code=400)
+    return None
 
 
 class QueryTimingMiddleware:
