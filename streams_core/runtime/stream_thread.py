@@ -122,6 +122,8 @@ class StreamThread:
         self._consumer: clients.Consumer | None = None
         self._producer: clients.Producer | None = None
         self._restore_consumer: clients.Consumer | None = None
+        self._changelog_reader: StoreChangelogReader | None = None
+        """Restores active tasks and updates standbys with the restore consumer (from `start()` on)."""
         self._pending_error: BaseException | None = None
         self._last_commit_ms = 0
         self.assignor = StreamsPartitionAssignor(
@@ -171,7 +173,7 @@ class StreamThread:
         )
         self._restore_consumer = self._clients.get_restore_consumer(config, thread_index=self.index)
         await self._restore_consumer.start()
-        self.changelog_reader = StoreChangelogReader(self._restore_consumer, log_prefix=self.log_prefix)
+        reader = self._changelog_reader = StoreChangelogReader(self._restore_consumer, log_prefix=self.log_prefix)
         handler = resolve_deserialization_handler(
             config["default.deserialization.exception.handler"], self._send_to_dead_letter_topic
         )
@@ -192,7 +194,7 @@ class StreamThread:
             self.topology,
             config,
             self._guarantee,
-            self.changelog_reader,
+            reader,
             deserialization_handler=handler,
             global_stores=self._global_stores,
             log_prefix=self.log_prefix,
@@ -491,8 +493,8 @@ class StreamThread:
         after its request timeout, 40 s, while the whole group waits for this join)."""
         if self._shutting_down:
             return
-        if self._producer is not None and self._restore_consumer is not None:
-            await self.assignor.refresh_end_offsets(self._producer.partitions_for, self._restore_consumer.end_offsets)
+        if self._producer is not None and self._changelog_reader is not None:
+            await self.assignor.refresh_end_offsets(self._producer.partitions_for, self._changelog_reader.end_offsets)
 
     def _request_probing_rebalance(self) -> None:
         """The leader's scheduled probing rebalance (KIP-441) is due: rejoin unless shutting down."""
@@ -507,13 +509,13 @@ class StreamThread:
         return TaskStates(prev_active=tm.prev_active, with_local_state=frozenset(sums), offset_sums=sums)
 
     async def _assign_standby_partitions(self) -> None:
-        assert self.task_manager is not None
-        await self.changelog_reader.assign_standby_partitions(self.task_manager.standby_start_offsets())
+        assert self.task_manager is not None and self._changelog_reader is not None
+        await self._changelog_reader.assign_standby_partitions(self.task_manager.standby_start_offsets())
 
     async def _update_standbys(self) -> None:
         """Apply whatever the standby changelogs have (no waiting); note which standbys caught up."""
-        tm, reader = self.task_manager, self.changelog_reader
-        assert tm is not None
+        tm, reader = self.task_manager, self._changelog_reader
+        assert tm is not None and reader is not None
         for tp, records in (await reader.poll_standby(STANDBY_BATCH)).items():
             tm.update_standby(tp, records)
         for standby in tm.standby_tasks.values():
@@ -537,12 +539,12 @@ class StreamThread:
 
     async def changelog_end_offsets(self, partitions: set[TopicPartition]) -> dict[TopicPartition, int]:
         """End offsets of changelog partitions, asked with the restore consumer."""
-        if not partitions or self._restore_consumer is None:
+        if not partitions or self._changelog_reader is None:
             return {}
-        return await self.changelog_reader.end_offsets(partitions)
+        return await self._changelog_reader.end_offsets(partitions)
 
     def changelog_highwater(self, partition: TopicPartition) -> int | None:
-        return None if self._restore_consumer is None else self.changelog_reader.highwater(partition)
+        return None if self._changelog_reader is None else self._changelog_reader.highwater(partition)
 
     def input_position(self, task_id: TaskId) -> Mapping[TopicPartition, int]:
         task = None if self.task_manager is None else self.task_manager.tasks.get(task_id)
