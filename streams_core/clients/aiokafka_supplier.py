@@ -31,6 +31,7 @@ from streams_core.clients.ports import (
     RebalanceListener,
     RecordMetadata,
 )
+from streams_core.clients.stable_offsets import fetch_stable_offsets
 from streams_core.clients.streams_assignor_adapter import StreamsAssignorAdapter
 from streams_core.config import StreamsConfig
 from streams_core.runtime.topic_partition import TopicPartition
@@ -214,10 +215,7 @@ class AioKafkaAdmin:
     async def committed_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, int | None]:
-        wanted = list(partitions)
-        found = await self._admin.list_consumer_group_offsets(group_id, partitions=[_kafka(tp) for tp in wanted])
-        offsets = {_ours(tp): meta.offset for tp, meta in found.items() if meta.offset >= 0}
-        return {tp: offsets.get(tp) for tp in wanted}
+        return await fetch_stable_offsets(self._admin, group_id, partitions)
 
 
 class AioKafkaClientSupplier:

@@ -208,7 +208,8 @@ class Admin(Protocol):
     async def committed_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, int | None]:
-        """The group's committed offset of each partition; None where it has none."""
+        """The group's committed offset of each partition (None where it has none), never older than
+        a transaction that has committed (KIP-447's stable read)."""
         ...
 
 

@@ -1,0 +1,88 @@
+"""`fetch_stable_offsets` on the real broker: a transaction's offsets are read once it committed, never the older ones."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import TopicPartition as KafkaTopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+
+from streams_core.clients.stable_offsets import fetch_stable_offsets
+from streams_core.runtime.topic_partition import TopicPartition
+from tests.kafka_utils import create_topic, unique_topic
+
+pytestmark = pytest.mark.broker
+
+
+@pytest.fixture
+async def admin(bootstrap_servers: str) -> AsyncIterator[AIOKafkaAdminClient]:
+    client = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    await client.start()
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def producer(bootstrap_servers: str) -> AsyncIterator[AIOKafkaProducer]:
+    client = AIOKafkaProducer(bootstrap_servers=bootstrap_servers, transactional_id=f"stable-{uuid.uuid4().hex[:8]}")
+    await client.start()
+    try:
+        yield client
+    finally:
+        await client.stop()
+
+
+async def test_each_committed_transaction_is_read_at_once(
+    bootstrap_servers: str, admin: AIOKafkaAdminClient, producer: AIOKafkaProducer
+) -> None:
+    topic, group = unique_topic("stable-in"), unique_topic("stable-group")
+    await create_topic(bootstrap_servers, topic, 2)
+    tps = [TopicPartition(topic, p) for p in range(2)]
+    assert await fetch_stable_offsets(admin, group, tps) == {tps[0]: None, tps[1]: None}
+    for n in range(1, 11):
+        async with producer.transaction():
+            await producer.send_offsets_to_transaction({KafkaTopicPartition(topic, 0): n, KafkaTopicPartition(topic, 1): 10 * n}, group)
+        assert await fetch_stable_offsets(admin, group, tps) == {tps[0]: n, tps[1]: 10 * n}, f"transaction {n}"
+
+
+@pytest.mark.parametrize("outcome", ["commit", "abort"])
+async def test_a_pending_transaction_is_waited_for(
+    bootstrap_servers: str, admin: AIOKafkaAdminClient, producer: AIOKafkaProducer, outcome: str
+) -> None:
+    topic, group = unique_topic("stable-in"), unique_topic("stable-group")
+    await create_topic(bootstrap_servers, topic, 1)
+    tp = TopicPartition(topic, 0)
+    async with producer.transaction():
+        await producer.send_offsets_to_transaction({KafkaTopicPartition(topic, 0): 3}, group)
+    await producer.begin_transaction()
+    await producer.send_offsets_to_transaction({KafkaTopicPartition(topic, 0): 7}, group)
+    fetch = asyncio.create_task(fetch_stable_offsets(admin, group, [tp]))
+    await asyncio.sleep(0.5)
+    assert not fetch.done(), f"answered {fetch.result() if not fetch.cancelled() else None} while the commit was pending"
+    if outcome == "commit":
+        await producer.commit_transaction()
+    else:
+        await producer.abort_transaction()
+    assert await asyncio.wait_for(fetch, 10) == {tp: 7 if outcome == "commit" else 3}
+
+
+async def test_plain_commits_and_unknown_groups(bootstrap_servers: str, admin: AIOKafkaAdminClient) -> None:
+    topic, group = unique_topic("stable-in"), unique_topic("stable-group")
+    await create_topic(bootstrap_servers, topic, 3)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap_servers, group_id=group, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        consumer.assign([KafkaTopicPartition(topic, 1)])
+        await consumer.commit({KafkaTopicPartition(topic, 1): 42})
+    finally:
+        await consumer.stop()
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    assert await fetch_stable_offsets(admin, group, tps) == {tps[0]: None, tps[1]: 42, tps[2]: None}
+    assert await fetch_stable_offsets(admin, unique_topic("nobody"), tps[:1]) == {tps[0]: None}
+    assert await fetch_stable_offsets(admin, group, []) == {}
