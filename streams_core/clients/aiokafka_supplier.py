@@ -31,7 +31,7 @@ from streams_core.clients.ports import (
     RebalanceListener,
     RecordMetadata,
 )
-from streams_core.clients.stable_offsets import fetch_stable_offsets
+from streams_core.clients.stable_offsets import fetch_stable_offsets, read_committed_stably
 from streams_core.clients.streams_assignor_adapter import StreamsAssignorAdapter
 from streams_core.config import StreamsConfig
 from streams_core.runtime.topic_partition import TopicPartition
@@ -78,6 +78,7 @@ class AioKafkaConsumer:
 
     async def start(self) -> None:
         await self._consumer.start()
+        read_committed_stably(self._consumer)
 
     async def stop(self) -> None:
         await self._consumer.stop()

@@ -3,8 +3,11 @@
 `commit_transaction()` returns once the transaction coordinator has decided, before the markers
 reach `__consumer_offsets`; until they do, a plain OffsetFetch answers the offset from before the
 transaction. OffsetFetch v7 with `require_stable` answers UNSTABLE_OFFSET_COMMIT for a partition
-with a pending transactional commit instead, and `fetch_stable_offsets` asks again until every
-partition is stable: an offset read here is never older than a transaction that has committed.
+with a pending transactional commit instead, and the reader asks again until every partition is
+stable: an offset read here is never older than a transaction that has committed.
+
+`fetch_stable_offsets` reads through an admin client (the batch run's end check);
+`read_committed_stably` makes a group consumer's own reads (where a new owner starts) stable.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypeAlias
 
+from aiokafka import OffsetAndMetadata
+from aiokafka import TopicPartition as KafkaTopicPartition
 from aiokafka.errors import KafkaError, KafkaTimeoutError, for_code
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.types import Boolean, CompactArray, CompactString, Int16, Int32, Int64, Schema, TaggedFields
@@ -21,11 +26,13 @@ from aiokafka.protocol.types import Boolean, CompactArray, CompactString, Int16,
 from streams_core.runtime.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
+    from aiokafka import AIOKafkaConsumer
     from aiokafka.admin import AIOKafkaAdminClient
 
-__all__ = ["fetch_stable_offsets"]
+__all__ = ["fetch_stable_offsets", "read_committed_stably"]
 
 _NONE = 0
+_UNKNOWN_TOPIC_OR_PARTITION = 3
 _COORDINATOR_LOAD_IN_PROGRESS = 14
 _COORDINATOR_NOT_AVAILABLE = 15
 _NOT_COORDINATOR = 16
@@ -140,8 +147,46 @@ def _read(response: Response) -> tuple[int, dict[TopicPartition, int]]:
     found: dict[TopicPartition, int] = {}
     for topic, partitions, _ in response.topics:
         for partition, offset, _epoch, _metadata, error_code, _ in partitions:
-            if error_code and not code:
+            if error_code and error_code != _UNKNOWN_TOPIC_OR_PARTITION and not code:
                 code = error_code
             if offset >= 0:
                 found[TopicPartition(topic, partition)] = offset
     return code, found
+
+
+class UnstableOffsetCommitError(KafkaError):  # type: ignore[misc]
+    """UNSTABLE_OFFSET_COMMIT (88), which aiokafka does not know: retriable, a transaction holds the offset."""
+
+    errno = _UNSTABLE_OFFSET_COMMIT
+    retriable = True
+
+
+def read_committed_stably(consumer: AIOKafkaConsumer) -> None:
+    """Make a started group consumer read committed offsets with `require_stable`, as Java's does under
+    read_committed: a partition's new owner must not start from an offset older than the last
+    transaction its old owner committed (aiokafka fetches them by itself, while the rebalance
+    listener still runs, so nothing the listener does first can order the read).
+
+    Replaces the fetch of the consumer's aiokafka `GroupCoordinator` (aiokafka is pinned; the
+    broker tests of `tests/integration/test_stable_offsets.py` pin this down). The coordinator
+    retries a retriable error after `retry.backoff.ms`.
+    """
+    if consumer._group_id is None:  # no group, no committed offsets
+        return
+    coordinator = consumer._coordinator  # created by start(); aiokafka has no hook for this
+    if not hasattr(coordinator, "_do_fetch_commit_offsets"):
+        raise RuntimeError("this aiokafka's GroupCoordinator has no _do_fetch_commit_offsets to make stable")
+
+    async def fetch(partitions: Iterable[KafkaTopicPartition]) -> dict[KafkaTopicPartition, OffsetAndMetadata]:
+        wanted = [TopicPartition(tp.topic, tp.partition) for tp in partitions]
+        response = await coordinator._send_req(StableOffsetFetchRequest(coordinator.group_id, wanted))
+        code, found = _read(response)
+        if code == _NOT_COORDINATOR:
+            coordinator.coordinator_dead()
+        if code == _UNSTABLE_OFFSET_COMMIT:
+            raise UnstableOffsetCommitError(f"a transaction holds back committed offsets of {wanted}")
+        if code != _NONE:
+            raise for_code(code)(f"offset fetch for group {coordinator.group_id!r}")
+        return {KafkaTopicPartition(tp.topic, tp.partition): OffsetAndMetadata(o, "") for tp, o in found.items()}
+
+    coordinator._do_fetch_commit_offsets = fetch

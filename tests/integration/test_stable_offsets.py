@@ -1,4 +1,4 @@
-"""`fetch_stable_offsets` on the real broker: a transaction's offsets are read once it committed, never the older ones."""
+"""Stable committed offsets on the real broker: a transaction's offsets are read once it committed, never the older ones."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as KafkaTopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
+from streams_core.clients.aiokafka_supplier import AioKafkaConsumer
 from streams_core.clients.stable_offsets import fetch_stable_offsets
 from streams_core.runtime.topic_partition import TopicPartition
-from tests.kafka_utils import create_topic, unique_topic
+from tests.kafka_utils import create_topic, produce, unique_topic
 
 pytestmark = pytest.mark.broker
 
@@ -86,3 +87,28 @@ async def test_plain_commits_and_unknown_groups(bootstrap_servers: str, admin: A
     assert await fetch_stable_offsets(admin, group, tps) == {tps[0]: None, tps[1]: 42, tps[2]: None}
     assert await fetch_stable_offsets(admin, unique_topic("nobody"), tps[:1]) == {tps[0]: None}
     assert await fetch_stable_offsets(admin, group, []) == {}
+
+
+async def test_a_group_consumer_starts_after_the_pending_transaction(
+    bootstrap_servers: str, producer: AIOKafkaProducer
+) -> None:
+    """Where a new owner starts: aiokafka reads the committed offset by itself; it must wait for the commit."""
+    topic, group = unique_topic("stable-in"), unique_topic("stable-group")
+    await create_topic(bootstrap_servers, topic, 1)
+    await produce(bootstrap_servers, topic, [(None, b"x", 0)] * 10)
+    tp = TopicPartition(topic, 0)
+    async with producer.transaction():
+        await producer.send_offsets_to_transaction({KafkaTopicPartition(topic, 0): 3}, group)
+    await producer.begin_transaction()
+    await producer.send_offsets_to_transaction({KafkaTopicPartition(topic, 0): 7}, group)
+    consumer = AioKafkaConsumer(AIOKafkaConsumer(bootstrap_servers=bootstrap_servers, group_id=group, enable_auto_commit=False))
+    await consumer.start()
+    try:
+        consumer.assign([tp])
+        position = asyncio.create_task(consumer.position(tp))
+        await asyncio.sleep(0.5)
+        assert not position.done(), f"started at {position.result() if not position.cancelled() else None} while the commit was pending"
+        await producer.commit_transaction()
+        assert await asyncio.wait_for(position, 10) == 7
+    finally:
+        await consumer.stop()
