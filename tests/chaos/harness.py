@@ -57,6 +57,8 @@ SEED_ENV = "CHAOS_SEED"
 TOPIC_PARTITIONS = 4
 """The partitions `python -m app wordcount` creates its topics with (a batch run's input exists before it)."""
 _RESTORED = re.compile(r"restored (\d+) records from .* in ([\d.]+) s")
+_INCIDENT = re.compile(r" (WARNING|ERROR|CRITICAL) |rebalance: assigned|restored [1-9]|task migrated|state \w+ -> (ERROR|PENDING_SHUTDOWN)")
+_INCIDENT_LINES = 40
 
 
 def chaos_seed() -> int:
@@ -372,6 +374,8 @@ async def run_scenario(
             await cluster.close()
         finally:
             _read_restores(cluster, report)
+            if report.problems:
+                _print_incidents(cluster)
     return report
 
 
@@ -498,3 +502,14 @@ def _read_restores(cluster: WordCountCluster, report: ChaosReport) -> None:
         for match in _RESTORED.finditer(instance.log_path.read_text(errors="replace")):
             report.restored_records += int(match.group(1))
             report.restore_seconds.append(float(match.group(2)))
+
+
+def _print_incidents(cluster: WordCountCluster) -> None:
+    """A failed run's evidence, shown by pytest with the failure: each instance's last warnings,
+    errors, rebalances and restores (the instances' logs go with the test's temporary directory)."""
+    for name, instance in cluster.instances.items():
+        if instance.log_path is None or not instance.log_path.exists():
+            continue
+        lines = [line[:400] for line in instance.log_path.read_text(errors="replace").splitlines() if _INCIDENT.search(line)]
+        print(f"--- {name}: last {min(len(lines), _INCIDENT_LINES)} of {len(lines)} incident lines")
+        print("\n".join(lines[-_INCIDENT_LINES:]))
