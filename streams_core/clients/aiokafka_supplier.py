@@ -124,6 +124,10 @@ class AioKafkaConsumer:
     async def position(self, partition: TopicPartition) -> int:
         return int(await self._consumer.position(_kafka(partition)))
 
+    async def committed(self, partition: TopicPartition) -> int | None:
+        offset = await self._consumer.committed(_kafka(partition))
+        return None if offset is None else int(offset)
+
     def highwater(self, partition: TopicPartition) -> int | None:
         value = self._consumer.highwater(_kafka(partition))
         return None if value is None else int(value)

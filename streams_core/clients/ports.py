@@ -131,6 +131,10 @@ class Consumer(Protocol):
 
     async def position(self, partition: TopicPartition) -> int: ...
 
+    async def committed(self, partition: TopicPartition) -> int | None:
+        """The group's committed offset of `partition`, asked of the broker now (KIP-447's stable read)."""
+        ...
+
     def highwater(self, partition: TopicPartition) -> int | None:
         """The partition's end offset as of the last fetch (None before one); for the records-lag metric."""
         ...

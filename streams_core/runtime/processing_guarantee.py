@@ -6,8 +6,9 @@ guarantee:
 - `AtLeastOnce`: every task writes through the thread's collector; a commit flushes the stores
   (the caller did), flushes the producer, commits the consumed offsets, then checkpoints.
 - `ExactlyOnce`: each task has a transactional producer of its own (`transactional.id` =
-  application id + task id: aiokafka has no KIP-447 fencing); a commit sends each task's output,
-  changelog writes and consumed offsets in its transaction and commits it. A task's
+  application id + task id: aiokafka has no KIP-447 fencing); a new task starts reading where
+  the offsets committed before its producer fenced the previous owner say; a commit sends each
+  task's output, changelog writes and consumed offsets in its transaction and commits it. A task's
   `.checkpoint` is removed while it runs (a crash must not trust stores that may hold aborted
   writes) and written on a clean close; a task without one is wiped and restored.
 """
@@ -59,6 +60,11 @@ class ProcessingGuarantee(Protocol):
         """A task closed: release what `task_collector` made for it."""
         ...
 
+    async def resume_positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """After `task_collector`: where a new task's partitions resume, if the consumer must be
+        sought there (the offsets it was sought to); empty when its own start is right."""
+        ...
+
     async def send_pending(self, tasks: Iterable[StreamTask]) -> None:
         """Hand every queued output record to its producer (between batches)."""
         ...
@@ -87,6 +93,9 @@ class AtLeastOnce:
 
     async def release_task_collector(self, collector: RecordCollectorImpl, *, clean: bool) -> None:
         return None
+
+    async def resume_positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return {}
 
     async def send_pending(self, tasks: Iterable[StreamTask]) -> None:
         await self._collector.send_pending()
@@ -119,11 +128,13 @@ class ExactlyOnce:
         collector: RecordCollectorImpl,
         new_producer: Callable[[str], clients.Producer],
         config: StreamsConfig,
+        consumer: clients.Consumer,
         *,
         log_prefix: str = "",
     ) -> None:
         self._collector = collector
         self._new_producer = new_producer
+        self._consumer = consumer
         self._application_id: str = config["application.id"]
         self._production_handler = config["default.production.exception.handler"]
         self._log_prefix = log_prefix
@@ -177,6 +188,23 @@ class ExactlyOnce:
     async def release_task_collector(self, collector: RecordCollectorImpl, *, clean: bool) -> None:
         await collector.close(clean=clean)
 
+    async def resume_positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The committed offsets read again, now that the task's producer fenced the previous owner.
+
+        The consumer read them when the partitions were assigned, before the fence: the previous
+        owner (dropped from the group while it still processed) could commit a transaction after
+        that read, and its output and changelog writes stand. Its producer is fenced now, so the
+        offsets cannot move; the consumer is sought to them (Kafka Streams needs no second read:
+        KIP-447's TxnOffsetCommit carries the group generation, which aiokafka's does not).
+        """
+        resume: dict[TopicPartition, int] = {}
+        for tp in partitions:
+            offset = await self._consumer.committed(tp)
+            if offset is not None:
+                self._consumer.seek(tp, offset)
+                resume[tp] = offset
+        return resume
+
     async def send_pending(self, tasks: Iterable[StreamTask]) -> None:
         await self._collector.send_pending()
         for task in tasks:
@@ -202,5 +230,5 @@ def processing_guarantee(
 ) -> ProcessingGuarantee:
     """The implementation for `processing.guarantee`."""
     if config.exactly_once:
-        return ExactlyOnce(collector, new_producer, config, log_prefix=log_prefix)
+        return ExactlyOnce(collector, new_producer, config, consumer, log_prefix=log_prefix)
     return AtLeastOnce(collector, consumer, log_prefix=log_prefix)

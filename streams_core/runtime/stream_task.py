@@ -99,10 +99,28 @@ class StreamTask:
         """Buffer consumed records of one partition; returns that partition's queue size."""
         if not isinstance(raw_records, Sequence):
             raw_records = list(raw_records)
+        last = self._fetched_offsets.get(tp)
+        if last is not None and raw_records and raw_records[0].offset <= last:
+            raw_records = self._drop_refetched(tp, raw_records, last)
         size = self.partition_group.add_raw_records(tp, raw_records)
         if raw_records:
             self._fetched_offsets[tp] = raw_records[-1].offset
         return size
+
+    def resume_at(self, tp: TopicPartition, offset: int) -> None:
+        """The consumer was sought to `offset` for `tp` after the task was created: records fetched
+        before the seek, below `offset`, are dropped when they arrive (`add_records`)."""
+        self._fetched_offsets[tp] = offset - 1
+
+    def _drop_refetched(self, tp: TopicPartition, raw_records: Sequence[Any], last: int) -> Sequence[Any]:
+        """Records at or below the last one buffered came from a fetch made before a seek: a batch
+        the thread's poll returned while the rebalance listener created this task."""
+        kept = [r for r in raw_records if r.offset > last]
+        log.info(
+            "task %s: dropped %d records of %s at or below offset %d (fetched before the task's seek)",
+            self.id, len(raw_records) - len(kept), tp, last, extra={"task": str(self.id)},
+        )
+        return kept
 
     def process(self, max_records: int, now_ms: int) -> int:
         """Process up to `max_records` buffered records in partition-time order; returns how many.

@@ -247,8 +247,9 @@ class StreamThread:
                 if clean:
                     try:
                         await self._commit()
-                    except Exception:
-                        log.exception("%sfinal commit failed", self.log_prefix)
+                    except Exception:  # the stores hold writes the commit did not cover: no checkpoint
+                        log.exception("%sfinal commit failed; closing the tasks dirty", self.log_prefix)
+                        clean = False
                 try:
                     await tm.close_all(clean=clean)
                 except Exception:

@@ -164,6 +164,8 @@ class TaskManager:
                 wall_clock=self._wall_clock,
                 checkpoint_on_commit=self._guarantee.checkpoint_on_commit,
             )
+            for tp, offset in (await self._guarantee.resume_positions(partitions)).items():
+                task.resume_at(tp, offset)
             task.processor.context.cache = self.cache
             task.processor.init_state_stores()
             to_restore = state_manager.changelogs_to_restore()

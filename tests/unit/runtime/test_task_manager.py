@@ -26,9 +26,9 @@ IN0, CL0 = TopicPartition("in", 0), TopicPartition(CHANGELOG, 0)
 class Harness:
     """A TaskManager with an at-least-once guarantee over a fake producer and consumers."""
 
-    def __init__(self, cluster: FakeKafkaCluster, tmp_path: Path) -> None:
+    def __init__(self, cluster: FakeKafkaCluster, tmp_path: Path, *, guarantee: str = "at_least_once") -> None:
         self.cluster = cluster
-        config = StreamsConfig(streams_config(tmp_path))
+        config = StreamsConfig(streams_config(tmp_path, {"processing.guarantee": guarantee}))
         topology = counting_topology()
         builder = topology.internal_topology_builder
         builder.set_application_id(APP)
@@ -37,7 +37,10 @@ class Harness:
         self.consumer = FakeConsumer(cluster, client_id="main", group_id=APP)
         self.restore_consumer = FakeConsumer(cluster, client_id="restore", group_id=None, auto_offset_reset="none")
         self.collector = RecordCollectorImpl(self.producer)
-        guarantee = processing_guarantee(config, self.collector, self.consumer, lambda tid: self.producer)
+        def new_producer(transactional_id: str) -> FakeProducer:
+            return FakeProducer(cluster, client_id=transactional_id, transactional_id=transactional_id)
+
+        guarantee = processing_guarantee(config, self.collector, self.consumer, new_producer)
         self.tm = TaskManager(
             TopologyMetadata(builder, APP), config, guarantee, StoreChangelogReader(self.restore_consumer),
             wall_clock=lambda: 0,
@@ -93,6 +96,47 @@ async def test_records_of_a_partition_no_task_owns_are_refused(tmp_path: Path) -
     await h.tm.handle_assignment({T00: [IN0]})
     assert h.tm.add_records(TopicPartition("in", 5), records(cluster, "x")) == -1
     assert h.tm.add_records(IN0, records(cluster, "a", "b")) == 2
+    await h.tm.close_all()
+
+
+async def test_exactly_once_resumes_where_the_fenced_owner_committed_last(tmp_path: Path) -> None:
+    """The previous owner, dropped from the group but still processing, commits a transaction
+    after the consumer read the committed offsets at assignment: the task, once its producer
+    fenced that owner, reads them again and seeks there; what a poll fetched before the seek is
+    taken only from that offset on."""
+    cluster = new_cluster()
+    fetched_before = records(cluster, "a", "b", "c", "d")
+    old_owner = FakeProducer(cluster, client_id="old", transactional_id=f"{APP}-{T00}")
+    await old_owner.start()
+    await old_owner.begin_transaction()
+    await old_owner.send_offsets_to_transaction({IN0: 1}, APP)
+    await old_owner.commit_transaction()
+    h = Harness(cluster, tmp_path, guarantee="exactly_once_v2")
+    await h.start()
+    h.consumer.assign([IN0])
+    assert await h.consumer.position(IN0) == 1, "the read at assignment"
+    await old_owner.begin_transaction()
+    await old_owner.send_offsets_to_transaction({IN0: 3}, APP)
+    await old_owner.commit_transaction()
+    await h.tm.handle_assignment({T00: [IN0]})
+    assert await h.consumer.position(IN0) == 3
+    assert h.tm.add_records(IN0, fetched_before) == 1, "only offset 3 ('d') of the batch fetched from 1"
+    assert h.tm.add_records(IN0, fetched_before[2:]) == 1, "a fetch again from the seek adds nothing twice"
+    assert h.tm.tasks[T00].committable_offsets() == {IN0: 3}
+    await h.tm.close_all(clean=False)
+
+
+async def test_at_least_once_keeps_the_position_read_at_assignment(tmp_path: Path) -> None:
+    cluster = new_cluster()
+    batch = records(cluster, "a", "b", "c")
+    cluster.produce("in", "d", "d", timestamp=3, partition=0)
+    h = Harness(cluster, tmp_path)
+    await h.start()
+    h.consumer.assign([IN0])
+    assert await h.consumer.position(IN0) == 0
+    await h.tm.handle_assignment({T00: [IN0]})
+    assert await h.guarantee.resume_positions([IN0]) == {}
+    assert h.tm.add_records(IN0, batch) == 3
     await h.tm.close_all()
 
 

@@ -148,3 +148,19 @@ async def test_a_task_producer_that_cannot_start_at_once_is_retried_under_exactl
         assert instance.streams.errors == []
     finally:
         await instance.close()
+
+
+async def test_a_final_commit_that_fails_closes_the_tasks_dirty(tmp_path: Path) -> None:
+    """A task whose last transaction did not commit must not leave a checkpoint: its stores hold
+    writes the changelog lacks, and the next start would trust them."""
+    cluster = cluster_with(1)
+    config = streams_config(tmp_path, {"processing.guarantee": "exactly_once_v2", "commit.interval.ms": 9_000})
+    instance = await Instance(cluster, counting_topology(), config).start()
+    checkpoint = instance.state_dir / "0_0" / ".checkpoint"
+    cluster.produce("in", "a", "a")
+    await eventually(lambda: instance.tasks() and instance.streams.threads[0].task_manager.processed_records == 1,
+                     what="the record processed")  # fmt: skip
+    cluster.fail_next("commit_transaction", clients.KafkaConnectionError("broker gone"), client=f"{APP}-0_0")
+    await instance.close()
+    assert not checkpoint.exists(), "a checkpoint over writes no transaction committed"
+    assert cluster.committed(APP) == {}
