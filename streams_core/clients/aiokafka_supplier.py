@@ -70,21 +70,35 @@ class AioKafkaConsumer:
     partition it has not returned, which bounds the memory a paused partition holds.
     """
 
-    __slots__ = ("_consumer", "_paused")
+    __slots__ = ("_consumer", "_paused", "_started", "_subscription")
 
     def __init__(self, consumer: AIOKafkaConsumer) -> None:
         self._consumer = consumer
         self._paused: set[TopicPartition] = set()
+        self._started = False
+        self._subscription: tuple[list[str], _Listener] | None = None
 
     async def start(self) -> None:
+        """Start, make committed-offset reads stable, then subscribe (a subscription made before the
+        start joins the group only now: aiokafka's start would join, and read the first
+        assignment's offsets, before its coordinator could be made stable)."""
         await self._consumer.start()
         read_committed_stably(self._consumer)
+        self._started = True
+        if self._subscription is not None:
+            topics, listener = self._subscription
+            self._subscription = None
+            self._consumer.subscribe(topics, listener=listener)
 
     async def stop(self) -> None:
         await self._consumer.stop()
 
     def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
-        self._consumer.subscribe(list(topics), listener=_Listener(listener, self._paused))
+        wrapped = _Listener(listener, self._paused)
+        if not self._started:
+            self._subscription = (list(topics), wrapped)
+            return
+        self._consumer.subscribe(list(topics), listener=wrapped)
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         assigned = list(partitions)

@@ -125,12 +125,12 @@ async def fetch_stable_offsets(
     while True:
         try:
             coordinator = await admin.find_coordinator(group_id)
+            response = await admin._send_request(request, coordinator)  # the admin client has no public send
         except KafkaError as exc:
             if not exc.retriable:
                 raise
             code, found = _COORDINATOR_NOT_AVAILABLE, {}
         else:
-            response = await admin._send_request(request, coordinator)  # the admin client has no public send
             code, found = _read(response)
         if code == _NONE:
             return {tp: found.get(tp) for tp in wanted}
