@@ -69,6 +69,7 @@ import platform
 import random
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -83,6 +84,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, STORE  # noqa: E402
+from bench.query_cost import FLOOR_PORT  # noqa: E402
 from bench.query_measure import (  # noqa: E402
     RANGE_KEYS,
     Instance,
@@ -194,6 +196,7 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
     asyncio.run(_produce(bootstrap, [" ".join(shuffled[i : i + 10]) for i in range(0, len(shuffled), 10)]))
 
     instances = start_instances(bootstrap, root, app_id, 2)
+    floor = start_floor() if args.floor else None
     stop = multiprocessing.Event()
     sent = multiprocessing.Value("q", 0)
     feeder = multiprocessing.Process(
@@ -244,6 +247,7 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
             time.sleep(args.settle)
         results = []
         scenarios: list[tuple[str, Callable[[], Iterator[Request]]]] = [
+            *([("bare HTTP", floor_requests)] if floor is not None else []),
             ("local get", lambda: key_requests(vocabulary, lambda w: owner_of[w], rnd)),
             ("proxied get", lambda: key_requests(vocabulary, lambda w: other(owner_of[w]), rnd)),
             (f"range {RANGE_KEYS}", lambda: range_requests(vocabulary, instances, rnd)),
@@ -260,7 +264,7 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
                 results.append(result)
                 print(f"  {scenario:12} {client_kind:10} {len(result.latencies_ms)} answers in {result.seconds:.1f} s",
                       flush=True)  # fmt: skip
-        for (scenario, requests), rate in zip(scenarios, args.paced, strict=False):
+        for (scenario, requests), rate in zip(scenarios[1 if floor is not None else 0 :], args.paced, strict=False):
             before = -1 if args.interleave > 0 else baseline()
             result = measure(
                 scenario, f"{rate:g}/s", requests(), count=args.requests, warmup=args.warmup,
@@ -290,7 +294,25 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
             feeder.join(timeout=10)
             if feeder.is_alive():
                 feeder.kill()
+        if floor is not None:
+            floor.terminate()
+            floor.wait(timeout=10)
         stop_instances(instances)
+
+
+def start_floor() -> subprocess.Popen[bytes]:
+    """bench/query_cost.py's bare uvicorn app in a process of its own, once it listens."""
+    floor = subprocess.Popen([sys.executable, str(ROOT / "bench" / "query_cost.py"), "--serve", "floor"], stdout=subprocess.PIPE)
+    assert floor.stdout is not None
+    floor.stdout.readline()
+    return floor
+
+
+def floor_requests() -> Iterator[Request]:
+    """GETs of the bare app: what a back-to-back client costs processing whatever the server does."""
+    request = Request(f"http://127.0.0.1:{FLOOR_PORT}/", lambda response: bool(response.json().get("key") == "word"))
+    while True:
+        yield request
 
 
 def print_table(
@@ -344,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="add the paging scenario over a store of this many words (0: none)")  # fmt: skip
     parser.add_argument("--page-size", type=int, default=1000, help="limit of each page in the paging scenario")
     parser.add_argument("--paging-seconds", type=float, default=10.0, help="least time the paging scenario runs")
+    parser.add_argument("--floor", action="store_true",
+                        help="first measure a bare HTTP server in a process of its own, back to back: "
+                             "what the client and an answer that does nothing cost processing")  # fmt: skip
     parser.add_argument("--words-per-line", type=int, default=10)
     parser.add_argument("--settle", type=float, default=3.0, help="seconds of feeding before measuring")
     parser.add_argument("--client", choices=("raw", "httpx"), default="raw",
