@@ -89,10 +89,21 @@ async def test_plain_commits_and_unknown_groups(bootstrap_servers: str, admin: A
     assert await fetch_stable_offsets(admin, group, []) == {}
 
 
+class _Listener:
+    async def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None:
+        return None
+
+    async def on_partitions_assigned(self, assigned: frozenset[TopicPartition]) -> None:
+        return None
+
+
+@pytest.mark.parametrize("join", ["assign", "subscribe before start"])
 async def test_a_group_consumer_starts_after_the_pending_transaction(
-    bootstrap_servers: str, producer: AIOKafkaProducer
+    bootstrap_servers: str, producer: AIOKafkaProducer, join: str
 ) -> None:
-    """Where a new owner starts: aiokafka reads the committed offset by itself; it must wait for the commit."""
+    """Where a new owner starts: aiokafka reads the committed offset by itself; it must wait for the
+    commit. A stream thread subscribes before it starts its consumer, and a restarted instance's
+    first assignment is where it takes tasks over, so that read must be stable too."""
     topic, group = unique_topic("stable-in"), unique_topic("stable-group")
     await create_topic(bootstrap_servers, topic, 1)
     await produce(bootstrap_servers, topic, [(None, b"x", 0)] * 10)
@@ -102,41 +113,12 @@ async def test_a_group_consumer_starts_after_the_pending_transaction(
     await producer.begin_transaction()
     await producer.send_offsets_to_transaction({KafkaTopicPartition(topic, 0): 7}, group)
     consumer = AioKafkaConsumer(AIOKafkaConsumer(bootstrap_servers=bootstrap_servers, group_id=group, enable_auto_commit=False))
+    if join != "assign":
+        consumer.subscribe([topic], _Listener())
     await consumer.start()
     try:
-        consumer.assign([tp])
-        position = asyncio.create_task(consumer.position(tp))
-        await asyncio.sleep(0.5)
-        assert not position.done(), f"started at {position.result() if not position.cancelled() else None} while the commit was pending"
-        await producer.commit_transaction()
-        assert await asyncio.wait_for(position, 10) == 7
-    finally:
-        await consumer.stop()
-
-
-class _Listener:
-    async def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None:
-        return None
-
-    async def on_partitions_assigned(self, assigned: frozenset[TopicPartition]) -> None:
-        return None
-
-
-async def test_the_first_assignment_of_a_subscription_made_before_start_is_read_stably(
-    bootstrap_servers: str, producer: AIOKafkaProducer
-) -> None:
-    """A stream thread subscribes before it starts its consumer; a restarted instance's first
-    assignment is where it takes tasks over, so that read must be stable too."""
-    topic, group = unique_topic("stable-in"), unique_topic("stable-group")
-    await create_topic(bootstrap_servers, topic, 1)
-    await produce(bootstrap_servers, topic, [(None, b"x", 0)] * 10)
-    tp = TopicPartition(topic, 0)
-    await producer.begin_transaction()
-    await producer.send_offsets_to_transaction({KafkaTopicPartition(topic, 0): 7}, group)
-    consumer = AioKafkaConsumer(AIOKafkaConsumer(bootstrap_servers=bootstrap_servers, group_id=group, enable_auto_commit=False))
-    consumer.subscribe([topic], _Listener())
-    await consumer.start()
-    try:
+        if join == "assign":
+            consumer.assign([tp])
         deadline = asyncio.get_running_loop().time() + 20
         while tp not in consumer.assignment():
             assert asyncio.get_running_loop().time() < deadline, "no assignment"
