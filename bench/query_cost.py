@@ -36,7 +36,8 @@ sys.path.insert(0, str(ROOT))
 from bench.raw_http import RawHttpClient  # noqa: E402
 
 FLOOR_PORT = 7011
-_BODY = b'{"key":"word","value":5}'
+FLOOR_URL = f"http://127.0.0.1:{FLOOR_PORT}/"
+FLOOR_BODY = b'{"key":"word","value":5}'
 
 
 def _serve_floor() -> None:
@@ -49,9 +50,9 @@ def _serve_floor() -> None:
                 await send({"type": message["type"] + ".complete"})
                 if message["type"] == "lifespan.shutdown":
                     return
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(_BODY)).encode())]
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(FLOOR_BODY)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": _BODY})
+        await send({"type": "http.response.body", "body": FLOOR_BODY})
 
     async def main() -> None:
         await serve_asgi(app, bind("127.0.0.1", FLOOR_PORT))
@@ -59,6 +60,14 @@ def _serve_floor() -> None:
         await asyncio.Event().wait()
 
     asyncio.run(main())
+
+
+def start_floor() -> subprocess.Popen[bytes]:
+    """The floor's bare app in a process of its own (this script, `--serve floor`), once it listens."""
+    floor = subprocess.Popen([sys.executable, __file__, "--serve", "floor"], stdout=subprocess.PIPE, cwd=ROOT)
+    assert floor.stdout is not None
+    floor.stdout.readline()
+    return floor
 
 
 def _serve_cluster(keys: int) -> None:
@@ -115,16 +124,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve == "cluster":
         _serve_cluster(args.keys)
         return 0
-    script = [sys.executable, __file__, "--keys", str(args.keys), "--serve"]
-    floor = subprocess.Popen([*script, "floor"], stdout=subprocess.PIPE, cwd=ROOT)
-    cluster = subprocess.Popen([*script, "cluster"], stdout=subprocess.PIPE, cwd=ROOT)
+    floor = start_floor()
+    cluster = subprocess.Popen(
+        [sys.executable, __file__, "--keys", str(args.keys), "--serve", "cluster"], stdout=subprocess.PIPE, cwd=ROOT
+    )
     try:
-        assert floor.stdout is not None and cluster.stdout is not None
-        floor.stdout.readline()
+        assert cluster.stdout is not None
         _, local, remote = cluster.stdout.readline().decode().split()
         a = "http://127.0.0.1:7001"
         kinds = [
-            ("floor", floor.pid, f"http://127.0.0.1:{FLOOR_PORT}/"),
+            ("floor", floor.pid, FLOOR_URL),
             ("local get", cluster.pid, f"{a}/state/keyvalue/counts/{local}"),
             ("local via app", cluster.pid, f"{a}/state/keyvalue/counts/{local}?stale=false"),
             ("proxied get", cluster.pid, f"{a}/state/keyvalue/counts/{remote}"),

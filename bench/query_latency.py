@@ -69,7 +69,6 @@ import platform
 import random
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -84,7 +83,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, STORE  # noqa: E402
-from bench.query_cost import FLOOR_PORT  # noqa: E402
+from bench.query_cost import FLOOR_BODY, FLOOR_URL, start_floor  # noqa: E402
 from bench.query_measure import (  # noqa: E402
     RANGE_KEYS,
     Instance,
@@ -300,17 +299,9 @@ def run(args: argparse.Namespace, bootstrap: str, root: Path) -> None:
         stop_instances(instances)
 
 
-def start_floor() -> subprocess.Popen[bytes]:
-    """bench/query_cost.py's bare uvicorn app in a process of its own, once it listens."""
-    floor = subprocess.Popen([sys.executable, str(ROOT / "bench" / "query_cost.py"), "--serve", "floor"], stdout=subprocess.PIPE)
-    assert floor.stdout is not None
-    floor.stdout.readline()
-    return floor
-
-
 def floor_requests() -> Iterator[Request]:
     """GETs of the bare app: what a back-to-back client costs processing whatever the server does."""
-    request = Request(f"http://127.0.0.1:{FLOOR_PORT}/", lambda response: bool(response.json().get("key") == "word"))
+    request = Request(FLOOR_URL, lambda response: bool(response.content == FLOOR_BODY))
     while True:
         yield request
 
