@@ -269,18 +269,22 @@ class KafkaStreams:
             self._closing = asyncio.get_running_loop().create_task(self._close(None))
 
     async def _end_autostop(self) -> None:
-        """After the threads stopped: the finished marker if the whole run is done, then the manager closes."""
+        """After the threads stopped: the finished marker if the whole run is done, then the manager closes.
+
+        Asked whatever stopped the instance: the committed offsets decide, not the threads' flags,
+        which a rebalance during the close resets (others leaving as they finish), and the last
+        instance to finish would then leave the run without its marker.
+        """
         manager = self._autostop
         if manager is None:
             return
         try:
-            if self._threads and all(t.autostop_finished for t in self._threads):
-                admin = self._clients.get_admin(self.config)
-                await admin.start()
-                try:
-                    await manager.finish_if_done(admin)
-                finally:
-                    await admin.close()
+            admin = self._clients.get_admin(self.config)
+            await admin.start()
+            try:
+                await manager.finish_if_done(admin)
+            finally:
+                await admin.close()
         except Exception:
             log.exception("stream-client [%s] could not check whether the batch run is finished", self.application_id)
         finally:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,3 +73,29 @@ async def test_a_restart_into_a_run_under_way_never_processes_past_its_stop_offs
     assert instance.streams.errors == []
     assert sorted(r.value or b"" for r in cluster.records("out")) == [b"before-%d" % i for i in range(4)]
     assert cluster.committed(APP) == {TopicPartition("in", 0): 2, TopicPartition("in", 1): 2}
+
+
+async def test_the_finished_marker_is_written_when_a_rebalance_during_the_close_resets_the_threads_flag(tmp_path: Path) -> None:
+    """The last instance of a run closes once its threads finished; the others leaving as they
+    finish make a rebalance that reaches its thread during the close and resets its flag (the
+    chaos autostop scenario in CI). The committed offsets, not that flag, decide the marker."""
+    cluster = FakeKafkaCluster()
+    for topic in ("in", "out"):
+        cluster.create_topic(topic, 2)
+    for i in range(6):
+        cluster.produce("in", b"k%d" % i, b"v%d" % i, partition=i % 2)
+    instance = Instance(cluster, passthrough_topology(), streams_config(tmp_path, {"autostop.at": "eol"}))
+    finished = instance.streams._on_autostop_finished
+
+    def finished_then_revoked(thread: Any) -> None:
+        finished(thread)
+        thread.autostop_finished = False  # what on_partitions_revoked does
+
+    instance.streams._on_autostop_finished = finished_then_revoked  # type: ignore[method-assign]
+    await instance.streams.start()
+    try:
+        await eventually(lambda: instance.streams.state is KafkaStreams.State.NOT_RUNNING, what="the run to stop itself")
+    finally:
+        await instance.close()
+    assert cluster.committed(APP) == {TopicPartition("in", 0): 3, TopicPartition("in", 1): 3}
+    assert (APP.encode(), b"1") in [(r.key, r.value) for r in cluster.records(f"{APP}-autostop-metadata")], "the finished marker"
