@@ -42,6 +42,7 @@ __all__ = ["AutostopManager", "intermediate_writers"]
 log = logging.getLogger(__name__)
 
 _TAIL_INTERVAL_MS = 100
+_TAIL_BACKOFF_S = 0.1
 
 
 class AutostopManager:
@@ -104,19 +105,36 @@ class AutostopManager:
                     log.exception("autostop [%s]: stopping a client failed", self.application_id)
 
     async def _tail(self) -> None:
+        """Read the log for the instance's lifetime: a failed read (a leader moving on the new
+        topic) is logged and retried, since every wait on the log depends on this task."""
+        failures = 0
+        while True:
+            try:
+                await self._tail_once()
+                failures = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failures += 1
+                log.warning(
+                    "autostop [%s]: reading %s failed (%d in a row), reading again: %r",
+                    self.application_id, self.topic, failures, exc,
+                )
+                await asyncio.sleep(min(_TAIL_BACKOFF_S * failures, 1.0))
+
+    async def _tail_once(self) -> None:
         consumer = self._consumer
         assert consumer is not None
-        while True:
-            batch = await consumer.getmany(self._partition, timeout_ms=_TAIL_INTERVAL_MS, max_records=10_000)
-            records = batch.get(self._partition, ())
-            for record in records:
-                self._log.apply(record.key, record.value)
-            position = await consumer.position(self._partition)
-            if records or position != self._read_up_to:
-                self._read_up_to = position
-                self._state = self._log.state()
-                async with self._changed:
-                    self._changed.notify_all()
+        batch = await consumer.getmany(self._partition, timeout_ms=_TAIL_INTERVAL_MS, max_records=10_000)
+        records = batch.get(self._partition, ())
+        for record in records:
+            self._log.apply(record.key, record.value)
+        position = await consumer.position(self._partition)
+        if records or position != self._read_up_to:
+            self._read_up_to = position
+            self._state = self._log.state()
+            async with self._changed:
+                self._changed.notify_all()
 
     async def _wait_for(self, predicate_name: str, predicate: Callable[[RunState], bool]) -> RunState:
         """Wait until `predicate(state)` holds; StreamsError naming what was awaited after the timeout."""
@@ -161,22 +179,29 @@ class AutostopManager:
         The leader of a group whose log holds no valid run tombstones what the log holds, writes
         the stop offsets of every input partition and then the completed marker. Other members
         wait until a valid run appears. Later calls return the same run.
+
+        Only the leader's start is serialised: the threads of one instance share this manager,
+        and a non-leader thread waiting for the run must not hold up its sibling that is the
+        group's leader and writes it.
         """
-        async with self._establishing:
-            if self._run is not None:
-                return self._run
-            state = await self._caught_up()
-            if state.valid:
-                log.info(
-                    "autostop [%s]: continuing the run under way (%d stop offsets)",
-                    self.application_id, len(state.stop_offsets),
-                )
-            elif leader:
-                state = await self._start_new_run(state)
-            else:
-                state = await self._wait_for("valid run", lambda s: s.valid)
+        if self._run is not None:
+            return self._run
+        state = await self._caught_up()
+        if state.valid:
+            log.info(
+                "autostop [%s]: continuing the run under way (%d stop offsets)",
+                self.application_id, len(state.stop_offsets),
+            )
+        elif leader:
+            async with self._establishing:
+                state = self._run if self._run is not None else await self._caught_up()
+                if not state.valid:
+                    state = await self._start_new_run(state)
+        else:
+            state = await self._wait_for("valid run", lambda s: s.valid)
+        if self._run is None:
             self._run = state
-            return state
+        return self._run
 
     async def _start_new_run(self, previous: RunState) -> RunState:
         assert self._consumer is not None and self._producer is not None

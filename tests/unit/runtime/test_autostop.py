@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from streams_core import KafkaStreams
-from streams_core.runtime.autostop_metadata import COMPLETED, stop_key
+from streams_core import KafkaStreams, clients
+from streams_core.config import StreamsConfig
+from streams_core.runtime.autostop_manager import AutostopManager
+from streams_core.runtime.autostop_metadata import COMPLETED, IntermediateWriters, stop_key
 from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.testing import FakeKafkaCluster
+from streams_core.testing import FakeKafkaClientSupplier, FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeProducer
 
 from .harness import APP, Instance, eventually, passthrough_topology, streams_config
@@ -99,3 +102,57 @@ async def test_the_finished_marker_is_written_when_a_rebalance_during_the_close_
         await instance.close()
     assert cluster.committed(APP) == {TopicPartition("in", 0): 3, TopicPartition("in", 1): 3}
     assert (APP.encode(), b"1") in [(r.key, r.value) for r in cluster.records(f"{APP}-autostop-metadata")], "the finished marker"
+
+
+def _manager(cluster: FakeKafkaCluster, tmp_path: Path, *, wait_timeout_s: float = 3.0) -> AutostopManager:
+    return AutostopManager(
+        StreamsConfig(streams_config(tmp_path, {"autostop.at": "eol"})),
+        FakeKafkaClientSupplier(cluster),
+        input_partitions=[TopicPartition("in", p) for p in range(2)],
+        writers=IntermediateWriters({}),
+        process_id="p1",
+        wait_timeout_s=wait_timeout_s,
+    )
+
+
+async def test_a_waiting_thread_does_not_hold_up_its_sibling_that_leads_the_group(tmp_path: Path) -> None:
+    """Two threads of one instance share its manager; the one that is not the group's leader
+    asks first and waits for a run, and its sibling, the leader, must still write it (CI: both
+    threads waited 60 s behind the manager's lock, and the run failed)."""
+    cluster = FakeKafkaCluster()
+    cluster.create_topic("in", 2)
+    cluster.create_topic(f"{APP}-autostop-metadata", 1)
+    cluster.produce("in", b"k", b"v", partition=1)
+    manager = _manager(cluster, tmp_path)
+    await manager.start()
+    try:
+        follower = asyncio.create_task(manager.establish_run(leader=False))
+        await asyncio.sleep(0.05)
+        leader = asyncio.create_task(manager.establish_run(leader=True))
+        async with asyncio.timeout(1.0):
+            runs = await asyncio.gather(follower, leader)
+    finally:
+        await manager.close()
+    assert runs[0] is runs[1] is manager.run
+    assert dict(runs[0].stop_offsets) == {TopicPartition("in", 0): 0, TopicPartition("in", 1): 1}
+
+
+async def test_the_metadata_tailer_reads_on_after_a_failed_read(tmp_path: Path) -> None:
+    """A read of the metadata topic that fails (its leader moving right after creation) must
+    not end the tailer: every wait for the run depends on it."""
+    cluster = FakeKafkaCluster()
+    cluster.create_topic("in", 2)
+    cluster.create_topic(f"{APP}-autostop-metadata", 1)
+    manager = _manager(cluster, tmp_path)
+    await manager.start()
+    try:
+        cluster.fail_next("getmany", clients.KafkaError("NotLeaderForPartition (injected)"), times=3)
+        await asyncio.sleep(0.05)
+        for p in range(2):
+            cluster.produce(f"{APP}-autostop-metadata", stop_key(TopicPartition("in", p)), b"0")
+        cluster.produce(f"{APP}-autostop-metadata", APP.encode(), COMPLETED)
+        async with asyncio.timeout(2.0):
+            run = await manager.establish_run(leader=False)
+    finally:
+        await manager.close()
+    assert dict(run.stop_offsets) == {TopicPartition("in", 0): 0, TopicPartition("in", 1): 0}
