@@ -1,6 +1,6 @@
 """create_app: the interactive-query and discovery server of one KafkaStreams instance.
 
-The app holds the `KafkaStreams` instance and, for its lifespan, the httpx transport that forwards
+The app holds the `KafkaStreams` instance and, for its lifespan, the transport that forwards
 queries to the other instances. Its served schema (`/openapi.json`) must agree with the
 contract in `openapi.yaml` (tests/api/test_openapi_contract.py holds them to it).
 """
@@ -91,6 +91,13 @@ def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None)
     app.add_middleware(RequestTargetGuard)
     app.add_middleware(ServedByMiddleware, served_by=instance_name(this_host))
     app.add_middleware(QueryTimingMiddleware, metrics=app.state.metrics)
-    app.add_middleware(KeyGetFastPath, streams=streams, metrics=app.state.metrics, this_host=this_host)
+    app.add_middleware(
+        KeyGetFastPath,
+        streams=streams,
+        metrics=app.state.metrics,
+        this_host=this_host,
+        forwarder=lambda: getattr(app.state, "forwarder", None),
+        retry_after=settings.retry_after,
+    )
     app.openapi = lambda: _without_validation_errors(app)  # type: ignore[method-assign]
     return app

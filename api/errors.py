@@ -33,6 +33,7 @@ __all__ = [
     "KeyNotFoundError",
     "NotAvailableError",
     "StoreNotFoundError",
+    "api_error_response",
     "error_responses",
     "install_error_handlers",
 ]
@@ -121,6 +122,11 @@ def _json(status: int, body: dict[str, Any], retry_after: int | None = None) -> 
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+def api_error_response(exc: ApiError, retry_after: int) -> JSONResponse:
+    """The JSON answer of an ApiError, as the app's handler gives it (outside the app too)."""
+    return _json(exc.status_code, exc.body(), retry_after)
+
+
 def _retry_after(request: Request) -> int:
     return int(request.app.state.settings.retry_after)
 
@@ -132,7 +138,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
         if exc.status_code == 503:
             log.debug("%s %s: 503 %s %s", request.method, request.url.path, exc.error, exc.details)
-        return _json(exc.status_code, exc.body(), _retry_after(request))
+        return api_error_response(exc, _retry_after(request))
 
     @app.exception_handler(UnknownStateStoreError)
     async def unknown_store(request: Request, exc: UnknownStateStoreError) -> JSONResponse:

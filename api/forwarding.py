@@ -32,6 +32,7 @@ __all__ = [
     "Forwarder",
     "KeyRoute",
     "answer_key",
+    "fill_path",
     "forwarded_path",
     "instance_name",
     "route_key",
@@ -137,6 +138,11 @@ def _segment(value: str) -> str:
     return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
 
 
+def fill_path(template: str, params: Mapping[str, Any]) -> str:
+    """A route template (`/state/keyvalue/{store}/{key}`) filled with URL segments of `params`."""
+    return template.format_map({name: _segment(str(value)) for name, value in params.items()})
+
+
 def forwarded_path(request: Request) -> str:
     """The path to ask another instance: the matched route's template filled with its parameters.
 
@@ -147,7 +153,7 @@ def forwarded_path(request: Request) -> str:
     template = getattr(route, "path_format", None)
     if template is None:
         return quote(request.url.path, safe="/")
-    return str(template).format_map({name: _segment(str(value)) for name, value in request.path_params.items()})
+    return fill_path(str(template), request.path_params)
 
 
 class Forwarder:
@@ -199,15 +205,20 @@ class Forwarder:
         self, host: HostInfo, request: Request, params: Mapping[str, str], path: str | None = None, wait_s: float = 0.0
     ) -> httpx.Response:
         """GET the same path (or `path`) on `host`; NotAvailableError (503) when it cannot be reached in time."""
-        raw_path = (forwarded_path(request) if path is None else path).encode("ascii")
-        self._on_forward(getattr(request.scope.get("route"), "path", request.url.path), str(host))
+        route = getattr(request.scope.get("route"), "path", request.url.path)
+        return await self._get(host, forwarded_path(request) if path is None else path, route, params, wait_s)
+
+    async def _get(
+        self, host: HostInfo, path: str, route: str, params: Mapping[str, str], wait_s: float = 0.0
+    ) -> httpx.Response:
+        self._on_forward(route, str(host))
         try:
-            url = httpx.URL(scheme=self.scheme, host=host.host, port=host.port, raw_path=raw_path)
+            url = httpx.URL(scheme=self.scheme, host=host.host, port=host.port, raw_path=path.encode("ascii"))
             return await self.fetch(url, dict(params), wait_s)
         except httpx.InvalidURL as exc:
             raise BadRequestError("request cannot be forwarded", instance=str(host), reason=str(exc)) from None
         except httpx.HTTPError as exc:
-            log.info("forwarding %s to %s failed: %r", request.url.path, host, exc)
+            log.info("forwarding %s to %s failed: %r", path, host, exc)
             raise NotAvailableError("instance unreachable", instance=str(host), reason=type(exc).__name__) from None
 
     async def relay(self, host: HostInfo, request: Request, wait_s: float = 0.0) -> Response:
@@ -216,7 +227,14 @@ class Forwarder:
         A server error of the owner other than 503 becomes a 503 here (the owner is not
         answering properly now, so the client should retry).
         """
-        answer = await self.get(host, request, request.query_params, wait_s=wait_s)
+        return self._relayed(host, await self.get(host, request, request.query_params, wait_s=wait_s))
+
+    async def relay_path(self, host: HostInfo, path: str, route: str) -> Response:
+        """`relay` of a GET of `path` (a filled `route` template) with no query parameters."""
+        return self._relayed(host, await self._get(host, path, route, {}))
+
+    @staticmethod
+    def _relayed(host: HostInfo, answer: httpx.Response) -> Response:
         if answer.status_code >= 500 and answer.status_code != 503:
             raise NotAvailableError("instance failed", instance=str(host), status=answer.status_code)
         headers = {name: value for name, value in answer.headers.items() if name in _RELAYED_HEADERS}

@@ -1,24 +1,29 @@
-"""KeyGetFastPath: the plain local key get answered before FastAPI's routing and dependency layers.
+"""KeyGetFastPath: the plain key get answered before FastAPI's routing and dependency layers.
 
-`GET /state/keyvalue/{store}/{key}` with no query parameters, for a key whose active copy is
-here and holds a value, is the query an application sends most. Through FastAPI it costs about
-three times what the HTTP server itself does (routing, parameter parsing and validation,
-dependency solving, three middlewares): CPU the stream thread on the same event loop would have
-used. This layer answers exactly that case with the route's own parts (`describe_store`,
-`route_key`, the store view, `key_value_body`) and hands every other request, and any such get
-that is not a plain 200 here (a forward, a 404, a 503, a 400), to the app unchanged, which then
-answers it as it always did. So the fast path can only make a 200 cheaper, never change an answer.
+`GET /state/keyvalue/{store}/{key}` with no query parameters is the query an application sends
+most. Through FastAPI it costs about three times what the HTTP server itself does (routing,
+parameter parsing and validation, dependency solving, three middlewares): CPU the stream thread
+on the same event loop would have used. This layer answers two cases with the route's own parts
+(`describe_store`, `route_key`, the store view, `key_value_body`, the `Forwarder`):
+- the key's active copy is here and holds a value: the 200;
+- the key's active copy is on another instance: that instance's answer relayed, or the same
+  503 the route gives when it cannot be reached (the route would ask the same single host).
+Every other request, and any such get that is not one of these here (a 404, a 503 of this
+instance, a 400), goes to the app unchanged, which answers it as it always did. So the fast path
+can only make an answer cheaper, never change it.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.deps import StoreInfo, describe_store
-from api.forwarding import HOP_HEADER, SERVED_BY_HEADER, instance_name, route_key
+from api.errors import ApiError, api_error_response
+from api.forwarding import HOP_HEADER, SERVED_BY_HEADER, Forwarder, fill_path, instance_name, route_key
 from api.instance import StreamsInstance
 from api.metrics import StreamsMetrics
 from api.middleware import target_refusal
@@ -37,29 +42,41 @@ _KEY_VALUE = QueryableStoreTypes.key_value_store()
 
 
 class KeyGetFastPath:
-    """ASGI middleware: answers plain local key gets itself, passes everything else to `app`."""
+    """ASGI middleware: answers plain key gets itself (here or relayed), passes everything else to `app`."""
 
-    def __init__(self, app: ASGIApp, streams: StreamsInstance, metrics: StreamsMetrics, this_host: HostInfo | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        streams: StreamsInstance,
+        metrics: StreamsMetrics,
+        this_host: HostInfo | None,
+        forwarder: Callable[[], Forwarder | None] = lambda: None,
+        retry_after: int = 1,
+    ) -> None:
         self.app = app
         self.streams = streams
         self.metrics = metrics
         self.this_host = this_host
         self.served_by = instance_name(this_host)
+        self._forwarder = forwarder
+        """The app's forwarder once its lifespan started (None before: the app forwards then)."""
+        self._retry_after = retry_after
         self._stores: dict[str, StoreInfo] = {}
         """Key-value stores seen so far (a topology's stores do not change while it runs)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET" and not scope["query_string"]:
             started = time.perf_counter()
-            response = self._answer(scope)
-            if response is not None:
-                await response(scope, receive, send)
-                self.metrics.observe(ROUTE, 200, time.perf_counter() - started)
+            decided = self._answer(scope)
+            answer = await self._relay(decided, scope) if isinstance(decided, HostInfo) else decided
+            if answer is not None:
+                await answer(scope, receive, send)
+                self.metrics.observe(ROUTE, answer.status_code, time.perf_counter() - started)
                 return
         await self.app(scope, receive, send)
 
-    def _answer(self, scope: Scope) -> JSONResponse | None:
-        """The 200 of a plain local key get, or None to let the app answer."""
+    def _answer(self, scope: Scope) -> JSONResponse | HostInfo | None:
+        """The 200 of a plain local key get, the host to relay it to, or None to let the app answer."""
         path: str = scope["path"]
         if not path.startswith(_PREFIX) or scope.get("root_path"):
             return None
@@ -76,7 +93,7 @@ class KeyGetFastPath:
                 self.streams, name, typed, store.keys.serde, this_host=self.this_host, stale=False, forwarded=forwarded
             )
             if not route.local:
-                return None
+                return route.hosts[0] if len(route.hosts) == 1 and self._forwarder() is not None else None
             value = self.streams.store(name, _KEY_VALUE, partition=route.partition).get(typed)
             if value is None:
                 return None
@@ -87,6 +104,18 @@ class KeyGetFastPath:
         if position:
             headers[POSITION_HEADER] = format_position(position)
         return JSONResponse(key_value_body(typed, value), headers=headers)
+
+    async def _relay(self, host: HostInfo, scope: Scope) -> Response:
+        """The owner's answer, as the route relays it (`Forwarder.relay`), or the route's error answer."""
+        forwarder = self._forwarder()
+        assert forwarder is not None
+        name, _, key = scope["path"][len(_PREFIX) :].partition("/")
+        try:
+            return await forwarder.relay_path(host, fill_path(ROUTE, {"store": name, "key": key}), ROUTE)
+        except ApiError as exc:
+            answer = api_error_response(exc, self._retry_after)
+            answer.headers[SERVED_BY_HEADER] = self.served_by
+            return answer
 
     def _store(self, name: str) -> StoreInfo | None:
         store = self._stores.get(name)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from api.forwarding import HOP_HEADER
+from api.forwarding import HOP_HEADER, Forwarder
 from api.key_gets import ROUTE, KeyGetFastPath
 from api.metrics import StreamsMetrics
 from streams_core import Serdes
@@ -138,3 +139,76 @@ async def test_the_whole_app_answers_alike_with_and_without_the_fast_path(cluste
         fast = await client.get(f"/state/keyvalue/{IDS}/{number}")
         routed = await client.get(f"/state/keyvalue/{IDS}/{number}", params={"stale": "false"})
         assert _comparable(fast) == _comparable(routed), number
+
+
+def _remote_words(cluster: Cluster) -> list[str]:
+    return [word for word in WORDS if cluster.owner_host(word) == HOST_B]
+
+
+@pytest.fixture
+async def forwarding(cluster: Cluster) -> AsyncIterator[tuple[httpx.AsyncClient, _App, StreamsMetrics]]:
+    """The fast path of instance A with the app's forwarder: keys of B are relayed from B."""
+    app = _App()
+    metrics = StreamsMetrics(cluster.a)
+    forwarder = Forwarder(cluster.transport, cluster.settings.timeout(), HOST_A, on_forward=metrics.forwarded)
+    middleware = KeyGetFastPath(app, cluster.a, metrics, HOST_A, forwarder=lambda: forwarder, retry_after=7)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(middleware), base_url=f"http://{HOST_A}") as client:
+        yield client, app, metrics
+
+
+async def test_a_plain_get_of_a_key_owned_elsewhere_is_relayed_without_the_app(
+    cluster: Cluster, forwarding: tuple[httpx.AsyncClient, _App, StreamsMetrics]
+) -> None:
+    client, app, metrics = forwarding
+    remote = _remote_words(cluster)
+    for word in remote:
+        answer = await client.get(f"/state/keyvalue/{COUNTS}/{word}")
+        assert answer.status_code == 200 and answer.json() == {"key": word, "value": WORDS[word]}
+        assert answer.headers["x-served-by"] == str(HOST_B)
+    absent = next(f"gone{i}" for i in range(100) if cluster.owner_host(f"gone{i}") == HOST_B)
+    assert (await client.get(f"/state/keyvalue/{COUNTS}/{absent}")).status_code == 404, "B's 404 is an answer"
+    assert app.paths == []
+    sent = cluster.transport.forwarded_to(HOST_B)
+    assert [r.url.path for r in sent] == [f"/state/keyvalue/{COUNTS}/{w}" for w in [*remote, absent]]
+    assert all(r.headers["x-streams-forwarded-by"] == str(HOST_A) for r in sent)
+    forwards = metrics.registry.get_sample_value("streams_query_forwards_total", {"route": ROUTE, "instance": str(HOST_B)})
+    assert forwards == len(remote) + 1
+    assert metrics.registry.get_sample_value("streams_query_responses_total", {"route": ROUTE, "code": "404"}) == 1
+
+
+async def test_an_unreachable_owner_answers_503_without_the_app(
+    cluster: Cluster, forwarding: tuple[httpx.AsyncClient, _App, StreamsMetrics]
+) -> None:
+    client, app, _ = forwarding
+    cluster.transport.down.add(str(HOST_B))
+    answer = await client.get(f"/state/keyvalue/{COUNTS}/{_remote_words(cluster)[0]}")
+    assert answer.status_code == 503
+    assert answer.json()["error"] == "instance unreachable" and answer.json()["instance"] == str(HOST_B)
+    assert answer.headers["retry-after"] == "7" and answer.headers["x-served-by"] == str(HOST_A)
+    assert app.paths == []
+
+
+async def test_a_forwarded_get_for_a_key_elsewhere_goes_to_the_app(
+    cluster: Cluster, forwarding: tuple[httpx.AsyncClient, _App, StreamsMetrics]
+) -> None:
+    """One hop at most: an instance that is not the owner of a forwarded key never forwards it again."""
+    client, app, _ = forwarding
+    answer = await client.get(f"/state/keyvalue/{COUNTS}/{_remote_words(cluster)[0]}", headers={HOP_HEADER: str(HOST_B)})
+    assert answer.status_code == 299 and len(app.paths) == 1
+    assert cluster.transport.forwarded_to(HOST_B) == []
+
+
+async def test_relayed_and_failed_gets_answer_alike_with_and_without_the_fast_path(
+    cluster: Cluster, client: httpx.AsyncClient
+) -> None:
+    remote = _remote_words(cluster)
+    absent = next(f"gone{i}" for i in range(100) if cluster.owner_host(f"gone{i}") == HOST_B)
+    odd = next(w for w in (f"caf\u00e9 {i}#?" for i in range(100)) if cluster.owner_host(w) == HOST_B)
+    for down in (False, True):
+        if down:
+            cluster.transport.down.add(str(HOST_B))
+        for word in [*remote, absent, odd]:
+            fast = await client.get(f"/state/keyvalue/{COUNTS}/{quote(word, safe='')}")
+            routed = await client.get(f"/state/keyvalue/{COUNTS}/{quote(word, safe='')}", params={"stale": "false"})
+            assert _comparable(fast) == _comparable(routed), (word, down)
+            assert fast.status_code == (503 if down else 200 if word in WORDS else 404), (word, down)
