@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
@@ -22,6 +21,7 @@ from api.instance import StreamsInstance
 from api.key_gets import KeyGetFastPath
 from api.metrics import StreamsMetrics
 from api.middleware import QueryTimingMiddleware, RequestTargetGuard, ServedByMiddleware
+from api.peer_transport import PeerTransport
 from api.routes import health, instances, state, topology, ui
 from api.settings import ApiSettings
 from streams_core import HostInfo
@@ -67,7 +67,7 @@ def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with settings.transport or httpx.AsyncHTTPTransport() as transport:
+        async with settings.transport or PeerTransport() as transport:
             app.state.forwarder = Forwarder(
                 transport, settings.timeout(), this_host, settings.scheme, on_forward=app.state.metrics.forwarded
             )

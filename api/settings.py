@@ -13,8 +13,8 @@ __all__ = ["ApiSettings"]
 class ApiSettings:
     """Timeouts of forwarded queries, the `Retry-After` of a 503, and the forwarding transport.
 
-    `transport` replaces httpx's network transport for forwarded queries; tests route
-    `host:port` to in-process apps with it.
+    `transport` replaces the network transport of forwarded queries (`api.peer_transport`);
+    tests route `host:port` to in-process apps with it.
     """
 
     forward_timeout: float = 5.0
