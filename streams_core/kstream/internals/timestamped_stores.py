@@ -15,7 +15,7 @@ from typing import Any
 
 from streams_core.kstream.internals.value_and_timestamp import UNKNOWN_TIMESTAMP, ValueAndTimestamp
 from streams_core.serde import Serde
-from streams_core.state.store import KeyValue
+from streams_core.state.store import KeyValue, key_value
 
 __all__ = [
     "TimestampedKeyValueStore",
@@ -28,7 +28,7 @@ FlushListener = Callable[[Any, Any, Any, int], None]
 
 def _plain(entries: Iterator[KeyValue[Any, ValueAndTimestamp[Any]]]) -> Iterator[KeyValue[Any, Any]]:
     for key, stored in entries:
-        yield KeyValue(key, stored.value)
+        yield key_value((key, stored.value))
 
 
 def _value(stored: ValueAndTimestamp[Any] | None) -> Any:

@@ -21,7 +21,7 @@ from typing import Any
 
 from streams_core.state.internals.caching_state_store import CachingStateStore
 from streams_core.state.internals.merged_sorted_cache_iterator import merged_sorted
-from streams_core.state.store import KeyValue, KeyValueStore
+from streams_core.state.store import KeyValue, KeyValueStore, key_value
 
 __all__ = ["CachingKeyValueStore"]
 
@@ -74,7 +74,7 @@ class CachingKeyValueStore(CachingStateStore):
     ) -> Iterator[KeyValue[bytes, bytes]]:
         """`stored` merged with this store's not-yet-flushed entries that `wanted` selects."""
         dirty = sorted(
-            ((k, None if v is None else KeyValue(k, v)) for k, v in self._dirty_items() if wanted(k)),
+            ((k, None if v is None else key_value((k, v))) for k, v in self._dirty_items() if wanted(k)),
             key=_BY_KEY,
             reverse=reverse,
         )

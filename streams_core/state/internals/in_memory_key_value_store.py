@@ -11,7 +11,7 @@ from streams_core.errors import InvalidStateStoreError
 from streams_core.state.internals.byte_order import is_inverted_range, prefix_upper_bound
 from streams_core.state.internals.not_open import refuse_reinit
 from streams_core.state.internals.sorted_index import SortedIndex
-from streams_core.state.store import KeyValue, StateStore, StateStoreContext
+from streams_core.state.store import KeyValue, StateStore, StateStoreContext, key_value
 
 __all__ = ["InMemoryKeyValueStore"]
 
@@ -133,7 +133,7 @@ class InMemoryKeyValueStore:
                 raise InvalidStateStoreError(f"store {self._name!r} was closed during iteration")
             value = self._map.get(key)
             if value is not None:
-                yield KeyValue(key, value)
+                yield key_value((key, value))
 
     def approximate_num_entries(self) -> int:
         self._check_open()

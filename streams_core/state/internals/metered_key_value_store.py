@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from streams_core.serde import Serde
 from streams_core.state.internals.metered_state_store import MeteredStateStore
-from streams_core.state.store import KeyValue, KeyValueStore
+from streams_core.state.store import KeyValue, KeyValueStore, key_value
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -90,4 +90,4 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
     def _typed(self, entries: Iterator[KeyValue[bytes, bytes]]) -> Iterator[KeyValue[K, V]]:
         key_from, value_from = self._serdes.key_from, self._serdes.value_from
         for raw_key, raw_value in entries:
-            yield KeyValue(key_from(raw_key), value_from(raw_value))  # type: ignore[arg-type]
+            yield key_value((key_from(raw_key), value_from(raw_value)))

@@ -22,7 +22,7 @@ from streams_core.state.internals.sqlite_database import (
     SqliteStoreFile,
     paged_rows,
 )
-from streams_core.state.store import KeyValue, StateStore, StateStoreContext
+from streams_core.state.store import KeyValue, StateStore, StateStoreContext, key_value
 
 __all__ = ["SqliteKeyValueStore"]
 
@@ -118,7 +118,7 @@ class SqliteKeyValueStore(SqliteStoreFile):
             return iter(())
         bounds = LeadingBounds.of("key", lower, upper, reverse, upper_exclusive)
         rows = paged_rows(self._connection, "key_value", _COLUMNS, _ORDER, reverse, bounds)
-        return (KeyValue(key, value) for key, value in rows)
+        return map(key_value, rows)
 
     def _connection(self) -> sqlite3.Connection | NotOpen:
         return self._conn
