@@ -159,9 +159,9 @@ def forwarded_path(request: Request) -> str:
 class Forwarder:
     """Sends a query on to another instance with this instance's hop header and timeouts.
 
-    Requests go straight to the httpx transport (a connection pool): httpx's client layers
-    (auth, redirects, cookies, hooks), none of which forwarding uses, cost about as much CPU
-    as the transport itself, CPU the stream threads on the same cores would have used.
+    Requests go straight to the transport (`PeerTransport`, or a test's): httpx's client layers
+    (auth, redirects, cookies, hooks), none of which forwarding uses, would cost CPU that the
+    stream threads on the same cores would have used.
     """
 
     def __init__(

@@ -110,10 +110,16 @@ class _Connection:
 
 
 class PeerTransport(httpx.AsyncBaseTransport):
-    """Keep-alive HTTP/1.1 to the other instances; at most `max_idle` idle connections kept per peer."""
+    """Keep-alive HTTP/1.1 to the other instances: at most `max_connections` at once per peer
+    (further requests wait for one, up to the pool timeout, as in httpx's pool) and
+    `max_idle` idle ones kept."""
 
-    def __init__(self, *, max_idle: int = 8, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, *, max_connections: int = 64, max_idle: int = 8, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self._idle: dict[_Address, list[_Connection]] = {}
+        self._slots: dict[_Address, asyncio.Semaphore] = {}
+        self._max_connections = max_connections
         self._max_idle = max_idle
         self._ssl_context = ssl_context
         self._closed = False
@@ -130,6 +136,25 @@ class PeerTransport(httpx.AsyncBaseTransport):
         )
         body = request.content
         timeouts: Mapping[str, float | None] = request.extensions.get("timeout", {})
+        slots = self._slots.get(address)
+        if slots is None:
+            slots = self._slots[address] = asyncio.Semaphore(self._max_connections)
+        try:
+            if slots.locked():
+                async with asyncio.timeout(timeouts.get("pool")):
+                    await slots.acquire()
+            else:
+                await slots.acquire()
+        except TimeoutError:
+            raise httpx.PoolTimeout(f"no free connection to {url.host}:{url.port} in time", request=request) from None
+        try:
+            return await self._exchange(address, head, body, timeouts, request)
+        finally:
+            slots.release()
+
+    async def _exchange(
+        self, address: _Address, head: bytes, body: bytes, timeouts: Mapping[str, float | None], request: httpx.Request
+    ) -> httpx.Response:
         while True:
             connection = self._idle_connection(address)
             reused = connection is not None

@@ -180,3 +180,26 @@ async def test_a_closed_transport_keeps_no_connection() -> None:
         assert transport._idle == {}
         with pytest.raises(httpx.ConnectError):
             await _get(transport, port)
+
+
+async def test_requests_beyond_the_connection_limit_wait_for_a_free_one() -> None:
+    release = asyncio.Event()
+
+    async def slow_then_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await _read_request(reader) is not None:
+            await release.wait()
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+            await writer.drain()
+
+    async with raw_server(slow_then_answer) as (port, connections), PeerTransport(max_connections=1) as transport:
+        first = asyncio.create_task(_get(transport, port))
+        await asyncio.sleep(0.05)
+        impatient = httpx.Request("GET", f"http://127.0.0.1:{port}/", extensions={"timeout": {"pool": 0.1, "read": 2}})
+        with pytest.raises(httpx.PoolTimeout):
+            await transport.handle_async_request(impatient)
+        patient = asyncio.create_task(_get(transport, port))
+        await asyncio.sleep(0.05)
+        release.set()
+        answers = await asyncio.gather(first, patient)
+    assert [a.status_code for a in answers] == [200, 200]
+    assert connections == [1], "the waiting request took the connection the first one freed"
