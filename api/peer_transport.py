@@ -155,8 +155,9 @@ class PeerTransport(httpx.AsyncBaseTransport):
     async def _exchange(
         self, address: _Address, head: bytes, body: bytes, timeouts: Mapping[str, float | None], request: httpx.Request
     ) -> httpx.Response:
+        may_reuse = True
         while True:
-            connection = self._idle_connection(address)
+            connection = self._idle_connection(address) if may_reuse else None
             reused = connection is not None
             if connection is None:
                 connection = await self._connect(address, timeouts.get("connect"), request)
@@ -165,7 +166,8 @@ class PeerTransport(httpx.AsyncBaseTransport):
             except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
                 connection.close()
                 if reused:
-                    continue  # the peer had closed it while it was idle: once more on a new connection
+                    may_reuse = False  # the peer had closed it while it was idle: once more on a new connection
+                    continue
                 exc.request = request
                 raise
             except BaseException as exc:

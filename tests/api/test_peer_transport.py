@@ -203,3 +203,25 @@ async def test_requests_beyond_the_connection_limit_wait_for_a_free_one() -> Non
         answers = await asyncio.gather(first, patient)
     assert [a.status_code for a in answers] == [200, 200]
     assert connections == [1], "the waiting request took the connection the first one freed"
+
+
+async def test_after_one_failed_kept_connection_the_request_goes_to_a_new_one() -> None:
+    """A peer that restarted closed every kept connection: one failed try, then a new connection."""
+    requests = [0]
+
+    async def one_answer_per_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if await _read_request(reader) is not None:
+            requests[0] += 1
+            await asyncio.sleep(0.05)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\n1")
+            await writer.drain()
+        if await _read_request(reader) is not None:
+            requests[0] += 1  # closed unanswered
+
+    async with raw_server(one_answer_per_connection) as (port, connections), PeerTransport() as transport:
+        await asyncio.gather(_get(transport, port), _get(transport, port))  # two connections kept
+        assert len(transport._idle[("http", "127.0.0.1", port)]) == 2
+        answer = await _get(transport, port)
+        await asyncio.sleep(0.05)
+    assert answer.status_code == 200
+    assert connections == [3] and requests == [4], "one try on a kept connection, then a new one"
