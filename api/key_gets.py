@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -39,6 +40,14 @@ ROUTE = "/state/keyvalue/{store}/{key}"
 _PREFIX = "/state/keyvalue/"
 _HOP = HOP_HEADER.lower().encode("latin-1")
 _KEY_VALUE = QueryableStoreTypes.key_value_store()
+
+
+class _Relay(NamedTuple):
+    """A get to relay: through which forwarder, to which host, at which path."""
+
+    forwarder: Forwarder
+    host: HostInfo
+    path: str
 
 
 class KeyGetFastPath:
@@ -68,14 +77,14 @@ class KeyGetFastPath:
         if scope["type"] == "http" and scope["method"] == "GET" and not scope["query_string"]:
             started = time.perf_counter()
             decided = self._answer(scope)
-            answer = await self._relay(decided, scope) if isinstance(decided, HostInfo) else decided
+            answer = await self._relay(decided) if isinstance(decided, _Relay) else decided
             if answer is not None:
                 await answer(scope, receive, send)
                 self.metrics.observe(ROUTE, answer.status_code, time.perf_counter() - started)
                 return
         await self.app(scope, receive, send)
 
-    def _answer(self, scope: Scope) -> JSONResponse | HostInfo | None:
+    def _answer(self, scope: Scope) -> JSONResponse | _Relay | None:
         """The 200 of a plain local key get, the host to relay it to, or None to let the app answer."""
         path: str = scope["path"]
         if not path.startswith(_PREFIX) or scope.get("root_path"):
@@ -93,7 +102,10 @@ class KeyGetFastPath:
                 self.streams, name, typed, store.keys.serde, this_host=self.this_host, stale=False, forwarded=forwarded
             )
             if not route.local:
-                return route.hosts[0] if len(route.hosts) == 1 and self._forwarder() is not None else None
+                forwarder = self._forwarder()
+                if len(route.hosts) != 1 or forwarder is None:
+                    return None
+                return _Relay(forwarder, route.hosts[0], fill_path(ROUTE, {"store": name, "key": key}))
             value = self.streams.store(name, _KEY_VALUE, partition=route.partition).get(typed)
             if value is None:
                 return None
@@ -105,13 +117,10 @@ class KeyGetFastPath:
             headers[POSITION_HEADER] = format_position(position)
         return JSONResponse(key_value_body(typed, value), headers=headers)
 
-    async def _relay(self, host: HostInfo, scope: Scope) -> Response:
+    async def _relay(self, relay: _Relay) -> Response:
         """The owner's answer, as the route relays it (`Forwarder.relay`), or the route's error answer."""
-        forwarder = self._forwarder()
-        assert forwarder is not None
-        name, _, key = scope["path"][len(_PREFIX) :].partition("/")
         try:
-            return await forwarder.relay_path(host, fill_path(ROUTE, {"store": name, "key": key}), ROUTE)
+            return await relay.forwarder.relay_path(relay.host, relay.path, ROUTE)
         except ApiError as exc:
             answer = api_error_response(exc, self._retry_after)
             answer.headers[SERVED_BY_HEADER] = self.served_by

@@ -25,6 +25,8 @@ import httpx
 __all__ = ["PeerTransport"]
 
 _READ_SIZE = 65536
+_CLOSED_WHILE_IDLE = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+"""What a request on a kept connection that the peer had closed fails with."""
 _Address = tuple[str, str, int]
 """(scheme, host, port) of a peer."""
 
@@ -163,15 +165,11 @@ class PeerTransport(httpx.AsyncBaseTransport):
                 connection = await self._connect(address, timeouts.get("connect"), request)
             try:
                 response, keep = await connection.exchange(head, body, timeouts)
-            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-                connection.close()
-                if reused:
-                    may_reuse = False  # the peer had closed it while it was idle: once more on a new connection
-                    continue
-                exc.request = request
-                raise
             except BaseException as exc:
                 connection.close()
+                if reused and isinstance(exc, _CLOSED_WHILE_IDLE):
+                    may_reuse = False  # the peer had closed it while it was idle: once more on a new connection
+                    continue
                 if isinstance(exc, httpx.TransportError):
                     exc.request = request
                 raise
