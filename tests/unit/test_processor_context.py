@@ -257,6 +257,33 @@ def test_get_state_store_only_gives_connected_stores(tmp_path: Path) -> None:
     )
 
 
+def test_get_state_store_of_a_name_the_topology_lacks_names_the_reachable_stores(tmp_path: Path) -> None:
+    """A misspelled store is not advised to be connected: the message says it is not there and
+    which stores the processor can reach."""
+
+    class Misspelled(Processor[Any, Any, Any, Any]):
+        def init(self, context: ProcessorContext[Any, Any]) -> None:
+            context.get_state_store("cuonts")
+
+        def process(self, record: Record[Any, Any]) -> None: ...
+
+    topology = (
+        Topology()
+        .add_source("S", "in")
+        .add_processor("COUNT", Misspelled, "S")
+        .add_processor("OTHER", Misspelled, "S")
+        .add_state_store(DictStoreBuilder("totals"), "COUNT")
+        .add_state_store(DictStoreBuilder("counts"), "COUNT")
+        .add_state_store(DictStoreBuilder("elsewhere"), "OTHER")
+    )
+    with pytest.raises(TopologyError) as caught:
+        make_task(topology, tmp_path)
+    assert str(caught.value) == (
+        "processor 'COUNT' asked for state store 'cuonts', which its sub-topology does not have "
+        "(task 0_0); the stores it can reach: ['counts', 'totals']"
+    )
+
+
 @pytest.mark.parametrize(
     ("interval", "kind", "callback", "error", "message"),
     [

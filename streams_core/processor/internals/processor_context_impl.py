@@ -198,15 +198,26 @@ class ProcessorContextImpl:
         """A store connected to the current processor; anything else is a TopologyError."""
         node = self._user_node("get_state_store()")
         if name not in node.store_names:
-            raise TopologyError(
-                f"processor {node.name!r} has no access to state store {name!r}: the store is not connected "
-                f"to it. Connect it with Topology.add_state_store(builder, {node.name!r}) or "
-                f"Topology.connect_processor_and_state_stores({node.name!r}, {name!r})"
-            )
+            raise TopologyError(self._no_access(node, name))
         store = self._state_manager.get_store(name)
         if store is None:
             raise StreamsError(f"state store {name!r} of processor {node.name!r} is not registered with its task")
         return store
+
+    def _no_access(self, node: ProcessorNode, name: str) -> str:
+        """Why `node` cannot have store `name`: not connected to it, or (a misspelling, most
+        likely) no store of that name in its task, with the stores it can reach."""
+        reachable = sorted(node.store_names)
+        if name in self._task.topology.state_stores or self._state_manager.get_store(name) is not None:
+            return (
+                f"processor {node.name!r} has no access to state store {name!r}: the store is not connected "
+                f"to it. Connect it with Topology.add_state_store(builder, {node.name!r}) or "
+                f"Topology.connect_processor_and_state_stores({node.name!r}, {name!r})"
+            )
+        return (
+            f"processor {node.name!r} asked for state store {name!r}, which its sub-topology does not have "
+            f"(task {self._task.task_id}); the stores it can reach: {reachable or 'none'}"
+        )
 
     def _user_node(self, what: str) -> ProcessorNode:
         node = self.node or self.init_node
