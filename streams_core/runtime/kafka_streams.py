@@ -45,6 +45,7 @@ from streams_core.runtime.stream_thread import StreamThread, ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topic_preparation import prepare_topics, watch_pattern_topics
 from streams_core.runtime.topology_metadata import TopologyMetadata
+from streams_core.state.internals.state_directory import StateDirectory
 from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
 from streams_core.state.store import ReadOnlyKeyValueStore
 from streams_core.state.store_description import StoreDescription, describe_store
@@ -113,6 +114,7 @@ class KafkaStreams:
         builder.set_application_id(self.application_id)
         builder.apply_config(self.config)
         self.metadata = TopologyMetadata(builder, self.application_id)
+        self._state_directory = StateDirectory.for_topology(self.config, builder)
         self.process_id = str(uuid.uuid4())
         server = self.config["application.server"]
         self.metadata_state = StreamsMetadataState(
@@ -168,6 +170,8 @@ class KafkaStreams:
             return
         self._state = new
         log.info("stream-client [%s] state %s -> %s", self.application_id, old.name, new.name)
+        if new in (State.NOT_RUNNING, State.ERROR):
+            self._state_directory.unlock()
         if self._state_listener is not None:
             try:
                 self._state_listener(new, old)
@@ -202,7 +206,12 @@ class KafkaStreams:
             raise StreamsError(f"KafkaStreams can be started once, from CREATED; it is {self._state.name}")
         if self._state_changed is None:
             self._state_changed = asyncio.Condition()
-        await self._prepare_topics()
+        self._state_directory.lock()  # another instance running on state.dir: StreamsError, as Kafka
+        try:
+            await self._prepare_topics()
+        except BaseException:
+            self._state_directory.unlock()
+            raise
         if self._state is not State.CREATED:  # close() was called meanwhile: start nothing
             log.info("stream-client [%s] closed while starting; no stream thread started", self.application_id)
             return
