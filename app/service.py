@@ -18,8 +18,9 @@ from typing import Any
 
 from api import serve
 from app.settings import ServiceSettings
-from streams_core import KafkaStreams, State, StreamsConfig, Topology, clients
+from streams_core import KafkaStreams, State, Topology, clients
 from streams_core.testing.broker import LocalKafkaBroker
+from streams_core.tools.topics import KafkaUnreachableError, admin_client
 
 __all__ = ["ServiceError", "run_service"]
 
@@ -40,24 +41,16 @@ class ServiceError(Exception):
 
 async def _ensure_topics(config: Mapping[str, Any], topics: Mapping[str, int], timeout: float) -> None:
     """Create the app's own input/output topics if missing; ServiceError if Kafka does not answer."""
-    streams_config = StreamsConfig(dict(config), required=("application.id", "bootstrap.servers"))
-    admin = clients.create_admin(streams_config)
+    specs = [clients.NewTopicSpec(name, partitions) for name, partitions in topics.items()]
     try:
-        await asyncio.wait_for(admin.start(), timeout)
-    except Exception as exc:
+        async with admin_client(config, timeout) as admin:
+            created = await clients.InternalTopicManager(admin).ensure_topics(specs)
+    except KafkaUnreachableError as exc:
         raise ServiceError(
-            EXIT_KAFKA_UNREACHABLE,
-            f"cannot reach Kafka at {config['bootstrap.servers']} ({exc!r}); check --bootstrap-servers "
-            "or leave it out to start a local broker",
+            EXIT_KAFKA_UNREACHABLE, f"{exc}; check --bootstrap-servers or leave it out to start a local broker"
         ) from exc
-    try:
-        manager = clients.InternalTopicManager(admin)
-        specs = [clients.NewTopicSpec(name, partitions) for name, partitions in topics.items()]
-        created = await manager.ensure_topics(specs)
-        if created:
-            log.info("created topics %s", created)
-    finally:
-        await admin.close()
+    if created:
+        log.info("created topics %s", created)
 
 
 async def _serve(
