@@ -5,11 +5,14 @@
     ...
     await handle.stop()
 
+    run(streams)                                   # or all in one call: start, serve, close on SIGTERM
+
 `openapi.yaml` at the repository root is the contract; docs/rest-api.md explains the routes.
 """
 
 from api.app import create_app
-from api.server import ServerHandle, serve
+from api.runner import run, serve_until_signal
+from api.server import BindError, ServerHandle, serve
 from api.settings import ApiSettings
 
-__all__ = ["ApiSettings", "ServerHandle", "create_app", "serve"]
+__all__ = ["ApiSettings", "BindError", "ServerHandle", "create_app", "run", "serve", "serve_until_signal"]

@@ -382,22 +382,31 @@ class KafkaStreams:
 
     def run(self) -> None:
         """Start, block until SIGINT or SIGTERM, then close cleanly (for `python -m` apps)."""
+        asyncio.run(self.run_until_signal())
 
-        async def main() -> None:
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
-            self._state_changed = asyncio.Condition()
+    async def run_until_signal(
+        self, *, on_started: Callable[[], None] | None = None, close_timeout: float | None = None
+    ) -> None:
+        """Start, wait for SIGINT/SIGTERM or the client's end (ERROR, or NOT_RUNNING after a batch
+        run), then close (within `close_timeout` seconds). `on_started` runs once `start()` returned."""
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        signals = (signal.SIGINT, signal.SIGTERM)
+        for sig in signals:
+            loop.add_signal_handler(sig, stop.set)
+        try:
             await self.start()
+            if on_started is not None:
+                on_started()
             waiter = asyncio.create_task(stop.wait())
             ended = asyncio.create_task(self.wait_for_state(State.ERROR, State.NOT_RUNNING, State.PENDING_ERROR, timeout=10**9))
             await asyncio.wait([waiter, ended], return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
             ended.cancel()
-            await self.close()
-
-        asyncio.run(main())
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+            await self.close(close_timeout)
 
     # -- thread callbacks ---------------------------------------------------------------------
 
