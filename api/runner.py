@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from typing import Any
 
 from api.server import DEFAULT_HOST, serve
 from api.settings import ApiSettings
@@ -58,14 +59,8 @@ async def serve_until_signal(
         await server.stop()
 
 
-def run(
-    streams: KafkaStreams,
-    host: str = DEFAULT_HOST,
-    port: int | None = None,
-    *,
-    settings: ApiSettings | None = None,
-    close_timeout: float = CLOSE_TIMEOUT_S,
-) -> None:
-    """`serve_until_signal` in a new event loop: blocks until SIGINT/SIGTERM, then returns after a
-    clean shutdown (check `streams.state`: ERROR when the instance failed, `streams.errors` why)."""
-    asyncio.run(serve_until_signal(streams, host, port, settings=settings, close_timeout=close_timeout))
+def run(streams: KafkaStreams, host: str = DEFAULT_HOST, port: int | None = None, **options: Any) -> None:
+    """`serve_until_signal(streams, host, port, **options)` in a new event loop: blocks until
+    SIGINT/SIGTERM, then returns after a clean shutdown (check `streams.state`: ERROR when the
+    instance failed, `streams.errors` says why)."""
+    asyncio.run(serve_until_signal(streams, host, port, **options))

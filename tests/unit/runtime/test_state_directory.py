@@ -11,17 +11,8 @@ import pytest
 from streams_core import KafkaStreams, StreamsError
 from streams_core.testing import FakeKafkaCluster
 
-from .harness import (
-    APP,
-    Instance,
-    counting_topology,
-    counts,
-    eventually,
-    passthrough_topology,
-    produce_words,
-    running,
-    streams_config,
-)
+from . import harness
+from .harness import Instance, counting_topology, passthrough_topology, running, streams_config
 
 IN_USE = "this can happen if multiple instances of Kafka Streams are running in the same state directory"
 
@@ -40,13 +31,13 @@ async def test_a_second_instance_on_a_state_dir_in_use_fails_to_start(tmp_path: 
         second = Instance(cluster, counting_topology(), config)
         with pytest.raises(StreamsError, match=re.escape(IN_USE)) as caught:
             await second.start(wait=False)
-        assert f"[{Path(config['state.dir']) / APP}]" in str(caught.value)
+        assert f"[{Path(config['state.dir']) / harness.APP}]" in str(caught.value)
         assert second.streams.state is KafkaStreams.State.CREATED and second.streams.threads == []
         assert await second.streams.close() is True
-        produce_words(cluster, "a b a")
-        await eventually(lambda: counts(cluster) == {"a": 2, "b": 1}, what="the first instance's counts")
+        harness.produce_words(cluster, "a b a")
+        await harness.eventually(lambda: harness.counts(cluster) == {"a": 2, "b": 1}, what="the first instance's counts")
         assert first.streams.state is KafkaStreams.State.RUNNING
-        assert len(cluster.members(APP)) == 1
+        assert len(cluster.members(harness.APP)) == 1
     async with running(cluster, counting_topology(), config) as after:
         assert after.streams.state is KafkaStreams.State.RUNNING
 
