@@ -1,6 +1,7 @@
 """The docs' links resolve: every relative link and image in README.md, docs/ and bench/*.md
 points at a file of the repository, and every `#anchor` at a heading of its target (GitHub's
-anchors); every Markdown page named in the docs or the code exists.
+anchors); every Markdown page named in the docs or the code exists, and so does every
+repository path the docs name (`bench/state_sqlite.py`, `tests/unit/...`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ CODE_DIRS = ("streams_core", "api", "app", "bench", "tests", "docker")
 _MD = MarkdownIt("commonmark").enable("table")
 _NOT_IN_SLUG = re.compile(r"[^\w\- ]", re.UNICODE)
 _PAGE_NAME = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w.-]+\.md)\b")
+_REPO_PATH = re.compile(r"(?<![\w./-])((?:streams_core|api|app|bench|tests|docs|docker|deps)/[\w./-]*\w)(?![-<{\w])")
 
 
 def _walk(tokens: list[Token]) -> Iterator[Token]:
@@ -95,3 +97,10 @@ def test_named_pages_exist() -> None:
             if not any(page == bare or page.endswith("/" + bare) for page in pages):
                 missing.append(f"{source.relative_to(ROOT)}: {name}")
     assert not missing, "pages named but not in the repository: " + ", ".join(sorted(missing))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_named_repository_paths_exist(page: Path) -> None:
+    named = set(_REPO_PATH.findall(page.read_text(encoding="utf-8")))
+    missing = sorted(path for path in named if not (ROOT / path).exists())
+    assert not missing, f"{page.relative_to(ROOT)} names paths that are not in the repository: {missing}"
