@@ -1,6 +1,6 @@
 """The REST layer: interactive queries and discovery over HTTP for a KafkaStreams instance.
 
-    app = create_app(streams)                      # a FastAPI app (DESIGN.md, the REST layer)
+    app = create_app(streams)                      # a FastAPI app (docs/rest-api.md)
     handle = await serve(streams, "127.0.0.1")     # uvicorn on application.server's port, same loop
     ...
     await handle.stop()

@@ -61,7 +61,7 @@ def _without_validation_errors(app: FastAPI) -> dict[str, Any]:
 
 
 def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None) -> FastAPI:
-    """The REST app of DESIGN.md's table for `streams`; serve it with `api.serve` or any ASGI server."""
+    """The REST app of docs/rest-api.md's routes for `streams`; serve it with `api.serve` or any ASGI server."""
     settings = settings or ApiSettings()
     this_host = _this_host(streams)
 

@@ -149,7 +149,7 @@ class KafkaStreams:
 
     @property
     def errors(self) -> list[BaseException]:
-        """Exceptions that killed stream threads, oldest first."""
+        """Exceptions that killed stream threads or the global thread, oldest first."""
         return list(self._errors)
 
     def set_state_listener(self, listener: StateListener | None) -> None:
@@ -217,8 +217,16 @@ class KafkaStreams:
             return
         self._set_state(State.REBALANCING)
         if self.metadata.global_topics:
-            self._global_thread = GlobalStreamThread(self.metadata, self.config, self._clients, self._partition_counts)
-            await self._global_thread.start()
+            self._global_thread = GlobalStreamThread(
+                self.metadata, self.config, self._clients, self._partition_counts, on_error=self._on_thread_error
+            )
+            try:
+                await self._global_thread.start()
+            except Exception as exc:  # as Kafka Streams: start() raises, and the dead global thread closes the client to ERROR
+                self._errors.append(exc)
+                self._set_state(State.PENDING_ERROR)
+                self._closing = asyncio.get_running_loop().create_task(self._close(None, error=True))
+                raise
         if self._autostop_enabled:
             await self._start_autostop()
         loop = asyncio.get_running_loop()
@@ -426,7 +434,9 @@ class KafkaStreams:
                 info.partitions_by_host, info.standby_partitions_by_host, self._partition_counts
             )
 
-    def _on_thread_error(self, thread: StreamThread, error: BaseException) -> None:
+    def _on_thread_error(self, thread: StreamThread | GlobalStreamThread, error: BaseException) -> None:
+        """A thread died: the uncaught-exception handler chooses the response. A dead global thread
+        closes the client to ERROR whatever it says (Kafka Streams: "Global thread has died")."""
         self._errors.append(error)
         response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT
         if isinstance(error, ShutdownRequestedError):
@@ -438,7 +448,11 @@ class KafkaStreams:
                 log.exception("uncaught exception handler failed; shutting down the client")
         log.error("stream-client [%s] %s died: %r; response %s", self.application_id, thread.name, error, response.name)
         loop = asyncio.get_running_loop()
-        if response is StreamThreadExceptionResponse.REPLACE_THREAD and self._state.is_running_or_rebalancing():
+        if isinstance(thread, GlobalStreamThread):  # PENDING_ERROR at once: its stores no longer follow their topics
+            if response is StreamThreadExceptionResponse.REPLACE_THREAD:
+                response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT  # a global thread cannot be replaced
+            self._set_state(State.PENDING_ERROR)
+        elif response is StreamThreadExceptionResponse.REPLACE_THREAD and self._state.is_running_or_rebalancing():
             self._track_thread_start(thread.index)
             return
         if self._closing is None:

@@ -53,13 +53,14 @@ class Snooper(Processor[Any, Any, Any, Any]):
 
     def _snapshot(self) -> dict[str, Any]:
         c = self.context
+        metadata: RecordMetadata | None = c.record_metadata
         return {
             "topic": c.topic,
             "partition": c.partition,
             "offset": c.offset,
             "timestamp": c.timestamp,
             "headers": c.headers,
-            "metadata": c.record_metadata,
+            "metadata": None if metadata is None else (metadata.topic, metadata.partition, metadata.offset),
             "stream_time": c.current_stream_time_ms(),
             "system_time": c.current_system_time_ms(),
         }
@@ -77,7 +78,7 @@ def test_metadata_in_init_process_and_punctuation(tmp_path: Path) -> None:
         "offset": 12,
         "timestamp": 1500,
         "headers": (("h", b"1"),),
-        "metadata": RecordMetadata("in", 0, 12),
+        "metadata": ("in", 0, 12),
         "stream_time": 1500,
         "system_time": 777,
     }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError, TopologyError
@@ -30,7 +30,15 @@ from streams_core.state.store import RestoreCallback, StateStore
 if TYPE_CHECKING:
     from streams_core.processor.internals.task_processor import StateManager, TaskProcessor
 
-__all__ = ["ProcessorContextImpl"]
+__all__ = ["ProcessorContextImpl", "RecordPosition"]
+
+
+class RecordPosition(NamedTuple):
+    """The `RecordMetadata` of the record being processed, as the context hands it out."""
+
+    topic: str
+    partition: int
+    offset: int
 
 
 class ProcessorContextImpl:
@@ -138,7 +146,7 @@ class ProcessorContextImpl:
         """Topic, partition and offset of the input record, or None when there is none."""
         if self.input_topic is None:
             return None
-        return RecordMetadata(self.input_topic, self.input_partition, self.input_offset)  # type: ignore[arg-type]
+        return RecordPosition(self.input_topic, self.input_partition, self.input_offset)  # type: ignore[arg-type]
 
     def current_stream_time_ms(self) -> int:
         return self._task.stream_time
