@@ -1,0 +1,393 @@
+"""describe() lists a node's several predecessors and successors in Kafka Streams' order.
+
+Java keeps them in a TreeSet ordered by sub-graph size then name, each size read when the link
+is made while the nodes are linked in HashMap order, so equal final sizes need not print by
+name. Every expected text is Kafka Streams' own, from the test named in each docstring.
+"""
+
+from __future__ import annotations
+
+import random
+
+from streams_core import Consumed, JoinWindows, Serdes, StreamJoined, StreamsBuilder
+from streams_core.processor.internals.java_collections import JavaTreeSet
+
+S = Serdes.String()
+
+
+def concat(left: str, right: str) -> str:
+    return left + right
+
+
+def aggregate_string(key: str, value: str, aggregate: str) -> str:
+    return aggregate + value
+
+
+JOINED_TOPOLOGY = (
+    'Topologies:\n'
+    '   Sub-topology: 0\n'
+    '    Source: KSTREAM-SOURCE-0000000000 (topics: [topic])\n'
+    '      --> KSTREAM-WINDOWED-0000000002\n'
+    '    Source: KSTREAM-SOURCE-0000000001 (topics: [other-topic])\n'
+    '      --> KSTREAM-WINDOWED-0000000003\n'
+    '    Processor: KSTREAM-WINDOWED-0000000002 (stores: [KSTREAM-JOINTHIS-0000000004-store])\n'
+    '      --> KSTREAM-JOINTHIS-0000000004\n'
+    '      <-- KSTREAM-SOURCE-0000000000\n'
+    '    Processor: KSTREAM-WINDOWED-0000000003 (stores: [KSTREAM-JOINOTHER-0000000005-store])\n'
+    '      --> KSTREAM-JOINOTHER-0000000005\n'
+    '      <-- KSTREAM-SOURCE-0000000001\n'
+    '    Processor: KSTREAM-JOINOTHER-0000000005 (stores: [KSTREAM-JOINTHIS-0000000004-store])\n'
+    '      --> KSTREAM-MERGE-0000000006\n'
+    '      <-- KSTREAM-WINDOWED-0000000003\n'
+    '    Processor: KSTREAM-JOINTHIS-0000000004 (stores: [KSTREAM-JOINOTHER-0000000005-store])\n'
+    '      --> KSTREAM-MERGE-0000000006\n'
+    '      <-- KSTREAM-WINDOWED-0000000002\n'
+    '    Processor: KSTREAM-MERGE-0000000006 (stores: [])\n'
+    '      --> none\n'
+    '      <-- KSTREAM-JOINTHIS-0000000004, KSTREAM-JOINOTHER-0000000005\n'
+    '\n'
+)
+
+MERGE_OF_MERGES = (
+    'Topologies:\n'
+    '   Sub-topology: 0\n'
+    '    Source: KSTREAM-SOURCE-0000000000 (topics: [input_topic])\n'
+    '      --> KSTREAM-KEY-SELECT-0000000001\n'
+    '    Processor: KSTREAM-KEY-SELECT-0000000001 (stores: [])\n'
+    '      --> KSTREAM-MAPVALUES-0000000002, KSTREAM-MAPVALUES-0000000003, KSTREAM-MAPVALUES-0000000004\n'
+    '      <-- KSTREAM-SOURCE-0000000000\n'
+    '    Processor: KSTREAM-MAPVALUES-0000000002 (stores: [])\n'
+    '      --> KSTREAM-MERGE-0000000005\n'
+    '      <-- KSTREAM-KEY-SELECT-0000000001\n'
+    '    Processor: KSTREAM-MAPVALUES-0000000003 (stores: [])\n'
+    '      --> KSTREAM-MERGE-0000000005\n'
+    '      <-- KSTREAM-KEY-SELECT-0000000001\n'
+    '    Processor: KSTREAM-MAPVALUES-0000000004 (stores: [])\n'
+    '      --> KSTREAM-MERGE-0000000006\n'
+    '      <-- KSTREAM-KEY-SELECT-0000000001\n'
+    '    Processor: KSTREAM-MERGE-0000000005 (stores: [])\n'
+    '      --> KSTREAM-MERGE-0000000006\n'
+    '      <-- KSTREAM-MAPVALUES-0000000002, KSTREAM-MAPVALUES-0000000003\n'
+    '    Processor: KSTREAM-MERGE-0000000006 (stores: [])\n'
+    '      --> KSTREAM-SINK-0000000007\n'
+    '      <-- KSTREAM-MERGE-0000000005, KSTREAM-MAPVALUES-0000000004\n'
+    '    Sink: KSTREAM-SINK-0000000007 (topic: output_topic)\n'
+    '      <-- KSTREAM-MERGE-0000000006\n'
+    '\n'
+)
+
+USER_NAMED_REPARTITION_TOPICS = (
+    'Topologies:\n'
+    '   Sub-topology: 0\n'
+    '    Source: KSTREAM-SOURCE-0000000000 (topics: [topic])\n'
+    '      --> KSTREAM-MAP-0000000003\n'
+    '    Processor: KSTREAM-MAP-0000000003 (stores: [])\n'
+    '      --> second-join-left-repartition-filter, first-join-left-repartition-filter\n'
+    '      <-- KSTREAM-SOURCE-0000000000\n'
+    '    Processor: first-join-left-repartition-filter (stores: [])\n'
+    '      --> first-join-left-repartition-sink\n'
+    '      <-- KSTREAM-MAP-0000000003\n'
+    '    Processor: second-join-left-repartition-filter (stores: [])\n'
+    '      --> second-join-left-repartition-sink\n'
+    '      <-- KSTREAM-MAP-0000000003\n'
+    '    Sink: first-join-left-repartition-sink (topic: first-join-left-repartition)\n'
+    '      <-- first-join-left-repartition-filter\n'
+    '    Sink: second-join-left-repartition-sink (topic: second-join-left-repartition)\n'
+    '      <-- second-join-left-repartition-filter\n'
+    '\n'
+    '  Sub-topology: 1\n'
+    '    Source: KSTREAM-SOURCE-0000000001 (topics: [topic2])\n'
+    '      --> first-join-other-windowed\n'
+    '    Source: first-join-left-repartition-source (topics: [first-join-left-repartition])\n'
+    '      --> first-join-this-windowed\n'
+    '    Processor: first-join-other-windowed (stores: [KSTREAM-JOINOTHER-0000000010-store])\n'
+    '      --> first-join-other-join\n'
+    '      <-- KSTREAM-SOURCE-0000000001\n'
+    '    Processor: first-join-this-windowed (stores: [KSTREAM-JOINTHIS-0000000009-store])\n'
+    '      --> first-join-this-join\n'
+    '      <-- first-join-left-repartition-source\n'
+    '    Processor: first-join-other-join (stores: [KSTREAM-JOINTHIS-0000000009-store])\n'
+    '      --> first-join-merge\n'
+    '      <-- first-join-other-windowed\n'
+    '    Processor: first-join-this-join (stores: [KSTREAM-JOINOTHER-0000000010-store])\n'
+    '      --> first-join-merge\n'
+    '      <-- first-join-this-windowed\n'
+    '    Processor: first-join-merge (stores: [])\n'
+    '      --> KSTREAM-SINK-0000000012\n'
+    '      <-- first-join-this-join, first-join-other-join\n'
+    '    Sink: KSTREAM-SINK-0000000012 (topic: out-one)\n'
+    '      <-- first-join-merge\n'
+    '\n'
+    '  Sub-topology: 2\n'
+    '    Source: KSTREAM-SOURCE-0000000002 (topics: [topic3])\n'
+    '      --> second-join-other-windowed\n'
+    '    Source: second-join-left-repartition-source (topics: [second-join-left-repartition])\n'
+    '      --> second-join-this-windowed\n'
+    '    Processor: second-join-other-windowed (stores: [KSTREAM-JOINOTHER-0000000019-store])\n'
+    '      --> second-join-other-join\n'
+    '      <-- KSTREAM-SOURCE-0000000002\n'
+    '    Processor: second-join-this-windowed (stores: [KSTREAM-JOINTHIS-0000000018-store])\n'
+    '      --> second-join-this-join\n'
+    '      <-- second-join-left-repartition-source\n'
+    '    Processor: second-join-other-join (stores: [KSTREAM-JOINTHIS-0000000018-store])\n'
+    '      --> second-join-merge\n'
+    '      <-- second-join-other-windowed\n'
+    '    Processor: second-join-this-join (stores: [KSTREAM-JOINOTHER-0000000019-store])\n'
+    '      --> second-join-merge\n'
+    '      <-- second-join-this-windowed\n'
+    '    Processor: second-join-merge (stores: [])\n'
+    '      --> KSTREAM-SINK-0000000021\n'
+    '      <-- second-join-this-join, second-join-other-join\n'
+    '    Sink: KSTREAM-SINK-0000000021 (topic: out-two)\n'
+    '      <-- second-join-merge\n'
+    '\n'
+)
+
+GROUPED_REUSED_IN_DIFFERENT_COGROUPS = (
+    'Topologies:\n'
+    '   Sub-topology: 0\n'
+    '    Source: KSTREAM-SOURCE-0000000000 (topics: [one])\n'
+    '      --> KSTREAM-MAP-0000000003\n'
+    '    Processor: KSTREAM-MAP-0000000003 (stores: [])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition-filter, COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000011-repartition-filter\n'
+    '      <-- KSTREAM-SOURCE-0000000000\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition-filter (stores: [])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition-sink\n'
+    '      <-- KSTREAM-MAP-0000000003\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000011-repartition-filter (stores: [])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000011-repartition-sink\n'
+    '      <-- KSTREAM-MAP-0000000003\n'
+    '    Sink: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition-sink (topic: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition)\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition-filter\n'
+    '    Sink: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000011-repartition-sink (topic: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000011-repartition)\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000011-repartition-filter\n'
+    '\n'
+    '  Sub-topology: 1\n'
+    '    Source: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000011-repartition-source (topics: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000011-repartition])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-0000000015\n'
+    '    Source: KSTREAM-SOURCE-0000000001 (topics: [two])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-0000000016\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-0000000015 (stores: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000011])\n'
+    '      --> COGROUPKSTREAM-MERGE-0000000017\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000011-repartition-source\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-0000000016 (stores: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000011])\n'
+    '      --> COGROUPKSTREAM-MERGE-0000000017\n'
+    '      <-- KSTREAM-SOURCE-0000000001\n'
+    '    Processor: COGROUPKSTREAM-MERGE-0000000017 (stores: [])\n'
+    '      --> none\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-0000000015, COGROUPKSTREAM-AGGREGATE-0000000016\n'
+    '\n'
+    '  Sub-topology: 2\n'
+    '    Source: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition-source (topics: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-0000000008\n'
+    '    Source: KSTREAM-SOURCE-0000000002 (topics: [three])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-0000000009\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-0000000008 (stores: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004])\n'
+    '      --> COGROUPKSTREAM-MERGE-0000000010\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition-source\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-0000000009 (stores: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004])\n'
+    '      --> COGROUPKSTREAM-MERGE-0000000010\n'
+    '      <-- KSTREAM-SOURCE-0000000002\n'
+    '    Processor: COGROUPKSTREAM-MERGE-0000000010 (stores: [])\n'
+    '      --> none\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-0000000008, COGROUPKSTREAM-AGGREGATE-0000000009\n'
+    '\n'
+)
+
+GROUPED_REUSED = (
+    'Topologies:\n'
+    '   Sub-topology: 0\n'
+    '    Source: KSTREAM-SOURCE-0000000000 (topics: [one])\n'
+    '      --> KSTREAM-MAP-0000000002\n'
+    '    Processor: KSTREAM-MAP-0000000002 (stores: [])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-filter, KSTREAM-FILTER-0000000013\n'
+    '      <-- KSTREAM-SOURCE-0000000000\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-filter (stores: [])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-sink\n'
+    '      <-- KSTREAM-MAP-0000000002\n'
+    '    Processor: KSTREAM-FILTER-0000000013 (stores: [])\n'
+    '      --> KSTREAM-SINK-0000000012\n'
+    '      <-- KSTREAM-MAP-0000000002\n'
+    '    Sink: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-sink (topic: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition)\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-filter\n'
+    '    Sink: KSTREAM-SINK-0000000012 (topic: KSTREAM-AGGREGATE-STATE-STORE-0000000010-repartition)\n'
+    '      <-- KSTREAM-FILTER-0000000013\n'
+    '\n'
+    '  Sub-topology: 1\n'
+    '    Source: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-source (topics: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-0000000007\n'
+    '    Source: KSTREAM-SOURCE-0000000001 (topics: [two])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-0000000008\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-0000000007 (stores: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003])\n'
+    '      --> COGROUPKSTREAM-MERGE-0000000009\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-source\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-0000000008 (stores: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003])\n'
+    '      --> COGROUPKSTREAM-MERGE-0000000009\n'
+    '      <-- KSTREAM-SOURCE-0000000001\n'
+    '    Processor: COGROUPKSTREAM-MERGE-0000000009 (stores: [])\n'
+    '      --> none\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-0000000007, COGROUPKSTREAM-AGGREGATE-0000000008\n'
+    '\n'
+    '  Sub-topology: 2\n'
+    '    Source: KSTREAM-SOURCE-0000000014 (topics: [KSTREAM-AGGREGATE-STATE-STORE-0000000010-repartition])\n'
+    '      --> KSTREAM-AGGREGATE-0000000011\n'
+    '    Processor: KSTREAM-AGGREGATE-0000000011 (stores: [KSTREAM-AGGREGATE-STATE-STORE-0000000010])\n'
+    '      --> none\n'
+    '      <-- KSTREAM-SOURCE-0000000014\n'
+    '\n'
+)
+
+GROUPED_REUSED_IN_SAME_COGROUPS = (
+    'Topologies:\n'
+    '   Sub-topology: 0\n'
+    '    Source: KSTREAM-SOURCE-0000000000 (topics: [one])\n'
+    '      --> KSTREAM-MAP-0000000002\n'
+    '    Processor: KSTREAM-MAP-0000000002 (stores: [])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000010-repartition-filter, COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-filter\n'
+    '      <-- KSTREAM-SOURCE-0000000000\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-filter (stores: [])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-sink\n'
+    '      <-- KSTREAM-MAP-0000000002\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000010-repartition-filter (stores: [])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000010-repartition-sink\n'
+    '      <-- KSTREAM-MAP-0000000002\n'
+    '    Sink: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-sink (topic: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition)\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-filter\n'
+    '    Sink: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000010-repartition-sink (topic: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000010-repartition)\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000010-repartition-filter\n'
+    '\n'
+    '  Sub-topology: 1\n'
+    '    Source: KSTREAM-SOURCE-0000000001 (topics: [two])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-0000000008, COGROUPKSTREAM-AGGREGATE-0000000015\n'
+    '    Source: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-source (topics: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-0000000007\n'
+    '    Source: COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000010-repartition-source (topics: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000010-repartition])\n'
+    '      --> COGROUPKSTREAM-AGGREGATE-0000000014\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-0000000007 (stores: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003])\n'
+    '      --> COGROUPKSTREAM-MERGE-0000000009\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition-source\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-0000000008 (stores: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003])\n'
+    '      --> COGROUPKSTREAM-MERGE-0000000009\n'
+    '      <-- KSTREAM-SOURCE-0000000001\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-0000000014 (stores: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000010])\n'
+    '      --> COGROUPKSTREAM-MERGE-0000000016\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000010-repartition-source\n'
+    '    Processor: COGROUPKSTREAM-AGGREGATE-0000000015 (stores: [COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000010])\n'
+    '      --> COGROUPKSTREAM-MERGE-0000000016\n'
+    '      <-- KSTREAM-SOURCE-0000000001\n'
+    '    Processor: COGROUPKSTREAM-MERGE-0000000009 (stores: [])\n'
+    '      --> KTABLE-TOSTREAM-0000000019\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-0000000007, COGROUPKSTREAM-AGGREGATE-0000000008\n'
+    '    Processor: COGROUPKSTREAM-MERGE-0000000016 (stores: [])\n'
+    '      --> KTABLE-TOSTREAM-0000000017\n'
+    '      <-- COGROUPKSTREAM-AGGREGATE-0000000014, COGROUPKSTREAM-AGGREGATE-0000000015\n'
+    '    Processor: KTABLE-TOSTREAM-0000000017 (stores: [])\n'
+    '      --> KSTREAM-SINK-0000000018\n'
+    '      <-- COGROUPKSTREAM-MERGE-0000000016\n'
+    '    Processor: KTABLE-TOSTREAM-0000000019 (stores: [])\n'
+    '      --> KSTREAM-SINK-0000000020\n'
+    '      <-- COGROUPKSTREAM-MERGE-0000000009\n'
+    '    Sink: KSTREAM-SINK-0000000018 (topic: output)\n'
+    '      <-- KTABLE-TOSTREAM-0000000017\n'
+    '    Sink: KSTREAM-SINK-0000000020 (topic: OUTPUT2)\n'
+    '      <-- KTABLE-TOSTREAM-0000000019\n'
+    '\n'
+)
+
+
+def test_a_merge_after_a_stream_stream_join_lists_jointhis_first() -> None:
+    """StreamsGraphTest.shouldBeAbleToBuildTopologyIncrementally (its first step)."""
+    builder = StreamsBuilder()
+    stream = builder.stream("topic", Consumed.with_(S, S))
+    other = builder.stream("other-topic", Consumed.with_(S, S))
+    stream.join(other, concat, JoinWindows.of_time_difference_with_no_grace(5000))
+    assert str(builder.build().describe()) == JOINED_TOPOLOGY
+
+
+def test_user_named_repartition_topics_list_the_later_filter_first() -> None:
+    """KStreamKStreamJoinTest.shouldCreateRepartitionTopicsWithUserProvidedName."""
+    builder = StreamsBuilder()
+    stream1 = builder.stream("topic", Consumed.with_(S, S))
+    stream2 = builder.stream("topic2", Consumed.with_(S, S))
+    stream3 = builder.stream("topic3", Consumed.with_(S, S))
+    new_stream = stream1.map(lambda k, v: (v, k))
+    joined = StreamJoined.with_(S, S, S)
+    window = JoinWindows.of_time_difference_with_no_grace(100)
+    new_stream.join(stream2, concat, window, joined.with_name("first-join")).to("out-one")
+    new_stream.join(stream3, concat, window, joined.with_name("second-join")).to("out-two")
+    assert str(builder.build().describe()) == USER_NAMED_REPARTITION_TOPICS
+
+
+def test_merges_of_merges_list_the_merge_before_the_mapped_stream() -> None:
+    """StreamsGraphTest.shouldOptimizeSeveralMergeNodesWithCommonKeyChangingParent (optimization
+    only removes repartitioning, which `to()` does not add)."""
+    builder = StreamsBuilder()
+    ints = Serdes.Integer()
+    parent = builder.stream("input_topic", Consumed.with_(ints, ints)).select_key(lambda k, v: k + v)
+    child1 = parent.map_values(lambda v: v + 1)
+    child2 = parent.map_values(lambda v: v + 2)
+    child3 = parent.map_values(lambda v: v + 3)
+    child1.merge(child2).merge(child3).to("output_topic")
+    assert str(builder.build().describe()) == MERGE_OF_MERGES
+
+
+def test_a_grouped_stream_reused_in_two_cogroups() -> None:
+    """CogroupedKStreamImplTest.shouldInsertRepartitionsTopicForUpstreamKeyModificationWithGroupedReusedInDifferentCogroups."""
+    builder = StreamsBuilder()
+    stream1 = builder.stream("one", Consumed.with_(S, S))
+    stream2 = builder.stream("two", Consumed.with_(S, S))
+    stream3 = builder.stream("three", Consumed.with_(S, S))
+    grouped_one = stream1.map(lambda k, v: (v, k)).group_by_key()
+    grouped_two = stream2.group_by_key()
+    grouped_three = stream3.group_by_key()
+    grouped_one.cogroup(aggregate_string).cogroup(grouped_three, aggregate_string).aggregate(lambda: "")
+    grouped_one.cogroup(aggregate_string).cogroup(grouped_two, aggregate_string).aggregate(lambda: "")
+    assert str(builder.build().describe()) == GROUPED_REUSED_IN_DIFFERENT_COGROUPS
+
+
+def test_a_grouped_stream_reused_in_two_same_cogroups_lists_the_later_filter_first() -> None:
+    """CogroupedKStreamImplTest.shouldInsertRepartitionsTopicForUpstreamKeyModificationWithGroupedReusedInSameCogroups."""
+    builder = StreamsBuilder()
+    stream1 = builder.stream("one", Consumed.with_(S, S))
+    stream2 = builder.stream("two", Consumed.with_(S, S))
+    grouped_one = stream1.map(lambda k, v: (v, k)).group_by_key()
+    grouped_two = stream2.group_by_key()
+    cogrouped_two = grouped_one.cogroup(aggregate_string).cogroup(grouped_two, aggregate_string).aggregate(lambda: "")
+    cogrouped_one = grouped_one.cogroup(aggregate_string).cogroup(grouped_two, aggregate_string).aggregate(lambda: "")
+    cogrouped_one.to_stream().to("output")
+    cogrouped_two.to_stream().to("OUTPUT2")
+    assert str(builder.build().describe()) == GROUPED_REUSED_IN_SAME_COGROUPS
+
+
+def test_a_grouped_stream_reused_by_a_cogroup_and_an_aggregation() -> None:
+    """CogroupedKStreamImplTest.shouldInsertRepartitionsTopicForUpstreamKeyModificationWithGroupedReused."""
+    builder = StreamsBuilder()
+    stream1 = builder.stream("one", Consumed.with_(S, S))
+    stream2 = builder.stream("two", Consumed.with_(S, S))
+    grouped_one = stream1.map(lambda k, v: (v, k)).group_by_key()
+    grouped_two = stream2.group_by_key()
+    grouped_one.cogroup(aggregate_string).cogroup(grouped_two, aggregate_string).aggregate(lambda: "")
+    grouped_one.aggregate(lambda: "", aggregate_string)
+    assert str(builder.build().describe()) == GROUPED_REUSED
+
+
+def test_the_tree_set_sorts_as_a_sorted_list_when_its_comparator_is_fixed() -> None:
+    """With a comparator that never changes, Java's TreeSet iterates in sorted order, duplicates dropped."""
+    rng = random.Random(26)
+    for size in range(40):
+        values = [rng.randrange(30) for _ in range(size)]
+        tree = JavaTreeSet[int](lambda a, b: (a > b) - (a < b))
+        added = [tree.add(v) for v in values]
+        assert list(tree) == sorted(set(values))
+        assert sum(added) == len(set(values))
+
+
+def test_the_tree_set_keeps_positions_decided_at_insertion() -> None:
+    """A comparator over mutable state is read at each add: placed elements do not move."""
+    weight = {"a": 1, "b": 2, "c": 3}
+    tree = JavaTreeSet[str](lambda x, y: weight[y] - weight[x])  # heavier first
+    tree.add("a")
+    tree.add("b")
+    weight["a"] = 5  # now heavier than "c", but still after "b"
+    tree.add("c")
+    assert list(tree) == ["b", "a", "c"]
