@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import random
 
-from streams_core import Consumed, JoinWindows, Serdes, StreamJoined, StreamsBuilder
+from streams_core import (
+    Consumed,
+    Grouped,
+    JoinWindows,
+    Materialized,
+    Processor,
+    Produced,
+    Serdes,
+    StreamJoined,
+    StreamsBuilder,
+)
 from streams_core.processor.internals.java_collections import JavaTreeSet
 
 S = Serdes.String()
@@ -294,6 +304,110 @@ GROUPED_REUSED_IN_SAME_COGROUPS = (
     '\n'
 )
 
+NAMED_REPARTITION_TOPICS_UNOPTIMIZED = (
+    'Topologies:\n'
+    '   Sub-topology: 0\n'
+    '    Source: KSTREAM-SOURCE-0000000000 (topics: [input])\n'
+    '      --> KSTREAM-MAP-0000000001\n'
+    '    Processor: KSTREAM-MAP-0000000001 (stores: [])\n'
+    '      --> KSTREAM-FILTER-0000000029, KSTREAM-FILTER-0000000002, KSTREAM-FILTER-0000000020, aggregate-stream-repartition-filter, count-stream-repartition-filter\n'
+    '      <-- KSTREAM-SOURCE-0000000000\n'
+    '    Processor: KSTREAM-FILTER-0000000020 (stores: [])\n'
+    '      --> KSTREAM-PEEK-0000000021\n'
+    '      <-- KSTREAM-MAP-0000000001\n'
+    '    Processor: KSTREAM-FILTER-0000000002 (stores: [])\n'
+    '      --> KSTREAM-MAPVALUES-0000000003\n'
+    '      <-- KSTREAM-MAP-0000000001\n'
+    '    Processor: KSTREAM-FILTER-0000000029 (stores: [])\n'
+    '      --> joined-stream-left-repartition-filter\n'
+    '      <-- KSTREAM-MAP-0000000001\n'
+    '    Processor: KSTREAM-PEEK-0000000021 (stores: [])\n'
+    '      --> reduced-stream-repartition-filter\n'
+    '      <-- KSTREAM-FILTER-0000000020\n'
+    '    Processor: KSTREAM-MAPVALUES-0000000003 (stores: [])\n'
+    '      --> KSTREAM-PROCESSOR-0000000004\n'
+    '      <-- KSTREAM-FILTER-0000000002\n'
+    '    Processor: aggregate-stream-repartition-filter (stores: [])\n'
+    '      --> aggregate-stream-repartition-sink\n'
+    '      <-- KSTREAM-MAP-0000000001\n'
+    '    Processor: count-stream-repartition-filter (stores: [])\n'
+    '      --> count-stream-repartition-sink\n'
+    '      <-- KSTREAM-MAP-0000000001\n'
+    '    Processor: joined-stream-left-repartition-filter (stores: [])\n'
+    '      --> joined-stream-left-repartition-sink\n'
+    '      <-- KSTREAM-FILTER-0000000029\n'
+    '    Processor: reduced-stream-repartition-filter (stores: [])\n'
+    '      --> reduced-stream-repartition-sink\n'
+    '      <-- KSTREAM-PEEK-0000000021\n'
+    '    Processor: KSTREAM-PROCESSOR-0000000004 (stores: [])\n'
+    '      --> none\n'
+    '      <-- KSTREAM-MAPVALUES-0000000003\n'
+    '    Sink: aggregate-stream-repartition-sink (topic: aggregate-stream-repartition)\n'
+    '      <-- aggregate-stream-repartition-filter\n'
+    '    Sink: count-stream-repartition-sink (topic: count-stream-repartition)\n'
+    '      <-- count-stream-repartition-filter\n'
+    '    Sink: joined-stream-left-repartition-sink (topic: joined-stream-left-repartition)\n'
+    '      <-- joined-stream-left-repartition-filter\n'
+    '    Sink: reduced-stream-repartition-sink (topic: reduced-stream-repartition)\n'
+    '      <-- reduced-stream-repartition-filter\n'
+    '\n'
+    '  Sub-topology: 1\n'
+    '    Source: count-stream-repartition-source (topics: [count-stream-repartition])\n'
+    '      --> KSTREAM-AGGREGATE-0000000007\n'
+    '    Processor: KSTREAM-AGGREGATE-0000000007 (stores: [KSTREAM-AGGREGATE-STATE-STORE-0000000006])\n'
+    '      --> KTABLE-TOSTREAM-0000000011\n'
+    '      <-- count-stream-repartition-source\n'
+    '    Processor: KTABLE-TOSTREAM-0000000011 (stores: [])\n'
+    '      --> KSTREAM-SINK-0000000012, joined-stream-other-windowed\n'
+    '      <-- KSTREAM-AGGREGATE-0000000007\n'
+    '    Source: joined-stream-left-repartition-source (topics: [joined-stream-left-repartition])\n'
+    '      --> joined-stream-this-windowed\n'
+    '    Processor: joined-stream-other-windowed (stores: [joined-stream-other-join-store])\n'
+    '      --> joined-stream-other-join\n'
+    '      <-- KTABLE-TOSTREAM-0000000011\n'
+    '    Processor: joined-stream-this-windowed (stores: [joined-stream-this-join-store])\n'
+    '      --> joined-stream-this-join\n'
+    '      <-- joined-stream-left-repartition-source\n'
+    '    Processor: joined-stream-other-join (stores: [joined-stream-this-join-store])\n'
+    '      --> joined-stream-merge\n'
+    '      <-- joined-stream-other-windowed\n'
+    '    Processor: joined-stream-this-join (stores: [joined-stream-other-join-store])\n'
+    '      --> joined-stream-merge\n'
+    '      <-- joined-stream-this-windowed\n'
+    '    Processor: joined-stream-merge (stores: [])\n'
+    '      --> KSTREAM-SINK-0000000038\n'
+    '      <-- joined-stream-this-join, joined-stream-other-join\n'
+    '    Sink: KSTREAM-SINK-0000000012 (topic: outputTopic_0)\n'
+    '      <-- KTABLE-TOSTREAM-0000000011\n'
+    '    Sink: KSTREAM-SINK-0000000038 (topic: outputTopicForJoin)\n'
+    '      <-- joined-stream-merge\n'
+    '\n'
+    '  Sub-topology: 2\n'
+    '    Source: aggregate-stream-repartition-source (topics: [aggregate-stream-repartition])\n'
+    '      --> KSTREAM-AGGREGATE-0000000014\n'
+    '    Processor: KSTREAM-AGGREGATE-0000000014 (stores: [KSTREAM-AGGREGATE-STATE-STORE-0000000013])\n'
+    '      --> KTABLE-TOSTREAM-0000000018\n'
+    '      <-- aggregate-stream-repartition-source\n'
+    '    Processor: KTABLE-TOSTREAM-0000000018 (stores: [])\n'
+    '      --> KSTREAM-SINK-0000000019\n'
+    '      <-- KSTREAM-AGGREGATE-0000000014\n'
+    '    Sink: KSTREAM-SINK-0000000019 (topic: outputTopic_1)\n'
+    '      <-- KTABLE-TOSTREAM-0000000018\n'
+    '\n'
+    '  Sub-topology: 3\n'
+    '    Source: reduced-stream-repartition-source (topics: [reduced-stream-repartition])\n'
+    '      --> KSTREAM-REDUCE-0000000023\n'
+    '    Processor: KSTREAM-REDUCE-0000000023 (stores: [KSTREAM-REDUCE-STATE-STORE-0000000022])\n'
+    '      --> KTABLE-TOSTREAM-0000000027\n'
+    '      <-- reduced-stream-repartition-source\n'
+    '    Processor: KTABLE-TOSTREAM-0000000027 (stores: [])\n'
+    '      --> KSTREAM-SINK-0000000028\n'
+    '      <-- KSTREAM-REDUCE-0000000023\n'
+    '    Sink: KSTREAM-SINK-0000000028 (topic: outputTopic_2)\n'
+    '      <-- KTABLE-TOSTREAM-0000000027\n'
+    '\n'
+)
+
 
 def test_a_merge_after_a_stream_stream_join_lists_jointhis_first() -> None:
     """StreamsGraphTest.shouldBeAbleToBuildTopologyIncrementally (its first step)."""
@@ -369,6 +483,34 @@ def test_a_grouped_stream_reused_by_a_cogroup_and_an_aggregation() -> None:
     grouped_one.cogroup(aggregate_string).cogroup(grouped_two, aggregate_string).aggregate(lambda: "")
     grouped_one.aggregate(lambda: "", aggregate_string)
     assert str(builder.build().describe()) == GROUPED_REUSED
+
+
+class Collect(Processor):
+    def process(self, record: object) -> None:
+        pass
+
+
+def test_named_repartition_topics_of_one_key_changed_stream() -> None:
+    """RepartitionTopicNamingTest.shouldReuseFirstRepartitionTopicNameWhenOptimizing, its
+    EXPECTED_UNOPTIMIZED_TOPOLOGY: five successors of one node in Java's order, and the index
+    `count(Materialized)` burns for an unnamed store (KGroupedStreamImpl.count)."""
+    builder = StreamsBuilder()
+    ints, longs = Serdes.Integer(), Serdes.Long()
+    mapped = builder.stream("input", Consumed.with_(S, S)).map(lambda k, v: (k.upper(), v))
+    mapped.filter(lambda k, v: k == "B").map_values(lambda v: v.upper()).process(Collect)
+    counts = mapped.group_by_key(Grouped.as_("count-stream")).count(Materialized.with_(S, longs)).to_stream()
+    counts.to("outputTopic_0", Produced.with_(S, longs))
+    (mapped.group_by_key(Grouped.as_("aggregate-stream"))
+        .aggregate(lambda: 0, lambda k, v, total: total + len(v), Materialized.with_(S, ints))
+        .to_stream().to("outputTopic_1", Produced.with_(S, ints)))  # fmt: skip
+    (mapped.filter(lambda k, v: True).peek(lambda k, v: None).group_by_key(Grouped.as_("reduced-stream"))
+        .reduce(lambda a, b: a + ":" + b, Materialized.with_(S, S))
+        .to_stream().to("outputTopic_2", Produced.with_(S, S)))  # fmt: skip
+    joined = StreamJoined.with_(S, S, longs).with_store_name("joined-stream").with_name("joined-stream")
+    (mapped.filter(lambda k, v: k == "A")
+        .join(counts, lambda v1, v2: f"{v1}:{v2}", JoinWindows.of_time_difference_with_no_grace(5000), joined)
+        .to("outputTopicForJoin"))  # fmt: skip
+    assert str(builder.build().describe()) == NAMED_REPARTITION_TOPICS_UNOPTIMIZED
 
 
 def test_the_tree_set_sorts_as_a_sorted_list_when_its_comparator_is_fixed() -> None:

@@ -87,6 +87,12 @@ class InternalStreamsBuilder:
         self._index += 1
         return name
 
+    def burn_count_store_name(self, materialized: Any) -> None:
+        """Java's `count(Materialized)` generates a store name it never uses when the Materialized
+        names none (kept there for compatibility), so the numbers after it are one higher."""
+        if materialized is not None and materialized.store_name is None:
+            self.new_store_name(names.KSTREAM_AGGREGATE)
+
     def processor_name(self, named: Named | str | None, prefix: str) -> str:
         """The user's name, else a generated one; an index is used either way (Java's
         `orElseGenerateWithPrefix` burns it for a given name, so later numbers match)."""
