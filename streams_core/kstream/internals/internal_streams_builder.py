@@ -50,7 +50,17 @@ class InternalStreamsBuilder:
         self._dsl_stores: list[Any] = []
         self._relaxed_joins: set[str] = set()
         self._caching: list[bool] = []
+        self._build_checks: list[Callable[[], None]] = []
         self.itb.on_build(self._bind)
+
+    def at_build(self, check: Callable[[], None]) -> None:
+        """Run `check` in `StreamsBuilder.build()`: what Java checks while writing the topology
+        (when the whole topology is known), not when the operator is called."""
+        self._build_checks.append(check)
+
+    def run_build_checks(self) -> None:
+        for check in self._build_checks:
+            check()
 
     def _bind(self, config: Any) -> None:
         for serde in self._bound:
