@@ -13,6 +13,7 @@ from streams_core import (
     Consumed,
     Grouped,
     JoinWindows,
+    KGroupedStream,
     Materialized,
     Processor,
     Produced,
@@ -31,6 +32,12 @@ def concat(left: str, right: str) -> str:
 
 def aggregate_string(key: str, value: str, aggregate: str) -> str:
     return aggregate + value
+
+
+def cogroup_inputs(builder: StreamsBuilder, first: str, *others: str) -> list[KGroupedStream]:
+    """CogroupedKStreamImplTest's grouped streams: the first topic's key changed (`map`), the others not."""
+    streams = [builder.stream(topic, Consumed.with_(S, S)) for topic in (first, *others)]  # sources first, as Java
+    return [streams[0].map(lambda k, v: (v, k)).group_by_key()] + [stream.group_by_key() for stream in streams[1:]]
 
 
 JOINED_TOPOLOGY = (
@@ -448,12 +455,7 @@ def test_merges_of_merges_list_the_merge_before_the_mapped_stream() -> None:
 def test_a_grouped_stream_reused_in_two_cogroups() -> None:
     """CogroupedKStreamImplTest.shouldInsertRepartitionsTopicForUpstreamKeyModificationWithGroupedReusedInDifferentCogroups."""
     builder = StreamsBuilder()
-    stream1 = builder.stream("one", Consumed.with_(S, S))
-    stream2 = builder.stream("two", Consumed.with_(S, S))
-    stream3 = builder.stream("three", Consumed.with_(S, S))
-    grouped_one = stream1.map(lambda k, v: (v, k)).group_by_key()
-    grouped_two = stream2.group_by_key()
-    grouped_three = stream3.group_by_key()
+    grouped_one, grouped_two, grouped_three = cogroup_inputs(builder, "one", "two", "three")
     grouped_one.cogroup(aggregate_string).cogroup(grouped_three, aggregate_string).aggregate(lambda: "")
     grouped_one.cogroup(aggregate_string).cogroup(grouped_two, aggregate_string).aggregate(lambda: "")
     assert str(builder.build().describe()) == GROUPED_REUSED_IN_DIFFERENT_COGROUPS
@@ -462,10 +464,7 @@ def test_a_grouped_stream_reused_in_two_cogroups() -> None:
 def test_a_grouped_stream_reused_in_two_same_cogroups_lists_the_later_filter_first() -> None:
     """CogroupedKStreamImplTest.shouldInsertRepartitionsTopicForUpstreamKeyModificationWithGroupedReusedInSameCogroups."""
     builder = StreamsBuilder()
-    stream1 = builder.stream("one", Consumed.with_(S, S))
-    stream2 = builder.stream("two", Consumed.with_(S, S))
-    grouped_one = stream1.map(lambda k, v: (v, k)).group_by_key()
-    grouped_two = stream2.group_by_key()
+    grouped_one, grouped_two = cogroup_inputs(builder, "one", "two")
     cogrouped_two = grouped_one.cogroup(aggregate_string).cogroup(grouped_two, aggregate_string).aggregate(lambda: "")
     cogrouped_one = grouped_one.cogroup(aggregate_string).cogroup(grouped_two, aggregate_string).aggregate(lambda: "")
     cogrouped_one.to_stream().to("output")
@@ -476,10 +475,7 @@ def test_a_grouped_stream_reused_in_two_same_cogroups_lists_the_later_filter_fir
 def test_a_grouped_stream_reused_by_a_cogroup_and_an_aggregation() -> None:
     """CogroupedKStreamImplTest.shouldInsertRepartitionsTopicForUpstreamKeyModificationWithGroupedReused."""
     builder = StreamsBuilder()
-    stream1 = builder.stream("one", Consumed.with_(S, S))
-    stream2 = builder.stream("two", Consumed.with_(S, S))
-    grouped_one = stream1.map(lambda k, v: (v, k)).group_by_key()
-    grouped_two = stream2.group_by_key()
+    grouped_one, grouped_two = cogroup_inputs(builder, "one", "two")
     grouped_one.cogroup(aggregate_string).cogroup(grouped_two, aggregate_string).aggregate(lambda: "")
     grouped_one.aggregate(lambda: "", aggregate_string)
     assert str(builder.build().describe()) == GROUPED_REUSED

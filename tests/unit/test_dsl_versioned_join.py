@@ -148,57 +148,51 @@ def test_joined_with_takes_javas_five_arguments() -> None:
     assert Joined.with_(S, S, S, "j").grace_period_ms is None
 
 
-def test_a_grace_period_needs_a_versioned_table() -> None:
-    """KStreamKTableJoinTest.shouldFailIfTableIsNotVersioned: rejected at the join."""
+def join_with_grace(store: Any, grace: Any, filtered: bool) -> StreamsBuilder:
+    """The join of KStreamKTableJoinTest's grace period checks: a stream of "topic" with the table
+    of "topic2" (in `store`, else unmaterialised), or with a filter of it that inherits its store."""
     builder = StreamsBuilder()
     stream_a = builder.stream("topic", Consumed.with_(S, S))
-    table_b = builder.table("topic2", Consumed.with_(S, S))
+    if store is None:
+        table_b = builder.table("topic2", Consumed.with_(S, S))
+    else:
+        table_b = builder.table("topic2", Consumed.with_(S, S), Materialized.as_(store))
+    if filtered:
+        table_b = table_b.filter(lambda k, v: True)
+    stream_a.join(table_b, plus, Joined.with_(S, S, S, "first-join", grace)).to("out-one")
+    return builder
+
+
+def test_a_grace_period_needs_a_versioned_table() -> None:
+    """KStreamKTableJoinTest.shouldFailIfTableIsNotVersioned: rejected at the join."""
     with pytest.raises(ValueError, match=NOT_VERSIONED):
-        stream_a.join(table_b, plus, Joined.with_(S, S, S, "first-join", 6)).to("out-one")
+        join_with_grace(None, 6, filtered=False)
 
 
 def test_a_grace_period_over_an_inherited_store_that_is_not_versioned() -> None:
     """KStreamKTableJoinTest.shouldFailIfTableIsNotVersionedButMaterializationIsInherited: the join
     is accepted, the build is not."""
-    builder = StreamsBuilder()
-    stream_a = builder.stream("topic", Consumed.with_(S, S))
-    source = builder.table("topic2", Consumed.with_(S, S), Materialized.as_(Stores.in_memory_key_value_store("tableB")))
-    table_b = source.filter(lambda k, v: True)
-    stream_a.join(table_b, plus, Joined.with_(S, S, S, "first-join", 6)).to("out-one")
+    builder = join_with_grace(Stores.in_memory_key_value_store("tableB"), 6, filtered=True)
     with pytest.raises(ValueError, match=NOT_VERSIONED):
         builder.build()
 
 
 def test_a_grace_period_over_an_inherited_versioned_store() -> None:
     """KStreamKTableJoinTest.shouldNotFailIfTableIsVersionedButMaterializationIsInherited."""
-    builder = StreamsBuilder()
-    stream_a = builder.stream("topic", Consumed.with_(S, S))
-    source = builder.table("topic2", Consumed.with_(S, S),
-                           Materialized.as_(Stores.persistent_versioned_key_value_store("tableB", 5 * 60_000)))  # fmt: skip
-    table_b = source.filter(lambda k, v: True)
-    stream_a.join(table_b, plus, Joined.with_(S, S, S, "first-join", 6)).to("out-one")
-    builder.build()
+    join_with_grace(Stores.persistent_versioned_key_value_store("tableB", 5 * 60_000), 6, filtered=True).build()
 
 
 def test_the_history_retention_must_cover_the_grace_period() -> None:
     """KStreamKTableJoinTest.shouldFailIfGracePeriodIsLongerThanHistoryRetention: rejected at build."""
-    builder = StreamsBuilder()
-    stream_a = builder.stream("topic", Consumed.with_(S, S))
-    table_b = builder.table("topic2", Consumed.with_(S, S),
-                            Materialized.as_(Stores.persistent_versioned_key_value_store("tableB", 5 * 60_000)))  # fmt: skip
-    stream_a.join(table_b, plus, Joined.with_(S, S, S, "first-join", timedelta(minutes=6))).to("out-one")
+    store = Stores.persistent_versioned_key_value_store("tableB", 5 * 60_000)
+    builder = join_with_grace(store, timedelta(minutes=6), filtered=False)
     with pytest.raises(ValueError, match=RETENTION):
         builder.build()
 
 
 def test_the_inherited_history_retention_must_cover_the_grace_period() -> None:
     """KStreamKTableJoinTest.shouldFailIfGracePeriodIsLongerThanHistoryRetentionAndInheritedStore
-    (today's reason, not "not versioned")."""
-    builder = StreamsBuilder()
-    stream_a = builder.stream("topic", Consumed.with_(S, S))
-    source = builder.table("topic2", Consumed.with_(S, S),
-                           Materialized.as_(Stores.persistent_versioned_key_value_store("V-grace", 0)))  # fmt: skip
-    table_b = source.filter(lambda k, v: True)
-    stream_a.join(table_b, plus, Joined.with_(S, S, S, "first-join", 6)).to("out-one")
+    (that reason, not "not versioned")."""
+    builder = join_with_grace(Stores.persistent_versioned_key_value_store("V-grace", 0), 6, filtered=True)
     with pytest.raises(ValueError, match=RETENTION):
         builder.build()

@@ -108,28 +108,17 @@ class JavaTreeSet(Generic[T]):
             parent = x.parent
             grand = parent.parent
             assert grand is not None  # a red node is never the root
-            if parent is grand.left:
-                uncle = grand.right
-                if uncle is not None and not uncle.black:
-                    parent.black = uncle.black = True
-                    grand.black = False
-                    x = grand
-                    continue
-                if x is parent.right:
-                    x = parent
-                    self._rotate_left(x)
-                self._recolor_and_rotate(x, self._rotate_right)
-            else:
-                uncle = grand.left
-                if uncle is not None and not uncle.black:
-                    parent.black = uncle.black = True
-                    grand.black = False
-                    x = grand
-                    continue
-                if x is parent.left:
-                    x = parent
-                    self._rotate_right(x)
-                self._recolor_and_rotate(x, self._rotate_left)
+            on_left = parent is grand.left
+            uncle = grand.right if on_left else grand.left
+            if uncle is not None and not uncle.black:
+                parent.black = uncle.black = True
+                grand.black = False
+                x = grand
+                continue
+            if x is (parent.right if on_left else parent.left):
+                x = parent
+                (self._rotate_left if on_left else self._rotate_right)(x)
+            self._recolor_and_rotate(x, self._rotate_right if on_left else self._rotate_left)
         assert self._root is not None
         self._root.black = True
 
@@ -142,24 +131,21 @@ class JavaTreeSet(Generic[T]):
         rotate(parent.parent)
 
     def _rotate_left(self, p: _Entry[T]) -> None:
-        r = p.right
-        assert r is not None
-        p.right = r.left
-        if r.left is not None:
-            r.left.parent = p
-        self._replace(p, r)
-        r.left = p
-        p.parent = r
+        self._rotate(p, "left", "right")
 
     def _rotate_right(self, p: _Entry[T]) -> None:
-        left = p.left
-        assert left is not None
-        p.left = left.right
-        if left.right is not None:
-            left.right.parent = p
-        self._replace(p, left)
-        left.right = p
-        p.parent = left
+        self._rotate(p, "right", "left")
+
+    def _rotate(self, p: _Entry[T], near: str, far: str) -> None:
+        """`TreeMap.rotateLeft` (near "left") or `rotateRight`: `p`'s far child takes its place."""
+        child: _Entry[T] = getattr(p, far)
+        inner: _Entry[T] | None = getattr(child, near)
+        setattr(p, far, inner)
+        if inner is not None:
+            inner.parent = p
+        self._replace(p, child)
+        setattr(child, near, p)
+        p.parent = child
 
     def _replace(self, old: _Entry[T], new: _Entry[T]) -> None:
         """Put `new` where `old` hangs (a rotation's first half)."""
