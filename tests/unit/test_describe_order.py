@@ -415,6 +415,85 @@ NAMED_REPARTITION_TOPICS_UNOPTIMIZED = (
     '\n'
 )
 
+FK_JOIN_OF_TABLES_FROM_STREAMS = (
+    'Topologies:\n'
+    '   Sub-topology: 0\n'
+    '    Source: KTABLE-SOURCE-0000000016 (topics: [KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic])\n'
+    '      --> KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-0000000017\n'
+    '    Source: KSTREAM-SOURCE-0000000000 (topics: [input1])\n'
+    '      --> KSTREAM-TOTABLE-0000000001\n'
+    '    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-0000000017 (stores: [KSTREAM-TOTABLE-STATE-STORE-0000000002])\n'
+    '      --> KTABLE-FK-JOIN-OUTPUT-0000000018\n'
+    '      <-- KTABLE-SOURCE-0000000016\n'
+    '    Processor: KSTREAM-TOTABLE-0000000001 (stores: [KSTREAM-TOTABLE-STATE-STORE-0000000002])\n'
+    '      --> KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000007\n'
+    '      <-- KSTREAM-SOURCE-0000000000\n'
+    '    Processor: KTABLE-FK-JOIN-OUTPUT-0000000018 (stores: [])\n'
+    '      --> KTABLE-TOSTREAM-0000000020\n'
+    '      <-- KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-0000000017\n'
+    '    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000007 (stores: [])\n'
+    '      --> KTABLE-SINK-0000000008\n'
+    '      <-- KSTREAM-TOTABLE-0000000001\n'
+    '    Processor: KTABLE-TOSTREAM-0000000020 (stores: [])\n'
+    '      --> KSTREAM-SINK-0000000021\n'
+    '      <-- KTABLE-FK-JOIN-OUTPUT-0000000018\n'
+    '    Sink: KSTREAM-SINK-0000000021 (topic: output)\n'
+    '      <-- KTABLE-TOSTREAM-0000000020\n'
+    '    Sink: KTABLE-SINK-0000000008 (topic: KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic)\n'
+    '      <-- KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000007\n'
+    '\n'
+    '  Sub-topology: 1\n'
+    '    Source: KSTREAM-SOURCE-0000000003 (topics: [input2])\n'
+    '      --> KSTREAM-TOTABLE-0000000004\n'
+    '    Source: KTABLE-SOURCE-0000000009 (topics: [KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic])\n'
+    '      --> KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000011\n'
+    '    Processor: KSTREAM-TOTABLE-0000000004 (stores: [KSTREAM-TOTABLE-STATE-STORE-0000000005])\n'
+    '      --> KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000013\n'
+    '      <-- KSTREAM-SOURCE-0000000003\n'
+    '    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000011 (stores: [KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000010])\n'
+    '      --> KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000012\n'
+    '      <-- KTABLE-SOURCE-0000000009\n'
+    '    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000012 (stores: [KSTREAM-TOTABLE-STATE-STORE-0000000005])\n'
+    '      --> KTABLE-SINK-0000000015\n'
+    '      <-- KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000011\n'
+    '    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000013 (stores: [KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000010])\n'
+    '      --> KTABLE-SINK-0000000015\n'
+    '      <-- KSTREAM-TOTABLE-0000000004\n'
+    '    Sink: KTABLE-SINK-0000000015 (topic: KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic)\n'
+    '      <-- KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000012, KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000013\n'
+    '\n'
+)
+
+JOIN_OF_TABLES_FROM_STREAMS = (
+    'Topologies:\n'
+    '   Sub-topology: 0\n'
+    '    Source: KSTREAM-SOURCE-0000000000 (topics: [left])\n'
+    '      --> KSTREAM-TOTABLE-0000000001\n'
+    '    Source: KSTREAM-SOURCE-0000000003 (topics: [right])\n'
+    '      --> KSTREAM-TOTABLE-0000000004\n'
+    '    Processor: KSTREAM-TOTABLE-0000000001 (stores: [KSTREAM-TOTABLE-STATE-STORE-0000000002])\n'
+    '      --> KTABLE-JOINTHIS-0000000007\n'
+    '      <-- KSTREAM-SOURCE-0000000000\n'
+    '    Processor: KSTREAM-TOTABLE-0000000004 (stores: [KSTREAM-TOTABLE-STATE-STORE-0000000005])\n'
+    '      --> KTABLE-JOINOTHER-0000000008\n'
+    '      <-- KSTREAM-SOURCE-0000000003\n'
+    '    Processor: KTABLE-JOINOTHER-0000000008 (stores: [KSTREAM-TOTABLE-STATE-STORE-0000000002])\n'
+    '      --> KTABLE-MERGE-0000000006\n'
+    '      <-- KSTREAM-TOTABLE-0000000004\n'
+    '    Processor: KTABLE-JOINTHIS-0000000007 (stores: [KSTREAM-TOTABLE-STATE-STORE-0000000005])\n'
+    '      --> KTABLE-MERGE-0000000006\n'
+    '      <-- KSTREAM-TOTABLE-0000000001\n'
+    '    Processor: KTABLE-MERGE-0000000006 (stores: [])\n'
+    '      --> KTABLE-TOSTREAM-0000000009\n'
+    '      <-- KTABLE-JOINTHIS-0000000007, KTABLE-JOINOTHER-0000000008\n'
+    '    Processor: KTABLE-TOSTREAM-0000000009 (stores: [])\n'
+    '      --> KSTREAM-SINK-0000000010\n'
+    '      <-- KTABLE-MERGE-0000000006\n'
+    '    Sink: KSTREAM-SINK-0000000010 (topic: output)\n'
+    '      <-- KTABLE-TOSTREAM-0000000009\n'
+    '\n'
+)
+
 
 def test_a_merge_after_a_stream_stream_join_lists_jointhis_first() -> None:
     """StreamsGraphTest.shouldBeAbleToBuildTopologyIncrementally (its first step)."""
@@ -479,6 +558,24 @@ def test_a_grouped_stream_reused_by_a_cogroup_and_an_aggregation() -> None:
     grouped_one.cogroup(aggregate_string).cogroup(grouped_two, aggregate_string).aggregate(lambda: "")
     grouped_one.aggregate(lambda: "", aggregate_string)
     assert str(builder.build().describe()) == GROUPED_REUSED
+
+
+def test_a_foreign_key_join_of_tables_from_streams() -> None:
+    """KStreamImplTest.shouldSupportForeignKeyTableTableJoinWithKTableFromKStream."""
+    builder = StreamsBuilder()
+    left = builder.stream("input1", Consumed.with_(S, S)).to_table()
+    right = builder.stream("input2", Consumed.with_(S, S)).to_table()
+    left.join(right, lambda value: value.split("|")[1], lambda v1, v2: f"({v1},{v2})").to_stream().to("output")
+    assert str(builder.build().describe()) == FK_JOIN_OF_TABLES_FROM_STREAMS
+
+
+def test_a_join_of_tables_from_streams_lists_jointhis_first() -> None:
+    """KStreamImplTest.shouldSupportTableTableJoinWithKStreamToKTable."""
+    builder = StreamsBuilder()
+    table1 = builder.stream("left", Consumed.with_(S, S)).to_table()
+    table2 = builder.stream("right", Consumed.with_(S, S)).to_table()
+    table1.join(table2, concat).to_stream().to("output")
+    assert str(builder.build().describe()) == JOIN_OF_TABLES_FROM_STREAMS
 
 
 class Collect(Processor):
