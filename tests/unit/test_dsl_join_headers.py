@@ -6,7 +6,7 @@ from typing import Any
 
 from streams_core import JoinWindows, Serdes, StreamJoined, StreamsBuilder, TestRecord, TopologyTestDriver
 
-I, S, L = Serdes.Integer(), Serdes.String(), Serdes.Long()
+INT, S, L = Serdes.Integer(), Serdes.String(), Serdes.Long()
 
 
 def to_string_joiner(left: Any, right: Any) -> str:
@@ -21,13 +21,13 @@ def h(value: int) -> tuple[tuple[str, bytes], ...]:
 def run(kind: str) -> list[list[TestRecord[Any, Any]]]:
     """KStreamKStreamOuterJoinTest.testShouldForwardCurrentHeaders's inputs: what each step emits."""
     builder = StreamsBuilder()
-    stream1 = builder.stream("topic1", key_serde=I, value_serde=S)
-    stream2 = builder.stream("topic2", key_serde=I, value_serde=L)
+    stream1 = builder.stream("topic1", key_serde=INT, value_serde=S)
+    stream2 = builder.stream("topic2", key_serde=INT, value_serde=L)
     windows = JoinWindows.of_time_difference_and_grace(100, 10)
-    getattr(stream1, kind)(stream2, to_string_joiner, windows, StreamJoined.with_(I, S, L)).to("out")
+    getattr(stream1, kind)(stream2, to_string_joiner, windows, StreamJoined.with_(INT, S, L)).to("out")
     with TopologyTestDriver(builder.build(), {"application.id": "join-headers"}) as driver:
-        topic1, topic2 = driver.create_input_topic("topic1", I, S), driver.create_input_topic("topic2", I, L)
-        out = driver.create_output_topic("out", I, S)
+        topic1, topic2 = driver.create_input_topic("topic1", INT, S), driver.create_input_topic("topic2", INT, L)
+        out = driver.create_output_topic("out", INT, S)
         topic1.pipe_input(0, "A0", 0, h(1))
         topic2.pipe_input(1, 10, 0, h(2))
         topic2.pipe_input(3, 100, 211, h(3))  # stream time 211 closes both windows of time 0
