@@ -23,28 +23,14 @@ from streams_core import (
     SessionWindows,
     StreamsBuilder,
     TestRecord,
-    TimeWindow,
     TimeWindows,
     TopologyTestDriver,
     Windowed,
     WindowedSerdes,
 )
+from tests.unit.test_dsl_window_emit import ON_CLOSE, ON_UPDATE, W, _add, _init
 
 S = Serdes.String()
-ON_UPDATE, ON_CLOSE = EmitStrategy.on_window_update(), EmitStrategy.on_window_close()
-
-
-def W(key: str, start: int, end: int) -> Windowed[str]:
-    return Windowed(key, TimeWindow(start, end))
-
-
-def _init() -> str:
-    return "0"
-
-
-def _add(key: Any, value: str, aggregate: str) -> str:
-    """Java's MockAggregator.TOSTRING_ADDER."""
-    return f"{aggregate}+{value}"
 
 
 def _windowed_table(builder: StreamsBuilder, topic: str, grace: int, emit: EmitStrategy, cache: bool) -> Any:

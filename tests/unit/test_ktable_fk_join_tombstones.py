@@ -46,8 +46,11 @@ def _topology(left_join: bool, materialized: bool, rejoin: bool) -> Any:
     return builder.build()
 
 
-def _contents(driver: TopologyTestDriver) -> dict[str, Any]:
-    return {kv.key: kv.value for kv in driver.get_key_value_store("store").all()}
+def _check(driver: TopologyTestDriver, materialized: bool, output: dict[str, Any], store: dict[str, Any]) -> None:
+    """What the output topic got since the last check, and the result store's content (if it has one)."""
+    assert driver.create_output_topic("output", S, S).read_key_values_to_map() == output
+    if materialized:
+        assert {kv.key: kv.value for kv in driver.get_key_value_store("store").all()} == store
 
 
 @pytest.mark.parametrize(("left_join", "materialized", "rejoin"), CASES)
@@ -55,21 +58,14 @@ def test_should_emit_tombstone_when_deleting_non_joining_records(left_join: bool
     """KTableKTableForeignKeyJoinIntegrationTest.shouldEmitTombstoneWhenDeletingNonJoiningRecords."""
     with TopologyTestDriver(_topology(left_join, materialized, rejoin), {"application.id": "fk"}) as driver:
         left = driver.create_input_topic("left_table", S, S)
-        output = driver.create_output_topic("output", S, S)
         left.pipe_input("lhs1", "lhsValue1|rhs1", 0)
         expected = {"lhs1": "(lhsValue1|rhs1,null)"} if left_join else {}
-        assert output.read_key_values_to_map() == expected
-        if materialized:
-            assert _contents(driver) == expected
+        _check(driver, materialized, expected, expected)
         # an unnecessary tombstone for the inner join: it cannot know whether a result was emitted
         left.pipe_input("lhs1", None, 1)
-        assert output.read_key_values_to_map() == {"lhs1": None}
-        if materialized:
-            assert _contents(driver) == {}
+        _check(driver, materialized, {"lhs1": None}, {})
         left.pipe_input("lhs1", None, 2)  # deleting a non-existing record is idempotent
-        assert output.read_key_values_to_map() == {}
-        if materialized:
-            assert _contents(driver) == {}
+        _check(driver, materialized, {}, {})
 
 
 @pytest.mark.parametrize(("left_join", "materialized", "rejoin"), CASES)
@@ -79,9 +75,7 @@ def test_should_not_emit_tombstones_when_deleting_non_existing_records(
     """KTableKTableForeignKeyJoinIntegrationTest.shouldNotEmitTombstonesWhenDeletingNonExistingRecords."""
     with TopologyTestDriver(_topology(left_join, materialized, rejoin), {"application.id": "fk"}) as driver:
         driver.create_input_topic("left_table", S, S).pipe_input("lhs1", None, 0)
-        assert driver.create_output_topic("output", S, S).read_key_values_to_map() == {}
-        if materialized:
-            assert _contents(driver) == {}
+        _check(driver, materialized, {}, {})
 
 
 @pytest.mark.parametrize(("left_join", "materialized", "rejoin"), CASES)
@@ -92,15 +86,10 @@ def test_join_should_produce_nulls_when_value_has_non_matching_foreign_key(
     moving a left record from one missing foreign key to another emits a tombstone for the inner join."""
     with TopologyTestDriver(_topology(left_join, materialized, rejoin), {"application.id": "fk"}) as driver:
         left = driver.create_input_topic("left_table", S, S)
-        output = driver.create_output_topic("output", S, S)
         left.pipe_input("lhs1", "lhsValue1|rhs1", 0)
         expected = {"lhs1": "(lhsValue1|rhs1,null)"} if left_join else {}
-        assert output.read_key_values_to_map() == expected
-        if materialized:
-            assert _contents(driver) == expected
+        _check(driver, materialized, expected, expected)
         for timestamp, fk in ((1, "rhs2"), (2, "rhs3")):
             left.pipe_input("lhs1", f"lhsValue1|{fk}", timestamp)
             joined = f"(lhsValue1|{fk},null)"
-            assert output.read_key_values_to_map() == {"lhs1": joined if left_join else None}
-            if materialized:
-                assert _contents(driver) == ({"lhs1": joined} if left_join else {})
+            _check(driver, materialized, {"lhs1": joined if left_join else None}, {"lhs1": joined} if left_join else {})

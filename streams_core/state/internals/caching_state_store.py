@@ -29,6 +29,8 @@ __all__ = ["DEFAULT_CACHE_BYTES", "BytesFlushListener", "CachingStateStore", "Ca
 
 log = logging.getLogger(__name__)
 
+_MAX_TIME = 2**63 - 1
+
 DEFAULT_CACHE_BYTES = 10 * 1024 * 1024
 
 BytesFlushListener = Callable[[Any, bytes | None, bytes | None, int], None]
@@ -160,6 +162,13 @@ class CachingTimeKeyedStore(CachingStateStore):
         self._by_key: dict[bytes, _KeyIndex] = {}
         self._keys_of: dict[bytes, bytes] = {}
 
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        super().init(context, root)
+        bottom = self._wrapped
+        while not hasattr(type(bottom), "expired_through") and hasattr(bottom, "wrapped"):
+            bottom = bottom.wrapped()
+        self._bottom = bottom
+
     @property
     def retention_period(self) -> int:
         return self._wrapped.retention_period  # type: ignore[no-any-return]
@@ -187,26 +196,36 @@ class CachingTimeKeyedStore(CachingStateStore):
     ) -> Iterator[tuple[bytes, int, int, bytes | None]]:
         """(key, start, end, value or None) of the cached entries within the key range, unordered.
 
-        For one key, only entries whose indexed time (start, or end for sessions) is at least `time_from`.
+        For one key, only entries whose indexed time (start, or end for sessions) is at least
+        `time_from`. A clean entry the store below still keeps is left out: the store answers the
+        same for it (it got that write when it was flushed), so reads merge only what differs.
         """
         named = self._named
         by_key = self._by_key
         if named is None or not by_key:
             return
-        entries = named.entries
+        entries, dirty = named.entries, named.dirty
+        expired = self._expired_below()
         if key_from is not None and key_from == key_to:
             index = by_key.get(key_from)
             if index is None:
                 return
             windows = index.windows
-            for _, cache_key in index.since(time_from):
-                start, end, _ = windows[cache_key]
-                yield key_from, start, end, entries[cache_key].value
+            for time, cache_key in index.since(time_from):
+                if time <= expired or cache_key in dirty:
+                    start, end, _ = windows[cache_key]
+                    yield key_from, start, end, entries[cache_key].value
             return
         for key, index in list(by_key.items()):
             if (key_from is None or key >= key_from) and (key_to is None or key <= key_to):
-                for cache_key, (start, end, _) in index.windows.items():
-                    yield key, start, end, entries[cache_key].value
+                for cache_key, (start, end, time) in index.windows.items():
+                    if time <= expired or cache_key in dirty:
+                        yield key, start, end, entries[cache_key].value
+
+    def _expired_below(self) -> int:
+        """The latest time the store below has expired (all of time if it does not say)."""
+        expired: int | None = getattr(self._bottom, "expired_through", None)
+        return _MAX_TIME if expired is None else expired
 
     def _flush_entries(self, batch: list[tuple[bytes, CacheEntry]]) -> None:
         """Write through, then unindex the deletes now clean: the store below has them, they hide nothing."""
