@@ -52,7 +52,8 @@ class RecordQueue(Generic[R]):
 
     `extracted_time` is the cell the record deserializer reads (what its timestamp extractor
     receives) and advances: Kafka Streams' partition time, the highest timestamp extracted from
-    this partition so far (UNKNOWN before the first). The queue only resets it (`clear`).
+    this partition so far (UNKNOWN before the first), kept for the extractors that read it. The
+    queue only resets it (`clear`).
     """
 
     __slots__ = (

@@ -237,14 +237,6 @@ def test_records_walk_depth_first_in_child_order(tmp_path: Path) -> None:
     assert task.commit_needed
 
 
-def test_process_before_init_or_after_close_is_an_error(tmp_path: Path) -> None:
-    topology = Topology().add_source("S", "in").add_sink("K", "out", "S")
-    task = make_task(topology, tmp_path)
-    task.close()
-    with pytest.raises(StreamsError, match="task 0_0 cannot process records while CLOSED"):
-        process(task, Record(b"k", b"v", 0))
-
-
 def test_unknown_topic_is_an_error(tmp_path: Path) -> None:
     task = make_task(Topology().add_source("S", "in").add_sink("K", "out", "S"), tmp_path)
     with pytest.raises(StreamsError, match=r"task 0_0 has no source for topic 'other' \(its sources read \['in'\]\)"):

@@ -252,7 +252,9 @@ class TaskProcessor:
         A failure goes to the deserialization handler; a negative timestamp is dropped, logged and
         counted. Extractors other than the two that keep the record's own timestamp see a
         ConsumerRecord and `partition_time.value`: Kafka Streams' partition time, the highest
-        timestamp this reader extracted so far (the reader advances the cell; UNKNOWN at first).
+        timestamp this reader extracted so far (UNKNOWN at first). The reader advances the cell
+        only for those extractors: the other two never read it, and the default path stays as
+        cheap as it was.
         """
         source = self.source_node(topic)
         key_of = source.key_serde.deserialize
@@ -276,16 +278,16 @@ class TaskProcessor:
                 if timestamp < 0:
                     drop(consumed, timestamp)
                     return None
-            if timestamp > partition_time.value:
-                partition_time.value = timestamp
+                if timestamp > partition_time.value:
+                    partition_time.value = timestamp
             return new_record(Record, (key, value, timestamp, raw.headers))
 
         return read
 
     def process_record(self, source: SourceNode, record: Record[Any, Any], topic: str, partition: int, offset: int) -> None:
-        """Run a record the `record_reader` built through the sub-topology from `source`, depth-first."""
-        if self._state is not TaskProcessorState.RUNNING:
-            raise StreamsError(f"task {self.task_id} cannot process records while {self._state.name}")
+        """Run a record the `record_reader` built through the sub-topology from `source`, depth-first.
+
+        Only while RUNNING: the owner checks (no per-record state check on the hot path)."""
         context = self._context
         context.input_topic = topic
         context.input_partition = partition
