@@ -41,7 +41,7 @@ from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError, TopologyError, UnknownStateStoreError
@@ -62,6 +62,7 @@ from streams_core.runtime.stream_task import StreamTask
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.serde import Serde
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.testing.fake_kafka_cluster import FakeRecord
 from streams_core.testing.test_input_topic import TestInputTopic
 from streams_core.testing.test_output_topic import TestOutputTopic
 
@@ -77,18 +78,6 @@ DEFAULT_APPLICATION_ID = "topology-test-driver"
 
 if TYPE_CHECKING:
     from streams_core.clients.ports import RawRecord
-
-
-class ProducedRecord(NamedTuple):
-    """A record in one of the driver's in-memory topics, as bytes (a `RawRecord` of partition 0)."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: Headers
 
 
 class _DriverRecordCollector:
@@ -135,9 +124,9 @@ class TopologyTestDriver:
         self._state_root = Path(tempfile.mkdtemp(prefix="streams-core-ttd-"))
         self.config = validated.with_overrides({"state.dir": str(self._state_root)})
         self._wall_clock_ms = initial_wall_clock_time_ms
-        self._topics: dict[str, deque[ProducedRecord]] = {}
+        self._topics: dict[str, deque[FakeRecord]] = {}
         self._next_offsets: dict[str, int] = {}
-        self._produced: deque[ProducedRecord] = deque()
+        self._produced: deque[FakeRecord] = deque()
         """Records produced to topics that sources read, not yet added to their task."""
         self._arrivals: deque[StreamTask] = deque()
         """One entry per record buffered in a task, in the order the records arrived."""
@@ -307,7 +296,7 @@ class TopologyTestDriver:
         """Every topic the topology has produced to so far."""
         return set(self._topics)
 
-    def read_raw_record(self, topic: str) -> ProducedRecord | None:
+    def read_raw_record(self, topic: str) -> FakeRecord | None:
         """Remove and return the oldest unread record of `topic`, or None."""
         queue = self._topics.get(topic)
         return queue.popleft() if queue else None
@@ -324,12 +313,12 @@ class TopologyTestDriver:
         self._check_open()
         if not self._reads(topic):
             raise TopologyError(f"topic {topic!r} is not read by any source of the topology")
-        self._add(ProducedRecord(topic, 0, self._next_offset(topic), timestamp, key, value, headers))
+        self._add(FakeRecord(topic, 0, self._next_offset(topic), timestamp, key, value, tuple(headers)))
         self._complete_all_processable_work()
 
     def produce(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: Headers) -> None:
         """Append a record from a sink to `topic`; a source that reads it gets it after the current step."""
-        record = ProducedRecord(topic, 0, self._next_offset(topic), timestamp, key, value, tuple(headers))
+        record = FakeRecord(topic, 0, self._next_offset(topic), timestamp, key, value, tuple(headers))
         self._topics.setdefault(topic, deque()).append(record)
         if self._reads(topic):
             self._produced.append(record)
@@ -416,7 +405,7 @@ class TopologyTestDriver:
         while produced:
             self._add(produced.popleft())
 
-    def _add(self, record: ProducedRecord) -> None:
+    def _add(self, record: FakeRecord) -> None:
         """Buffer a record in its task, or apply it to the global stores at once."""
         task = self._task_for(record.topic)
         if task is None:
@@ -430,7 +419,7 @@ class TopologyTestDriver:
         if task.partition_group.num_buffered() > before:
             self._arrivals.append(task)
 
-    def _update_global(self, record: ProducedRecord) -> None:
+    def _update_global(self, record: FakeRecord) -> None:
         """Kafka's GlobalStateUpdateTask.update then flushState: the record through the global task's
         reader and processors, then its stores flushed."""
         task = self._global_task

@@ -8,7 +8,7 @@ import logging
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 
@@ -33,6 +33,7 @@ from streams_core.processor.internals.record_deserializer import log_and_continu
 from streams_core.processor.internals.stream_time import StreamTime
 from streams_core.processor.internals.task_processor import RecordReader, TaskProcessor, TaskProcessorState
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.testing.fake_kafka_cluster import FakeRecord
 
 # -- harness ------------------------------------------------------------------------------------
 
@@ -123,18 +124,6 @@ def make_task(
     return task
 
 
-class Raw(NamedTuple):
-    """A consumed record as bytes (a `RawRecord`), as the consumer hands it to the task."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes], ...]
-
-
 _readers: weakref.WeakKeyDictionary[TaskProcessor, dict[tuple[str, int], RecordReader]] = weakref.WeakKeyDictionary()
 
 
@@ -153,7 +142,7 @@ def pipe(
     reader = readers.get((topic, partition))
     if reader is None:
         reader = readers[topic, partition] = task.record_reader(topic, StreamTime())
-    record = reader(Raw(topic, partition, offset, timestamp, key, value, headers))
+    record = reader(FakeRecord(topic, partition, offset, timestamp, key, value, headers))
     if record is None:
         return False
     task.clock.advance(record.timestamp)
@@ -322,16 +311,16 @@ def test_log_and_continue_skips_and_counts(tmp_path: Path, caplog: pytest.LogCap
 
 
 def test_custom_handler_sees_the_raw_record_and_may_fail(tmp_path: Path) -> None:
-    seen: list[Raw] = []
+    seen: list[FakeRecord] = []
 
-    def handler(error: DeserializationError, record: Raw) -> bool:
+    def handler(error: DeserializationError, record: FakeRecord) -> bool:
         seen.append(record)
         return False
 
     task = make_task(_long_topology(), tmp_path, handler=handler)
     with pytest.raises(DeserializationError, match="offset=9"):
         pipe(task, "in", s("k"), b"bad", 3, offset=9, headers=(("h", b"1"),))
-    assert seen == [Raw("in", 0, 9, 3, b"k", b"bad", (("h", b"1"),))]
+    assert seen == [FakeRecord("in", 0, 9, 3, b"k", b"bad", (("h", b"1"),))]
 
 
 # -- timestamp extraction -----------------------------------------------------------------------
