@@ -1,9 +1,10 @@
-"""TaskProcessor: the processing core of one active task, shared by the runtime and the test driver.
+"""TaskProcessor: the processing core of one active task, shared by the runtime, the driver and Spark.
 
 It is the part of Kafka Streams' `StreamTask` that runs user code: it owns the task's
 `ProcessorTopology`, its `ProcessorContextImpl` and punctuation queues, and talks to a state
 manager and a record collector given by its owner. The owner (the runtime's `StreamTask` with
-its partition group, or the `TopologyTestDriver`) picks records, keeps stream time and commits:
+its partition group, which the `TopologyTestDriver` runs too, the global task, or Spark's
+executor) picks records, keeps stream time and commits:
 
 1. `init()` (or `init_state_stores()`, restore, then `init_processors()`);
 2. per consumed record: the partition's `record_reader(topic, partition_time)` turns the raw
