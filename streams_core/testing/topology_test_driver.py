@@ -131,6 +131,7 @@ class TopologyTestDriver:
         self._arrivals: deque[StreamTask] = deque()
         """One entry per record buffered in a task, in the order the records arrived."""
         self._task_of_topic: dict[str, StreamTask | None] = {}
+        self._reads_topic: dict[str, bool] = {}
         self._global_readers: dict[str, tuple[RecordReader, SourceNode]] = {}
         self._closed = False
         self._running = False
@@ -387,16 +388,22 @@ class TopologyTestDriver:
                 held.add(task.id)
                 continue
             del self._arrivals[index]
-            stream_time = self.stream_time_ms
+            stream_time = task.stream_time  # the highest: every task was at the driver's stream time
             for each in self._tasks.values():
-                each.processor.maybe_punctuate_stream_time(stream_time)
+                processor = each.processor
+                processor.clock.advance(stream_time)
+                if stream_time >= processor.stream_time_punctuations.due:
+                    processor.maybe_punctuate_stream_time()
             for each in self._tasks.values():
                 self._commit(each)
             return True
         return False
 
-    def _commit(self, task: StreamTask) -> None:
-        if task.commit_needed or task.commit_requested:
+    @staticmethod
+    def _commit(task: StreamTask) -> None:
+        """Kafka's `prepareCommit` and `postCommit`: flush when the task processed or punctuated
+        (the driver has no offsets, so skipped records alone need no commit)."""
+        if task.processor.commit_needed or task.commit_requested:
             task.prepare_commit()
             task.post_commit({})
 
@@ -435,7 +442,12 @@ class TopologyTestDriver:
 
     def _reads(self, topic: str) -> bool:
         """Whether a source of a task or of the global stores reads `topic`."""
-        return self._task_for(topic) is not None or topic in self._builder.global_topics
+        reads = self._reads_topic.get(topic)
+        if reads is None:
+            reads = self._reads_topic[topic] = (
+                self._task_for(topic) is not None or topic in self._builder.global_topics
+            )
+        return reads
 
     def _task_for(self, topic: str) -> StreamTask | None:
         if topic not in self._task_of_topic:
