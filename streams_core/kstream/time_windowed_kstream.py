@@ -65,6 +65,7 @@ class TimeWindowedKStream:
 
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
         """Records per key and window."""
+        self._grouped._builder.burn_count_store_name(materialized)
         return self._aggregate(named, materialized, Serdes.Long(), _zero, _count_add)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Materialized | None = None,

@@ -45,6 +45,7 @@ from streams_core.runtime.stream_thread import StreamThread, ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topic_preparation import prepare_topics, watch_pattern_topics
 from streams_core.runtime.topology_metadata import TopologyMetadata
+from streams_core.state.internals.state_directory import StateDirectory
 from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
 from streams_core.state.store import ReadOnlyKeyValueStore
 from streams_core.state.store_description import StoreDescription, describe_store
@@ -113,6 +114,7 @@ class KafkaStreams:
         builder.set_application_id(self.application_id)
         builder.apply_config(self.config)
         self.metadata = TopologyMetadata(builder, self.application_id)
+        self._state_directory = StateDirectory.for_topology(self.config, builder)
         self.process_id = str(uuid.uuid4())
         server = self.config["application.server"]
         self.metadata_state = StreamsMetadataState(
@@ -147,7 +149,7 @@ class KafkaStreams:
 
     @property
     def errors(self) -> list[BaseException]:
-        """Exceptions that killed stream threads, oldest first."""
+        """Exceptions that killed stream threads or the global thread, oldest first."""
         return list(self._errors)
 
     def set_state_listener(self, listener: StateListener | None) -> None:
@@ -168,6 +170,8 @@ class KafkaStreams:
             return
         self._state = new
         log.info("stream-client [%s] state %s -> %s", self.application_id, old.name, new.name)
+        if new in (State.NOT_RUNNING, State.ERROR):
+            self._state_directory.unlock()
         if self._state_listener is not None:
             try:
                 self._state_listener(new, old)
@@ -202,14 +206,27 @@ class KafkaStreams:
             raise StreamsError(f"KafkaStreams can be started once, from CREATED; it is {self._state.name}")
         if self._state_changed is None:
             self._state_changed = asyncio.Condition()
-        await self._prepare_topics()
+        self._state_directory.lock()  # another instance running on state.dir: StreamsError, as Kafka
+        try:
+            await self._prepare_topics()
+        except BaseException:
+            self._state_directory.unlock()
+            raise
         if self._state is not State.CREATED:  # close() was called meanwhile: start nothing
             log.info("stream-client [%s] closed while starting; no stream thread started", self.application_id)
             return
         self._set_state(State.REBALANCING)
         if self.metadata.global_topics:
-            self._global_thread = GlobalStreamThread(self.metadata, self.config, self._clients, self._partition_counts)
-            await self._global_thread.start()
+            self._global_thread = GlobalStreamThread(
+                self.metadata, self.config, self._clients, self._partition_counts, on_error=self._on_thread_error
+            )
+            try:
+                await self._global_thread.start()
+            except Exception as exc:  # as Kafka Streams: start() raises, and the dead global thread closes the client to ERROR
+                self._errors.append(exc)
+                self._set_state(State.PENDING_ERROR)
+                self._closing = asyncio.get_running_loop().create_task(self._close(None, error=True))
+                raise
         if self._autostop_enabled:
             await self._start_autostop()
         loop = asyncio.get_running_loop()
@@ -373,22 +390,31 @@ class KafkaStreams:
 
     def run(self) -> None:
         """Start, block until SIGINT or SIGTERM, then close cleanly (for `python -m` apps)."""
+        asyncio.run(self.run_until_signal())
 
-        async def main() -> None:
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
-            self._state_changed = asyncio.Condition()
+    async def run_until_signal(
+        self, *, on_started: Callable[[], None] | None = None, close_timeout: float | None = None
+    ) -> None:
+        """Start, wait for SIGINT/SIGTERM or the client's end (ERROR, or NOT_RUNNING after a batch
+        run), then close (within `close_timeout` seconds). `on_started` runs once `start()` returned."""
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        signals = (signal.SIGINT, signal.SIGTERM)
+        for sig in signals:
+            loop.add_signal_handler(sig, stop.set)
+        try:
             await self.start()
+            if on_started is not None:
+                on_started()
             waiter = asyncio.create_task(stop.wait())
             ended = asyncio.create_task(self.wait_for_state(State.ERROR, State.NOT_RUNNING, State.PENDING_ERROR, timeout=10**9))
             await asyncio.wait([waiter, ended], return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
             ended.cancel()
-            await self.close()
-
-        asyncio.run(main())
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+            await self.close(close_timeout)
 
     # -- thread callbacks ---------------------------------------------------------------------
 
@@ -408,7 +434,9 @@ class KafkaStreams:
                 info.partitions_by_host, info.standby_partitions_by_host, self._partition_counts
             )
 
-    def _on_thread_error(self, thread: StreamThread, error: BaseException) -> None:
+    def _on_thread_error(self, thread: StreamThread | GlobalStreamThread, error: BaseException) -> None:
+        """A thread died: the uncaught-exception handler chooses the response. A dead global thread
+        closes the client to ERROR whatever it says (Kafka Streams: "Global thread has died")."""
         self._errors.append(error)
         response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT
         if isinstance(error, ShutdownRequestedError):
@@ -420,7 +448,11 @@ class KafkaStreams:
                 log.exception("uncaught exception handler failed; shutting down the client")
         log.error("stream-client [%s] %s died: %r; response %s", self.application_id, thread.name, error, response.name)
         loop = asyncio.get_running_loop()
-        if response is StreamThreadExceptionResponse.REPLACE_THREAD and self._state.is_running_or_rebalancing():
+        if isinstance(thread, GlobalStreamThread):  # PENDING_ERROR at once: its stores no longer follow their topics
+            if response is StreamThreadExceptionResponse.REPLACE_THREAD:
+                response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT  # a global thread cannot be replaced
+            self._set_state(State.PENDING_ERROR)
+        elif response is StreamThreadExceptionResponse.REPLACE_THREAD and self._state.is_running_or_rebalancing():
             self._track_thread_start(thread.index)
             return
         if self._closing is None:
