@@ -18,7 +18,7 @@ from typing import Any
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
-from streams_core.processor.internals.record_deserializer import RawRecord, dead_letter_headers, resolve_deserialization_handler
+from streams_core.processor.internals.record_deserializer import dead_letter_headers, resolve_deserialization_handler
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.autostop_manager import AutostopManager
 from streams_core.runtime.autostop_tracker import AutostopTracker
@@ -531,7 +531,7 @@ class StreamThread:
             log.info("%sstate %s -> %s", self.log_prefix, old.name, new.name)
             self._on_state_change(self, old, new)
 
-    def _send_to_dead_letter_topic(self, record: RawRecord) -> None:
+    def _send_to_dead_letter_topic(self, record: clients.RawRecord) -> None:
         """Forward a record that failed to deserialize, with its original bytes and where it came from."""
         assert self.collector is not None
         topic = self.config["errors.dead.letter.queue.topic.name"]
