@@ -22,6 +22,7 @@ from streams_core.processor.internals.record_deserializer import RawRecord, dead
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.autostop_manager import AutostopManager
 from streams_core.runtime.autostop_tracker import AutostopTracker
+from streams_core.runtime.flow_control import FlowControl
 from streams_core.runtime.processing_guarantee import ProcessingGuarantee, processing_guarantee
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.state_store_providers import StreamThreadStateStoreProvider
@@ -195,6 +196,7 @@ class StreamThread:
             config,
             self._guarantee,
             reader,
+            flow_control=FlowControl.for_config(self._consumer, config, log_prefix=self.log_prefix),
             deserialization_handler=handler,
             global_stores=self._global_stores,
             log_prefix=self.log_prefix,
@@ -296,7 +298,7 @@ class StreamThread:
                 if processed:
                     self.process_latency_ms_total += (time.perf_counter() - started) * 1000
                 idle_rounds = 0 if processed else idle_rounds + 1
-                self._flow_control()
+                tm.apply_flow_control()
                 self.punctuate_count += tm.punctuate(now)
                 if tm.standby_tasks:
                     await self._update_standbys()
@@ -326,25 +328,6 @@ class StreamThread:
             self._on_autostop_finished(self)
         if not finished:
             autostop.report_progress(tm.tasks, tm.processed_records, now_ms, self.name)
-
-    def _flow_control(self) -> None:
-        """Pause partitions whose queue is full or that run ahead in time; resume drained ones."""
-        tm = self.task_manager
-        assert tm is not None
-        limit = self.config["buffered.records.per.partition"]
-        max_lag = self.config["max.partition.time.lag.ms"]
-        to_pause: list[TopicPartition] = []
-        to_resume: list[TopicPartition] = []
-        for task in tm.tasks.values():
-            to_pause += task.partition_group.partitions_to_pause(limit, max_lag)
-            to_resume += task.partition_group.partitions_to_resume(limit, max_lag)
-        assert self._consumer is not None
-        if to_pause:
-            self._consumer.pause(*to_pause)
-            log.debug("%spaused %s", self.log_prefix, to_pause)
-        if to_resume:
-            self._consumer.resume(*to_resume)
-            log.debug("%sresumed %s", self.log_prefix, to_resume)
 
     async def _commit(self) -> None:
         """Commit the tasks that processed: flush their stores, then the guarantee delivers the

@@ -18,6 +18,7 @@ from streams_core.config import StreamsConfig
 from streams_core.errors import TaskCorruptedError
 from streams_core.processor.internals.record_deserializer import DeserializationHandler
 from streams_core.processor.task_id import TaskId
+from streams_core.runtime.flow_control import FlowControl
 from streams_core.runtime.processing_guarantee import ProcessingGuarantee
 from streams_core.runtime.standby_task import StandbyTask
 from streams_core.runtime.store_changelog_reader import StoreChangelogReader
@@ -60,6 +61,7 @@ class TaskManager:
         guarantee: ProcessingGuarantee,
         changelog_reader: StoreChangelogReader,
         *,
+        flow_control: FlowControl,
         deserialization_handler: DeserializationHandler | None = None,
         wall_clock: Callable[[], int] | None = None,
         global_stores: Callable[[], Mapping[str, StateStore]] | None = None,
@@ -74,6 +76,7 @@ class TaskManager:
         self._wall_clock = wall_clock
         self._log_prefix = log_prefix
         self._reader = changelog_reader
+        self._flow_control = flow_control
         threads = max(1, config["num.stream.threads"])
         self.cache = ThreadCache(config["statestore.cache.max.bytes"] // threads)
         self.tasks: dict[TaskId, StreamTask] = {}
@@ -84,7 +87,7 @@ class TaskManager:
         self.corrupted_tasks = 0
         """Task creations that found damaged local state and wiped it (`_wipe_corrupted`)."""
         self.prev_active: frozenset[TaskId] = frozenset()
-        self._closed_totals = {"processed": 0, "dropped": 0, "paused": 0, "resumed": 0}
+        self._closed_totals = {"processed": 0, "dropped": 0}
         """Counters of tasks closed so far (the live tasks' are summed on demand)."""
 
     # -- assignment ---------------------------------------------------------------------------
@@ -226,8 +229,6 @@ class TaskManager:
         totals = self._closed_totals
         totals["processed"] += task.processed_records
         totals["dropped"] += task.dropped_records
-        totals["paused"] += sum(task.partition_group.pause_counts.values())
-        totals["resumed"] += sum(task.partition_group.resume_counts.values())
         try:
             task.close(clean=clean)
         finally:
@@ -319,6 +320,10 @@ class TaskManager:
                 break
         return total
 
+    def apply_flow_control(self) -> None:
+        """Pause partitions whose queue is full or that run ahead in time; resume drained ones."""
+        self._flow_control.apply(self.tasks.values())
+
     def punctuate(self, now_ms: int) -> int:
         """Run the wall-clock punctuations that are due; returns how many tasks punctuated."""
         return sum(task.punctuate_wall_clock(now_ms) for task in self.tasks.values())
@@ -366,9 +371,9 @@ class TaskManager:
 
     @property
     def pause_count(self) -> int:
-        """Partitions flow control paused, over every task this thread had (counted by the partition groups)."""
-        return self._closed_totals["paused"] + sum(sum(t.partition_group.pause_counts.values()) for t in self.tasks.values())
+        """Partitions flow control paused, over every task this thread had."""
+        return self._flow_control.pause_count
 
     @property
     def resume_count(self) -> int:
-        return self._closed_totals["resumed"] + sum(sum(t.partition_group.resume_counts.values()) for t in self.tasks.values())
+        return self._flow_control.resume_count
