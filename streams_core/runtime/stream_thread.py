@@ -25,6 +25,7 @@ from streams_core.runtime.autostop_tracker import AutostopTracker
 from streams_core.runtime.flow_control import FlowControl
 from streams_core.runtime.processing_guarantee import ProcessingGuarantee, processing_guarantee
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
+from streams_core.runtime.standby_updater import StandbyUpdater
 from streams_core.runtime.state_store_providers import StreamThreadStateStoreProvider
 from streams_core.runtime.store_changelog_reader import StoreChangelogReader
 from streams_core.runtime.streams_partition_assignor import StreamsPartitionAssignor, TaskStates
@@ -41,8 +42,6 @@ log = logging.getLogger(__name__)
 
 PROCESSING_SLICE_S = 0.002
 """Longest stretch of record processing before the loop yields to queries, heartbeats and I/O."""
-STANDBY_BATCH = 500
-"""Changelog records a standby update applies per loop round, for the same reason."""
 
 
 async def _let_others_run() -> None:
@@ -201,6 +200,7 @@ class StreamThread:
             global_stores=self._global_stores,
             log_prefix=self.log_prefix,
         )
+        self._standbys = StandbyUpdater(reader, self.task_manager)
         self._consumer.subscribe(sorted(self.topology.source_topics), _RebalanceListener(self))
         await self._consumer.start()
         self._last_commit_ms = wall_clock_ms()
@@ -300,8 +300,7 @@ class StreamThread:
                 idle_rounds = 0 if processed else idle_rounds + 1
                 tm.apply_flow_control()
                 self.punctuate_count += tm.punctuate(now)
-                if tm.standby_tasks:
-                    await self._update_standbys()
+                await self._standbys.update()
             await _let_others_run()
             async with self._lock:
                 try:
@@ -458,7 +457,7 @@ class StreamThread:
                 if self._autostop is not None:
                     await self._autostop.on_assignment(leader=self.assignor.is_leader)
                 await tm.handle_assignment(info.active_tasks, info.standby_tasks)
-                await self._assign_standby_partitions()
+                await self._standbys.assign()
             except Exception as exc:
                 log.error("%sassignment failed: %s", self.log_prefix, exc)
                 self._pending_error = self._pending_error or exc
@@ -491,20 +490,6 @@ class StreamThread:
             return TaskStates()
         sums = tm.local_state_offset_sums()
         return TaskStates(prev_active=tm.prev_active, with_local_state=frozenset(sums), offset_sums=sums)
-
-    async def _assign_standby_partitions(self) -> None:
-        assert self.task_manager is not None and self._changelog_reader is not None
-        await self._changelog_reader.assign_standby_partitions(self.task_manager.standby_start_offsets())
-
-    async def _update_standbys(self) -> None:
-        """Apply whatever the standby changelogs have (no waiting); note which standbys caught up."""
-        tm, reader = self.task_manager, self._changelog_reader
-        assert tm is not None and reader is not None
-        for tp, records in (await reader.poll_standby(STANDBY_BATCH)).items():
-            tm.update_standby(tp, records)
-        for standby in tm.standby_tasks.values():
-            if not standby.caught_up:
-                standby.caught_up = await reader.reached_ends(standby.partitions)
 
     # -- helpers ------------------------------------------------------------------------------
 
