@@ -20,11 +20,10 @@ from streams_core import clients
 from streams_core.config import StreamsConfig
 from streams_core.processor.internals.record_deserializer import RawRecord, dead_letter_headers, resolve_deserialization_handler
 from streams_core.processor.task_id import TaskId
-from streams_core.runtime.autostop_manager import AutostopManager
-from streams_core.runtime.autostop_tracker import AutostopTracker
 from streams_core.runtime.flow_control import FlowControl
 from streams_core.runtime.processing_guarantee import ProcessingGuarantee, processing_guarantee
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
+from streams_core.runtime.run_mode import RunMode
 from streams_core.runtime.standby_updater import StandbyUpdater
 from streams_core.runtime.state_store_providers import StreamThreadStateStoreProvider
 from streams_core.runtime.store_changelog_reader import StoreChangelogReader
@@ -102,8 +101,8 @@ class StreamThread:
         on_state_change: Callable[[StreamThread, ThreadState, ThreadState], None],
         on_assignment: Callable[[StreamThread], None],
         on_error: Callable[[StreamThread, BaseException], None],
-        autostop: AutostopManager | None = None,
-        on_autostop_finished: Callable[[StreamThread], None] | None = None,
+        run_mode: RunMode,
+        on_batch_finished: Callable[[StreamThread], None],
     ) -> None:
         self.index = index
         self.name = f"{config['application.id']}-StreamThread-{index}"
@@ -140,11 +139,8 @@ class StreamThread:
         )
         self.collector: RecordCollectorImpl | None = None
         self._guarantee: ProcessingGuarantee
-        self._autostop_manager = autostop
-        self._autostop: AutostopTracker | None = None
-        self.autostop_finished = False
-        """KIP-95: every task of this thread reached its stop offsets (and reported)."""
-        self._on_autostop_finished = on_autostop_finished or (lambda thread: None)
+        self._run_modes = run_mode
+        self._on_batch_finished = on_batch_finished
         self.store_provider = StreamThreadStateStoreProvider(self)
         self.task_manager: TaskManager | None = None
         self.commit_count = 0
@@ -187,9 +183,10 @@ class StreamThread:
             ),
             log_prefix=self.log_prefix,
         )
-        if self._autostop_manager is not None:
-            sinks = {sid: info.sink_topics for sid, info in self.topology.topic_groups.items()}
-            self._autostop = AutostopTracker(self._autostop_manager, self._consumer, sinks, log_prefix=self.log_prefix)
+        self._run_mode = self._run_modes.for_thread(
+            self._consumer, self.topology, thread_name=self.name,
+            on_finished=lambda: self._on_batch_finished(self), log_prefix=self.log_prefix,
+        )
         self.task_manager = TaskManager(
             self.topology,
             config,
@@ -221,6 +218,11 @@ class StreamThread:
                 await self._runner
             except (asyncio.CancelledError, Exception):
                 pass
+
+    @property
+    def batch_finished(self) -> bool:
+        """KIP-95: every task of this thread reached its stop offsets (and reported)."""
+        return self._run_mode.finished
 
     @property
     def alive(self) -> bool:
@@ -275,7 +277,7 @@ class StreamThread:
         commit_interval = config["commit.interval.ms"]
         tm = self.task_manager
         guarantee = self._guarantee
-        autostop = self._autostop
+        run_mode = self._run_mode
         assert tm is not None
         idle_rounds = 0
         while not self._stopping:
@@ -288,7 +290,7 @@ class StreamThread:
             async with self._lock:
                 self._raise_pending_error()
                 for tp, records in batch.items():
-                    tm.add_records(tp, records if autostop is None else autostop.truncate(tp, records))
+                    tm.add_records(tp, run_mode.truncate(tp, records))
             if batch:
                 await _let_others_run()  # each part of a round is its own loop step: queries wait for one part, not the round
             async with self._lock:
@@ -305,28 +307,15 @@ class StreamThread:
             async with self._lock:
                 try:
                     await guarantee.send_pending(tm.tasks.values())
-                    task_finished = autostop is not None and await autostop.update(tm.tasks)
+                    task_finished = await run_mode.update(tm.tasks)
                     if task_finished or tm.commit_requested() or now - self._last_commit_ms >= commit_interval:
                         await self._commit()
                 except clients.ProducerFenced as exc:
                     await self._on_task_migrated(exc)
                     continue
-                if autostop is not None:
-                    await self._autostop_progress(autostop, now)
+                running = self.state is ThreadState.RUNNING
+                await run_mode.after_round(tm.tasks, running=running, processed=tm.processed_records, now_ms=now)
             await _let_others_run()
-
-    async def _autostop_progress(self, autostop: AutostopTracker, now_ms: int) -> None:
-        """Report finished tasks after their commit; tell the instance once every task is finished."""
-        tm = self.task_manager
-        assert tm is not None
-        await autostop.after_commit(tm.tasks)
-        finished = self.state is ThreadState.RUNNING and autostop.finished(tm.tasks)
-        if finished != self.autostop_finished:
-            self.autostop_finished = finished
-            log.info("%sautostop: %s", self.log_prefix, "every task finished" if finished else "tasks to process")
-            self._on_autostop_finished(self)
-        if not finished:
-            autostop.report_progress(tm.tasks, tm.processed_records, now_ms, self.name)
 
     async def _commit(self) -> None:
         """Commit the tasks that processed: flush their stores, then the guarantee delivers the
@@ -387,13 +376,9 @@ class StreamThread:
             return
         for task in tm.tasks.values():
             for tp in task.drained_partitions():
-                position = await consumer.position(tp)
-                if self._autostop is not None:
-                    stop = self._autostop.stop_offset(tp)
-                    if stop is None:
-                        continue
-                    position = min(position, stop)
-                task.note_position(tp, position)
+                position = self._run_mode.commit_position(tp, await consumer.position(tp))
+                if position is not None:
+                    task.note_position(tp, position)
 
     def _raise_pending_error(self) -> None:
         if self._pending_error is not None:
@@ -420,7 +405,7 @@ class StreamThread:
         if self._skips_rebalance("partitions revoked"):
             return
         async with self._lock:
-            self.autostop_finished = False
+            self._run_mode.on_revoked()
             self._set_state(ThreadState.PARTITIONS_REVOKED)
             tm = self.task_manager
             if tm is None or not (tm.tasks or tm.standby_tasks):
@@ -454,8 +439,7 @@ class StreamThread:
                 return
             try:
                 info.raise_if_error()
-                if self._autostop is not None:
-                    await self._autostop.on_assignment(leader=self.assignor.is_leader)
+                await self._run_mode.on_assignment(leader=self.assignor.is_leader)
                 await tm.handle_assignment(info.active_tasks, info.standby_tasks)
                 await self._standbys.assign()
             except Exception as exc:
@@ -558,7 +542,7 @@ class StreamThread:
             "commit_count": self.commit_count,
             "commit_latency_ms_avg": self.commit_latency_ms_total / self.commit_count if self.commit_count else 0.0,
             "poll_count": self.poll_count,
-            "autostop": None if self._autostop is None or tm is None else self._autostop.metrics(tm.tasks, self.autostop_finished),
+            "autostop": None if tm is None else self._run_mode.metrics(tm.tasks),
             "poll_latency_ms_total": self.poll_latency_ms_total,
             "process_latency_ms_total": self.process_latency_ms_total,
             "punctuate_count": self.punctuate_count,
