@@ -41,7 +41,8 @@ from streams_core.runtime.run_mode import run_mode
 from streams_core.runtime.shutdown_request import broadcast_shutdown_request
 from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
 from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider, StoreQuery
-from streams_core.runtime.stream_thread import StreamThread, ThreadState
+from streams_core.runtime.stream_thread import StreamThread, ThreadCallbacks, ThreadState
+from streams_core.runtime.stream_thread_factory import StreamThreadFactory
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topic_preparation import prepare_topics, watch_pattern_topics
 from streams_core.runtime.topology_metadata import TopologyMetadata
@@ -124,6 +125,7 @@ class KafkaStreams:
         self._state_listener: StateListener | None = None
         self._exception_handler: UncaughtExceptionHandler | None = None
         self._threads: list[StreamThread] = []
+        self._thread_factory: StreamThreadFactory | None = None
         self._partition_counts: dict[str, int] = {}
         self._state_changed = asyncio.Condition() if _has_loop() else None
         self._closing: asyncio.Task[bool] | None = None
@@ -227,6 +229,17 @@ class KafkaStreams:
                 self._closing = asyncio.get_running_loop().create_task(self._close(None, error=True))
                 raise
         await self._run_mode.start(self.metadata, self._partition_counts)
+        self._thread_factory = StreamThreadFactory(
+            self.metadata,
+            self.config,
+            process_id=self.process_id,
+            client_supplier=self._clients,
+            global_stores=self._global_stores,
+            run_mode=self._run_mode,
+            callbacks=ThreadCallbacks(
+                self._on_thread_state, self._on_thread_assignment, self._on_thread_error, self._on_batch_finished
+            ),
+        )
         loop = asyncio.get_running_loop()
         self._cleaner = loop.create_task(self._clean_state_periodically())
         if self.metadata.has_patterns:
@@ -265,21 +278,10 @@ class KafkaStreams:
             self._closing = asyncio.get_running_loop().create_task(self._close(None))
 
     async def _start_thread(self, index: int) -> StreamThread:
-        thread = StreamThread(
-            index,
-            self.metadata,
-            self.config,
-            process_id=self.process_id,
-            client_supplier=self._clients,
-            global_stores=self._global_stores,
-            run_mode=self._run_mode,
-            on_batch_finished=self._on_batch_finished,
-            on_state_change=self._on_thread_state,
-            on_assignment=self._on_thread_assignment,
-            on_error=self._on_thread_error,
-        )
-        self._threads = [t for t in self._threads if t.index != index] + [thread]
-        self._threads.sort(key=lambda t: t.index)
+        """Make a thread with `index` (a replacement takes the dead one's place) and start it."""
+        assert self._thread_factory is not None, "threads start after start() made the factory"
+        thread = self._thread_factory.create(index)
+        self._threads = sorted([t for t in self._threads if t.index != index] + [thread], key=lambda t: t.index)
         await thread.start()
         return thread
 
@@ -325,8 +327,7 @@ class KafkaStreams:
         """Remove the state of tasks not owned here and idle for `state.cleanup.delay.ms` (done periodically)."""
         owned = set()
         for thread in self._threads:
-            if thread.task_manager is not None:
-                owned |= set(thread.task_manager.tasks) | set(thread.task_manager.standby_tasks)
+            owned |= set(thread.task_manager.tasks) | set(thread.task_manager.standby_tasks)
         app_dir = Path(self.config["state.dir"]) / self.application_id
         return clean_removed_tasks(app_dir, owned, self.config["state.cleanup.delay.ms"])
 

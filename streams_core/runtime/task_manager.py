@@ -20,9 +20,11 @@ from streams_core.processor.internals.record_deserializer import Deserialization
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.flow_control import FlowControl
 from streams_core.runtime.processing_guarantee import ProcessingGuarantee
+from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.standby_task import StandbyTask
 from streams_core.runtime.store_changelog_reader import StoreChangelogReader
 from streams_core.runtime.stream_task import StreamTask
+from streams_core.runtime.streams_partition_assignor import TaskStates
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
@@ -285,6 +287,33 @@ class TaskManager:
     def local_state_tasks(self) -> frozenset[TaskId]:
         return frozenset(local_task_dirs(self.app_state_dir))
 
+    def task_states(self) -> TaskStates:
+        """What the thread reports to the assignor for stickiness (KIP-441)."""
+        sums = self.local_state_offset_sums()
+        return TaskStates(prev_active=self.prev_active, with_local_state=frozenset(sums), offset_sums=sums)
+
+    # -- the tasks' stores, for interactive queries (`state_store_providers.ThreadStores`) -----
+
+    def active_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
+        return [(task_id, task.state_manager) for task_id, task in self.tasks.items()]
+
+    def standby_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
+        return [(task_id, task.state_manager) for task_id, task in self.standby_tasks.items()]
+
+    def readable_standby_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
+        return [(task_id, task.state_manager) for task_id, task in self.standby_tasks.items() if task.caught_up]
+
+    def input_position(self, task_id: TaskId) -> Mapping[TopicPartition, int]:
+        task = self.tasks.get(task_id)
+        return {} if task is None else task.consumed_offsets
+
+    def changelog_highwater(self, partition: TopicPartition) -> int | None:
+        return self._reader.highwater(partition)
+
+    async def changelog_end_offsets(self, partitions: set[TopicPartition]) -> dict[TopicPartition, int]:
+        """End offsets of changelog partitions, asked with the restore consumer."""
+        return await self._reader.end_offsets(partitions) if partitions else {}
+
     # -- processing ---------------------------------------------------------------------------
 
     def task_for(self, tp: TopicPartition) -> StreamTask | None:
@@ -346,6 +375,10 @@ class TaskManager:
                 "partitions": partitions,
             }
         return found
+
+    def record_collectors(self) -> list[RecordCollectorImpl]:
+        """The distinct collectors the tasks write through (the thread's, or under exactly-once each task's own)."""
+        return list({id(task.record_collector): task.record_collector for task in self.tasks.values()}.values())
 
     def has_buffered(self) -> bool:
         return any(task.partition_group.num_buffered() for task in self.tasks.values())
