@@ -20,18 +20,17 @@ from typing import Any
 from streams_core import clients
 from streams_core.config import StreamsConfig
 from streams_core.runtime.processing_guarantee import ProcessingGuarantee
-from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.run_mode import ThreadRunMode
 from streams_core.runtime.standby_updater import StandbyUpdater
 from streams_core.runtime.state_store_providers import StreamThreadStateStoreProvider
-from streams_core.runtime.store_changelog_reader import StoreChangelogReader
 from streams_core.runtime.streams_partition_assignor import StreamsPartitionAssignor
+from streams_core.runtime.streams_rebalance_listener import StreamsRebalanceListener
 from streams_core.runtime.task_manager import TaskManager
+from streams_core.runtime.thread_clients import ThreadClients
 from streams_core.runtime.thread_metrics import ThreadMetrics
-from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
-__all__ = ["StreamThread", "ThreadCallbacks", "ThreadClients", "ThreadState"]
+__all__ = ["StreamThread", "ThreadCallbacks", "ThreadState"]
 
 log = logging.getLogger(__name__)
 
@@ -68,21 +67,6 @@ class ThreadState(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class ThreadClients:
-    """One thread's Kafka clients (made, not started, by the factory) and what wraps them."""
-
-    consumer: clients.Consumer
-    """The main consumer, in the group `application.id`."""
-    producer: clients.Producer
-    """The thread's producer (every task's under at-least-once)."""
-    restore_consumer: clients.Consumer
-    collector: RecordCollectorImpl
-    """The thread producer's collector."""
-    changelog_reader: StoreChangelogReader
-    """Restores active tasks and updates standbys with the restore consumer."""
-
-
-@dataclass(frozen=True, slots=True)
 class ThreadCallbacks:
     """What a thread tells its instance: state changes, a new assignment, its death, a finished batch."""
 
@@ -90,22 +74,6 @@ class ThreadCallbacks:
     on_assignment: Callable[[StreamThread], None]
     on_error: Callable[[StreamThread, BaseException], None]
     on_batch_finished: Callable[[StreamThread], None]
-
-
-class _RebalanceListener:
-    """The main consumer's `RebalanceListener`: hands both callbacks to the thread."""
-
-    __slots__ = ("_thread",)
-
-    def __init__(self, thread: StreamThread) -> None:
-        self._thread = thread
-
-    async def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None:
-        await self._thread.on_partitions_revoked()
-        await self._thread.refresh_changelog_end_offsets()
-
-    async def on_partitions_assigned(self, assigned: frozenset[TopicPartition]) -> None:
-        await self._thread.on_partitions_assigned()
 
 
 class StreamThread:
@@ -159,9 +127,8 @@ class StreamThread:
     async def start(self) -> None:
         """Start the clients, subscribe, and start the processing loop."""
         self._set_state(ThreadState.STARTING)
-        await self._clients.producer.start()
-        await self._clients.restore_consumer.start()
-        self._consumer.subscribe(sorted(self.topology.source_topics), _RebalanceListener(self))
+        await self._clients.start()
+        self._consumer.subscribe(sorted(self.topology.source_topics), StreamsRebalanceListener(self))
         await self._consumer.start()
         self._last_commit_ms = wall_clock_ms()
         self._runner = asyncio.create_task(self._run(), name=self.name)
@@ -219,11 +186,7 @@ class StreamThread:
                 await self.task_manager.close_all(clean=clean)
             except Exception:
                 log.exception("%sclosing tasks failed", self.log_prefix)
-        for client in (self._clients.producer, self._clients.restore_consumer, self._consumer):
-            try:
-                await client.stop()
-            except Exception:
-                log.exception("%sstopping a client failed", self.log_prefix)
+        await self._clients.stop(self.log_prefix)
         log.info("%sshut down (%s)", self.log_prefix, "clean" if clean else "after an error")
 
     # -- the loop -----------------------------------------------------------------------------
@@ -318,7 +281,7 @@ class StreamThread:
                 await self._commit()
                 self.collector.clear_pending()
                 await tm.close_all(clean=True)
-            self._consumer.subscribe(sorted(self.topology.source_topics), _RebalanceListener(self))
+            self._consumer.subscribe(sorted(self.topology.source_topics), StreamsRebalanceListener(self))
 
     async def _note_positions(self) -> None:
         """Drained partitions commit at the consumer's position (not before a trailing marker),

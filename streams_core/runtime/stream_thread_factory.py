@@ -22,13 +22,12 @@ from streams_core.processor.internals.record_deserializer import resolve_deseria
 from streams_core.runtime.dead_letter_sink import DeadLetterSink
 from streams_core.runtime.flow_control import FlowControl
 from streams_core.runtime.processing_guarantee import processing_guarantee
-from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.run_mode import RunMode
 from streams_core.runtime.standby_updater import StandbyUpdater
-from streams_core.runtime.store_changelog_reader import StoreChangelogReader
-from streams_core.runtime.stream_thread import StreamThread, ThreadCallbacks, ThreadClients
+from streams_core.runtime.stream_thread import StreamThread, ThreadCallbacks
 from streams_core.runtime.streams_partition_assignor import StreamsPartitionAssignor
 from streams_core.runtime.task_manager import TaskManager
+from streams_core.runtime.thread_clients import ThreadClients
 from streams_core.runtime.thread_metrics import ThreadMetrics
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.store import StateStore
@@ -79,19 +78,8 @@ class StreamThreadFactory:
             request_rebalance=lambda: thread.request_probing_rebalance(),
             log_prefix=log_prefix,
         )
-        producer = supplier.get_producer(config, thread_index=index)
-        collector = RecordCollectorImpl(
-            producer, production_handler=config["default.production.exception.handler"], log_prefix=log_prefix
-        )
-        consumer = supplier.get_main_consumer(config, assignor=assignor, thread_index=index)
-        restore_consumer = supplier.get_restore_consumer(config, thread_index=index)
-        kafka_clients = ThreadClients(
-            consumer=consumer,
-            producer=producer,
-            restore_consumer=restore_consumer,
-            collector=collector,
-            changelog_reader=StoreChangelogReader(restore_consumer, log_prefix=log_prefix),
-        )
+        kafka_clients = ThreadClients.create(supplier, config, assignor, thread_index=index, log_prefix=log_prefix)
+        consumer, collector = kafka_clients.consumer, kafka_clients.collector
         guarantee = processing_guarantee(
             config,
             collector,
