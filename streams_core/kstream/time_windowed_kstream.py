@@ -115,8 +115,8 @@ class TimeWindowedKStream:
         else:
             processor, size = KStreamWindowAggregate, windows.size_ms
             retention = size + windows.grace_period_ms
-        builder = window_store(b, store, m, size, retention, m.key_serde, m.value_serde)
         emit = self._emit_strategy
+        builder = window_store(b, store, m, size, retention, m.key_serde, m.value_serde, emit.emits_on_close)
         b.add_processor(name, lambda: processor(windows, store, initializer, aggregator, emit), (parent,),
                         stores=(builder,))  # fmt: skip
         key_serde = b.bound(TimeWindowedSerde(m.key_serde, size))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from streams_core.processor.internals.record_deserializer import RawRecord, dead_letter_headers
+from streams_core.clients import RawRecord
+from streams_core.processor.internals.record_deserializer import dead_letter_headers
 from streams_core.processor.processor import Headers
 
 __all__ = ["DeadLetterSink", "RecordSender"]

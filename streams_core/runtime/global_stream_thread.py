@@ -24,6 +24,7 @@ from typing import Any
 from streams_core import clients
 from streams_core.config import StreamsConfig
 from streams_core.processor.internals.processor_node import SourceNode
+from streams_core.processor.internals.stream_time import StreamTime
 from streams_core.processor.internals.task_processor import TaskProcessor
 from streams_core.processor.processor import Record
 from streams_core.processor.task_id import TaskId
@@ -93,7 +94,7 @@ class GlobalStreamThread:
         self.processor.init_processors()
         topics = {tp.topic for tp in self.partitions}
         self._readers = {
-            topic: (self.processor.record_reader(topic, lambda: -1), self.processor.source_node(topic)) for topic in topics
+            topic: (self.processor.record_reader(topic, StreamTime()), self.processor.source_node(topic)) for topic in topics
         }
         consumer = self._consumer = self._clients.get_global_consumer(self._config)
         await consumer.start()

@@ -15,6 +15,7 @@ from typing import Any
 from streams_core.config import StreamsConfig
 from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.processor.internals.record_deserializer import DeserializationHandler
+from streams_core.processor.internals.stream_time import StreamTime
 from streams_core.processor.internals.task_processor import TaskProcessor
 from streams_core.processor.processor import Record
 from streams_core.processor.task_id import TaskId
@@ -72,10 +73,14 @@ class StreamTask:
 
     def _new_queue(self, tp: TopicPartition) -> RecordQueue[Record[Any, Any]]:
         """A partition's queue with its pipeline (deserialize → timestamp → Record) and source node."""
-        queue: RecordQueue[Record[Any, Any]]
-        reader = self.processor.record_reader(tp.topic, lambda: queue.partition_time_so_far)
-        queue = RecordQueue(tp, reader, self.processor.source_node(tp.topic))
-        return queue
+        extracted_time = StreamTime()
+        reader = self.processor.record_reader(tp.topic, extracted_time)
+        return RecordQueue(tp, reader, self.processor.source_node(tp.topic), extracted_time)
+
+    def add_input_partition(self, tp: TopicPartition) -> None:
+        """Read `tp` too (a topic that a pattern source matched after the task was created)."""
+        self.partition_group.add_queue(self._new_queue(tp))
+        self.partitions = self.partitions | {tp}
 
     @property
     def dropped_records(self) -> int:
