@@ -125,7 +125,6 @@ class KafkaStreams:
         self._state_listener: StateListener | None = None
         self._exception_handler: UncaughtExceptionHandler | None = None
         self._threads: list[StreamThread] = []
-        self._thread_factory: StreamThreadFactory | None = None
         self._partition_counts: dict[str, int] = {}
         self._state_changed = asyncio.Condition() if _has_loop() else None
         self._closing: asyncio.Task[bool] | None = None
@@ -134,6 +133,17 @@ class KafkaStreams:
         self._pattern_watcher: asyncio.Task[None] | None = None
         self._errors: list[BaseException] = []
         self._run_mode = run_mode(self.config, self._clients, self.process_id)
+        self._thread_factory = StreamThreadFactory(
+            self.metadata,
+            self.config,
+            process_id=self.process_id,
+            client_supplier=self._clients,
+            global_stores=self._global_stores,
+            run_mode=self._run_mode,
+            callbacks=ThreadCallbacks(
+                self._on_thread_state, self._on_thread_assignment, self._on_thread_error, self._on_batch_finished
+            ),
+        )
         self._global_thread: GlobalStreamThread | None = None
         self._store_provider = QueryableStoreProvider(
             lambda: [t.store_provider for t in self._threads], self._check_queryable, self._global_stores
@@ -229,17 +239,6 @@ class KafkaStreams:
                 self._closing = asyncio.get_running_loop().create_task(self._close(None, error=True))
                 raise
         await self._run_mode.start(self.metadata, self._partition_counts)
-        self._thread_factory = StreamThreadFactory(
-            self.metadata,
-            self.config,
-            process_id=self.process_id,
-            client_supplier=self._clients,
-            global_stores=self._global_stores,
-            run_mode=self._run_mode,
-            callbacks=ThreadCallbacks(
-                self._on_thread_state, self._on_thread_assignment, self._on_thread_error, self._on_batch_finished
-            ),
-        )
         loop = asyncio.get_running_loop()
         self._cleaner = loop.create_task(self._clean_state_periodically())
         if self.metadata.has_patterns:
@@ -279,7 +278,6 @@ class KafkaStreams:
 
     async def _start_thread(self, index: int) -> StreamThread:
         """Make a thread with `index` (a replacement takes the dead one's place) and start it."""
-        assert self._thread_factory is not None, "threads start after start() made the factory"
         thread = self._thread_factory.create(index)
         self._threads = sorted([t for t in self._threads if t.index != index] + [thread], key=lambda t: t.index)
         await thread.start()
