@@ -241,3 +241,11 @@ class StreamTask:
     def partitions_to_resume(self, buffered_limit: int, max_lag_ms: int) -> list[TopicPartition]:
         """Flow control: paused partitions that drained or fell back in time, marked resumed."""
         return self.partition_group.partitions_to_resume(buffered_limit, max_lag_ms)
+
+    def num_buffered(self, tp: TopicPartition | None = None) -> int:
+        """Records buffered in one partition's queue, or in all of them."""
+        return self.partition_group.num_buffered(tp)
+
+    def partition_metrics(self, tp: TopicPartition) -> dict[str, Any]:
+        """One partition's buffered and skipped records, and whether flow control paused it."""
+        return self.partition_group.partition_metrics(tp)
