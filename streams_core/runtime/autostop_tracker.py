@@ -110,7 +110,7 @@ class AutostopTracker:
                         open_partitions += 1
                         continue
                     self._stops[tp] = stop
-                if task.partition_group.num_buffered(tp) or not await self._reached(task, tp, stop):
+                if task.num_buffered(tp) or not await self._reached(task, tp, stop):
                     open_partitions += 1
                     continue
                 task.finish_partition(tp, stop)

@@ -367,7 +367,7 @@ class TaskManager:
             for tp in sorted(task.partitions):
                 end, at = highwater(tp), task.committable_offset(tp)
                 lag = None if end is None or at is None else max(0, end - at)
-                partitions[str(tp)] = {**task.partition_group.partition_metrics(tp), "records_lag": lag}
+                partitions[str(tp)] = {**task.partition_metrics(tp), "records_lag": lag}
             found[str(task_id)] = {
                 "processed_records": task.processed_records,
                 "dropped_records": task.dropped_records,
@@ -381,7 +381,7 @@ class TaskManager:
         return list({id(task.record_collector): task.record_collector for task in self.tasks.values()}.values())
 
     def has_buffered(self) -> bool:
-        return any(task.partition_group.num_buffered() for task in self.tasks.values())
+        return any(task.num_buffered() for task in self.tasks.values())
 
     def commit_requested(self) -> bool:
         return any(task.commit_requested for task in self.tasks.values())
