@@ -104,7 +104,7 @@ class StreamThread:
         self.state = ThreadState.CREATED
         self._clients = kafka_clients
         self._consumer = kafka_clients.consumer
-        self.collector = kafka_clients.collector
+        self._collector = kafka_clients.collector
         self.assignor = assignor
         self.task_manager = task_manager
         self._guarantee = guarantee
@@ -261,7 +261,7 @@ class StreamThread:
         """
         tm = self.task_manager
         log.warning("%stask migrated (%r): closing every task dirty and rejoining the group", self.log_prefix, error)
-        self.collector.clear_pending()
+        self._collector.clear_pending()
         try:
             await tm.close_all(clean=False)
         except Exception:
@@ -279,7 +279,7 @@ class StreamThread:
             tm = self.task_manager
             if tm.tasks or tm.standby_tasks:
                 await self._commit()
-                self.collector.clear_pending()
+                self._collector.clear_pending()
                 await tm.close_all(clean=True)
             self._consumer.subscribe(sorted(self.topology.source_topics), StreamsRebalanceListener(self))
 
@@ -333,7 +333,7 @@ class StreamThread:
                 log.exception("%scommit before rebalance failed", self.log_prefix)
                 self._pending_error = self._pending_error or exc
                 clean = False
-            self.collector.clear_pending()
+            self._collector.clear_pending()
             try:
                 await tm.close_all(clean=clean)
             except Exception as exc:
