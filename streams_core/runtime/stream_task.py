@@ -233,3 +233,19 @@ class StreamTask:
                 self.state_manager.checkpoint()
         finally:
             self.processor.close()
+
+    def partitions_to_pause(self, buffered_limit: int, max_lag_ms: int) -> list[TopicPartition]:
+        """Flow control: partitions whose queue is full or runs ahead of stream time, marked paused."""
+        return self.partition_group.partitions_to_pause(buffered_limit, max_lag_ms)
+
+    def partitions_to_resume(self, buffered_limit: int, max_lag_ms: int) -> list[TopicPartition]:
+        """Flow control: paused partitions that drained or fell back in time, marked resumed."""
+        return self.partition_group.partitions_to_resume(buffered_limit, max_lag_ms)
+
+    def num_buffered(self, tp: TopicPartition | None = None) -> int:
+        """Records buffered in one partition's queue, or in all of them."""
+        return self.partition_group.num_buffered(tp)
+
+    def partition_metrics(self, tp: TopicPartition) -> dict[str, Any]:
+        """One partition's buffered and skipped records, and whether flow control paused it."""
+        return self.partition_group.partition_metrics(tp)
