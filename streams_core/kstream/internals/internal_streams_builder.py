@@ -131,7 +131,7 @@ class InternalStreamsBuilder:
     def add_processor(
         self,
         name: str,
-        factory: Callable[[], Any],
+        factory: object,
         parents: Iterable[str],
         stores: Iterable[Any] = (),
         connected: Iterable[str] = (),

@@ -1,0 +1,20 @@
+"""The DSL's type variables, named as Kafka Streams' generics (`KStream<K, V>`, `mapValues -> <VR>`)."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+__all__ = ["GK", "GV", "KO", "KR", "VO", "VR", "K", "V"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+KR = TypeVar("KR")
+"""A new key (`map`, `select_key`, `group_by`)."""
+VR = TypeVar("VR")
+"""A new value or an aggregate (`map_values`, joins' results, `aggregate`)."""
+KO = TypeVar("KO")
+"""The other table's key in a foreign-key join."""
+VO = TypeVar("VO")
+"""The other side's value in a join."""
+GK = TypeVar("GK")
+GV = TypeVar("GV")
