@@ -185,10 +185,10 @@ class KTable(Generic[K, V]):
     def to_stream(self, key_mapper: None = None, named: Named_ = None) -> KStream[K, V]: ...
 
     @overload
-    def to_stream(self, key_mapper: Callable[[K, V], KR], named: Named_ = None) -> KStream[KR, V]: ...
+    def to_stream(self, key_mapper: Callable[[K, V | None], KR], named: Named_ = None) -> KStream[KR, V]: ...
 
-    def to_stream(self, key_mapper: Callable[[K, V], Any] | None = None, named: Named_ = None) -> KStream[Any, V]:
-        """The table's updates as a stream (deletes as None values); `key_mapper(key, value)` may re-key it."""
+    def to_stream(self, key_mapper: Callable[[K, V | None], Any] | None = None, named: Named_ = None) -> KStream[Any, V]:
+        """The table's updates as a stream (deletes as None values); `key_mapper(key, value or None)` may re-key it."""
         from streams_core.kstream.kstream import KStream
 
         if key_mapper is not None:

@@ -44,7 +44,7 @@ USER_CODE = textwrap.dedent(
     assert_type(words.select_key(lambda key, word: len(word)), KStream[int, str])
     assert_type(words.filter(lambda key, word: word.startswith("a")), KStream[str, str])
     assert_type(counts.to_stream(), KStream[str, int])
-    assert_type(counts.to_stream(lambda word, count: count), KStream[int, int])
+    assert_type(counts.to_stream(lambda word, count: word.upper()), KStream[str, int])
     assert_type(counts.map_values(lambda count: str(count)), KTable[str, str])
 
     assert_type(words.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(60_000)).count(),
