@@ -69,7 +69,7 @@ class KTable(Generic[K, V]):
         key_serde: Serde[K] | None,
         value_serde: Serde[V] | None,
         source_nodes: frozenset[str],
-        getter: ValueGetterSupplier | None,
+        getter: ValueGetterSupplier[K, V] | None,
         store_name: str | None = None,
         windows: tuple[str, int] | None = None,
         *,
@@ -95,7 +95,7 @@ class KTable(Generic[K, V]):
         """The name of the store to query this table by; None unless the store was named (as Java)."""
         return self._queryable
 
-    def _value_getter(self, purpose: str) -> ValueGetterSupplier:
+    def _value_getter(self, purpose: str) -> ValueGetterSupplier[K, V]:
         if self._getter is None:
             raise TopologyError(
                 f"{self!r} is suppressed and cannot be used for {purpose}; materialise it first, e.g. "
@@ -110,7 +110,7 @@ class KTable(Generic[K, V]):
         materialized: Materialized | None,
         factory: Callable[[str | None], object],
         value_serde: Serde[VR] | None,
-        getter: Callable[[], ValueGetterSupplier],
+        getter: Callable[[], ValueGetterSupplier[K, VR]],
         old_values: SendOldValues | None = None,
     ) -> KTable[K, VR]:
         b = self._builder
@@ -358,7 +358,7 @@ class KTable(Generic[K, V]):
             store = store_name(b, materialized, names.KTABLE_MERGE)
             stores = (key_value_store(b, store, m, key_serde, value_serde),)
         b.add_processor(merge, lambda: KTableKTableJoinMerger(store), (this_name, other_name), stores=stores)
-        getter: ValueGetterSupplier = JoinValueGetterSupplier(this_getter, other_getter, joiner, kind)
+        getter: ValueGetterSupplier[K, VR] = JoinValueGetterSupplier(this_getter, other_getter, joiner, kind)
         if store is not None:
             getter = StoreValueGetterSupplier(store)
         if kind != "inner":
