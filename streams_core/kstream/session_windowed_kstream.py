@@ -123,8 +123,10 @@ class SessionWindowedKStream(Generic[K, V]):
         if emit.emits_on_close:
             m = m.with_caching_disabled()  # as Java: the final results come from the store, not the cache
         builder = session_store(b, store, m, minimum, m.key_serde, m.value_serde)
-        b.add_processor(name, lambda: KStreamSessionWindowAggregate(windows, store, initializer, aggregator, merger,
-                                                                    emit), (parent,), stores=(builder,))  # fmt: skip
+        # a reduce folds from None: its aggregate is V | None until the first value, hence no inference here
+        processor: Callable[..., object] = KStreamSessionWindowAggregate
+        b.add_processor(name, lambda: processor(windows, store, initializer, aggregator, merger, emit), (parent,),
+                        stores=(builder,))  # fmt: skip
         key_serde = b.bound(SessionWindowedSerde(m.key_serde))
         final_after = 2 * windows.inactivity_gap_ms + windows.grace_period_ms + 1
         return KTable(b, name, key_serde, m.value_serde, sources, SessionStoreValueGetterSupplier(store), store,

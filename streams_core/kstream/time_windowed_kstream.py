@@ -10,7 +10,7 @@ on the result emits one final value per window.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Generic
 
 from streams_core.kstream.emit_strategy import EmitStrategy, with_emit_strategy
 from streams_core.kstream.internals import names
@@ -110,12 +110,14 @@ class TimeWindowedKStream(Generic[K, V]):
         store = store_name(b, materialized, prefix)
         name = b.processor_name(named, prefix)
         parent, sources = grouped.upstream(store)
-        processor: type[Any]
+        # a reduce folds from None: its aggregate is V | None until the first value, hence no inference here
+        sliding = isinstance(windows, SlidingWindows)
+        processor: Callable[..., object] = KStreamSlidingWindowAggregate if sliding else KStreamWindowAggregate
         if isinstance(windows, SlidingWindows):
-            processor, size = KStreamSlidingWindowAggregate, windows.time_difference_ms
+            size = windows.time_difference_ms
             retention = 2 * size + windows.grace_period_ms
         else:
-            processor, size = KStreamWindowAggregate, windows.size_ms
+            size = windows.size_ms
             retention = size + windows.grace_period_ms
         emit = self._emit_strategy
         builder = window_store(b, store, m, size, retention, m.key_serde, m.value_serde, emit.emits_on_close)
