@@ -218,7 +218,7 @@ class KTable(Generic[K, V]):
             duration = suppressed.time_limit_ms  # type: ignore[assignment]
         buffer = suppressed.buffer_config
         serdes = (self.key_serde, self.value_serde)
-        buffers = SuppressBuffers()
+        buffers: SuppressBuffers[K, V] = SuppressBuffers()
         b.add_processor(name, lambda: KTableSuppress(
             name, duration, suppressed.final_results, suppressed.final_results, buffer.record_limit,
             buffer.byte_limit, buffer.fail_when_full, serdes, buffers,

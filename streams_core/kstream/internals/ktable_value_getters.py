@@ -14,6 +14,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from streams_core.kstream.internals.type_vars import VO, VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
+from streams_core.processor.task_id import TaskId
 from streams_core.state.session_store import SessionStore
 from streams_core.state.store import KeyValueStore
 from streams_core.state.window_store import WindowStore
@@ -43,7 +44,10 @@ _Stored = TypeVar("_Stored", bound=_HasValue)  # a ValueAndTimestamp, or a Versi
 
 
 class StoreSource(Protocol):
-    """What a getter needs of the joining processor's context: its connected stores."""
+    """What a getter needs of the joining processor's context: its task and connected stores."""
+
+    @property
+    def task_id(self) -> TaskId: ...
 
     def get_state_store(self, name: str) -> Any: ...
 
