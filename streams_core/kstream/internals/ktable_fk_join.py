@@ -78,7 +78,7 @@ def foreign_key_join(
     this: KTable[K, V],
     other: KTable[KO, VO],
     extractor: Callable[..., KO],
-    joiner: Callable[[V, VO], VR],
+    joiner: Callable[[V | None, VO | None], VR],
     left: bool,
     table_joined: TableJoined | None,
     materialized: Materialized | None,
