@@ -137,24 +137,14 @@ class StreamsBuilder:
 
     @overload
     def global_table(self, topic: str, *options: Materialized | Consumed[K, V] | None, consumed: Consumed[K, V] | None = None,
-              materialized: Materialized | None = None, key_serde: Serde[K], value_serde: Serde[V],
-              timestamp_extractor: Extractor | None = None) -> GlobalKTable[K, V]: ...  # fmt: skip
-
-    @overload
-    def global_table(self, topic: str, *options: Materialized | Consumed[K, V] | None, consumed: Consumed[K, V],
-              materialized: Materialized | None = None, key_serde: Serde[K] | None = None,
-              value_serde: Serde[V] | None = None, timestamp_extractor: Extractor | None = None) -> GlobalKTable[K, V]: ...  # fmt: skip
-
-    @overload
-    def global_table(self, topic: str, consumed_: Consumed[K, V], /, *options: Materialized | None,
-              materialized: Materialized | None = None, key_serde: Serde[K] | None = None,
-              value_serde: Serde[V] | None = None, timestamp_extractor: Extractor | None = None) -> GlobalKTable[K, V]: ...  # fmt: skip
+                     materialized: Materialized | None = None, key_serde: Serde[K], value_serde: Serde[V],
+                     timestamp_extractor: Extractor | None = None) -> GlobalKTable[K, V]: ...  # fmt: skip
 
     @overload
     def global_table(self, topic: str, *options: Materialized | Consumed[Any, Any] | None,
-              consumed: Consumed[Any, Any] | None = None, materialized: Materialized | None = None,
-              key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None,
-              timestamp_extractor: Extractor | None = None) -> GlobalKTable[Any, Any]: ...  # fmt: skip
+                     consumed: Consumed[Any, Any] | None = None, materialized: Materialized | None = None,
+                     key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None,
+                     timestamp_extractor: Extractor | None = None) -> GlobalKTable[Any, Any]: ...  # fmt: skip
 
     def global_table(
         self,

@@ -68,14 +68,23 @@ class ValueGetterSupplier(Protocol[_K_contra, V]):
     def get(self) -> ValueGetter[_K_contra, V]: ...
 
 
-class _StoreGetter(Generic[K, V]):
+S = TypeVar("S")
+
+
+class _StoreLookup(Generic[S]):
+    """A getter reading the timestamped store S under a view registered as `name`."""
+
     __slots__ = ("_name", "_store")
 
     def __init__(self, name: str) -> None:
         self._name = name
 
     def init(self, context: StoreSource) -> None:
-        self._store: KeyValueStore[K, ValueAndTimestamp[V]] = context.get_state_store(self._name).timestamped
+        self._store: S = context.get_state_store(self._name).timestamped
+
+
+class _StoreGetter(_StoreLookup[KeyValueStore[K, ValueAndTimestamp[V]]], Generic[K, V]):
+    __slots__ = ()
 
     def get(self, key: K) -> ValueAndTimestamp[V] | None:
         return self._store.get(key)
@@ -99,14 +108,8 @@ class StoreValueGetterSupplier:
         return _StoreGetter(self.store_names[0])
 
 
-class _WindowStoreGetter(Generic[K, V]):
-    __slots__ = ("_name", "_store")
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def init(self, context: StoreSource) -> None:
-        self._store: WindowStore[K, ValueAndTimestamp[V]] = context.get_state_store(self._name).timestamped
+class _WindowStoreGetter(_StoreLookup[WindowStore[K, ValueAndTimestamp[V]]], Generic[K, V]):
+    __slots__ = ()
 
     def get(self, key: Windowed[K]) -> ValueAndTimestamp[V] | None:
         return self._store.fetch(key.key, key.window.start)
