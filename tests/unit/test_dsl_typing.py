@@ -23,9 +23,13 @@ USER_CODE = textwrap.dedent(
     from typing import Any, assert_type
 
     from streams_core import (
-        Branched, Consumed, JoinWindows, KGroupedStream, KStream, KTable, Materialized, Named, Serdes,
-        SessionWindows, StreamsBuilder, TimeWindows, Windowed,
+        Branched, Consumed, JoinWindows, KGroupedStream, KStream, KTable, Materialized, Named, Processor, Record,
+        Serdes, SessionWindows, StreamsBuilder, TimeWindows, Windowed,
     )
+
+
+    class WordLength(Processor[str, str, str, int]):
+        def process(self, record: Record[str, str]) -> None: ...
 
     builder = StreamsBuilder()
     lines = builder.stream("text-lines", key_serde=Serdes.String(), value_serde=Serdes.String())
@@ -68,6 +72,7 @@ USER_CODE = textwrap.dedent(
                 KStream[str, str])
     branches = words.split(Named.as_("b-")).branch(lambda key, word: word.startswith("a"), Branched.as_("a"))
     assert_type(branches.default_branch(), dict[str, KStream[Any, Any]])
+    assert_type(words.process(WordLength), KStream[str, int])
     reveal_type(builder.stream("untyped"))
 
     words.map_values(lambda word: word + 1)  # E: operator
@@ -75,6 +80,7 @@ USER_CODE = textwrap.dedent(
     counts.to_stream().to("word-counts", value_serde=Serdes.String())  # E: arg-type
     lengths.left_join(counts, lambda length, count: length + count)  # E: operator
     words.merge(lengths)  # E: arg-type
+    lengths.process(WordLength)  # E: arg-type
     """
 )
 
@@ -94,6 +100,6 @@ def test_a_users_dsl_chain_is_typed(tmp_path: Path) -> None:
         for number, line in enumerate(USER_CODE.splitlines(), 1)
         if (m := re.search(r"# E: ([a-z-]+)$", line))
     }
-    assert len(expected) == 5
+    assert len(expected) == 6
     assert reported == expected, stdout + stderr
     assert 'Revealed type is "streams_core.kstream.kstream.KStream[Any, Any]"' in stdout, stdout
