@@ -14,12 +14,13 @@ position (1, 2, ...; 0 for an unnamed default branch).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from streams_core.errors import TopologyError
 from streams_core.kstream.branched import Branched
 from streams_core.kstream.internals.functions import check_callable
 from streams_core.kstream.internals.kstream_processors import KStreamBranch, KStreamPassThrough
+from streams_core.kstream.internals.type_vars import K, V
 
 if TYPE_CHECKING:
     from streams_core.kstream.kstream import KStream
@@ -27,16 +28,16 @@ if TYPE_CHECKING:
 __all__ = ["BranchedKStream"]
 
 
-class BranchedKStream:
+class BranchedKStream(Generic[K, V]):
     """Collects branches until `default_branch()` or `no_default_branch()` returns them by name."""
 
-    def __init__(self, stream: KStream, name: str) -> None:
+    def __init__(self, stream: KStream[K, V], name: str) -> None:
         self._stream = stream
         self.name = name
-        self._predicates: list[Callable[[Any, Any], Any]] = []
+        self._predicates: list[Callable[[K, V], object]] = []
         self._children: list[str] = []
         self._default: list[str] = []
-        self._branches: dict[str, Any] = {}
+        self._branches: dict[str, KStream[Any, Any]] = {}
         self._done = False
         predicates, children, default = self._predicates, self._children, self._default
         stream._builder.add_processor(name, lambda: KStreamBranch(predicates, children, default), (stream.name,))
@@ -44,7 +45,9 @@ class BranchedKStream:
     def __repr__(self) -> str:
         return f"BranchedKStream({self.name!r}, branches={self._children})"
 
-    def branch(self, predicate: Callable[[Any, Any], Any], branched: Branched | None = None) -> BranchedKStream:
+    def branch(
+        self, predicate: Callable[[K, V], object], branched: Branched[K, V] | None = None
+    ) -> BranchedKStream[K, V]:
         """Add a branch for the records `predicate(key, value)` accepts (not taken by earlier branches)."""
         self._check_open()
         check_callable(predicate, "a branch predicate")
@@ -53,26 +56,26 @@ class BranchedKStream:
         self._children.append(child)
         return self
 
-    def default_branch(self, branched: Branched | None = None) -> dict[str, Any]:
+    def default_branch(self, branched: Branched[K, V] | None = None) -> dict[str, KStream[Any, Any]]:
         """Add the branch of the records no predicate accepted; the branches by name."""
         self._check_open()
         self._default.append(self._add(branched or Branched(), 0))
         self._done = True
         return dict(self._branches)
 
-    def no_default_branch(self) -> dict[str, Any]:
+    def no_default_branch(self) -> dict[str, KStream[Any, Any]]:
         """Drop the records no predicate accepted; the branches by name."""
         self._check_open()
         self._done = True
         return dict(self._branches)
 
-    def _add(self, branched: Branched, index: int) -> str:
+    def _add(self, branched: Branched[K, V], index: int) -> str:
         stream = self._stream
         child = self.name + (branched.name if branched.name is not None else str(index))
         stream._builder.add_processor(child, KStreamPassThrough, (self.name,))
         from streams_core.kstream.kstream import KStream
 
-        branch = KStream(stream._builder, child, stream.key_serde, stream.value_serde, stream.source_nodes,
+        branch: KStream[K, V] = KStream(stream._builder, child, stream.key_serde, stream.value_serde, stream.source_nodes,
                          stream.repartition_required)  # fmt: skip
         if branched.consumer is not None:
             branched.consumer(branch)

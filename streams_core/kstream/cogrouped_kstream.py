@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from streams_core.errors import TopologyError
 from streams_core.kstream.emit_strategy import EmitStrategy
@@ -32,6 +32,7 @@ from streams_core.kstream.internals.ktable_value_getters import (
     WindowStoreValueGetterSupplier,
 )
 from streams_core.kstream.internals.materialize import key_value_store, session_store, store_name, window_store
+from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.materialized import Materialized, named_and_materialized
 from streams_core.kstream.named import Named, name_of
 from streams_core.kstream.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
@@ -40,26 +41,28 @@ from streams_core.kstream.windows import SessionWindows, SlidingWindows, TimeWin
 if TYPE_CHECKING:
     from streams_core.kstream.kgrouped_stream import KGroupedStream
     from streams_core.kstream.ktable import KTable
+    from streams_core.state.windowed import Windowed
 
 __all__ = ["CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream"]
 
-Aggregator = Callable[[Any, Any, Any], Any]
 Named_ = Named | str | None
 
 
-class CogroupedKStream:
+class CogroupedKStream(Generic[K, VR]):
     """Grouped streams with their aggregators, to be aggregated together (`KGroupedStream.cogroup`)."""
 
     __slots__ = ("_groups",)
 
-    def __init__(self, grouped: KGroupedStream, aggregator: Aggregator) -> None:
+    def __init__(self, grouped: KGroupedStream[K, V], aggregator: Callable[[K, V, VR], VR]) -> None:
         check_callable(aggregator, "cogroup's aggregator")
-        self._groups: dict[int, tuple[KGroupedStream, Aggregator]] = {id(grouped): (grouped, aggregator)}
+        self._groups: dict[int, tuple[KGroupedStream[K, Any], Callable[[K, Any, VR], VR]]] = {
+            id(grouped): (grouped, aggregator)
+        }
 
     def __repr__(self) -> str:
         return f"CogroupedKStream({[g.name for g, _ in self._groups.values()]!r})"
 
-    def cogroup(self, grouped: KGroupedStream, aggregator: Aggregator) -> CogroupedKStream:
+    def cogroup(self, grouped: KGroupedStream[K, V], aggregator: Callable[[K, V, VR], VR]) -> CogroupedKStream[K, VR]:
         """Add another grouped stream (same key type) and how it folds into the aggregate."""
         from streams_core.kstream.kgrouped_stream import KGroupedStream
 
@@ -74,20 +77,26 @@ class CogroupedKStream:
 
     def aggregate(
         self,
-        initializer: Callable[[], Any],
+        initializer: Callable[[], VR],
         *options: Named | str | Materialized | None,
         named: Named_ = None,
         materialized: Materialized | None = None,
-    ) -> KTable:
+    ) -> KTable[K, VR]:
         """The aggregate per key, from `initializer()`, updated by each stream's aggregator."""
         check_callable(initializer, "aggregate's initializer")
         named, materialized = named_and_materialized(options, named, materialized, "aggregate")
-        return _build(self, named, materialized, "plain", lambda store, aggregator: KStreamAggregate(
+        return _build(self, named, materialized, None, lambda store, aggregator: KStreamAggregate(
             store, initializer, aggregator))  # fmt: skip
+
+    @overload
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedCogroupedKStream[K, VR]: ...
+
+    @overload
+    def windowed_by(self, windows: TimeWindows | SlidingWindows) -> TimeWindowedCogroupedKStream[K, VR]: ...
 
     def windowed_by(
         self, windows: TimeWindows | SlidingWindows | SessionWindows
-    ) -> TimeWindowedCogroupedKStream | SessionWindowedCogroupedKStream:
+    ) -> TimeWindowedCogroupedKStream[K, VR] | SessionWindowedCogroupedKStream[K, VR]:
         """Aggregate per window: `TimeWindows`, `SlidingWindows` or `SessionWindows`."""
         if isinstance(windows, SessionWindows):
             return SessionWindowedCogroupedKStream(self, windows)
@@ -96,22 +105,22 @@ class CogroupedKStream:
         raise TypeError(f"windowed_by takes TimeWindows, SlidingWindows or SessionWindows, got {windows!r}")
 
 
-class TimeWindowedCogroupedKStream:
+class TimeWindowedCogroupedKStream(Generic[K, VR]):
     """A cogroup aggregated per time or sliding window (keys: `Windowed(key, TimeWindow)`)."""
 
     __slots__ = ("_cogrouped", "windows")
 
-    def __init__(self, cogrouped: CogroupedKStream, windows: TimeWindows | SlidingWindows) -> None:
+    def __init__(self, cogrouped: CogroupedKStream[K, VR], windows: TimeWindows | SlidingWindows) -> None:
         self._cogrouped = cogrouped
         self.windows = windows
 
     def aggregate(
         self,
-        initializer: Callable[[], Any],
+        initializer: Callable[[], VR],
         *options: Named | str | Materialized | None,
         named: Named_ = None,
         materialized: Materialized | None = None,
-    ) -> KTable:
+    ) -> KTable[Windowed[K], VR]:
         check_callable(initializer, "aggregate's initializer")
         named, materialized = named_and_materialized(options, named, materialized, "aggregate")
         windows = self.windows
@@ -120,23 +129,23 @@ class TimeWindowedCogroupedKStream:
             windows, store, initializer, aggregator, EmitStrategy.on_window_update()))  # fmt: skip
 
 
-class SessionWindowedCogroupedKStream:
+class SessionWindowedCogroupedKStream(Generic[K, VR]):
     """A cogroup aggregated per session (keys: `Windowed(key, SessionWindow)`)."""
 
     __slots__ = ("_cogrouped", "windows")
 
-    def __init__(self, cogrouped: CogroupedKStream, windows: SessionWindows) -> None:
+    def __init__(self, cogrouped: CogroupedKStream[K, VR], windows: SessionWindows) -> None:
         self._cogrouped = cogrouped
         self.windows = windows
 
     def aggregate(
         self,
-        initializer: Callable[[], Any],
-        merger: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VR],
+        merger: Callable[[K, VR, VR], VR],
         *options: Named | str | Materialized | None,
         named: Named_ = None,
         materialized: Materialized | None = None,
-    ) -> KTable:
+    ) -> KTable[Windowed[K], VR]:
         check_callable(initializer, "aggregate's initializer")
         check_callable(merger, "aggregate's merger")
         named, materialized = named_and_materialized(options, named, materialized, "aggregate")
@@ -146,12 +155,12 @@ class SessionWindowedCogroupedKStream:
 
 
 def _build(
-    cogrouped: CogroupedKStream,
+    cogrouped: CogroupedKStream[K, VR],
     named: Named_,
     materialized: Materialized | None,
-    windows: Any,
-    processor: Callable[[str, Aggregator], Any],
-) -> KTable:
+    windows: TimeWindows | SlidingWindows | SessionWindows | None,
+    processor: Callable[[str, Callable[[K, Any, VR], VR]], object],
+) -> KTable[Any, VR]:
     """The shared part of Java's CogroupedStreamAggregateBuilder: repartitions, one processor
     per grouped stream on one store, the merge node."""
     from streams_core.kstream.ktable import KTable
@@ -169,7 +178,7 @@ def _build(
         sources |= grouped_sources
     b.copartition(sources)
     store_builder: Any
-    if windows == "plain":
+    if windows is None:
         store_builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
         getter: Any = StoreValueGetterSupplier(store)
         key_serde, window_info = m.key_serde, None
@@ -181,7 +190,7 @@ def _build(
         window_info = ("session", 2 * windows.inactivity_gap_ms + windows.grace_period_ms + 1)
     else:
         sliding = isinstance(windows, SlidingWindows)
-        size = windows.time_difference_ms if sliding else windows.size_ms
+        size = windows.time_difference_ms if isinstance(windows, SlidingWindows) else windows.size_ms
         retention = (2 * size if sliding else size) + windows.grace_period_ms
         store_builder = window_store(b, store, m, size, retention, m.key_serde, m.value_serde)
         getter = WindowStoreValueGetterSupplier(store)

@@ -7,10 +7,14 @@ or repartitioning. Its store is queryable by name.
 
 from __future__ import annotations
 
+from typing import Generic
+
+from streams_core.kstream.internals.type_vars import K, V
+
 __all__ = ["GlobalKTable"]
 
 
-class GlobalKTable:
+class GlobalKTable(Generic[K, V]):
     """A global table: the name of its store (queryable)."""
 
     __slots__ = ("_builder", "store_name")

@@ -9,13 +9,14 @@ or generated (`KSTREAM-AGGREGATE-STATE-STORE-<n>`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic, overload
 
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable
 from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
 from streams_core.serde import Serde, Serdes
@@ -26,13 +27,14 @@ if TYPE_CHECKING:
     from streams_core.kstream.ktable import KTable
     from streams_core.kstream.session_windowed_kstream import SessionWindowedKStream
     from streams_core.kstream.time_windowed_kstream import TimeWindowedKStream
+    from streams_core.kstream.windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["KGroupedStream"]
 
 Named_ = Named | str | None
 
 
-def _count_add(key: Any, value: Any, count: int) -> int:
+def _count_add(key: object, value: object, count: int) -> int:
     return count + 1
 
 
@@ -40,7 +42,7 @@ def _zero() -> int:
     return 0
 
 
-class KGroupedStream:
+class KGroupedStream(Generic[K, V]):
     """A grouped stream: the node to aggregate from, serdes, and whether to repartition first."""
 
     __slots__ = (
@@ -52,8 +54,8 @@ class KGroupedStream:
         self,
         builder: InternalStreamsBuilder,
         name: str,
-        key_serde: Serde[Any] | None,
-        value_serde: Serde[Any] | None,
+        key_serde: Serde[K] | None,
+        value_serde: Serde[V] | None,
         source_nodes: frozenset[str],
         repartition_required: bool,
         grouped_name: str | None,
@@ -70,14 +72,14 @@ class KGroupedStream:
     def __repr__(self) -> str:
         return f"KGroupedStream({self.name!r})"
 
-    def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
+    def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable[K, int]:
         """The number of records per key (records with a None key or value are not counted)."""
         self._builder.burn_count_store_name(materialized)
         return self._aggregate(names.KSTREAM_AGGREGATE, named, materialized, Serdes.Long(),
                                lambda store: KStreamAggregate(store, _zero, _count_add))  # fmt: skip
 
-    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Materialized | None = None,
-               named: Named_ = None) -> KTable:  # fmt: skip
+    def reduce(self, reducer: Callable[[V, V], V], materialized: Materialized | None = None,
+               named: Named_ = None) -> KTable[K, V]:  # fmt: skip
         """`reducer(aggregate, value)` per key; a key's first value is its aggregate."""
         check_callable(reducer, "reduce's reducer")
         return self._aggregate(names.KSTREAM_REDUCE, named, materialized, self.value_serde,
@@ -85,11 +87,11 @@ class KGroupedStream:
 
     def aggregate(
         self,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VR],
+        aggregator: Callable[[K, V, VR], VR],
         materialized: Materialized | None = None,
         named: Named_ = None,
-    ) -> KTable:
+    ) -> KTable[K, VR]:
         """`aggregator(key, value, aggregate)` per key, starting from `initializer()`."""
         check_callable(initializer, "aggregate's initializer")
         check_callable(aggregator, "aggregate's aggregator")
@@ -97,14 +99,22 @@ class KGroupedStream:
                                self._builder.infer(self.value_serde, "value"),
                                lambda store: KStreamAggregate(store, initializer, aggregator))  # fmt: skip
 
-    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+    def cogroup(self, aggregator: Callable[[K, V, VR], VR]) -> CogroupedKStream[K, VR]:
         """Start a cogroup (KIP-150): this stream folded by `aggregator(key, value, aggregate)`, more
         grouped streams added with `.cogroup(grouped, aggregator)`, then `.aggregate(initializer)`."""
         from streams_core.kstream.cogrouped_kstream import CogroupedKStream
 
         return CogroupedKStream(self, aggregator)
 
-    def windowed_by(self, windows: Any) -> TimeWindowedKStream | SessionWindowedKStream:
+    @overload
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream[K, V]: ...
+
+    @overload
+    def windowed_by(self, windows: TimeWindows | SlidingWindows) -> TimeWindowedKStream[K, V]: ...
+
+    def windowed_by(
+        self, windows: TimeWindows | SlidingWindows | SessionWindows
+    ) -> TimeWindowedKStream[K, V] | SessionWindowedKStream[K, V]:
         """Aggregate per window: `TimeWindows`, `SlidingWindows` or `SessionWindows`."""
         from streams_core.kstream.session_windowed_kstream import SessionWindowedKStream
         from streams_core.kstream.time_windowed_kstream import TimeWindowedKStream
@@ -121,9 +131,9 @@ class KGroupedStream:
         prefix: str,
         named: Named_,
         materialized: Materialized | None,
-        value_serde: Serde[Any] | None,
-        factory: Callable[[str], Any],
-    ) -> KTable:
+        value_serde: Serde[VR] | None,
+        factory: Callable[[str], object],
+    ) -> KTable[K, VR]:
         from streams_core.kstream.ktable import KTable
 
         b = self._builder

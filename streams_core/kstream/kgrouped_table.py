@@ -8,7 +8,7 @@ group and an addition of the new value to its new group (through the repartition
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic
 
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.change import ChangeSerde
@@ -16,6 +16,7 @@ from streams_core.kstream.internals.functions import check_callable
 from streams_core.kstream.internals.ktable_aggregate import KTableAggregate, KTableReduce
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named, name_of
 from streams_core.serde import Serde, Serdes
@@ -33,15 +34,15 @@ def _zero() -> int:
     return 0
 
 
-def _add_one(key: Any, value: Any, count: int) -> int:
+def _add_one(key: object, value: object, count: int) -> int:
     return count + 1
 
 
-def _subtract_one(key: Any, value: Any, count: int) -> int:
+def _subtract_one(key: object, value: object, count: int) -> int:
     return count - 1
 
 
-class KGroupedTable:
+class KGroupedTable(Generic[K, V]):
     """A re-grouped table: the repartition-map node, serdes of the group key and values."""
 
     __slots__ = ("_builder", "_repartition_source", "grouped_name", "key_serde", "name", "value_serde")
@@ -50,8 +51,8 @@ class KGroupedTable:
         self,
         builder: InternalStreamsBuilder,
         name: str,
-        key_serde: Serde[Any] | None,
-        value_serde: Serde[Any] | None,
+        key_serde: Serde[K] | None,
+        value_serde: Serde[V] | None,
         grouped_name: str | None,
     ) -> None:
         self._builder = builder
@@ -64,18 +65,18 @@ class KGroupedTable:
     def __repr__(self) -> str:
         return f"KGroupedTable({self.name!r})"
 
-    def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
+    def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable[K, int]:
         """The number of entries per group."""
         return self._aggregate(names.KTABLE_AGGREGATE, named, materialized, Serdes.Long(),
                                lambda store: KTableAggregate(store, _zero, _add_one, _subtract_one))  # fmt: skip
 
     def reduce(
         self,
-        adder: Callable[[Any, Any], Any],
-        subtractor: Callable[[Any, Any], Any],
+        adder: Callable[[V, V], V],
+        subtractor: Callable[[V, V], V],
         materialized: Materialized | None = None,
         named: Named_ = None,
-    ) -> KTable:
+    ) -> KTable[K, V]:
         """`adder(aggregate, value)` for values joining a group, `subtractor(aggregate, value)` for leaving ones."""
         check_callable(adder, "reduce's adder")
         check_callable(subtractor, "reduce's subtractor")
@@ -84,12 +85,12 @@ class KGroupedTable:
 
     def aggregate(
         self,
-        initializer: Callable[[], Any],
-        adder: Callable[[Any, Any, Any], Any],
-        subtractor: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VR],
+        adder: Callable[[K, V, VR], VR],
+        subtractor: Callable[[K, V, VR], VR],
         materialized: Materialized | None = None,
         named: Named_ = None,
-    ) -> KTable:
+    ) -> KTable[K, VR]:
         """`adder(key, value, agg)` / `subtractor(key, value, agg)` per group, from `initializer()`."""
         for function, what in ((initializer, "initializer"), (adder, "adder"), (subtractor, "subtractor")):
             check_callable(function, f"aggregate's {what}")
@@ -102,9 +103,9 @@ class KGroupedTable:
         prefix: str,
         named: Named_,
         materialized: Materialized | None,
-        value_serde: Serde[Any] | None,
-        factory: Callable[[str], Any],
-    ) -> KTable:
+        value_serde: Serde[VR] | None,
+        factory: Callable[[str], object],
+    ) -> KTable[K, VR]:
         from streams_core.kstream.ktable import KTable
 
         b = self._builder

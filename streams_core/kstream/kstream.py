@@ -13,7 +13,7 @@ or `(key, value)` when they have two required parameters; `map` and `flat_map` r
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from streams_core.errors import TopologyError
 from streams_core.kstream.grouped import Grouped
@@ -34,10 +34,14 @@ from streams_core.kstream.internals.ktable_processors import KTableSource
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
+from streams_core.kstream.internals.type_vars import GK, GV, KR, VO, VR, K, V
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
 from streams_core.kstream.produced import Produced
 from streams_core.kstream.repartitioned import Repartitioned
+from streams_core.processor.processor import Processor, ProcessorSupplier
+from streams_core.processor.stream_partitioner import StreamPartitioner
+from streams_core.processor.topic_name_extractor import TopicNameExtractor
 from streams_core.serde import Serde
 
 if TYPE_CHECKING:
@@ -55,7 +59,7 @@ __all__ = ["KStream"]
 Named_ = Named | str | None
 
 
-class KStream:
+class KStream(Generic[K, V]):
     """A record stream: `name` is the node producing it; serdes are what is known of its keys and values."""
 
     __slots__ = (
@@ -66,8 +70,8 @@ class KStream:
         self,
         builder: InternalStreamsBuilder,
         name: str,
-        key_serde: Serde[Any] | None,
-        value_serde: Serde[Any] | None,
+        key_serde: Serde[K] | None,
+        value_serde: Serde[V] | None,
         source_nodes: frozenset[str],
         repartition_required: bool = False,
     ) -> None:
@@ -77,7 +81,7 @@ class KStream:
         self.value_serde = value_serde
         self.source_nodes = source_nodes
         self.repartition_required = repartition_required
-        self._join_repartition: KStream | None = None
+        self._join_repartition: KStream[K, V] | None = None
 
     def __repr__(self) -> str:
         return f"KStream({self.name!r})"
@@ -86,37 +90,43 @@ class KStream:
         self,
         prefix: str,
         named: Named_,
-        factory: Callable[[], Any],
-        key_serde: Serde[Any] | None,
-        value_serde: Serde[Any] | None,
+        factory: Callable[[], object],
+        key_serde: Serde[KR] | None,
+        value_serde: Serde[VR] | None,
         repartition_required: bool,
-    ) -> KStream:
+    ) -> KStream[KR, VR]:
         name = self._builder.processor_name(named, prefix)
         self._builder.add_processor(name, factory, (self.name,))
         return KStream(self._builder, name, key_serde, value_serde, self.source_nodes, repartition_required)
 
     # -- stateless ----------------------------------------------------------------------------
 
-    def filter(self, predicate: Callable[[Any, Any], Any], named: Named_ = None) -> KStream:
+    def filter(self, predicate: Callable[[K, V], object], named: Named_ = None) -> KStream[K, V]:
         """The records for which `predicate(key, value)` is true."""
         check_callable(predicate, "filter's predicate")
         return self._child(names.KSTREAM_FILTER, named, lambda: KStreamFilter(predicate, False),
                            self.key_serde, self.value_serde, self.repartition_required)  # fmt: skip
 
-    def filter_not(self, predicate: Callable[[Any, Any], Any], named: Named_ = None) -> KStream:
+    def filter_not(self, predicate: Callable[[K, V], object], named: Named_ = None) -> KStream[K, V]:
         """The records for which `predicate(key, value)` is false."""
         check_callable(predicate, "filter_not's predicate")
         return self._child(names.KSTREAM_FILTER, named, lambda: KStreamFilter(predicate, True),
                            self.key_serde, self.value_serde, self.repartition_required)  # fmt: skip
 
-    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], named: Named_ = None) -> KStream:
+    def map(self, mapper: Callable[[K, V], tuple[KR, VR]], named: Named_ = None) -> KStream[KR, VR]:
         """`mapper(key, value) -> (new key, new value)` for each record; marks the stream for repartitioning."""
         check_callable(mapper, "map's mapper")
         b = self._builder
         return self._child(names.KSTREAM_MAP, named, lambda: KStreamMap(mapper),
                            b.infer(self.key_serde, "key"), b.infer(self.value_serde, "value"), True)  # fmt: skip
 
-    def map_values(self, mapper: Callable[..., Any], named: Named_ = None) -> KStream:
+    @overload
+    def map_values(self, mapper: Callable[[V], VR], named: Named_ = None) -> KStream[K, VR]: ...
+
+    @overload
+    def map_values(self, mapper: Callable[[K, V], VR], named: Named_ = None) -> KStream[K, VR]: ...
+
+    def map_values(self, mapper: Callable[..., VR], named: Named_ = None) -> KStream[K, VR]:
         """`mapper(value)` (or `mapper(key, value)`) as the new value; the key is unchanged."""
         check_callable(mapper, "map_values's mapper")
         with_key = takes_key(mapper, 1)
@@ -124,14 +134,20 @@ class KStream:
                            self.key_serde, self._builder.infer(self.value_serde, "value"),
                            self.repartition_required)  # fmt: skip
 
-    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], named: Named_ = None) -> KStream:
+    def flat_map(self, mapper: Callable[[K, V], Iterable[tuple[KR, VR]]], named: Named_ = None) -> KStream[KR, VR]:
         """Zero or more `(key, value)` pairs per record from `mapper(key, value)`; marks for repartitioning."""
         check_callable(mapper, "flat_map's mapper")
         b = self._builder
         return self._child(names.KSTREAM_FLATMAP, named, lambda: KStreamFlatMap(mapper),
                            b.infer(self.key_serde, "key"), b.infer(self.value_serde, "value"), True)  # fmt: skip
 
-    def flat_map_values(self, mapper: Callable[..., Iterable[Any]], named: Named_ = None) -> KStream:
+    @overload
+    def flat_map_values(self, mapper: Callable[[V], Iterable[VR]], named: Named_ = None) -> KStream[K, VR]: ...
+
+    @overload
+    def flat_map_values(self, mapper: Callable[[K, V], Iterable[VR]], named: Named_ = None) -> KStream[K, VR]: ...
+
+    def flat_map_values(self, mapper: Callable[..., Iterable[VR]], named: Named_ = None) -> KStream[K, VR]:
         """One record per value `mapper(value)` (or `mapper(key, value)`) yields, with the same key."""
         check_callable(mapper, "flat_map_values's mapper")
         with_key = takes_key(mapper, 1)
@@ -139,25 +155,25 @@ class KStream:
                            self.key_serde, self._builder.infer(self.value_serde, "value"),
                            self.repartition_required)  # fmt: skip
 
-    def select_key(self, selector: Callable[[Any, Any], Any], named: Named_ = None) -> KStream:
+    def select_key(self, selector: Callable[[K, V], KR], named: Named_ = None) -> KStream[KR, V]:
         """`selector(key, value)` as the new key; marks the stream for repartitioning."""
         check_callable(selector, "select_key's selector")
         return self._child(names.KSTREAM_KEY_SELECT, named, lambda: KStreamSelectKey(selector),
                            self._builder.infer(self.key_serde, "key"), self.value_serde, True)  # fmt: skip
 
-    def peek(self, action: Callable[[Any, Any], Any], named: Named_ = None) -> KStream:
+    def peek(self, action: Callable[[K, V], object], named: Named_ = None) -> KStream[K, V]:
         """Call `action(key, value)` for each record and pass the record on."""
         check_callable(action, "peek's action")
         return self._child(names.KSTREAM_PEEK, named, lambda: KStreamPeek(action, True),
                            self.key_serde, self.value_serde, self.repartition_required)  # fmt: skip
 
-    def foreach(self, action: Callable[[Any, Any], Any], named: Named_ = None) -> None:
+    def foreach(self, action: Callable[[K, V], object], named: Named_ = None) -> None:
         """Call `action(key, value)` for each record (a terminal operator)."""
         check_callable(action, "foreach's action")
         name = self._builder.processor_name(named, names.KSTREAM_FOREACH)
         self._builder.add_processor(name, lambda: KStreamPeek(action, False), (self.name,))
 
-    def merge(self, other: KStream, named: Named_ = None) -> KStream:
+    def merge(self, other: KStream[K, V], named: Named_ = None) -> KStream[K, V]:
         """The records of both streams, in the order they are processed."""
         self._check_same_builder(other)
         name = self._builder.processor_name(named, names.KSTREAM_MERGE)
@@ -168,13 +184,13 @@ class KStream:
         return KStream(b, name, key_serde, value_serde, self.source_nodes | other.source_nodes,
                        self.repartition_required or other.repartition_required)  # fmt: skip
 
-    def split(self, named: Named_ = None) -> BranchedKStream:
+    def split(self, named: Named_ = None) -> BranchedKStream[K, V]:
         """Route each record to the first branch whose predicate accepts it (see BranchedKStream)."""
         from streams_core.kstream.branched_kstream import BranchedKStream
 
         return BranchedKStream(self, self._builder.processor_name(named, names.KSTREAM_BRANCH))
 
-    def branch(self, *predicates: Callable[[Any, Any], Any], named: Named_ = None) -> list[KStream]:
+    def branch(self, *predicates: Callable[[K, V], object], named: Named_ = None) -> list[KStream[K, V]]:
         """One stream per predicate; a record goes to the first that accepts it (Java's old `branch`)."""
         if not predicates:
             raise TopologyError("branch() needs at least one predicate")
@@ -185,7 +201,7 @@ class KStream:
         children = [b.new_processor_name(names.KSTREAM_BRANCHCHILD) for _ in predicates]
         preds = list(predicates)
         b.add_processor(name, lambda: KStreamBranch(preds, children, []), (self.name,))
-        branches = []
+        branches: list[KStream[K, V]] = []
         for child in children:
             b.add_processor(child, KStreamPassThrough, (name,))
             branches.append(KStream(b, child, self.key_serde, self.value_serde, self.source_nodes,
@@ -196,12 +212,12 @@ class KStream:
 
     def to(
         self,
-        topic: str | Callable[[Any, Any, Any], str],
+        topic: str | TopicNameExtractor,
         produced: Produced | None = None,
         *,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
-        partitioner: Any = None,
+        key_serde: Serde[K] | None = None,
+        value_serde: Serde[V] | None = None,
+        partitioner: StreamPartitioner | None = None,
     ) -> None:
         """Write the stream to `topic`, or to the topic `topic(key, value, record_context)` names."""
         p = (produced or Produced()).merged(key_serde=key_serde, value_serde=value_serde, partitioner=partitioner)
@@ -215,10 +231,10 @@ class KStream:
         topic: str,
         produced: Produced | None = None,
         *,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
-        partitioner: Any = None,
-    ) -> KStream:
+        key_serde: Serde[K] | None = None,
+        value_serde: Serde[V] | None = None,
+        partitioner: StreamPartitioner | None = None,
+    ) -> KStream[K, V]:
         """Write to the user topic `topic` and read it back (the topic must exist; see `repartition`)."""
         p = (produced or Produced()).merged(key_serde=key_serde, value_serde=value_serde, partitioner=partitioner)
         key = p.key_serde or self.key_serde
@@ -234,12 +250,12 @@ class KStream:
         self,
         repartitioned: Repartitioned | None = None,
         *,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
+        key_serde: Serde[K] | None = None,
+        value_serde: Serde[V] | None = None,
         name: str | None = None,
         number_of_partitions: int | None = None,
-        partitioner: Any = None,
-    ) -> KStream:
+        partitioner: StreamPartitioner | None = None,
+    ) -> KStream[K, V]:
         """Send the stream through an internal topic `<application.id>-<name>-repartition`.
 
         Without a name the topic is `KSTREAM-REPARTITION-<n>-repartition`; without a partition
@@ -255,7 +271,15 @@ class KStream:
                                partitioner=r.partitioner)  # fmt: skip
         return KStream(b, source, key, value, frozenset({source}))
 
-    def process(self, supplier: Any, *store_names: str, named: Named_ = None) -> KStream:
+    @overload
+    def process(self, supplier: ProcessorSupplier[K, V, KR, VR], *store_names: str,
+                named: Named_ = None) -> KStream[KR, VR]: ...  # fmt: skip
+
+    @overload
+    def process(self, supplier: Callable[[], Processor[K, V, KR, VR]], *store_names: str,
+                named: Named_ = None) -> KStream[KR, VR]: ...  # fmt: skip
+
+    def process(self, supplier: object, *store_names: str, named: Named_ = None) -> KStream[Any, Any]:
         """Run a Processor API processor on the stream, connected to the stores `store_names`.
 
         `supplier` is a Processor class, a zero-argument factory or a ProcessorSupplier; what it
@@ -267,7 +291,7 @@ class KStream:
         return KStream(b, name, b.infer(self.key_serde, "key"), b.infer(self.value_serde, "value"),
                        self.source_nodes, True)  # fmt: skip
 
-    def to_table(self, named: Named_ = None, materialized: Materialized | None = None) -> KTable:
+    def to_table(self, named: Named_ = None, materialized: Materialized | None = None) -> KTable[K, V]:
         """The stream as a changelog: a table holding each key's latest value (None deletes)."""
         from streams_core.kstream.ktable import KTable
 
@@ -289,9 +313,9 @@ class KStream:
         self,
         grouped: Grouped | None = None,
         *,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
-    ) -> KGroupedStream:
+        key_serde: Serde[K] | None = None,
+        value_serde: Serde[V] | None = None,
+    ) -> KGroupedStream[K, V]:
         """Group by the current key (repartitioned first if a key-changing operator came before)."""
         from streams_core.kstream.kgrouped_stream import KGroupedStream
 
@@ -302,12 +326,12 @@ class KStream:
 
     def group_by(
         self,
-        selector: Callable[[Any, Any], Any],
+        selector: Callable[[K, V], KR],
         grouped: Grouped | None = None,
         *,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
-    ) -> KGroupedStream:
+        key_serde: Serde[KR] | None = None,
+        value_serde: Serde[V] | None = None,
+    ) -> KGroupedStream[KR, V]:
         """Group by `selector(key, value)`; always repartitions through an internal topic."""
         g = (grouped or Grouped()).merged(key_serde=key_serde, value_serde=value_serde)
         selected = self.select_key(selector, g.name)
@@ -316,47 +340,92 @@ class KStream:
     # -- joins --------------------------------------------------------------------------------
 
     @overload
-    def join(self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows,
-             stream_joined: StreamJoined | None = None) -> KStream: ...  # fmt: skip
+    def join(self, other: KStream[K, VO], joiner: Callable[[V, VO], VR], windows: JoinWindows,
+             stream_joined: StreamJoined | None = None) -> KStream[K, VR]: ...  # fmt: skip
 
     @overload
-    def join(self, other: KTable, joiner: Callable[..., Any], joined: Joined | None = None) -> KStream: ...
+    def join(self, other: KStream[K, VO], joiner: Callable[[K, V, VO], VR], windows: JoinWindows,
+             stream_joined: StreamJoined | None = None) -> KStream[K, VR]: ...  # fmt: skip
 
     @overload
-    def join(self, other: GlobalKTable, key_selector: Callable[[Any, Any], Any], joiner: Callable[..., Any],
-             named: Named_ = None) -> KStream: ...  # fmt: skip
+    def join(self, other: KTable[K, VO], joiner: Callable[[V, VO], VR],
+             joined: Joined | None = None) -> KStream[K, VR]: ...  # fmt: skip
 
-    def join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+    @overload
+    def join(self, other: KTable[K, VO], joiner: Callable[[K, V, VO], VR],
+             joined: Joined | None = None) -> KStream[K, VR]: ...  # fmt: skip
+
+    @overload
+    def join(self, other: GlobalKTable[GK, GV], key_selector: Callable[[K, V], GK], joiner: Callable[[V, GV], VR],
+             named: Named_ = None) -> KStream[K, VR]: ...  # fmt: skip
+
+    @overload
+    def join(self, other: GlobalKTable[GK, GV], key_selector: Callable[[K, V], GK],
+             joiner: Callable[[K, V, GV], VR], named: Named_ = None) -> KStream[K, VR]: ...  # fmt: skip
+
+    def join(self, other: object, *args: Any, **kwargs: Any) -> KStream[Any, Any]:
         """Inner join with a KStream (within `JoinWindows`), a KTable or a GlobalKTable.
 
         `joiner(left, right)` or `joiner(key, left, right)` makes the result's value.
         """
         return self._join(other, "inner", args, kwargs)
 
-    def left_join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+    @overload
+    def left_join(self, other: KStream[K, VO], joiner: Callable[[V, VO | None], VR], windows: JoinWindows,
+                  stream_joined: StreamJoined | None = None) -> KStream[K, VR]: ...  # fmt: skip
+
+    @overload
+    def left_join(self, other: KStream[K, VO], joiner: Callable[[K, V, VO | None], VR], windows: JoinWindows,
+                  stream_joined: StreamJoined | None = None) -> KStream[K, VR]: ...  # fmt: skip
+
+    @overload
+    def left_join(self, other: KTable[K, VO], joiner: Callable[[V, VO | None], VR],
+                  joined: Joined | None = None) -> KStream[K, VR]: ...  # fmt: skip
+
+    @overload
+    def left_join(self, other: KTable[K, VO], joiner: Callable[[K, V, VO | None], VR],
+                  joined: Joined | None = None) -> KStream[K, VR]: ...  # fmt: skip
+
+    @overload
+    def left_join(self, other: GlobalKTable[GK, GV], key_selector: Callable[[K, V], GK],
+                  joiner: Callable[[V, GV | None], VR], named: Named_ = None) -> KStream[K, VR]: ...  # fmt: skip
+
+    @overload
+    def left_join(self, other: GlobalKTable[GK, GV], key_selector: Callable[[K, V], GK],
+                  joiner: Callable[[K, V, GV | None], VR], named: Named_ = None) -> KStream[K, VR]: ...  # fmt: skip
+
+    def left_join(self, other: object, *args: Any, **kwargs: Any) -> KStream[Any, Any]:
         """As `join`, but every record of this stream gives a result (None for a missing right side)."""
         return self._join(other, "left", args, kwargs)
 
-    def outer_join(self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows,
-                   stream_joined: StreamJoined | None = None) -> KStream:  # fmt: skip
+    @overload
+    def outer_join(self, other: KStream[K, VO], joiner: Callable[[V | None, VO | None], VR], windows: JoinWindows,
+                   stream_joined: StreamJoined | None = None) -> KStream[K, VR]: ...  # fmt: skip
+
+    @overload
+    def outer_join(self, other: KStream[K, VO], joiner: Callable[[K, V | None, VO | None], VR],
+                   windows: JoinWindows, stream_joined: StreamJoined | None = None) -> KStream[K, VR]: ...  # fmt: skip
+
+    def outer_join(self, other: KStream[K, VO], joiner: Callable[..., VR], windows: JoinWindows,
+                   stream_joined: StreamJoined | None = None) -> KStream[K, VR]:  # fmt: skip
         """Windowed outer join of two streams: unmatched records of both sides give results."""
         return self._join(other, "outer", (joiner, windows, stream_joined), {})
 
-    def _join(self, other: Any, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> KStream:
+    def _join(self, other: object, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> KStream[Any, Any]:
         from streams_core.kstream.internals import kstream_joins
 
         return kstream_joins.join(self, other, kind, args, kwargs)
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _repartitioned(self, prefix: str, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None) -> KStream:
+    def _repartitioned(self, prefix: str, key_serde: Serde[K] | None, value_serde: Serde[V] | None) -> KStream[K, V]:
         """This stream sent through `<prefix>-repartition` (records with None keys dropped)."""
         source = self._builder.repartition(self.name, prefix, key_serde, value_serde)
         return KStream(self._builder, source, key_serde, value_serde, frozenset({source}))
 
     def _repartitioned_for_join(
-        self, prefix: str, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None
-    ) -> KStream:
+        self, prefix: str, key_serde: Serde[K] | None, value_serde: Serde[V] | None
+    ) -> KStream[K, V]:
         """This stream repartitioned for a join (Java's `repartitionForJoin`): a second join of the
         same key-changed stream under its own name reuses the topic (the names are burnt anyway)."""
         if self._join_repartition is not None and prefix == self.name:
@@ -365,7 +434,7 @@ class KStream:
         self._join_repartition = self._repartitioned(prefix, key_serde, value_serde)
         return self._join_repartition
 
-    def _check_same_builder(self, other: Any) -> None:
+    def _check_same_builder(self, other: object) -> None:
         if getattr(other, "_builder", None) is not self._builder:
             raise TopologyError(f"{other!r} belongs to another StreamsBuilder than {self!r}")
 

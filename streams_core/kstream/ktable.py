@@ -10,7 +10,7 @@ can be joined, materialised or not (a suppressed one excepted).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from streams_core.errors import TopologyError
 from streams_core.kstream.grouped import Grouped
@@ -33,6 +33,7 @@ from streams_core.kstream.internals.ktable_value_getters import (
 )
 from streams_core.kstream.internals.materialize import key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
+from streams_core.kstream.internals.type_vars import KO, KR, VO, VR, K, V
 from streams_core.kstream.materialized import Materialized, named_and_materialized
 from streams_core.kstream.named import Named, name_of
 from streams_core.kstream.suppressed import Suppressed
@@ -49,7 +50,7 @@ __all__ = ["KTable"]
 Named_ = Named | str | None
 
 
-class KTable:
+class KTable(Generic[K, V]):
     """A table: the node forwarding its updates, its serdes, sources and how to look values up.
 
     `windows` is set for windowed aggregation results (`("time", grace)` or `("session",
@@ -65,10 +66,10 @@ class KTable:
         self,
         builder: InternalStreamsBuilder,
         name: str,
-        key_serde: Serde[Any] | None,
-        value_serde: Serde[Any] | None,
+        key_serde: Serde[K] | None,
+        value_serde: Serde[V] | None,
         source_nodes: frozenset[str],
-        getter: ValueGetterSupplier | None,
+        getter: ValueGetterSupplier[K, V] | None,
         store_name: str | None = None,
         windows: tuple[str, int] | None = None,
         *,
@@ -94,7 +95,7 @@ class KTable:
         """The name of the store to query this table by; None unless the store was named (as Java)."""
         return self._queryable
 
-    def _value_getter(self, purpose: str) -> ValueGetterSupplier:
+    def _value_getter(self, purpose: str) -> ValueGetterSupplier[K, V]:
         if self._getter is None:
             raise TopologyError(
                 f"{self!r} is suppressed and cannot be used for {purpose}; materialise it first, e.g. "
@@ -107,11 +108,11 @@ class KTable:
         prefix: str,
         named: Named_,
         materialized: Materialized | None,
-        factory: Callable[[str | None], Any],
-        value_serde: Serde[Any] | None,
-        getter: Callable[[], ValueGetterSupplier],
+        factory: Callable[[str | None], object],
+        value_serde: Serde[VR] | None,
+        getter: Callable[[], ValueGetterSupplier[K, VR]],
         old_values: SendOldValues | None = None,
-    ) -> KTable:
+    ) -> KTable[K, VR]:
         b = self._builder
         name = b.processor_name(named, prefix)
         store = None
@@ -131,18 +132,20 @@ class KTable:
     # -- operators ----------------------------------------------------------------------------
 
     def filter(
-        self, predicate: Callable[[Any, Any], Any], named: Named_ = None, materialized: Materialized | None = None
-    ) -> KTable:
+        self, predicate: Callable[[K, V], object], named: Named_ = None, materialized: Materialized | None = None
+    ) -> KTable[K, V]:
         """Keep the entries for which `predicate(key, value)` holds; others read as deleted."""
         return self._filter(predicate, False, named, materialized)
 
     def filter_not(
-        self, predicate: Callable[[Any, Any], Any], named: Named_ = None, materialized: Materialized | None = None
-    ) -> KTable:
+        self, predicate: Callable[[K, V], object], named: Named_ = None, materialized: Materialized | None = None
+    ) -> KTable[K, V]:
         """Keep the entries for which `predicate(key, value)` is false."""
         return self._filter(predicate, True, named, materialized)
 
-    def _filter(self, predicate: Any, negate: bool, named: Named_, materialized: Materialized | None) -> KTable:
+    def _filter(
+        self, predicate: Callable[[K, V], object], negate: bool, named: Named_, materialized: Materialized | None
+    ) -> KTable[K, V]:
         check_callable(predicate, "filter's predicate")
         # as Java's KTableFilter: old values are sent at once if the upstream table is materialised
         old_values = SendOldValues("processor", materialized is not None, (self.old_values,))
@@ -155,9 +158,19 @@ class KTable:
             old_values,
         )  # fmt: skip
 
+    @overload
     def map_values(
-        self, mapper: Callable[..., Any], named: Named_ = None, materialized: Materialized | None = None
-    ) -> KTable:
+        self, mapper: Callable[[V], VR], named: Named_ = None, materialized: Materialized | None = None
+    ) -> KTable[K, VR]: ...
+
+    @overload
+    def map_values(
+        self, mapper: Callable[[K, V], VR], named: Named_ = None, materialized: Materialized | None = None
+    ) -> KTable[K, VR]: ...
+
+    def map_values(
+        self, mapper: Callable[..., VR], named: Named_ = None, materialized: Materialized | None = None
+    ) -> KTable[K, VR]:
         """Map each value with `mapper(value)` (or `mapper(key, value)`); keys are unchanged."""
         check_callable(mapper, "map_values's mapper")
         with_key_ = takes_key(mapper, 1)
@@ -168,8 +181,14 @@ class KTable:
             lambda: MapValuesValueGetterSupplier(self._value_getter("map_values"), keyed),
         )  # fmt: skip
 
-    def to_stream(self, key_mapper: Callable[[Any, Any], Any] | None = None, named: Named_ = None) -> KStream:
-        """The table's updates as a stream (deletes as None values); `key_mapper(key, value)` may re-key it."""
+    @overload
+    def to_stream(self, key_mapper: None = None, named: Named_ = None) -> KStream[K, V]: ...
+
+    @overload
+    def to_stream(self, key_mapper: Callable[[K, V | None], KR], named: Named_ = None) -> KStream[KR, V]: ...
+
+    def to_stream(self, key_mapper: Callable[[K, V | None], Any] | None = None, named: Named_ = None) -> KStream[Any, V]:
+        """The table's updates as a stream (deletes as None values); `key_mapper(key, value or None)` may re-key it."""
         from streams_core.kstream.kstream import KStream
 
         if key_mapper is not None:
@@ -180,7 +199,7 @@ class KTable:
         key_serde = self.key_serde if key_mapper is None else b.infer(self.key_serde, "key")
         return KStream(b, name, key_serde, self.value_serde, self.source_nodes, key_mapper is not None)
 
-    def suppress(self, suppressed: Suppressed) -> KTable:
+    def suppress(self, suppressed: Suppressed) -> KTable[K, V]:
         """Hold updates back: final results per window, or at most one per key per time limit."""
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress takes a Suppressed, got {suppressed!r}")
@@ -199,7 +218,7 @@ class KTable:
             duration = suppressed.time_limit_ms  # type: ignore[assignment]
         buffer = suppressed.buffer_config
         serdes = (self.key_serde, self.value_serde)
-        buffers = SuppressBuffers()
+        buffers: SuppressBuffers[K, V] = SuppressBuffers()
         b.add_processor(name, lambda: KTableSuppress(
             name, duration, suppressed.final_results, suppressed.final_results, buffer.record_limit,
             buffer.byte_limit, buffer.fail_when_full, serdes, buffers,
@@ -210,12 +229,12 @@ class KTable:
 
     def group_by(
         self,
-        selector: Callable[[Any, Any], tuple[Any, Any]],
+        selector: Callable[[K, V], tuple[KR, VR]],
         grouped: Grouped | None = None,
         *,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
-    ) -> KGroupedTable:
+        key_serde: Serde[KR] | None = None,
+        value_serde: Serde[VR] | None = None,
+    ) -> KGroupedTable[KR, VR]:
         """Re-group the table by `selector(key, value) -> (group key, value)`; always repartitions."""
         from streams_core.kstream.kgrouped_table import KGroupedTable
 
@@ -230,8 +249,24 @@ class KTable:
 
     # -- joins --------------------------------------------------------------------------------
 
-    def join(self, other: KTable, joiner: Callable[..., Any], *args: Any, named: Named_ = None,
-             materialized: Materialized | None = None, table_joined: TableJoined | None = None) -> KTable:  # fmt: skip
+    @overload
+    def join(self, other: KTable[K, VO], joiner: Callable[[V, VO], VR], /,
+             *options: Named | str | Materialized | None, named: Named_ = None,
+             materialized: Materialized | None = None) -> KTable[K, VR]: ...  # fmt: skip
+
+    @overload
+    def join(self, other: KTable[KO, VO], foreign_key_extractor: Callable[[V], KO], joiner: Callable[[V, VO], VR], /,
+             *options: TableJoined | Materialized | None, materialized: Materialized | None = None,
+             table_joined: TableJoined | None = None) -> KTable[K, VR]: ...  # fmt: skip
+
+    @overload
+    def join(self, other: KTable[KO, VO], foreign_key_extractor: Callable[[K, V], KO],
+             joiner: Callable[[V, VO], VR], /, *options: TableJoined | Materialized | None,
+             materialized: Materialized | None = None,
+             table_joined: TableJoined | None = None) -> KTable[K, VR]: ...  # fmt: skip
+
+    def join(self, other: KTable[Any, Any], joiner: Callable[..., Any], *args: Any, named: Named_ = None,
+             materialized: Materialized | None = None, table_joined: TableJoined | None = None) -> KTable[K, Any]:  # fmt: skip
         """Inner join on the key with a co-partitioned table: `joiner(left, right)` while both have a value.
 
         `join(other, foreign_key_extractor, joiner, table_joined=None, materialized=None)` is the
@@ -240,13 +275,31 @@ class KTable:
         """
         return self._dispatch(other, joiner, "inner", args, named, materialized, table_joined)
 
-    def left_join(self, other: KTable, joiner: Callable[..., Any], *args: Any, named: Named_ = None,
-                  materialized: Materialized | None = None, table_joined: TableJoined | None = None) -> KTable:  # fmt: skip
+    @overload
+    def left_join(self, other: KTable[K, VO], joiner: Callable[[V, VO | None], VR], /,
+                  *options: Named | str | Materialized | None, named: Named_ = None,
+                  materialized: Materialized | None = None) -> KTable[K, VR]: ...  # fmt: skip
+
+    @overload
+    def left_join(self, other: KTable[KO, VO], foreign_key_extractor: Callable[[V], KO],
+                  joiner: Callable[[V, VO | None], VR], /, *options: TableJoined | Materialized | None,
+                  materialized: Materialized | None = None,
+                  table_joined: TableJoined | None = None) -> KTable[K, VR]: ...  # fmt: skip
+
+    @overload
+    def left_join(self, other: KTable[KO, VO], foreign_key_extractor: Callable[[K, V], KO],
+                  joiner: Callable[[V, VO | None], VR], /, *options: TableJoined | Materialized | None,
+                  materialized: Materialized | None = None,
+                  table_joined: TableJoined | None = None) -> KTable[K, VR]: ...  # fmt: skip
+
+    def left_join(self, other: KTable[Any, Any], joiner: Callable[..., Any], *args: Any, named: Named_ = None,
+                  materialized: Materialized | None = None, table_joined: TableJoined | None = None) -> KTable[K, Any]:  # fmt: skip
         """Left join: `joiner(left, right or None)` while the left table has a value (also by foreign key)."""
         return self._dispatch(other, joiner, "left", args, named, materialized, table_joined)
 
-    def _dispatch(self, other: KTable, function: Any, kind: str, args: tuple[Any, ...], named: Named_,
-                  materialized: Materialized | None, table_joined: TableJoined | None) -> KTable:  # fmt: skip
+    def _dispatch(self, other: KTable[Any, Any], function: Callable[..., Any], kind: str, args: tuple[Any, ...],
+                  named: Named_, materialized: Materialized | None,
+                  table_joined: TableJoined | None) -> KTable[K, Any]:  # fmt: skip
         if args and callable(args[0]) and not isinstance(args[0], (Named, str)):
             from streams_core.kstream.internals.ktable_fk_join import foreign_key_join
 
@@ -263,12 +316,15 @@ class KTable:
         named, materialized = named_and_materialized(args, named, materialized, "a table join")
         return self._join(other, function, kind, named, materialized)
 
-    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named_ = None,
-                   materialized: Materialized | None = None) -> KTable:  # fmt: skip
+    def outer_join(self, other: KTable[K, VO], joiner: Callable[[V | None, VO | None], VR], named: Named_ = None,
+                   materialized: Materialized | None = None) -> KTable[K, VR]:  # fmt: skip
         """Outer join: `joiner(left or None, right or None)` while either table has a value."""
         return self._join(other, joiner, "outer", named, materialized)
 
-    def _join(self, other: KTable, joiner: Any, kind: str, named: Named_, materialized: Materialized | None) -> KTable:
+    def _join(
+        self, other: KTable[K, Any], joiner: Callable[[Any, Any], VR], kind: str, named: Named_,
+        materialized: Materialized | None,
+    ) -> KTable[K, VR]:
         if not isinstance(other, KTable) or other._builder is not self._builder:
             raise TopologyError(f"a KTable joins a KTable of the same StreamsBuilder, got {other!r}")
         check_callable(joiner, "the joiner")
@@ -302,7 +358,7 @@ class KTable:
             store = store_name(b, materialized, names.KTABLE_MERGE)
             stores = (key_value_store(b, store, m, key_serde, value_serde),)
         b.add_processor(merge, lambda: KTableKTableJoinMerger(store), (this_name, other_name), stores=stores)
-        getter: ValueGetterSupplier = JoinValueGetterSupplier(this_getter, other_getter, joiner, kind)
+        getter: ValueGetterSupplier[K, VR] = JoinValueGetterSupplier(this_getter, other_getter, joiner, kind)
         if store is not None:
             getter = StoreValueGetterSupplier(store)
         if kind != "inner":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from streams_core.processor.stream_partitioner import StreamPartitioner
 from streams_core.serde import Serde
 
 __all__ = ["Produced"]
@@ -20,12 +21,12 @@ class Produced:
 
     key_serde: Serde[Any] | None = None
     value_serde: Serde[Any] | None = None
-    partitioner: Any = None
+    partitioner: StreamPartitioner | None = None
     name: str | None = None
 
     @staticmethod
     def with_(
-        key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None, partitioner: Any = None
+        key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None, partitioner: StreamPartitioner | None = None
     ) -> Produced:
         return Produced(key_serde, value_serde, partitioner)
 
@@ -47,7 +48,7 @@ class Produced:
     def with_value_serde(self, serde: Serde[Any] | None) -> Produced:
         return replace(self, value_serde=serde)
 
-    def with_stream_partitioner(self, partitioner: Any) -> Produced:
+    def with_stream_partitioner(self, partitioner: StreamPartitioner | None) -> Produced:
         return replace(self, partitioner=partitioner)
 
     def with_name(self, name: str) -> Produced:

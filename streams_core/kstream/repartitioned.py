@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from streams_core.kstream.internals.names import check_topic_name
+from streams_core.processor.stream_partitioner import StreamPartitioner
 from streams_core.serde import Serde
 
 __all__ = ["Repartitioned"]
@@ -23,7 +24,7 @@ class Repartitioned:
     value_serde: Serde[Any] | None = None
     name: str | None = None
     number_of_partitions: int | None = None
-    partitioner: Any = None
+    partitioner: StreamPartitioner | None = None
 
     def __post_init__(self) -> None:
         if self.name is not None:
@@ -56,7 +57,7 @@ class Repartitioned:
     def with_number_of_partitions(self, count: int) -> Repartitioned:
         return replace(self, number_of_partitions=count)
 
-    def with_stream_partitioner(self, partitioner: Any) -> Repartitioned:
+    def with_stream_partitioner(self, partitioner: StreamPartitioner | None) -> Repartitioned:
         return replace(self, partitioner=partitioner)
 
     def merged(self, **overrides: Any) -> Repartitioned:

@@ -9,7 +9,7 @@ agg1, agg2)` that combines two sessions' aggregates.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic
 
 from streams_core.kstream.emit_strategy import EmitStrategy, with_emit_strategy
 from streams_core.kstream.internals import names
@@ -17,6 +17,7 @@ from streams_core.kstream.internals.functions import check_callable
 from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
 from streams_core.kstream.internals.ktable_value_getters import SessionStoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import session_store, store_name
+from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
 from streams_core.kstream.windowed_serdes import SessionWindowedSerde
@@ -26,6 +27,7 @@ from streams_core.serde import Serde, Serdes
 if TYPE_CHECKING:
     from streams_core.kstream.kgrouped_stream import KGroupedStream
     from streams_core.kstream.ktable import KTable
+    from streams_core.state.windowed import Windowed
 
 __all__ = ["SessionWindowedKStream"]
 
@@ -36,11 +38,11 @@ def _zero() -> int:
     return 0
 
 
-def _count_add(key: Any, value: Any, count: int) -> int:
+def _count_add(key: object, value: object, count: int) -> int:
     return count + 1
 
 
-def _sum_merge(key: Any, one: int, two: int) -> int:
+def _sum_merge(key: object, one: int, two: int) -> int:
     return one + two
 
 
@@ -48,12 +50,12 @@ def _none() -> None:
     return None
 
 
-class SessionWindowedKStream:
+class SessionWindowedKStream(Generic[K, V]):
     """A grouped stream with `SessionWindows`."""
 
     __slots__ = ("_emit_strategy", "_grouped", "windows")
 
-    def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
+    def __init__(self, grouped: KGroupedStream[K, V], windows: SessionWindows) -> None:
         self._grouped = grouped
         self.windows = windows
         self._emit_strategy = EmitStrategy.on_window_update()
@@ -61,24 +63,24 @@ class SessionWindowedKStream:
     def __repr__(self) -> str:
         return f"SessionWindowedKStream({self._grouped.name!r}, {self.windows!r})"
 
-    def emit_strategy(self, emit_strategy: EmitStrategy) -> SessionWindowedKStream:
+    def emit_strategy(self, emit_strategy: EmitStrategy) -> SessionWindowedKStream[K, V]:
         """When the aggregations below forward results: every update (default) or once per closed window."""
         return with_emit_strategy(self, emit_strategy)
 
-    def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
+    def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable[Windowed[K], int]:
         """Records per key and session."""
         self._grouped._builder.burn_count_store_name(materialized)
         return self._aggregate(named, materialized, Serdes.Long(), _zero, _count_add, _sum_merge)
 
-    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Materialized | None = None,
-               named: Named_ = None) -> KTable:  # fmt: skip
+    def reduce(self, reducer: Callable[[V, V], V], materialized: Materialized | None = None,
+               named: Named_ = None) -> KTable[Windowed[K], V]:  # fmt: skip
         """`reducer(aggregate, value)` per key and session (also merging sessions)."""
         check_callable(reducer, "reduce's reducer")
 
-        def aggregator(key: Any, value: Any, aggregate: Any) -> Any:
+        def aggregator(key: K, value: V, aggregate: V | None) -> V:
             return value if aggregate is None else reducer(aggregate, value)
 
-        def merger(key: Any, one: Any, two: Any) -> Any:
+        def merger(key: K, one: V, two: V) -> V:
             return aggregator(key, two, one)
 
         return self._aggregate(named, materialized, self._grouped.value_serde, _none, aggregator, merger,
@@ -86,12 +88,12 @@ class SessionWindowedKStream:
 
     def aggregate(
         self,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-        merger: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VR],
+        aggregator: Callable[[K, V, VR], VR],
+        merger: Callable[[K, VR, VR], VR],
         materialized: Materialized | None = None,
         named: Named_ = None,
-    ) -> KTable:
+    ) -> KTable[Windowed[K], VR]:
         """`aggregator(key, value, agg)` per key and session from `initializer()`; `merger(key, agg1, agg2)`."""
         for function, what in ((initializer, "initializer"), (aggregator, "aggregator"), (merger, "merger")):
             check_callable(function, f"aggregate's {what}")
@@ -102,12 +104,12 @@ class SessionWindowedKStream:
         self,
         named: Named_,
         materialized: Materialized | None,
-        value_serde: Serde[Any] | None,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-        merger: Callable[[Any, Any, Any], Any],
+        value_serde: Serde[VR] | None,
+        initializer: Callable[[], VR | None],
+        aggregator: Callable[[K, V, VR], VR],
+        merger: Callable[[K, VR, VR], VR],
         prefix: str = names.KSTREAM_AGGREGATE,
-    ) -> KTable:
+    ) -> KTable[Windowed[K], VR]:
         from streams_core.kstream.ktable import KTable
 
         grouped, windows = self._grouped, self.windows
@@ -121,8 +123,10 @@ class SessionWindowedKStream:
         if emit.emits_on_close:
             m = m.with_caching_disabled()  # as Java: the final results come from the store, not the cache
         builder = session_store(b, store, m, minimum, m.key_serde, m.value_serde)
-        b.add_processor(name, lambda: KStreamSessionWindowAggregate(windows, store, initializer, aggregator, merger,
-                                                                    emit), (parent,), stores=(builder,))  # fmt: skip
+        # a reduce folds from None: its aggregate is V | None until the first value, hence no inference here
+        processor: Callable[..., object] = KStreamSessionWindowAggregate
+        b.add_processor(name, lambda: processor(windows, store, initializer, aggregator, merger, emit), (parent,),
+                        stores=(builder,))  # fmt: skip
         key_serde = b.bound(SessionWindowedSerde(m.key_serde))
         final_after = 2 * windows.inactivity_gap_ms + windows.grace_period_ms + 1
         return KTable(b, name, key_serde, m.value_serde, sources, SessionStoreValueGetterSupplier(store), store,

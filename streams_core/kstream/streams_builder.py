@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, overload
 
 from streams_core.errors import TopologyError
-from streams_core.kstream.consumed import Consumed
+from streams_core.kstream.consumed import Consumed, Extractor
 from streams_core.kstream.global_ktable import GlobalKTable
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.internal_streams_builder import InternalStreamsBuilder
@@ -27,6 +27,7 @@ from streams_core.kstream.internals.ktable_processors import KTableSource
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
+from streams_core.kstream.internals.type_vars import K, V
 from streams_core.kstream.kstream import KStream
 from streams_core.kstream.ktable import KTable
 from streams_core.kstream.materialized import Materialized
@@ -34,6 +35,8 @@ from streams_core.processor.topology import Topology
 from streams_core.serde import Serde
 
 __all__ = ["StreamsBuilder"]
+
+Topics = str | Iterable[str] | re.Pattern[str]
 
 
 class StreamsBuilder:
@@ -45,15 +48,35 @@ class StreamsBuilder:
     def __repr__(self) -> str:
         return f"StreamsBuilder(nodes={len(self._internal.itb.node_names)})"
 
+    @overload
+    def stream(self, topics: Topics, consumed: Consumed[K, V], *, key_serde: Serde[K] | None = None,
+               value_serde: Serde[V] | None = None, timestamp_extractor: Extractor | None = None) -> KStream[K, V]: ...  # fmt: skip
+
+    @overload
+    def stream(self, topics: Topics, consumed: None = None, *, key_serde: Serde[K], value_serde: Serde[V],
+               timestamp_extractor: Extractor | None = None) -> KStream[K, V]: ...  # fmt: skip
+
+    @overload
+    def stream(self, topics: Topics, consumed: None = None, *, key_serde: Serde[K], value_serde: None = None,
+               timestamp_extractor: Extractor | None = None) -> KStream[K, Any]: ...  # fmt: skip
+
+    @overload
+    def stream(self, topics: Topics, consumed: None = None, *, key_serde: None = None, value_serde: Serde[V],
+               timestamp_extractor: Extractor | None = None) -> KStream[Any, V]: ...  # fmt: skip
+
+    @overload
+    def stream(self, topics: Topics, consumed: None = None, *, key_serde: None = None, value_serde: None = None,
+               timestamp_extractor: Extractor | None = None) -> KStream[Any, Any]: ...  # fmt: skip
+
     def stream(
         self,
-        topics: str | Iterable[str] | re.Pattern[str],
-        consumed: Consumed | None = None,
+        topics: Topics,
+        consumed: Consumed[K, V] | None = None,
         *,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
-        timestamp_extractor: Any = None,
-    ) -> KStream:
+        key_serde: Serde[K] | None = None,
+        value_serde: Serde[V] | None = None,
+        timestamp_extractor: Extractor | None = None,
+    ) -> KStream[K, V]:
         """A stream of the records of `topics` (a name, several names, or a compiled pattern)."""
         c = (consumed or Consumed()).merged(key_serde=key_serde, value_serde=value_serde,
                                             timestamp_extractor=timestamp_extractor)  # fmt: skip
@@ -66,16 +89,37 @@ class StreamsBuilder:
             b.add_source(name, topic_list, None, c.key_serde, c.value_serde, c.timestamp_extractor)
         return KStream(b, name, c.key_serde, c.value_serde, frozenset({name}))
 
+    @overload
+    def table(self, topic: str, *options: Materialized | Consumed[K, V] | None, consumed: Consumed[K, V] | None = None,
+              materialized: Materialized | None = None, key_serde: Serde[K], value_serde: Serde[V],
+              timestamp_extractor: Extractor | None = None) -> KTable[K, V]: ...  # fmt: skip
+
+    @overload
+    def table(self, topic: str, *options: Materialized | Consumed[K, V] | None, consumed: Consumed[K, V],
+              materialized: Materialized | None = None, key_serde: Serde[K] | None = None,
+              value_serde: Serde[V] | None = None, timestamp_extractor: Extractor | None = None) -> KTable[K, V]: ...  # fmt: skip
+
+    @overload
+    def table(self, topic: str, consumed_: Consumed[K, V], /, *options: Materialized | None,
+              materialized: Materialized | None = None, key_serde: Serde[K] | None = None,
+              value_serde: Serde[V] | None = None, timestamp_extractor: Extractor | None = None) -> KTable[K, V]: ...  # fmt: skip
+
+    @overload
+    def table(self, topic: str, *options: Materialized | Consumed[Any, Any] | None,
+              consumed: Consumed[Any, Any] | None = None, materialized: Materialized | None = None,
+              key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None,
+              timestamp_extractor: Extractor | None = None) -> KTable[Any, Any]: ...  # fmt: skip
+
     def table(
         self,
         topic: str,
-        *options: Materialized | Consumed | None,
-        consumed: Consumed | None = None,
+        *options: Materialized | Consumed[K, V] | None,
+        consumed: Consumed[K, V] | None = None,
         materialized: Materialized | None = None,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
-        timestamp_extractor: Any = None,
-    ) -> KTable:
+        key_serde: Serde[K] | None = None,
+        value_serde: Serde[V] | None = None,
+        timestamp_extractor: Extractor | None = None,
+    ) -> KTable[K, V]:
         """A table of `topic` read as a changelog (latest value per key; None deletes); in a store when
         materialised: named, or needed downstream (joins, `group_by`), as Kafka Streams decides."""
         m, c = self._table_options(options, consumed, materialized, key_serde, value_serde, timestamp_extractor)
@@ -91,16 +135,27 @@ class StreamsBuilder:
         return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store,
                       queryable=m.store_name, old_values=old_values)  # fmt: skip
 
+    @overload
+    def global_table(self, topic: str, *options: Materialized | Consumed[K, V] | None, consumed: Consumed[K, V] | None = None,
+                     materialized: Materialized | None = None, key_serde: Serde[K], value_serde: Serde[V],
+                     timestamp_extractor: Extractor | None = None) -> GlobalKTable[K, V]: ...  # fmt: skip
+
+    @overload
+    def global_table(self, topic: str, *options: Materialized | Consumed[Any, Any] | None,
+                     consumed: Consumed[Any, Any] | None = None, materialized: Materialized | None = None,
+                     key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None,
+                     timestamp_extractor: Extractor | None = None) -> GlobalKTable[Any, Any]: ...  # fmt: skip
+
     def global_table(
         self,
         topic: str,
-        *options: Materialized | Consumed | None,
-        consumed: Consumed | None = None,
+        *options: Materialized | Consumed[K, V] | None,
+        consumed: Consumed[K, V] | None = None,
         materialized: Materialized | None = None,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
-        timestamp_extractor: Any = None,
-    ) -> GlobalKTable:
+        key_serde: Serde[K] | None = None,
+        value_serde: Serde[V] | None = None,
+        timestamp_extractor: Extractor | None = None,
+    ) -> GlobalKTable[K, V]:
         """A table of all of `topic` on every instance; its store needs no changelog (the topic is one)."""
         m, c = self._table_options(options, consumed, materialized, key_serde, value_serde, timestamp_extractor)
         b = self._internal
@@ -122,11 +177,11 @@ class StreamsBuilder:
         store_builder: Any,
         topic: str,
         state_update_supplier: Any,
-        consumed: Consumed | None = None,
+        consumed: Consumed[Any, Any] | None = None,
         *,
         key_serde: Serde[Any] | None = None,
         value_serde: Serde[Any] | None = None,
-        timestamp_extractor: Any = None,
+        timestamp_extractor: Extractor | None = None,
     ) -> StreamsBuilder:
         """A global store filled from `topic` by the processor `state_update_supplier` makes (logging is turned off)."""
         c = (consumed or Consumed()).merged(key_serde=key_serde, value_serde=value_serde,
@@ -149,13 +204,13 @@ class StreamsBuilder:
 
     @staticmethod
     def _table_options(
-        options: tuple[Materialized | Consumed | None, ...],
-        consumed: Consumed | None,
+        options: tuple[Materialized | Consumed[K, V] | None, ...],
+        consumed: Consumed[K, V] | None,
         materialized: Materialized | None,
-        key_serde: Serde[Any] | None,
-        value_serde: Serde[Any] | None,
-        timestamp_extractor: Any,
-    ) -> tuple[Materialized, Consumed]:
+        key_serde: Serde[K] | None,
+        value_serde: Serde[V] | None,
+        timestamp_extractor: Extractor | None,
+    ) -> tuple[Materialized, Consumed[K, V]]:
         """Java's `table(topic)`, `(topic, Consumed)`, `(topic, Materialized)`, `(topic, Consumed, Materialized)`."""
         if len(options) > 2:
             raise TypeError(f"table takes at most a Consumed and a Materialized after the topic, got {options!r}")

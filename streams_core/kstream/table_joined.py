@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 from streams_core.kstream.internals.names import check_topic_name
+from streams_core.processor.stream_partitioner import StreamPartitioner
 
 __all__ = ["TableJoined"]
 
@@ -20,8 +20,8 @@ class TableJoined:
     `(topic, key, value, num_partitions) -> partition` callables; None means the default.
     """
 
-    partitioner: Any = None
-    other_partitioner: Any = None
+    partitioner: StreamPartitioner | None = None
+    other_partitioner: StreamPartitioner | None = None
     name: str | None = None
 
     def __post_init__(self) -> None:
@@ -29,7 +29,7 @@ class TableJoined:
             check_topic_name(self.name, "TableJoined name")
 
     @staticmethod
-    def with_(partitioner: Any = None, other_partitioner: Any = None) -> TableJoined:
+    def with_(partitioner: StreamPartitioner | None = None, other_partitioner: StreamPartitioner | None = None) -> TableJoined:
         return TableJoined(partitioner, other_partitioner)
 
     @staticmethod
@@ -39,8 +39,8 @@ class TableJoined:
     def with_name(self, name: str) -> TableJoined:
         return replace(self, name=name)
 
-    def with_partitioner(self, partitioner: Any) -> TableJoined:
+    def with_partitioner(self, partitioner: StreamPartitioner | None) -> TableJoined:
         return replace(self, partitioner=partitioner)
 
-    def with_other_partitioner(self, partitioner: Any) -> TableJoined:
+    def with_other_partitioner(self, partitioner: StreamPartitioner | None) -> TableJoined:
         return replace(self, other_partitioner=partitioner)

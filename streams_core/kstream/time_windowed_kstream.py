@@ -10,7 +10,7 @@ on the result emits one final value per window.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic
 
 from streams_core.kstream.emit_strategy import EmitStrategy, with_emit_strategy
 from streams_core.kstream.internals import names
@@ -19,6 +19,7 @@ from streams_core.kstream.internals.kstream_sliding_window_aggregate import KStr
 from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streams_core.kstream.internals.ktable_value_getters import WindowStoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import store_name, window_store
+from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
 from streams_core.kstream.windowed_serdes import TimeWindowedSerde
@@ -28,6 +29,7 @@ from streams_core.serde import Serde, Serdes
 if TYPE_CHECKING:
     from streams_core.kstream.kgrouped_stream import KGroupedStream
     from streams_core.kstream.ktable import KTable
+    from streams_core.state.windowed import Windowed
 
 __all__ = ["TimeWindowedKStream"]
 
@@ -38,7 +40,7 @@ def _zero() -> int:
     return 0
 
 
-def _count_add(key: Any, value: Any, count: int) -> int:
+def _count_add(key: object, value: object, count: int) -> int:
     return count + 1
 
 
@@ -46,12 +48,12 @@ def _none() -> None:
     return None
 
 
-class TimeWindowedKStream:
+class TimeWindowedKStream(Generic[K, V]):
     """A grouped stream with `TimeWindows` or `SlidingWindows`."""
 
     __slots__ = ("_emit_strategy", "_grouped", "windows")
 
-    def __init__(self, grouped: KGroupedStream, windows: TimeWindows | SlidingWindows) -> None:
+    def __init__(self, grouped: KGroupedStream[K, V], windows: TimeWindows | SlidingWindows) -> None:
         self._grouped = grouped
         self.windows = windows
         self._emit_strategy = EmitStrategy.on_window_update()
@@ -59,32 +61,32 @@ class TimeWindowedKStream:
     def __repr__(self) -> str:
         return f"TimeWindowedKStream({self._grouped.name!r}, {self.windows!r})"
 
-    def emit_strategy(self, emit_strategy: EmitStrategy) -> TimeWindowedKStream:
+    def emit_strategy(self, emit_strategy: EmitStrategy) -> TimeWindowedKStream[K, V]:
         """When the aggregations below forward results: every update (default) or once per closed window."""
         return with_emit_strategy(self, emit_strategy)
 
-    def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
+    def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable[Windowed[K], int]:
         """Records per key and window."""
         self._grouped._builder.burn_count_store_name(materialized)
         return self._aggregate(named, materialized, Serdes.Long(), _zero, _count_add)
 
-    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Materialized | None = None,
-               named: Named_ = None) -> KTable:  # fmt: skip
+    def reduce(self, reducer: Callable[[V, V], V], materialized: Materialized | None = None,
+               named: Named_ = None) -> KTable[Windowed[K], V]:  # fmt: skip
         """`reducer(aggregate, value)` per key and window."""
         check_callable(reducer, "reduce's reducer")
 
-        def aggregator(key: Any, value: Any, aggregate: Any) -> Any:
+        def aggregator(key: K, value: V, aggregate: V | None) -> V:
             return value if aggregate is None else reducer(aggregate, value)
 
         return self._aggregate(named, materialized, self._grouped.value_serde, _none, aggregator, names.KSTREAM_REDUCE)
 
     def aggregate(
         self,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VR],
+        aggregator: Callable[[K, V, VR], VR],
         materialized: Materialized | None = None,
         named: Named_ = None,
-    ) -> KTable:
+    ) -> KTable[Windowed[K], VR]:
         """`aggregator(key, value, aggregate)` per key and window, from `initializer()`."""
         check_callable(initializer, "aggregate's initializer")
         check_callable(aggregator, "aggregate's aggregator")
@@ -95,11 +97,11 @@ class TimeWindowedKStream:
         self,
         named: Named_,
         materialized: Materialized | None,
-        value_serde: Serde[Any] | None,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
+        value_serde: Serde[VR] | None,
+        initializer: Callable[[], VR | None],
+        aggregator: Callable[[K, V, VR], VR],
         prefix: str = names.KSTREAM_AGGREGATE,
-    ) -> KTable:
+    ) -> KTable[Windowed[K], VR]:
         from streams_core.kstream.ktable import KTable
 
         grouped, windows = self._grouped, self.windows
@@ -108,12 +110,14 @@ class TimeWindowedKStream:
         store = store_name(b, materialized, prefix)
         name = b.processor_name(named, prefix)
         parent, sources = grouped.upstream(store)
-        processor: type[Any]
+        # a reduce folds from None: its aggregate is V | None until the first value, hence no inference here
+        sliding = isinstance(windows, SlidingWindows)
+        processor: Callable[..., object] = KStreamSlidingWindowAggregate if sliding else KStreamWindowAggregate
         if isinstance(windows, SlidingWindows):
-            processor, size = KStreamSlidingWindowAggregate, windows.time_difference_ms
+            size = windows.time_difference_ms
             retention = 2 * size + windows.grace_period_ms
         else:
-            processor, size = KStreamWindowAggregate, windows.size_ms
+            size = windows.size_ms
             retention = size + windows.grace_period_ms
         emit = self._emit_strategy
         builder = window_store(b, store, m, size, retention, m.key_serde, m.value_serde, emit.emits_on_close)

@@ -19,13 +19,17 @@ import logging
 import struct
 from collections.abc import Callable
 from enum import IntEnum
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from streams_core.errors import DeserializationError
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.dsl_serde import WrappingSerde
+from streams_core.kstream.internals.ktable_value_getters import ValueGetterSupplier
+from streams_core.kstream.internals.type_vars import KO, KR, VO, VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
-from streams_core.processor.processor import Record
+from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.serde import Serde
+from streams_core.state.store import KeyValueStore
 
 __all__ = [
     "ForeignTableJoin",
@@ -146,27 +150,36 @@ def _increment(prefix: bytes) -> bytes:
     return bytes(data) + b"\xff"
 
 
-def _value_hash(serde: Any, value: Any) -> bytes | None:
+T = TypeVar("T")
+
+Subscription = ValueAndTimestamp[SubscriptionWrapper]
+"""A subscription as stored, with the time it was made."""
+
+
+def _value_hash(serde: Serde[T], value: T | None) -> bytes | None:
     if value is None:
         return None
     return hashlib.blake2b(serde.serialize(None, value) or b"", digest_size=16).digest()
 
 
-def _serde(given: Any, fallback: Any) -> Any:
+def _serde(given: Serde[T] | None, fallback: Serde[T]) -> Serde[T]:
     return fallback if given is None else given
 
 
-class SubscriptionSend:
+class SubscriptionSend(Generic[K, V, KO]):
     """On the left table: a subscription per change, keyed by the foreign key (Java's instructions)."""
 
-    def __init__(self, extractor: Callable[[Any, Any], Any], foreign_key_serde: Any, value_serde: Any, left: bool) -> None:
+    def __init__(
+        self, extractor: Callable[[K, V], KO | None], foreign_key_serde: Serde[KO] | None,
+        value_serde: Serde[V] | None, left: bool,
+    ) -> None:  # fmt: skip
         self._extractor = extractor
         self._foreign_key_serde = foreign_key_serde
         self._value_serde = value_serde
         self._left = left
         self.dropped_records = 0
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[KO | None, SubscriptionWrapper]) -> None:
         self._context = context
         self._fk_serde = _serde(self._foreign_key_serde, context.key_serde)
         self._v_serde = _serde(self._value_serde, context.value_serde)
@@ -174,10 +187,10 @@ class SubscriptionSend:
     def close(self) -> None:
         """Nothing to release."""
 
-    def _same(self, one: Any, other: Any) -> bool:
+    def _same(self, one: KO | None, other: KO | None) -> bool:
         return bool(self._fk_serde.serialize(None, one) == self._fk_serde.serialize(None, other))
 
-    def process(self, record: Record[Any, Change[Any]]) -> None:
+    def process(self, record: Record[K, Change[V]]) -> None:
         key, (new, old), _, _ = record
         self._hash: tuple[bytes | None] | None = None
         extract = self._extractor
@@ -208,7 +221,7 @@ class SubscriptionSend:
         else:
             self._send(record, new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
 
-    def _send(self, record: Record[Any, Change[Any]], foreign_key: Any, instruction: Instruction) -> None:
+    def _send(self, record: Record[K, Change[V]], foreign_key: KO | None, instruction: Instruction) -> None:
         if self._hash is None:
             self._hash = (_value_hash(self._v_serde, record.value.new_value),)
         wrapper = SubscriptionWrapper(self._hash[0], instruction, record.key, self._context.partition)
@@ -221,18 +234,19 @@ class SubscriptionSend:
                   context.topic, context.partition, context.offset)  # fmt: skip
 
 
-class _SubscriptionStoreProcessor:
-    """A right-side processor of the subscription store, keyed by (foreign key, primary key) bytes."""
+class _SubscriptionStoreProcessor(Generic[KO, K, KR, VR]):
+    """A right-side processor of the subscription store, keyed by (foreign key, primary key) bytes;
+    it forwards records of KR and VR."""
 
-    def __init__(self, store_name: str, foreign_key_serde: Any, primary_key_serde: Any) -> None:
+    def __init__(self, store_name: str, foreign_key_serde: Serde[KO] | None, primary_key_serde: Serde[K] | None) -> None:
         self._store_name = store_name
         self._foreign_key_serde = foreign_key_serde
         self._primary_key_serde = primary_key_serde
         self.dropped_records = 0
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[KR, VR]) -> None:
         self._context = context
-        self._store = context.get_state_store(self._store_name)
+        self._store: KeyValueStore[bytes, Subscription] = context.get_state_store(self._store_name)
         self._fk_serde = _serde(self._foreign_key_serde, context.key_serde)
         self._pk_serde = _serde(self._primary_key_serde, context.key_serde)
 
@@ -240,10 +254,10 @@ class _SubscriptionStoreProcessor:
         """The store is closed by the task."""
 
 
-class SubscriptionReceive(_SubscriptionStoreProcessor):
+class SubscriptionReceive(_SubscriptionStoreProcessor[KO, K, tuple[KO | None, K], Change[Subscription]]):
     """On the right side: keep (or delete) the subscription, forward Change(new, old) keyed (fk, pk)."""
 
-    def process(self, record: Record[Any, SubscriptionWrapper]) -> None:
+    def process(self, record: Record[KO | None, SubscriptionWrapper]) -> None:
         foreign_key, wrapper, timestamp, headers = record
         if foreign_key is None and wrapper.instruction is not Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
             self.dropped_records += 1
@@ -261,22 +275,22 @@ class SubscriptionReceive(_SubscriptionStoreProcessor):
         self._context.forward(Record((foreign_key, wrapper.primary_key), Change(new, old), timestamp, headers))
 
 
-class SubscriptionJoin:
+class SubscriptionJoin(Generic[KO, K, VO]):
     """Answers a subscription with the right table's value for its foreign key."""
 
-    def __init__(self, getter_supplier: Any) -> None:
+    def __init__(self, getter_supplier: ValueGetterSupplier[KO, VO]) -> None:
         self._getter = getter_supplier.get()
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[K, SubscriptionResponseWrapper]) -> None:
         self._context = context
         self._getter.init(context)
 
     def close(self) -> None:
         """Stores are closed by their tasks."""
 
-    def process(self, record: Record[Any, Change[Any]]) -> None:
+    def process(self, record: Record[tuple[KO | None, K], Change[Subscription]]) -> None:
         (foreign_key, primary_key), change, _, headers = record
-        subscription: ValueAndTimestamp[SubscriptionWrapper] = change.new_value  # type: ignore[assignment]
+        subscription: Subscription = change.new_value  # type: ignore[assignment]  # a subscription is never deleted
         wrapper, subscribed_at = subscription
         foreign = None if foreign_key is None else self._getter.get(foreign_key)
         timestamp = subscribed_at if foreign is None else max(subscribed_at, foreign.timestamp)
@@ -295,10 +309,10 @@ class SubscriptionJoin:
         self._context.forward(Record(primary_key, response, timestamp, headers))
 
 
-class ForeignTableJoin(_SubscriptionStoreProcessor):
+class ForeignTableJoin(_SubscriptionStoreProcessor[KO, K, K | None, SubscriptionResponseWrapper], Generic[KO, K, VO]):
     """On the right table: answer every subscriber of the changed foreign key."""
 
-    def process(self, record: Record[Any, Change[Any]]) -> None:
+    def process(self, record: Record[KO, Change[VO]]) -> None:
         foreign_key, change, timestamp, headers = record
         if foreign_key is None:
             self.dropped_records += 1
@@ -315,17 +329,20 @@ class ForeignTableJoin(_SubscriptionStoreProcessor):
             forward(Record(primary_key, response, timestamp, headers))
 
 
-class ResponseJoin:
+class ResponseJoin(Generic[K, V, VO, VR]):
     """On the left table's tasks: join an answer with the current left value, unless it is stale."""
 
-    def __init__(self, getter_supplier: Any, value_serde: Any, joiner: Callable[[Any, Any], Any], left: bool) -> None:
+    def __init__(
+        self, getter_supplier: ValueGetterSupplier[K, V], value_serde: Serde[V] | None,
+        joiner: Callable[[V | None, VO | None], VR], left: bool,
+    ) -> None:  # fmt: skip
         self._getter = getter_supplier.get()
         self._value_serde = value_serde
         self._joiner = joiner
         self._left = left
         self.dropped_records = 0
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[K, VR | None]) -> None:
         self._context = context
         self._getter.init(context)
         self._v_serde = _serde(self._value_serde, context.value_serde)
@@ -333,7 +350,7 @@ class ResponseJoin:
     def close(self) -> None:
         """Stores are closed by their tasks."""
 
-    def process(self, record: Record[Any, SubscriptionResponseWrapper]) -> None:
+    def process(self, record: Record[K, SubscriptionResponseWrapper]) -> None:
         key, response, _, _ = record
         current = self._getter.get(key)
         current_hash = None if current is None else _value_hash(self._v_serde, current.value)

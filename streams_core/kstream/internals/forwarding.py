@@ -12,27 +12,29 @@ at once, which is always correct.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic
 
 from streams_core.kstream.internals.change import Change
-from streams_core.processor.processor import Record
+from streams_core.kstream.internals.type_vars import K, V
+from streams_core.processor.processor import ProcessorContext, Record
 
 __all__ = ["ChangeForwarder"]
 
 
-class ChangeForwarder:
+class ChangeForwarder(Generic[K, V]):
     """Set up in a processor's `init`: `forward` is the context's, or None when the cache forwards."""
 
     __slots__ = ("_context", "_node", "caching", "forward")
 
-    def __init__(self, context: Any, store: Any) -> None:
-        self._context = context
+    def __init__(self, context: ProcessorContext[K, Change[V]], store: object) -> None:
+        # the runtime's context: a flush makes the processor its current node, which the Processor API hides
+        self._context: Any = context
         self._node = getattr(context, "init_node", None)
         set_listener = getattr(store, "set_flush_listener", None)
         self.caching = bool(set_listener(self._on_flush)) if set_listener is not None else False
-        self.forward: Callable[[Record[Any, Any]], None] | None = None if self.caching else context.forward
+        self.forward: Callable[[Record[K, Change[V]]], None] | None = None if self.caching else context.forward
 
-    def _on_flush(self, key: Any, new_value: Any, old_value: Any, timestamp: int) -> None:
+    def _on_flush(self, key: K, new_value: V | None, old_value: V | None, timestamp: int) -> None:
         context = self._context
         previous = context.node
         context.node = self._node

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.dsl_serde import BoundSerde, infer
@@ -20,6 +20,10 @@ from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp
 from streams_core.processor.topology import Topology
 from streams_core.processor.topology_description import SinkDescription, SourceDescription
 from streams_core.serde import Serde
+
+if TYPE_CHECKING:
+    from streams_core.kstream.internals.send_old_values import SendOldValues
+    from streams_core.kstream.materialized import Materialized
 
 __all__ = ["InternalStreamsBuilder"]
 
@@ -31,11 +35,11 @@ B = TypeVar("B")
 _RECORD_TIMESTAMP = FailOnInvalidTimestamp()
 
 
-def _has_key(key: Any, value: Any) -> bool:
+def _has_key(key: object, value: object) -> bool:
     return key is not None
 
 
-def _any_key(key: Any, value: Any) -> bool:
+def _any_key(key: object, value: object) -> bool:
     return True
 
 
@@ -97,7 +101,7 @@ class InternalStreamsBuilder:
         self._index += 1
         return name
 
-    def burn_count_store_name(self, materialized: Any) -> None:
+    def burn_count_store_name(self, materialized: Materialized | None) -> None:
         """Java's `count(Materialized)` generates a store name it never uses when the Materialized
         names none (kept there for compatibility), so the numbers after it are one higher."""
         if materialized is not None and materialized.store_name is None:
@@ -131,7 +135,7 @@ class InternalStreamsBuilder:
     def add_processor(
         self,
         name: str,
-        factory: Callable[[], Any],
+        factory: object,
         parents: Iterable[str],
         stores: Iterable[Any] = (),
         connected: Iterable[str] = (),
@@ -206,7 +210,7 @@ class InternalStreamsBuilder:
         self.itb.add_source(source, (topic,), None, key_serde, value_serde, _RECORD_TIMESTAMP)
         return source
 
-    def deferred_store(self, processor_name: str, store_builder: Any, old_values: Any) -> None:
+    def deferred_store(self, processor_name: str, store_builder: Any, old_values: SendOldValues) -> None:
         """A source table's store, added to the topology once the table is materialised (named,
         or needed by a join, `group_by`, ...: as Java decides); never for a table nobody needs."""
         old_values.when_materialized(lambda: self.itb.add_state_store(store_builder, (processor_name,)))
@@ -215,7 +219,7 @@ class InternalStreamsBuilder:
         """`name` is a left or outer join node: repartition topics upstream of it keep None keys (KIP-962)."""
         self._relaxed_joins.add(name)
 
-    def _null_key_predicate(self, filter_name: str) -> Callable[[Any, Any], bool]:
+    def _null_key_predicate(self, filter_name: str) -> Callable[[object, object], bool]:
         """Keep every record when a relaxed join is downstream of `filter_name`, else only keyed ones."""
         if self._relaxed_joins and self._reaches_relaxed_join(filter_name):
             return _any_key

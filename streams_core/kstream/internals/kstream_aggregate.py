@@ -9,33 +9,35 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Generic
 
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.forwarding import ChangeForwarder
+from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
-from streams_core.processor.processor import Record
+from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.state.store import KeyValueStore
 
 __all__ = ["KStreamAggregate", "KStreamReduce"]
 
 log = logging.getLogger(__name__)
 
 
-class _KStreamFold:
+class _KStreamFold(Generic[K, V, VR]):
     """Store lookup, timestamp rule and forwarding shared by aggregate and reduce."""
 
     def __init__(self, store_name: str) -> None:
         self._store_name = store_name
         self.dropped_records = 0
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[K, Change[VR]]) -> None:
         view = context.get_state_store(self._store_name)
         self._context = context
-        self._store = view.timestamped
-        self._forwarder = ChangeForwarder(context, view)
+        self._store: KeyValueStore[K, ValueAndTimestamp[VR]] = view.timestamped
+        self._forwarder: ChangeForwarder[K, VR] = ChangeForwarder(context, view)
         self._forward = self._forwarder.forward
 
-    def _skip(self, record: Record[Any, Any]) -> None:
+    def _skip(self, record: Record[K, V]) -> None:
         self.dropped_records += 1
         context = self._context
         log.debug(
@@ -47,17 +49,17 @@ class _KStreamFold:
         """The store is closed by the task."""
 
 
-class KStreamAggregate(_KStreamFold):
+class KStreamAggregate(_KStreamFold[K, V, VR]):
     """`aggregator(key, value, aggregate)` from `initializer()` for each key."""
 
     def __init__(
-        self, store_name: str, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any]
+        self, store_name: str, initializer: Callable[[], VR], aggregator: Callable[[K, V, VR], VR]
     ) -> None:
         super().__init__(store_name)
         self._initializer = initializer
         self._aggregator = aggregator
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, headers = record
         if key is None or value is None:
             self._skip(record)
@@ -77,14 +79,14 @@ class KStreamAggregate(_KStreamFold):
             self._forward(Record(key, Change(new, old), timestamp, headers))
 
 
-class KStreamReduce(_KStreamFold):
+class KStreamReduce(_KStreamFold[K, V, V]):
     """`reducer(aggregate, value)` for each key; a key's first value is its aggregate."""
 
-    def __init__(self, store_name: str, reducer: Callable[[Any, Any], Any]) -> None:
+    def __init__(self, store_name: str, reducer: Callable[[V, V], V]) -> None:
         super().__init__(store_name)
         self._reducer = reducer
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, headers = record
         if key is None or value is None:
             self._skip(record)

@@ -9,6 +9,7 @@ are declared co-partitioned (a GlobalKTable needs neither). Names follow Kafka S
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streams_core.errors import TopologyError
@@ -19,20 +20,26 @@ from streams_core.kstream.internals.kstream_ktable_join import KStreamKTableJoin
 from streams_core.kstream.internals.kstream_processors import KStreamPassThrough
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.outer_join_store import SideValuesSerde, TimestampedKeyAndJoinSideSerde
+from streams_core.kstream.internals.type_vars import GK, VO, VR, K, V
 from streams_core.kstream.internals.versioned_stores import VersionedStoreBuilder
 from streams_core.kstream.joined import Joined
-from streams_core.kstream.named import name_of
+from streams_core.kstream.named import Named, name_of
 from streams_core.kstream.stream_joined import StreamJoined
 from streams_core.kstream.windows import JoinWindows
 from streams_core.state.stores import Stores
 
 if TYPE_CHECKING:
+    from streams_core.kstream.global_ktable import GlobalKTable
+    from streams_core.kstream.internals.internal_streams_builder import InternalStreamsBuilder
     from streams_core.kstream.kstream import KStream
+    from streams_core.kstream.ktable import KTable
 
 __all__ = ["join"]
 
 
-def join(this: KStream, other: Any, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> KStream:
+def join(
+    this: KStream[K, V], other: object, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> KStream[K, Any]:
     """Dispatch on the kind of `other` (see `KStream.join`)."""
     from streams_core.kstream.global_ktable import GlobalKTable
     from streams_core.kstream.kstream import KStream
@@ -50,13 +57,13 @@ def join(this: KStream, other: Any, kind: str, args: tuple[Any, ...], kwargs: di
 
 
 def _stream_stream(
-    this: KStream,
-    other: KStream,
+    this: KStream[K, V],
+    other: KStream[K, VO],
     kind: str,
-    joiner: Any,
+    joiner: Callable[..., VR],
     windows: JoinWindows | None = None,
     stream_joined: StreamJoined | None = None,
-) -> KStream:
+) -> KStream[K, VR]:
     from streams_core.kstream.kstream import KStream
 
     this._check_same_builder(other)
@@ -169,7 +176,9 @@ def _window_store(
     return _logging(Stores.window_store_builder(supplier, key_serde, value_serde), sj)
 
 
-def _stream_table(this: KStream, table: Any, left: bool, joiner: Any, joined: Joined | None = None) -> KStream:
+def _stream_table(
+    this: KStream[K, V], table: KTable[K, VO], left: bool, joiner: Callable[..., VR], joined: Joined | None = None
+) -> KStream[K, VR]:
     from streams_core.kstream.kstream import KStream
 
     this._check_same_builder(table)
@@ -200,7 +209,9 @@ def _stream_table(this: KStream, table: Any, left: bool, joiner: Any, joined: Jo
 _NOT_VERSIONED = "KTable must be versioned to use a grace period in a stream table join."
 
 
-def _check_grace_period(b: Any, table: Any, store_names: tuple[str, ...], grace: int) -> None:
+def _check_grace_period(
+    b: InternalStreamsBuilder, table: KTable[Any, Any], store_names: tuple[str, ...], grace: int
+) -> None:
     """Java's checks of a grace period (ValueError for its IllegalArgumentException): a table with
     a store of its own is checked at the join; the stores a table reads through its parents (a
     filter's, say) and every history retention when the topology is built."""
@@ -218,7 +229,10 @@ def _check_grace_period(b: Any, table: Any, store_names: tuple[str, ...], grace:
     b.at_build(check)
 
 
-def _stream_global(this: KStream, table: Any, left: bool, key_selector: Any, joiner: Any, named: Any = None) -> KStream:
+def _stream_global(
+    this: KStream[K, V], table: GlobalKTable[GK, Any], left: bool, key_selector: Callable[[K, V], GK],
+    joiner: Callable[..., VR], named: Named | str | None = None,
+) -> KStream[K, VR]:
     from streams_core.kstream.kstream import KStream
 
     this._check_same_builder(table)

@@ -22,10 +22,17 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Generic
 
 from streams_core.kstream.internals.outer_join_store import SideValues, TimestampedKeyAndJoinSide
-from streams_core.processor.processor import Record
+from streams_core.kstream.internals.type_vars import VO, VR, K, V
+from streams_core.processor.processor import Headers, ProcessorContext, Record
+from streams_core.processor.task_id import TaskId
+from streams_core.state.store import KeyValueStore
+from streams_core.state.window_store import WindowStore
+
+if TYPE_CHECKING:
+    from streams_core.kstream.windows import JoinWindows
 
 __all__ = ["KStreamJoinWindow", "KStreamKStreamJoin", "TimeTracker", "TimeTrackers"]
 
@@ -48,19 +55,19 @@ class TimeTrackers:
     """One `TimeTracker` per task, shared by the task's two join processors."""
 
     def __init__(self) -> None:
-        self._trackers: dict[Any, TimeTracker] = {}
+        self._trackers: dict[TaskId, TimeTracker] = {}
 
-    def get(self, task_id: Any) -> TimeTracker:
+    def get(self, task_id: TaskId) -> TimeTracker:
         tracker = self._trackers.get(task_id)
         if tracker is None:
             tracker = self._trackers[task_id] = TimeTracker()
         return tracker
 
-    def remove(self, task_id: Any) -> None:
+    def remove(self, task_id: TaskId) -> None:
         self._trackers.pop(task_id, None)
 
 
-class KStreamJoinWindow:
+class KStreamJoinWindow(Generic[K, V]):
     """Forwards each record to its side's join processor, then keeps it in the side's window store."""
 
     __slots__ = ("_forward", "_store", "_store_name")
@@ -68,11 +75,11 @@ class KStreamJoinWindow:
     def __init__(self, store_name: str) -> None:
         self._store_name = store_name
 
-    def init(self, context: Any) -> None:
-        self._store = context.get_state_store(self._store_name)
+    def init(self, context: ProcessorContext[K, V]) -> None:
+        self._store: WindowStore[K, V] = context.get_state_store(self._store_name)
         self._forward = context.forward
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, V]) -> None:
         self._forward(record)
         key, value, timestamp, _ = record
         if key is not None and value is not None:
@@ -82,15 +89,18 @@ class KStreamJoinWindow:
         """The store is closed by the task."""
 
 
-class KStreamKStreamJoin:
-    """One side of a windowed join; `is_left` says which (the joiner always gets (key, left, right))."""
+class KStreamKStreamJoin(Generic[K, V, VO, VR]):
+    """One side of a windowed join; `is_left` says which (the joiner always gets (key, left, right)).
+
+    V is this side's values, VO the other's, so the joiner's value parameters are loose.
+    """
 
     def __init__(
         self,
         is_left: bool,
         other_store_name: str,
-        windows: Any,
-        joiner: Callable[[Any, Any, Any], Any],
+        windows: JoinWindows,
+        joiner: Callable[[K, V | VO | None, V | VO | None], VR],
         outer: bool,
         trackers: TimeTrackers,
         outer_store_name: str | None,
@@ -108,12 +118,12 @@ class KStreamKStreamJoin:
         self._outer_store_name = outer_store_name
         self.dropped_records = 0
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[K, VR]) -> None:
         self._context = context
         self._forward = context.forward
-        self._other = context.get_state_store(self._other_store_name)
+        self._other: WindowStore[K, VO] = context.get_state_store(self._other_store_name)
         self._tracker = self._trackers.get(context.task_id)
-        self._outer_store = None if self._outer_store_name is None else context.get_state_store(self._outer_store_name)
+        self._outer_store: KeyValueStore[TimestampedKeyAndJoinSide, SideValues] | None = None if self._outer_store_name is None else context.get_state_store(self._outer_store_name)
 
     def close(self) -> None:
         self._trackers.remove(self._context.task_id)
@@ -126,10 +136,10 @@ class KStreamKStreamJoin:
     def restore_carried_state(self, state: tuple[int, int]) -> None:
         self._tracker.stream_time, self._tracker.min_time = state
 
-    def _join(self, key: Any, this: Any, other: Any) -> Any:
+    def _join(self, key: K, this: V | None, other: VO | None) -> VR:
         return self._joiner(key, this, other) if self._is_left else self._joiner(key, other, this)
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, headers = record
         tracker = self._tracker
         if timestamp > tracker.stream_time:
@@ -165,7 +175,7 @@ class KStreamKStreamJoin:
         values = (value,) if waiting is None else (*waiting.values, value)
         outer_store.put(store_key, SideValues(self._is_left, values))
 
-    def _emit_non_joined(self, store: Any, headers: Any) -> None:
+    def _emit_non_joined(self, store: KeyValueStore[TimestampedKeyAndJoinSide, SideValues], headers: Headers) -> None:
         """Emit, oldest first, the unmatched records whose window and grace have passed, with the
         headers of the record whose arrival closed them (Java forwards the current record)."""
         tracker = self._tracker

@@ -19,31 +19,34 @@ from __future__ import annotations
 import heapq
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic
 
-from streams_core.processor.processor import Record
+from streams_core.kstream.internals.ktable_value_getters import ValueGetterSupplier
+from streams_core.kstream.internals.type_vars import GK, VO, VR, K, V
+from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.serde import Serde
 
 __all__ = ["KStreamKTableJoin"]
 
 log = logging.getLogger(__name__)
 
 
-class KStreamKTableJoin:
+class KStreamKTableJoin(Generic[K, V, GK, VO, VR]):
     """Looks the record's key (or `key_selector(key, value)`) up through a table value getter."""
 
     def __init__(
         self,
-        getter_supplier: Any,
-        joiner: Callable[[Any, Any, Any], Any],
+        getter_supplier: ValueGetterSupplier[GK, VO],
+        joiner: Callable[[K, V, VO | None], VR],
         left: bool,
-        key_selector: Callable[[Any, Any], Any] | None = None,
+        key_selector: Callable[[K, V], GK] | None = None,
         grace_ms: int | None = None,
-        key_serde: Any = None,
+        key_serde: Serde[K] | None = None,
     ) -> None:
         self._getter = getter_supplier.get()
         self._grace = grace_ms
-        self._key_serde = key_serde
-        self._buffer: list[tuple[int, bytes, int, Record[Any, Any]]] = []
+        self._given_key_serde = key_serde
+        self._buffer: list[tuple[int, bytes, int, Record[K, V]]] = []
         self._buffer_time = -1
         self._seq = 0
         self._joiner = joiner
@@ -51,20 +54,20 @@ class KStreamKTableJoin:
         self._key_selector = key_selector
         self.dropped_records = 0
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[K, VR]) -> None:
         self._getter.init(context)
         self._forward = context.forward
         self._context = context
         self._as_of = getattr(self._getter, "get_as_of", None) if getattr(self._getter, "versioned", False) else None
-        if self._key_serde is None:
-            self._key_serde = context.key_serde
+        given = self._given_key_serde
+        self._key_serde: Serde[K] = given if given is not None else context.key_serde
 
     def close(self) -> None:
         """Stores are closed by their tasks."""
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, _ = record
-        lookup = key if self._key_selector is None else self._key_selector(key, value)
+        lookup: K | GK = key if self._key_selector is None else self._key_selector(key, value)
         if not (self._left and key is None and value is not None) and (lookup is None or value is None):
             self.dropped_records += 1
             log.debug("join: skipping a record with a None join key or value at offset %s", self._context.offset)
@@ -84,7 +87,7 @@ class KStreamKTableJoin:
             selected = waiting.key if self._key_selector is None else self._key_selector(waiting.key, waiting.value)
             self._join(waiting, selected)
 
-    def _join(self, record: Record[Any, Any], lookup: Any) -> None:
+    def _join(self, record: Record[K, V], lookup: Any) -> None:
         key, value, timestamp, headers = record
         if lookup is None:
             stored = None

@@ -13,7 +13,7 @@ value once, ordered by session end (WindowCloseEmitter).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.internals.carried_state import ObservedStreamTime
@@ -24,22 +24,27 @@ from streams_core.kstream.internals.kstream_window_aggregate import (
     init_window_forwarding,
     window_aggregate_drop,
 )
-from streams_core.processor.processor import Record
+from streams_core.kstream.internals.type_vars import VR, K, V
+from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.state.session_store import SessionStore
 from streams_core.state.windowed import SessionWindow, Windowed
+
+if TYPE_CHECKING:
+    from streams_core.kstream.windows import SessionWindows
 
 __all__ = ["KStreamSessionWindowAggregate"]
 
 
-class KStreamSessionWindowAggregate(ObservedStreamTime):
+class KStreamSessionWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
     """`aggregator(key, value, agg)` per key and session; `merger(key, agg1, agg2)` joins sessions."""
 
     def __init__(
         self,
-        windows: Any,
+        windows: SessionWindows,
         store_name: str,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-        merger: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VR],
+        aggregator: Callable[[K, V, VR], VR],
+        merger: Callable[[K, VR, VR], VR],
         emit_strategy: EmitStrategy = ON_WINDOW_UPDATE,
     ) -> None:
         self._emit_strategy = emit_strategy
@@ -52,8 +57,8 @@ class KStreamSessionWindowAggregate(ObservedStreamTime):
         self._observed = NO_TIMESTAMP
         self.dropped_records = 0
 
-    def init(self, context: Any) -> None:
-        store = context.get_state_store(self._store_name)
+    def init(self, context: ProcessorContext[Windowed[K], Change[VR]]) -> None:
+        store: SessionStore[K, VR] = context.get_state_store(self._store_name)
         self._context = context
         self._store = store
         self._forward, self._emitter = init_window_forwarding(
@@ -66,7 +71,7 @@ class KStreamSessionWindowAggregate(ObservedStreamTime):
         lower, upper = max(0, last), close_time - 1
         return (lower, upper) if upper >= 0 and upper >= lower else None
 
-    def _closed_sessions(self, lower: int, upper: int) -> Iterator[tuple[Any, Any, int]]:
+    def _closed_sessions(self, lower: int, upper: int) -> Iterator[tuple[Windowed[K], VR, int]]:
         """Sessions of every key ending in [lower, upper], by end (Java's time-ordered session store)."""
         sessions = [s for s in self._store.find_sessions(None, None, lower, upper) if s.key.window.end <= upper]
         sessions.sort(key=lambda session: session.key.window.end)
@@ -75,7 +80,7 @@ class KStreamSessionWindowAggregate(ObservedStreamTime):
     def close(self) -> None:
         """The store is closed by the task."""
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, headers = record
         if key is None or value is None:
             window_aggregate_drop(self, "None key or value", record)
@@ -114,17 +119,17 @@ class KStreamSessionWindowAggregate(ObservedStreamTime):
             forward(Record(session_key, Change(aggregate, None), end, headers))
 
 
-class _SessionEndStamped:
+class _SessionEndStamped(Generic[K, VR]):
     """The session store as the forwarder sees it: flushed sessions carry their end as timestamp,
     as every update is forwarded without the cache (Java's SessionCacheFlushListener)."""
 
     __slots__ = ("_store",)
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any) -> None:  # the task's session store, with its caching layer's set_flush_listener
         self._store = store
 
-    def set_flush_listener(self, listener: Callable[[Any, Any, Any, int], None]) -> bool:
-        def stamped(session: Any, new: Any, old: Any, _timestamp: int) -> None:
+    def set_flush_listener(self, listener: Callable[[Windowed[K], VR | None, VR | None, int], None]) -> bool:
+        def stamped(session: Windowed[K], new: VR | None, old: VR | None, _timestamp: int) -> None:
             listener(session, new, old, session.window.end)
 
         return bool(self._store.set_flush_listener(stamped))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Generic
 
 from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.internals.carried_state import ObservedStreamTime
@@ -33,26 +33,29 @@ from streams_core.kstream.internals.kstream_window_aggregate import (
     timestamped_windows,
     window_aggregate_drop,
 )
+from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
-from streams_core.processor.processor import Record
+from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.state.window_store import WindowStore
 from streams_core.state.windowed import TimeWindow, Windowed
+
+if TYPE_CHECKING:
+    from streams_core.kstream.windows import SlidingWindows
 
 __all__ = ["KStreamSlidingWindowAggregate"]
 
 log = logging.getLogger(__name__)
 
-VT = ValueAndTimestamp[Any]
 
-
-class KStreamSlidingWindowAggregate(ObservedStreamTime):
+class KStreamSlidingWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
     """`aggregator(key, value, aggregate)` per key and sliding window (`SlidingWindows`)."""
 
     def __init__(
         self,
-        windows: Any,
+        windows: SlidingWindows,
         store_name: str,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VR],
+        aggregator: Callable[[K, V, VR], VR],
         emit_strategy: EmitStrategy = ON_WINDOW_UPDATE,
     ) -> None:
         self._difference = windows.time_difference_ms
@@ -64,10 +67,10 @@ class KStreamSlidingWindowAggregate(ObservedStreamTime):
         self._observed = NO_TIMESTAMP
         self.dropped_records = 0
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[Windowed[K], Change[VR]]) -> None:
         view = context.get_state_store(self._store_name)
         self._context = context
-        self._store = view.timestamped
+        self._store: WindowStore[K, ValueAndTimestamp[VR]] = view.timestamped
         self._forward, self._emitter = init_window_forwarding(
             context, view, self._emit_strategy, self._emit_bounds, timestamped_windows(self._store)
         )
@@ -83,7 +86,7 @@ class KStreamSlidingWindowAggregate(ObservedStreamTime):
             return None
         return (0 if last == NO_TIMESTAMP else max(0, last - d)), upper
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, _ = record
         if key is None or value is None:
             window_aggregate_drop(self, "None key or value", record)
@@ -105,11 +108,11 @@ class KStreamSlidingWindowAggregate(ObservedStreamTime):
             self._emitter.maybe_emit(record, close_time)
         self._process_reverse(key, timestamp, close_time)
 
-    def _process_reverse(self, key: Any, timestamp: int, close_time: int) -> None:
+    def _process_reverse(self, key: K, timestamp: int, close_time: int) -> None:
         d = self._difference
         starts: set[int] = set()
-        left_agg: VT | None = None
-        right_agg: VT | None = None
+        left_agg: ValueAndTimestamp[VR] | None = None
+        right_agg: ValueAndTimestamp[VR] | None = None
         left_created = right_created = False
         previous: int | None = None
         windows = self._store.backward_fetch(key, key, max(0, timestamp - 2 * d), timestamp + 1)
@@ -146,10 +149,10 @@ class KStreamSlidingWindowAggregate(ObservedStreamTime):
         if not right_created and right_agg is not None and right_agg.timestamp > timestamp:
             self._create_right_window(key, timestamp, right_agg)
 
-    def _process_early(self, key: Any, timestamp: int, close_time: int) -> None:
+    def _process_early(self, key: K, timestamp: int, close_time: int) -> None:
         starts: set[int] = set()
-        combined: VT | None = None
-        right_agg: VT | None = None
+        combined: ValueAndTimestamp[VR] | None = None
+        right_agg: ValueAndTimestamp[VR] | None = None
         right_created = False
         previous: int | None = None
         for windowed, stored in list(self._store.fetch(key, key, 0, timestamp + 1)):
@@ -175,7 +178,7 @@ class KStreamSlidingWindowAggregate(ObservedStreamTime):
         else:
             self._update(0, combined, key, close_time)
 
-    def _create_right_window(self, key: Any, timestamp: int, right_agg: VT) -> None:
+    def _create_right_window(self, key: K, timestamp: int, right_agg: ValueAndTimestamp[VR]) -> None:
         start = timestamp + 1
         self._store.put(key, right_agg, start)
         if self._forward is not None:
@@ -183,12 +186,12 @@ class KStreamSlidingWindowAggregate(ObservedStreamTime):
             change = Change(right_agg.value, None)
             self._forward(Record(Windowed(key, window), change, right_agg.timestamp, self._record.headers))
 
-    def _update_new(self, start: int, key: Any, close_time: int) -> None:
+    def _update_new(self, start: int, key: K, close_time: int) -> None:
         """Create the window at `start` from `initializer()` with the record in it."""
         seed = ValueAndTimestamp(self._initializer(), self._record.timestamp)
         self._update(start, seed, key, close_time, fresh=True)
 
-    def _update(self, start: int, stored: VT, key: Any, close_time: int, fresh: bool = False) -> None:
+    def _update(self, start: int, stored: ValueAndTimestamp[VR], key: K, close_time: int, fresh: bool = False) -> None:
         """Fold the record into the window at `start` (`stored` is its aggregate, or the seed of a new one)."""
         end = start + self._difference
         record = self._record

@@ -13,16 +13,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Generic, Protocol
 
 from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.internals.carried_state import ObservedStreamTime
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.forwarding import ChangeForwarder
+from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
 from streams_core.kstream.internals.window_close_emitter import NO_TIMESTAMP, Bounds, Fetch, WindowCloseEmitter
-from streams_core.processor.processor import Record
+from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.processor.topic_name_extractor import RecordContext
+from streams_core.state.window_store import WindowStore
 from streams_core.state.windowed import TimeWindow, Windowed
+
+if TYPE_CHECKING:
+    from streams_core.kstream.windows import TimeWindows
 
 __all__ = ["NO_TIMESTAMP", "ON_WINDOW_UPDATE", "KStreamWindowAggregate", "init_window_forwarding", "window_aggregate_drop"]
 
@@ -31,7 +37,19 @@ log = logging.getLogger(__name__)
 ON_WINDOW_UPDATE = EmitStrategy.on_window_update()
 
 
-def window_aggregate_drop(processor: Any, reason: str, record: Record[Any, Any], close_time: int | None = None) -> None:
+class DroppingAggregation(Protocol):
+    """What `window_aggregate_drop` reads and counts on a windowed aggregation."""
+
+    dropped_records: int
+    _store_name: str
+
+    @property
+    def _context(self) -> RecordContext: ...
+
+
+def window_aggregate_drop(
+    processor: DroppingAggregation, reason: str, record: Record[K, V], close_time: int | None = None
+) -> None:
     """Count and log a record a windowed aggregation cannot use."""
     processor.dropped_records += 1
     context = processor._context
@@ -43,32 +61,32 @@ def window_aggregate_drop(processor: Any, reason: str, record: Record[Any, Any],
 
 
 def init_window_forwarding(
-    context: Any, store: Any, emit_strategy: EmitStrategy, bounds: Bounds, fetch: Fetch
-) -> tuple[Callable[[Record[Any, Any]], None] | None, WindowCloseEmitter | None]:
+    context: ProcessorContext[K, Change[VR]], store: object, emit_strategy: EmitStrategy, bounds: Bounds, fetch: Fetch
+) -> tuple[Callable[[Record[K, Change[VR]]], None] | None, WindowCloseEmitter | None]:
     """How a windowed aggregation forwards: per update (None when the cache forwards), or the close emitter."""
     if emit_strategy.emits_on_close:
         return None, WindowCloseEmitter(context.forward, bounds, fetch)
     return ChangeForwarder(context, store).forward, None
 
 
-def timestamped_windows(store: Any) -> Fetch:
+def timestamped_windows(store: WindowStore[K, ValueAndTimestamp[VR]]) -> Fetch:
     """The `fetch` of a WindowCloseEmitter over a timestamped window store: windows by start time."""
 
-    def fetch(lower: int, upper: int) -> Iterator[tuple[Any, Any, int]]:
+    def fetch(lower: int, upper: int) -> Iterator[tuple[Windowed[K], VR, int]]:
         return ((windowed, stored.value, stored.timestamp) for windowed, stored in store.fetch_all(lower, upper))
 
     return fetch
 
 
-class KStreamWindowAggregate(ObservedStreamTime):
+class KStreamWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
     """`aggregator(key, value, aggregate)` per key and time window (`TimeWindows`)."""
 
     def __init__(
         self,
-        windows: Any,
+        windows: TimeWindows,
         store_name: str,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VR],
+        aggregator: Callable[[K, V, VR], VR],
         emit_strategy: EmitStrategy = ON_WINDOW_UPDATE,
     ) -> None:
         self._emit_strategy = emit_strategy
@@ -81,10 +99,10 @@ class KStreamWindowAggregate(ObservedStreamTime):
         self._observed = NO_TIMESTAMP
         self.dropped_records = 0
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[Windowed[K], Change[VR]]) -> None:
         view = context.get_state_store(self._store_name)
         self._context = context
-        self._store = view.timestamped
+        self._store: WindowStore[K, ValueAndTimestamp[VR]] = view.timestamped
         self._forward, self._emitter = init_window_forwarding(
             context, view, self._emit_strategy, self._emit_bounds, timestamped_windows(self._store)
         )
@@ -107,7 +125,7 @@ class KStreamWindowAggregate(ObservedStreamTime):
             return None
         return lower, upper
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, headers = record
         if key is None or value is None:
             window_aggregate_drop(self, "None key or value", record)

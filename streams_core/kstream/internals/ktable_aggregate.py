@@ -8,27 +8,31 @@ aggregate becomes None is deleted (a reduce whose last value was subtracted).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Generic
 
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.forwarding import ChangeForwarder
+from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
-from streams_core.processor.processor import Record
+from streams_core.processor.processor import Headers, ProcessorContext, Record
+from streams_core.state.store import KeyValueStore
 
 __all__ = ["KTableAggregate", "KTableReduce"]
 
 
-class _KTableFold:
+class _KTableFold(Generic[K, V, VR]):
+    """The store and forwarding shared by the table aggregations: updates of V fold into VR per key."""
+
     def __init__(self, store_name: str) -> None:
         self._store_name = store_name
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[K, Change[VR]]) -> None:
         view = context.get_state_store(self._store_name)
-        self._store = view.timestamped
-        self._forwarder = ChangeForwarder(context, view)
+        self._store: KeyValueStore[K, ValueAndTimestamp[VR]] = view.timestamped
+        self._forwarder: ChangeForwarder[K, VR] = ChangeForwarder(context, view)
         self._forward = self._forwarder.forward
 
-    def _put_and_forward(self, key: Any, new: Any, old: Any, timestamp: int, headers: Any) -> None:
+    def _put_and_forward(self, key: K, new: VR | None, old: VR | None, timestamp: int, headers: Headers) -> None:
         self._store.put(key, None if new is None else ValueAndTimestamp(new, timestamp))
         if self._forward is not None:
             self._forward(Record(key, Change(new, old), timestamp, headers))
@@ -37,22 +41,22 @@ class _KTableFold:
         """The store is closed by the task."""
 
 
-class KTableAggregate(_KTableFold):
+class KTableAggregate(_KTableFold[K, V, VR]):
     """`adder(key, value, agg)` and `subtractor(key, value, agg)`, from `initializer()`."""
 
     def __init__(
         self,
         store_name: str,
-        initializer: Callable[[], Any],
-        adder: Callable[[Any, Any, Any], Any],
-        subtractor: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VR],
+        adder: Callable[[K, V, VR], VR],
+        subtractor: Callable[[K, V, VR], VR],
     ) -> None:
         super().__init__(store_name)
         self._initializer = initializer
         self._adder = adder
         self._subtractor = subtractor
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, Change[V]]) -> None:
         key, (new_value, old_value), timestamp, headers = record
         stored = self._store.get(key)
         old = None if stored is None else stored.value
@@ -66,17 +70,17 @@ class KTableAggregate(_KTableFold):
         self._put_and_forward(key, aggregate, old, timestamp, headers)
 
 
-class KTableReduce(_KTableFold):
+class KTableReduce(_KTableFold[K, V, V]):
     """`adder(agg, value)` and `subtractor(agg, value)`; a group's first value is its aggregate."""
 
     def __init__(
-        self, store_name: str, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any]
+        self, store_name: str, adder: Callable[[V, V], V], subtractor: Callable[[V, V], V]
     ) -> None:
         super().__init__(store_name)
         self._adder = adder
         self._subtractor = subtractor
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, Change[V]]) -> None:
         key, (new_value, old_value), timestamp, headers = record
         stored = self._store.get(key)
         old = None if stored is None else stored.value

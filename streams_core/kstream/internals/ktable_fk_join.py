@@ -33,6 +33,7 @@ from streams_core.kstream.internals.ktable_processors import KTableSource
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
+from streams_core.kstream.internals.type_vars import KO, VO, VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestampSerde
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.table_joined import TableJoined
@@ -74,14 +75,14 @@ def _key_only(partitioner: Any) -> Callable[[str, Any, Any, int], int | None]:
 
 
 def foreign_key_join(
-    this: KTable,
-    other: KTable,
-    extractor: Callable[..., Any],
-    joiner: Callable[[Any, Any], Any],
+    this: KTable[K, V],
+    other: KTable[KO, VO],
+    extractor: Callable[..., KO],
+    joiner: Callable[[V | None, VO | None], VR],
     left: bool,
     table_joined: TableJoined | None,
     materialized: Materialized | None,
-) -> KTable:
+) -> KTable[K, VR]:
     """`this` joined with `other` on `extractor(value)` (or `extractor(key, value)`) as `other`'s key."""
     from streams_core.kstream.ktable import KTable
 

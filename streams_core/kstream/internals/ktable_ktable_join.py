@@ -16,37 +16,47 @@ join is materialised.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Generic
 
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.forwarding import ChangeForwarder
+from streams_core.kstream.internals.ktable_value_getters import ValueGetterSupplier
+from streams_core.kstream.internals.type_vars import VO, VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
-from streams_core.processor.processor import Record
+from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.state.store import KeyValueStore
 
 __all__ = ["KTableKTableJoin", "KTableKTableJoinMerger"]
 
 
-class KTableKTableJoin:
-    """One side of a table-table join; the joiner always gets (left value, right value)."""
+class KTableKTableJoin(Generic[K, V, VO, VR]):
+    """One side of a table-table join; the joiner always gets (left value, right value).
 
-    def __init__(self, other_getter_supplier: Any, joiner: Callable[[Any, Any], Any], kind: str, is_left: bool) -> None:
+    V is this side's values, VO the other's: the joiner takes (V, VO) on the left side and
+    (VO, V) on the right, hence its loose parameter types.
+    """
+
+    def __init__(
+        self, other_getter_supplier: ValueGetterSupplier[K, VO], joiner: Callable[[V | VO | None, V | VO | None], VR],
+        kind: str, is_left: bool,
+    ) -> None:  # fmt: skip
         self._getter = other_getter_supplier.get()
         self._joiner = joiner
         self._kind = kind
         self._is_left = is_left
         self.dropped_records = 0
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[K, Change[VR]]) -> None:
         self._getter.init(context)
         self._forward = context.forward
 
     def close(self) -> None:
         """Stores are closed by their tasks."""
 
-    def _join(self, this: Any, other: Any) -> Any:
+    def _join(self, this: V | None, other: VO | None) -> VR:
         return self._joiner(this, other) if self._is_left else self._joiner(other, this)
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, Change[V]]) -> None:
         key, (new, old), timestamp, headers = record
         if key is None:
             self.dropped_records += 1
@@ -78,26 +88,27 @@ class KTableKTableJoin:
         self._forward(Record(key, Change(joined_new, joined_old), timestamp, headers))
 
 
-class KTableKTableJoinMerger:
+class KTableKTableJoinMerger(Generic[K, VR]):
     """Forwards both join sides' updates as one table; stores them when materialised."""
 
     def __init__(self, store_name: str | None) -> None:
         self._store_name = store_name
-        self._store: Any = None
+        self._store: KeyValueStore[K, ValueAndTimestamp[VR]] | None = None
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[K, Change[VR]]) -> None:
+        self._forward: Callable[[Record[K, Change[VR]]], None] | None
         if self._store_name is None:
             self._forward = context.forward
             return
         view = context.get_state_store(self._store_name)
         self._store = view.timestamped
-        self._forwarder = ChangeForwarder(context, view)
+        self._forwarder: ChangeForwarder[K, VR] = ChangeForwarder(context, view)
         self._forward = self._forwarder.forward
 
     def close(self) -> None:
         """The store is closed by the task."""
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, Change[VR]]) -> None:
         if self._store is not None:
             new = record.value.new_value
             self._store.put(record.key, None if new is None else ValueAndTimestamp(new, record.timestamp))

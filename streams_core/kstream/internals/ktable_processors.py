@@ -9,41 +9,44 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic
 
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.forwarding import ChangeForwarder
+from streams_core.kstream.internals.type_vars import KR, VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
-from streams_core.processor.processor import Record
+from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.state.store import KeyValueStore
 
 __all__ = ["KTableFilter", "KTableMapValues", "KTableRepartitionMap", "KTableSource", "KTableToStream"]
 
 log = logging.getLogger(__name__)
 
 
-class _Materializing:
-    """A table processor with an optional store of its results."""
+class _Materializing(Generic[K, V]):
+    """A table processor with an optional store of its results (values V)."""
 
     def __init__(self, store_name: str | None) -> None:
         self._store_name = store_name
-        self._store: Any = None
+        self._store: KeyValueStore[K, ValueAndTimestamp[V]] | None = None
         self.dropped_records = 0
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[K, Change[V]]) -> None:
         self._context = context
+        self._forward: Callable[[Record[K, Change[V]]], None] | None
         if self._store_name is None:
             self._forward = context.forward
             return
         view = context.get_state_store(self._store_name)
         self._store = view.timestamped
-        self._forwarder = ChangeForwarder(context, view)
+        self._forwarder: ChangeForwarder[K, V] = ChangeForwarder(context, view)
         self._forward = self._forwarder.forward
 
     def close(self) -> None:
         """The store is closed by the task."""
 
 
-class KTableSource(_Materializing):
+class KTableSource(_Materializing[K, V]):
     """A table from a topic (or from `KStream.to_table`): each record upserts its key, None deletes.
 
     Forwards `Change(value, previous value)`, also `Change(None, None)` for the delete of an absent
@@ -52,7 +55,7 @@ class KTableSource(_Materializing):
     `Change(value, None)` for every record, as Java's.
     """
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, headers = record
         if key is None:
             self.dropped_records += 1
@@ -64,7 +67,8 @@ class KTableSource(_Materializing):
             return
         store = self._store
         if store is None:  # not materialised: no old values, as Java's KTableSource without a store
-            self._forward(Record(key, Change(value, None), timestamp, headers))
+            # without a store there is no cache, so `forward` is the context's
+            self._forward(Record(key, Change(value, None), timestamp, headers))  # type: ignore[misc]
             return
         if getattr(store, "versioned", False):
             self._put_versioned(store, record)
@@ -75,7 +79,7 @@ class KTableSource(_Materializing):
             self._forward(Record(key, Change(value, None if stored is None else stored.value), timestamp, headers))
 
 
-    def _put_versioned(self, store: Any, record: Record[Any, Any]) -> None:
+    def _put_versioned(self, store: Any, record: Record[K, V]) -> None:
         """A versioned table (KIP-914): an out-of-order update goes into the history only."""
         key, value, timestamp, headers = record
         previous = store.get(key)
@@ -87,7 +91,7 @@ class KTableSource(_Materializing):
             self._forward(Record(key, Change(value, None if previous is None else previous.value), timestamp, headers))
 
 
-class KTableFilter(_Materializing):
+class KTableFilter(_Materializing[K, V]):
     """Keeps the values `predicate(key, value)` accepts (rejects, for `filter_not`); others become None.
 
     A rejected update is forwarded as a tombstone, as Java's; when old values are sent (the
@@ -96,14 +100,14 @@ class KTableFilter(_Materializing):
     """
 
     def __init__(
-        self, predicate: Callable[[Any, Any], Any], negate: bool, store_name: str | None, send_old_values: bool = True
+        self, predicate: Callable[[K, V], object], negate: bool, store_name: str | None, send_old_values: bool = True
     ) -> None:
         super().__init__(store_name)
         self._predicate = predicate
         self._keep = not negate
         self._send_old_values = send_old_values
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, Change[V]]) -> None:
         key, change, timestamp, headers = record
         predicate, keep = self._predicate, self._keep
         new, old = change
@@ -119,43 +123,46 @@ class KTableFilter(_Materializing):
             self._forward(Record(key, Change(new, old), timestamp, headers))
 
 
-class KTableMapValues(_Materializing):
+class KTableMapValues(_Materializing[K, VR], Generic[K, V, VR]):
     """Maps new and old values with `mapper(value)` or `mapper(key, value)`; None stays None (and is
     forwarded, as Java's: a delete of a key an unmaterialised table never saw is a tombstone)."""
 
-    def __init__(self, mapper: Callable[..., Any], with_key: bool, store_name: str | None) -> None:
+    def __init__(self, mapper: Callable[..., VR], with_key: bool, store_name: str | None) -> None:
         super().__init__(store_name)
         self._mapper = mapper
         self._with_key = with_key
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, Change[V]]) -> None:
         key, change, timestamp, headers = record
         mapper = self._mapper
-        new, old = change
+        new_value, old_value = change
+        new: VR | None
+        old: VR | None
         if self._with_key:
-            new = None if new is None else mapper(key, new)
-            old = None if old is None else mapper(key, old)
+            new = None if new_value is None else mapper(key, new_value)
+            old = None if old_value is None else mapper(key, old_value)
         else:
-            new = None if new is None else mapper(new)
-            old = None if old is None else mapper(old)
+            new = None if new_value is None else mapper(new_value)
+            old = None if old_value is None else mapper(old_value)
         if self._store is not None:
             self._store.put(key, None if new is None else ValueAndTimestamp(new, timestamp))
         if self._forward is not None:
             self._forward(Record(key, Change(new, old), timestamp, headers))
 
 
-class KTableToStream:
+class KTableToStream(Generic[K, V, KR]):
     """The table's changelog as a stream: each update's new value (None for a delete)."""
 
     __slots__ = ("_forward", "_key_mapper")
 
-    def __init__(self, key_mapper: Callable[[Any, Any], Any] | None) -> None:
+    def __init__(self, key_mapper: Callable[[K, V | None], KR] | None) -> None:
         self._key_mapper = key_mapper
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[K | KR, V | None]) -> None:
         self._forward = context.forward
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, Change[V]]) -> None:
+        key: K | KR
         key, change, timestamp, headers = record
         value = change.new_value
         if self._key_mapper is not None:
@@ -166,7 +173,7 @@ class KTableToStream:
         """Nothing to release."""
 
 
-class KTableRepartitionMap:
+class KTableRepartitionMap(Generic[K, V, KR, VR]):
     """`selector(key, value) -> (group key, value)` on both sides of a change, for `KTable.group_by`.
 
     When old and new land in the same group one `Change(new, old)` goes out; otherwise the old
@@ -177,13 +184,13 @@ class KTableRepartitionMap:
 
     __slots__ = ("_forward", "_selector")
 
-    def __init__(self, selector: Callable[[Any, Any], Any]) -> None:
+    def __init__(self, selector: Callable[[K, V], tuple[KR, VR]]) -> None:
         self._selector = selector
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[KR, Change[VR]]) -> None:
         self._forward = context.forward
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, Change[V]]) -> None:
         key, change, timestamp, headers = record
         selector = self._selector
         new_pair = None if change.new_value is None else selector(key, change.new_value)

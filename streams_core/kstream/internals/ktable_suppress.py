@@ -22,12 +22,16 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-from typing import Any
+from typing import Generic
 
 from streams_core.errors import StreamsError
 from streams_core.kstream.internals.change import Change
+from streams_core.kstream.internals.ktable_value_getters import StoreSource, ValueGetter, ValueGetterSupplier
+from streams_core.kstream.internals.type_vars import K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
-from streams_core.processor.processor import Record
+from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.processor.task_id import TaskId
+from streams_core.serde import Serde
 
 __all__ = ["KTableSuppress", "SuppressBuffers", "SuppressValueGetterSupplier"]
 
@@ -36,10 +40,10 @@ log = logging.getLogger(__name__)
 NO_TIMESTAMP = -1
 
 
-class _Entry:
+class _Entry(Generic[K, V]):
     __slots__ = ("prior", "record", "seq", "size", "time")
 
-    def __init__(self, time: int, seq: int, record: Record[Any, Any], prior: Any, size: int) -> None:
+    def __init__(self, time: int, seq: int, record: Record[K, Change[V]], prior: V | None, size: int) -> None:
         self.time = time
         self.seq = seq
         self.record = record
@@ -47,45 +51,45 @@ class _Entry:
         self.size = size
 
 
-class SuppressBuffers:
+class SuppressBuffers(Generic[K, V]):
     """The buffer of each task's KTableSuppress, for the value getters of the suppressed table."""
 
     def __init__(self) -> None:
-        self.by_task: dict[Any, KTableSuppress] = {}
+        self.by_task: dict[TaskId, KTableSuppress[K, V]] = {}
 
 
-class _SuppressGetter:
+class _SuppressGetter(Generic[K, V]):
     __slots__ = ("_buffers", "_context", "_parent")
 
-    def __init__(self, parent: Any, buffers: SuppressBuffers) -> None:
+    def __init__(self, parent: ValueGetter[K, V], buffers: SuppressBuffers[K, V]) -> None:
         self._parent = parent
         self._buffers = buffers
 
-    def init(self, context: Any) -> None:
+    def init(self, context: StoreSource) -> None:
         self._context = context
         self._parent.init(context)
 
-    def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
+    def get(self, key: K) -> ValueAndTimestamp[V] | None:
         suppress = self._buffers.by_task.get(self._context.task_id)
         entry = None if suppress is None else suppress.buffered(key)
         if entry is None:
-            return self._parent.get(key)  # type: ignore[no-any-return]
+            return self._parent.get(key)
         return None if entry.prior is None else ValueAndTimestamp(entry.prior, entry.record.timestamp)
 
 
-class SuppressValueGetterSupplier:
+class SuppressValueGetterSupplier(Generic[K, V]):
     """A suppressed table's value: the prior value of a buffered key, else the parent table's."""
 
-    def __init__(self, parent: Any, buffers: SuppressBuffers) -> None:
+    def __init__(self, parent: ValueGetterSupplier[K, V], buffers: SuppressBuffers[K, V]) -> None:
         self._parent = parent
         self._buffers = buffers
         self.store_names: tuple[str, ...] = parent.store_names
 
-    def get(self) -> _SuppressGetter:
+    def get(self) -> _SuppressGetter[K, V]:
         return _SuppressGetter(self._parent.get(), self._buffers)
 
 
-class KTableSuppress:
+class KTableSuppress(Generic[K, V]):
     """Buffers `Change` updates by key and forwards them once their buffer time expires."""
 
     def __init__(
@@ -97,8 +101,8 @@ class KTableSuppress:
         record_limit: int | None,
         byte_limit: int | None,
         fail_when_full: bool,
-        serdes: Any = None,
-        buffers: SuppressBuffers | None = None,
+        serdes: tuple[Serde[K] | None, Serde[V] | None] | None = None,
+        buffers: SuppressBuffers[K, V] | None = None,
     ) -> None:
         self._buffers = buffers
         self._name = name
@@ -108,22 +112,22 @@ class KTableSuppress:
         self._record_limit = record_limit
         self._byte_limit = byte_limit
         self._fail_when_full = fail_when_full
-        self._serdes = serdes
-        self._entries: dict[Any, _Entry] = {}
-        self._heap: list[tuple[int, bytes, int, Any]] = []
+        self._given_serdes = serdes
+        self._entries: dict[K, _Entry[K, V]] = {}
+        self._heap: list[tuple[int, bytes, int, K]] = []
         self._seq = itertools.count()
         self._bytes = 0
         self._observed = NO_TIMESTAMP
 
-    def init(self, context: Any) -> None:
+    def init(self, context: ProcessorContext[K, Change[V]]) -> None:
         self._forward = context.forward
         self._context = context
         if self._buffers is not None:
             self._buffers.by_task[context.task_id] = self
-        key_serde, value_serde = self._serdes or (None, None)
-        self._serdes = (key_serde or context.key_serde, value_serde or context.value_serde)
+        key_serde, value_serde = self._given_serdes or (None, None)
+        self._serdes: tuple[Serde[K], Serde[V]] = (key_serde or context.key_serde, value_serde or context.value_serde)
 
-    def buffered(self, key: Any) -> _Entry | None:
+    def buffered(self, key: K) -> _Entry[K, V] | None:
         return self._entries.get(key)
 
     def close(self) -> None:
@@ -132,13 +136,13 @@ class KTableSuppress:
         if self._entries:
             log.info("%s: closing with %d buffered updates not emitted", self._name, len(self._entries))
 
-    def carried_state(self) -> tuple[int, list[tuple[int, Record[Any, Any], Any, int]]]:
+    def carried_state(self) -> tuple[int, list[tuple[int, Record[K, Change[V]], V | None, int]]]:
         """Observed stream time and the buffered updates (time, record, prior, size) in arrival order,
         for a runner that rebuilds the processor between batches (see carried_state.py)."""
         entries = sorted(self._entries.values(), key=lambda entry: entry.seq)
         return self._observed, [(e.time, e.record, e.prior, e.size) for e in entries]
 
-    def restore_carried_state(self, state: tuple[int, list[tuple[int, Record[Any, Any], Any, int]]]) -> None:
+    def restore_carried_state(self, state: tuple[int, list[tuple[int, Record[K, Change[V]], V | None, int]]]) -> None:
         self._observed, buffered = state
         for time, record, prior, size in buffered:
             entry = _Entry(time, next(self._seq), record, prior, size)
@@ -146,17 +150,18 @@ class KTableSuppress:
             heapq.heappush(self._heap, (time, self._serdes[0].serialize(None, record.key) or b"", entry.seq, record.key))
             self._bytes += size
 
-    def process(self, record: Record[Any, Any]) -> None:
+    def process(self, record: Record[K, Change[V]]) -> None:
         if record.timestamp > self._observed:
             self._observed = record.timestamp
         self._buffer(record)
         self._enforce()
 
-    def _buffer(self, record: Record[Any, Any]) -> None:
+    def _buffer(self, record: Record[K, Change[V]]) -> None:
         key = record.key
         existing = self._entries.get(key)
         if existing is None:
-            time = key.window.end if self._window_end_time else record.timestamp
+            # buffered by window end only for windowed tables, whose keys are Windowed
+            time = key.window.end if self._window_end_time else record.timestamp  # type: ignore[attr-defined]
             entry = _Entry(time, next(self._seq), record, record.value.old_value, 0)
             self._entries[key] = entry
             # Java's buffer is sorted by (buffer time, serialized key)
@@ -202,12 +207,12 @@ class KTableSuppress:
             self._forward(record.with_value(Change(new, entry.prior)))
             return
 
-    def _size_of(self, key: Any, entry: _Entry, prior_is_old: bool) -> int:
+    def _size_of(self, key: K, entry: _Entry[K, V], prior_is_old: bool) -> int:
         """Java's `computeRecordSize`: buffer time, key, prior/old/new values and the record context."""
         key_serde, value_serde = self._serdes
         change = entry.record.value
 
-        def length(value: Any) -> int:
+        def length(value: V | None) -> int:
             return 0 if value is None else len(value_serde.serialize(None, value) or b"")
 
         size = 8 + len(key_serde.serialize(None, key) or b"")

@@ -10,9 +10,15 @@ also places it in the same sub-topology as those stores).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
+from streams_core.kstream.internals.type_vars import VO, VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
+from streams_core.processor.task_id import TaskId
+from streams_core.state.session_store import SessionStore
+from streams_core.state.store import KeyValueStore
+from streams_core.state.window_store import WindowStore
+from streams_core.state.windowed import Windowed
 
 __all__ = [
     "FilterValueGetterSupplier",
@@ -30,41 +36,66 @@ class _HasValue(Protocol):
     @property
     def value(self) -> Any: ...
 
+    @property
+    def timestamp(self) -> int: ...
+
 
 _Stored = TypeVar("_Stored", bound=_HasValue)  # a ValueAndTimestamp, or a VersionedRecord read as of a time
 
 
-class ValueGetter(Protocol):
-    def init(self, context: Any) -> None: ...
+class StoreSource(Protocol):
+    """What a getter needs of the joining processor's context: its task and connected stores."""
 
-    def get(self, key: Any) -> ValueAndTimestamp[Any] | None: ...
+    @property
+    def task_id(self) -> TaskId: ...
 
-
-class ValueGetterSupplier(Protocol):
-    store_names: tuple[str, ...]
-
-    def get(self) -> ValueGetter: ...
+    def get_state_store(self, name: str) -> Any: ...
 
 
-class _StoreGetter:
+_K_contra = TypeVar("_K_contra", contravariant=True)
+
+
+class ValueGetter(Protocol[_K_contra, V]):
+    def init(self, context: StoreSource) -> None: ...
+
+    def get(self, key: _K_contra) -> ValueAndTimestamp[V] | None: ...
+
+
+class ValueGetterSupplier(Protocol[_K_contra, V]):
+    @property
+    def store_names(self) -> tuple[str, ...]: ...
+
+    def get(self) -> ValueGetter[_K_contra, V]: ...
+
+
+S = TypeVar("S")
+
+
+class _StoreLookup(Generic[S]):
+    """A getter reading the timestamped store S under a view registered as `name`."""
+
     __slots__ = ("_name", "_store")
 
     def __init__(self, name: str) -> None:
         self._name = name
 
-    def init(self, context: Any) -> None:
-        self._store = context.get_state_store(self._name).timestamped
+    def init(self, context: StoreSource) -> None:
+        self._store: S = context.get_state_store(self._name).timestamped
 
-    def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
-        return self._store.get(key)  # type: ignore[no-any-return]
+
+class _StoreGetter(_StoreLookup[KeyValueStore[K, ValueAndTimestamp[V]]], Generic[K, V]):
+    __slots__ = ()
+
+    def get(self, key: K) -> ValueAndTimestamp[V] | None:
+        return self._store.get(key)
 
     @property
     def versioned(self) -> bool:
         """A versioned table's store answers `get_as_of(key, timestamp)` (KIP-914)."""
         return bool(getattr(self._store, "versioned", False))
 
-    def get_as_of(self, key: Any, timestamp: int) -> Any:
-        return self._store.get_as_of(key, timestamp)
+    def get_as_of(self, key: K, timestamp: int) -> Any:
+        return self._store.get_as_of(key, timestamp)  # type: ignore[attr-defined]  # `versioned`: a versioned store
 
 
 class StoreValueGetterSupplier:
@@ -73,32 +104,34 @@ class StoreValueGetterSupplier:
     def __init__(self, store_name: str) -> None:
         self.store_names: tuple[str, ...] = (store_name,)
 
-    def get(self) -> ValueGetter:
+    def get(self) -> ValueGetter[Any, Any]:
         return _StoreGetter(self.store_names[0])
 
 
-class _WindowStoreGetter(_StoreGetter):
-    def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
-        return self._store.fetch(key.key, key.window.start)  # type: ignore[no-any-return]
+class _WindowStoreGetter(_StoreLookup[WindowStore[K, ValueAndTimestamp[V]]], Generic[K, V]):
+    __slots__ = ()
+
+    def get(self, key: Windowed[K]) -> ValueAndTimestamp[V] | None:
+        return self._store.fetch(key.key, key.window.start)
 
 
 class WindowStoreValueGetterSupplier(StoreValueGetterSupplier):
     """Reads a windowed aggregate's store by `Windowed` key."""
 
-    def get(self) -> ValueGetter:
+    def get(self) -> ValueGetter[Any, Any]:
         return _WindowStoreGetter(self.store_names[0])
 
 
-class _SessionStoreGetter:
+class _SessionStoreGetter(Generic[K, V]):
     __slots__ = ("_name", "_store")
 
     def __init__(self, name: str) -> None:
         self._name = name
 
-    def init(self, context: Any) -> None:
-        self._store = context.get_state_store(self._name)
+    def init(self, context: StoreSource) -> None:
+        self._store: SessionStore[K, V] = context.get_state_store(self._name)
 
-    def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
+    def get(self, key: Windowed[K]) -> ValueAndTimestamp[V] | None:
         window = key.window
         value = self._store.fetch_session(key.key, window.start, window.end)
         return None if value is None else ValueAndTimestamp(value, window.end)
@@ -107,22 +140,22 @@ class _SessionStoreGetter:
 class SessionStoreValueGetterSupplier(StoreValueGetterSupplier):
     """Reads a session aggregate's store by `Windowed` key (the timestamp is the session end)."""
 
-    def get(self) -> ValueGetter:
+    def get(self) -> ValueGetter[Any, Any]:
         return _SessionStoreGetter(self.store_names[0])
 
 
-class _FilterGetter:
+class _FilterGetter(Generic[K, V]):
     __slots__ = ("_keep", "_parent", "_predicate")
 
-    def __init__(self, parent: ValueGetter, predicate: Callable[[Any, Any], Any], keep: bool) -> None:
+    def __init__(self, parent: ValueGetter[K, V], predicate: Callable[[K, V], object], keep: bool) -> None:
         self._parent = parent
         self._predicate = predicate
         self._keep = keep
 
-    def init(self, context: Any) -> None:
+    def init(self, context: StoreSource) -> None:
         self._parent.init(context)
 
-    def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
+    def get(self, key: K) -> ValueAndTimestamp[V] | None:
         return self._compute(key, self._parent.get(key))
 
     @property
@@ -130,39 +163,39 @@ class _FilterGetter:
         """As its parent: a filter of a versioned table reads it as of a time (Java's `isVersioned`)."""
         return bool(getattr(self._parent, "versioned", False))
 
-    def get_as_of(self, key: Any, timestamp: int) -> Any:
+    def get_as_of(self, key: K, timestamp: int) -> Any:
         return self._compute(key, self._parent.get_as_of(key, timestamp))  # type: ignore[attr-defined]
 
-    def _compute(self, key: Any, stored: _Stored | None) -> _Stored | None:
+    def _compute(self, key: K, stored: _Stored | None) -> _Stored | None:
         if stored is None or bool(self._predicate(key, stored.value)) is not self._keep:
             return None
         return stored
 
 
-class FilterValueGetterSupplier:
+class FilterValueGetterSupplier(Generic[K, V]):
     """A filter's value: the parent's, if the predicate keeps it."""
 
-    def __init__(self, parent: ValueGetterSupplier, predicate: Callable[[Any, Any], Any], negate: bool) -> None:
+    def __init__(self, parent: ValueGetterSupplier[K, V], predicate: Callable[[K, V], object], negate: bool) -> None:
         self.store_names = parent.store_names
         self._parent = parent
         self._predicate = predicate
         self._keep = not negate
 
-    def get(self) -> ValueGetter:
+    def get(self) -> ValueGetter[K, V]:
         return _FilterGetter(self._parent.get(), self._predicate, self._keep)
 
 
-class _MapValuesGetter:
+class _MapValuesGetter(Generic[K, V, VR]):
     __slots__ = ("_mapper", "_parent")
 
-    def __init__(self, parent: ValueGetter, mapper: Callable[[Any, Any], Any]) -> None:
+    def __init__(self, parent: ValueGetter[K, V], mapper: Callable[[K, V], VR]) -> None:
         self._parent = parent
         self._mapper = mapper
 
-    def init(self, context: Any) -> None:
+    def init(self, context: StoreSource) -> None:
         self._parent.init(context)
 
-    def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
+    def get(self, key: K) -> ValueAndTimestamp[VR] | None:
         return self._compute(key, self._parent.get(key))
 
     @property
@@ -170,41 +203,43 @@ class _MapValuesGetter:
         """As its parent (Java's `isVersioned`)."""
         return bool(getattr(self._parent, "versioned", False))
 
-    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp[Any] | None:
+    def get_as_of(self, key: K, timestamp: int) -> ValueAndTimestamp[VR] | None:
         return self._compute(key, self._parent.get_as_of(key, timestamp))  # type: ignore[attr-defined]
 
-    def _compute(self, key: Any, stored: Any) -> ValueAndTimestamp[Any] | None:
+    def _compute(self, key: K, stored: _HasValue | None) -> ValueAndTimestamp[VR] | None:
         if stored is None:
             return None
         return ValueAndTimestamp(self._mapper(key, stored.value), stored.timestamp)
 
 
-class MapValuesValueGetterSupplier:
+class MapValuesValueGetterSupplier(Generic[K, V, VR]):
     """A map_values's value: the parent's, mapped (`mapper(key, value)`)."""
 
-    def __init__(self, parent: ValueGetterSupplier, mapper: Callable[[Any, Any], Any]) -> None:
+    def __init__(self, parent: ValueGetterSupplier[K, V], mapper: Callable[[K, V], VR]) -> None:
         self.store_names = parent.store_names
         self._parent = parent
         self._mapper = mapper
 
-    def get(self) -> ValueGetter:
+    def get(self) -> ValueGetter[K, VR]:
         return _MapValuesGetter(self._parent.get(), self._mapper)
 
 
-class _JoinGetter:
+class _JoinGetter(Generic[K, V, VO, VR]):
     __slots__ = ("_joiner", "_kind", "_left", "_right")
 
-    def __init__(self, left: ValueGetter, right: ValueGetter, joiner: Callable[[Any, Any], Any], kind: str) -> None:
+    def __init__(
+        self, left: ValueGetter[K, V], right: ValueGetter[K, VO], joiner: Callable[[V | None, VO | None], VR], kind: str
+    ) -> None:
         self._left = left
         self._right = right
         self._joiner = joiner
         self._kind = kind
 
-    def init(self, context: Any) -> None:
+    def init(self, context: StoreSource) -> None:
         self._left.init(context)
         self._right.init(context)
 
-    def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
+    def get(self, key: K) -> ValueAndTimestamp[VR] | None:
         left = self._left.get(key)
         right = self._right.get(key)
         kind = self._kind
@@ -217,11 +252,15 @@ class _JoinGetter:
         return ValueAndTimestamp(value, timestamp)
 
 
-class JoinValueGetterSupplier:
+class JoinValueGetterSupplier(Generic[K, V, VO, VR]):
     """A table-table join's value from both sides' values (inner, left or outer)."""
 
     def __init__(
-        self, left: ValueGetterSupplier, right: ValueGetterSupplier, joiner: Callable[[Any, Any], Any], kind: str
+        self,
+        left: ValueGetterSupplier[K, V],
+        right: ValueGetterSupplier[K, VO],
+        joiner: Callable[[V | None, VO | None], VR],
+        kind: str,
     ) -> None:
         self.store_names = tuple(dict.fromkeys((*left.store_names, *right.store_names)))
         self._left = left
@@ -229,5 +268,5 @@ class JoinValueGetterSupplier:
         self._joiner = joiner
         self._kind = kind
 
-    def get(self) -> ValueGetter:
+    def get(self) -> ValueGetter[K, VR]:
         return _JoinGetter(self._left.get(), self._right.get(), self._joiner, self._kind)

@@ -11,11 +11,14 @@ view stores the value with an unknown timestamp (-1), as Java's facade does.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from streams_core.kstream.internals.type_vars import K, V
 from streams_core.kstream.internals.value_and_timestamp import UNKNOWN_TIMESTAMP, ValueAndTimestamp
 from streams_core.serde import Serde
-from streams_core.state.store import KeyValue, key_value
+from streams_core.state.store import KeyValue, KeyValueStore, StateStore, StateStoreContext, key_value
+from streams_core.state.window_store import WindowStore
+from streams_core.state.windowed import Windowed
 
 __all__ = [
     "TimestampedKeyValueStore",
@@ -26,43 +29,48 @@ __all__ = [
 FlushListener = Callable[[Any, Any, Any, int], None]
 
 
-def _plain(entries: Iterator[KeyValue[Any, ValueAndTimestamp[Any]]]) -> Iterator[KeyValue[Any, Any]]:
+S = TypeVar("S", bound=StateStore)
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _plain(entries: Iterator[KeyValue[_K, ValueAndTimestamp[_V]]]) -> Iterator[KeyValue[_K, _V]]:
     for key, stored in entries:
         yield key_value((key, stored.value))
 
 
-def _value(stored: ValueAndTimestamp[Any] | None) -> Any:
+def _value(stored: ValueAndTimestamp[_V] | None) -> _V | None:
     return None if stored is None else stored.value
 
 
-class _TimestampedView:
-    """What both views share: the lifecycle of the store below and the flush listener."""
+class _TimestampedView(Generic[S]):
+    """What both views share: the lifecycle of the store below (S) and the flush listener."""
 
-    def __init__(self, timestamped: Any) -> None:
+    def __init__(self, timestamped: S) -> None:
         self.timestamped = timestamped
 
     @property
     def name(self) -> str:
-        return self.timestamped.name  # type: ignore[no-any-return]
+        return self.timestamped.name
 
     @property
     def persistent(self) -> bool:
-        return self.timestamped.persistent  # type: ignore[no-any-return]
+        return self.timestamped.persistent
 
     @property
     def is_open(self) -> bool:
-        return self.timestamped.is_open  # type: ignore[no-any-return]
+        return self.timestamped.is_open
 
     @property
     def key_serde(self) -> Serde[Any] | None:
-        return self.timestamped.key_serde  # type: ignore[no-any-return]
+        return self.timestamped.key_serde  # type: ignore[attr-defined,no-any-return]  # the metered layer's
 
     @property
     def value_serde(self) -> Serde[Any] | None:
         """The serde of the plain values (the store below holds them with their timestamps)."""
-        return getattr(self.timestamped.value_serde, "inner", None)
+        return getattr(self.timestamped.value_serde, "inner", None)  # type: ignore[attr-defined]
 
-    def init(self, context: Any, root: Any) -> None:
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
         self.timestamped.init(context, root)
 
     def flush(self) -> None:
@@ -71,7 +79,7 @@ class _TimestampedView:
     def close(self) -> None:
         self.timestamped.close()
 
-    def wrapped(self) -> Any:
+    def wrapped(self) -> S:
         return self.timestamped
 
     def set_flush_listener(self, listener: FlushListener) -> bool:
@@ -83,7 +91,10 @@ class _TimestampedView:
         if setter is None:
             return False
 
-        def unwrap(key: Any, new: Any, old: Any, timestamp: int | None = None) -> None:
+        def unwrap(
+            key: object, new: ValueAndTimestamp[object] | None, old: ValueAndTimestamp[object] | None,
+            timestamp: int | None = None,
+        ) -> None:  # fmt: skip
             if new is not None:
                 timestamp = new.timestamp
             elif timestamp is None:
@@ -101,64 +112,64 @@ class _TimestampedView:
         return f"{type(self).__name__}({self.timestamped!r})"
 
 
-class TimestampedKeyValueStore(_TimestampedView):
+class TimestampedKeyValueStore(_TimestampedView[KeyValueStore[K, ValueAndTimestamp[V]]], Generic[K, V]):
     """A key-value store of plain values over a store of `ValueAndTimestamp`s."""
 
-    def get(self, key: Any) -> Any:
+    def get(self, key: K) -> V | None:
         return _value(self.timestamped.get(key))
 
-    def get_with_timestamp(self, key: Any) -> ValueAndTimestamp[Any] | None:
-        return self.timestamped.get(key)  # type: ignore[no-any-return]
+    def get_with_timestamp(self, key: K) -> ValueAndTimestamp[V] | None:
+        return self.timestamped.get(key)
 
-    def put(self, key: Any, value: Any) -> None:
+    def put(self, key: K, value: V | None) -> None:
         self.timestamped.put(key, None if value is None else ValueAndTimestamp(value, UNKNOWN_TIMESTAMP))
 
-    def put_if_absent(self, key: Any, value: Any) -> Any:
+    def put_if_absent(self, key: K, value: V) -> V | None:
         return _value(self.timestamped.put_if_absent(key, ValueAndTimestamp(value, UNKNOWN_TIMESTAMP)))
 
-    def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None:
+    def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
         self.timestamped.put_all(
             [(k, None if v is None else ValueAndTimestamp(v, UNKNOWN_TIMESTAMP)) for k, v in entries]
         )
 
-    def delete(self, key: Any) -> Any:
+    def delete(self, key: K) -> V | None:
         return _value(self.timestamped.delete(key))
 
-    def range(self, from_key: Any, to_key: Any) -> Iterator[KeyValue[Any, Any]]:
+    def range(self, from_key: K | None, to_key: K | None) -> Iterator[KeyValue[K, V]]:
         return _plain(self.timestamped.range(from_key, to_key))
 
-    def reverse_range(self, from_key: Any, to_key: Any) -> Iterator[KeyValue[Any, Any]]:
+    def reverse_range(self, from_key: K | None, to_key: K | None) -> Iterator[KeyValue[K, V]]:
         return _plain(self.timestamped.reverse_range(from_key, to_key))
 
-    def all(self) -> Iterator[KeyValue[Any, Any]]:
+    def all(self) -> Iterator[KeyValue[K, V]]:
         return _plain(self.timestamped.all())
 
-    def reverse_all(self) -> Iterator[KeyValue[Any, Any]]:
+    def reverse_all(self) -> Iterator[KeyValue[K, V]]:
         return _plain(self.timestamped.reverse_all())
 
-    def prefix_scan(self, prefix: Any, prefix_serde: Any = None) -> Iterator[KeyValue[Any, Any]]:
+    def prefix_scan(self, prefix: Any, prefix_serde: Any = None) -> Iterator[KeyValue[K, V]]:
         return _plain(self.timestamped.prefix_scan(prefix, prefix_serde))
 
     def approximate_num_entries(self) -> int:
-        return self.timestamped.approximate_num_entries()  # type: ignore[no-any-return]
+        return self.timestamped.approximate_num_entries()
 
 
-class TimestampedWindowStore(_TimestampedView):
+class TimestampedWindowStore(_TimestampedView[WindowStore[K, ValueAndTimestamp[V]]], Generic[K, V]):
     """A window store of plain values over a window store of `ValueAndTimestamp`s."""
 
     @property
     def window_size(self) -> int:
-        return self.timestamped.window_size  # type: ignore[no-any-return]
+        return self.timestamped.window_size
 
     @property
     def retention_period(self) -> int:
-        return self.timestamped.retention_period  # type: ignore[no-any-return]
+        return self.timestamped.retention_period
 
     @property
     def retain_duplicates(self) -> bool:
-        return self.timestamped.retain_duplicates  # type: ignore[no-any-return]
+        return self.timestamped.retain_duplicates
 
-    def put(self, key: Any, value: Any, window_start_timestamp: int) -> None:
+    def put(self, key: K, value: V | None, window_start_timestamp: int) -> None:
         stored = None if value is None else ValueAndTimestamp(value, UNKNOWN_TIMESTAMP)
         self.timestamped.put(key, stored, window_start_timestamp)
 
@@ -170,16 +181,16 @@ class TimestampedWindowStore(_TimestampedView):
     def backward_fetch(self, *args: Any) -> Any:
         return _plain(self.timestamped.backward_fetch(*args))
 
-    def fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue[Any, Any]]:
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue[Windowed[K], V]]:
         return _plain(self.timestamped.fetch_all(time_from, time_to))
 
-    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue[Any, Any]]:
+    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[KeyValue[Windowed[K], V]]:
         return _plain(self.timestamped.backward_fetch_all(time_from, time_to))
 
-    def all(self) -> Iterator[KeyValue[Any, Any]]:
+    def all(self) -> Iterator[KeyValue[Windowed[K], V]]:
         return _plain(self.timestamped.all())
 
-    def backward_all(self) -> Iterator[KeyValue[Any, Any]]:
+    def backward_all(self) -> Iterator[KeyValue[Windowed[K], V]]:
         return _plain(self.timestamped.backward_all())
 
 
@@ -190,7 +201,7 @@ class TimestampedStoreBuilder:
     it as any store builder (`logging_enabled`, `log_config()`, `retention_period`...).
     """
 
-    def __init__(self, builder: Any, view: type[_TimestampedView]) -> None:
+    def __init__(self, builder: Any, view: Callable[[Any], _TimestampedView[Any]]) -> None:
         self._builder = builder
         self._view = view
 
@@ -225,7 +236,7 @@ class TimestampedStoreBuilder:
         self._builder.with_logging_disabled()
         return self
 
-    def build(self) -> _TimestampedView:
+    def build(self) -> _TimestampedView[Any]:
         return self._view(self._builder.build())
 
     def __getattr__(self, name: str) -> Any:
