@@ -15,17 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streams_core.kstream.internals.kstream_processors import (
-    KStreamBranch,
-    KStreamFilter,
-    KStreamFlatMap,
-    KStreamFlatMapValues,
-    KStreamMap,
-    KStreamMapValues,
-    KStreamPassThrough,
-    KStreamPeek,
-    KStreamSelectKey,
-)
+from streams_core.kstream.internals import kstream_processors as kp
 from streams_core.processor.internals.processor_node import ProcessorNode, SourceNode
 
 __all__ = ["FUSED_OPERATORS", "Emit", "Terminal", "compose", "fusable", "fused_nodes"]
@@ -57,7 +47,7 @@ def _drop(key: Any, value: Any, timestamp: int, headers: Any) -> None:
     """A node without children: the record goes nowhere."""
 
 
-def _filter(p: KStreamFilter, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
+def _filter(p: kp.KStreamFilter, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
     predicate, keep, nxt = p._predicate, p._keep, _children(sub, node)
     if keep:
 
@@ -74,7 +64,7 @@ def _filter(p: KStreamFilter, sub: Callable[[ProcessorNode], Emit], node: Proces
     return reject
 
 
-def _map(p: KStreamMap, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
+def _map(p: kp.KStreamMap, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
     mapper, nxt = p._mapper, _children(sub, node)
 
     def map_(key: Any, value: Any, timestamp: int, headers: Any) -> None:
@@ -84,7 +74,7 @@ def _map(p: KStreamMap, sub: Callable[[ProcessorNode], Emit], node: ProcessorNod
     return map_
 
 
-def _select_key(p: KStreamSelectKey, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
+def _select_key(p: kp.KStreamSelectKey, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
     selector, nxt = p._selector, _children(sub, node)
 
     def select_key(key: Any, value: Any, timestamp: int, headers: Any) -> None:
@@ -93,7 +83,7 @@ def _select_key(p: KStreamSelectKey, sub: Callable[[ProcessorNode], Emit], node:
     return select_key
 
 
-def _map_values(p: KStreamMapValues, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
+def _map_values(p: kp.KStreamMapValues, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
     mapper, nxt = p._mapper, _children(sub, node)
     if p._with_key:
 
@@ -108,7 +98,7 @@ def _map_values(p: KStreamMapValues, sub: Callable[[ProcessorNode], Emit], node:
     return map_values
 
 
-def _flat_map(p: KStreamFlatMap, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
+def _flat_map(p: kp.KStreamFlatMap, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
     mapper, nxt = p._mapper, _children(sub, node)
 
     def flat_map(key: Any, value: Any, timestamp: int, headers: Any) -> None:
@@ -118,7 +108,7 @@ def _flat_map(p: KStreamFlatMap, sub: Callable[[ProcessorNode], Emit], node: Pro
     return flat_map
 
 
-def _flat_map_values(p: KStreamFlatMapValues, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
+def _flat_map_values(p: kp.KStreamFlatMapValues, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
     mapper, nxt = p._mapper, _children(sub, node)
     if p._with_key:
 
@@ -135,7 +125,7 @@ def _flat_map_values(p: KStreamFlatMapValues, sub: Callable[[ProcessorNode], Emi
     return flat_map_values
 
 
-def _peek(p: KStreamPeek, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
+def _peek(p: kp.KStreamPeek, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
     action = p._action
     nxt = _children(sub, node) if p._forward_downstream else _drop
 
@@ -146,11 +136,11 @@ def _peek(p: KStreamPeek, sub: Callable[[ProcessorNode], Emit], node: ProcessorN
     return peek
 
 
-def _pass_through(p: KStreamPassThrough, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
+def _pass_through(p: kp.KStreamPassThrough, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
     return _children(sub, node)
 
 
-def _branch(p: KStreamBranch, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
+def _branch(p: kp.KStreamBranch, sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit:
     predicates = tuple(p._predicates)
     targets = tuple(sub(node.children_by_name[name]) for name in p._children)
     routes = tuple(zip(predicates, targets, strict=True))
@@ -171,15 +161,15 @@ def _children(sub: Callable[[ProcessorNode], Emit], node: ProcessorNode) -> Emit
 
 
 _COMPOSERS: dict[type, Composer] = {
-    KStreamFilter: _filter,
-    KStreamMap: _map,
-    KStreamSelectKey: _select_key,
-    KStreamMapValues: _map_values,
-    KStreamFlatMap: _flat_map,
-    KStreamFlatMapValues: _flat_map_values,
-    KStreamPeek: _peek,
-    KStreamPassThrough: _pass_through,
-    KStreamBranch: _branch,
+    kp.KStreamFilter: _filter,
+    kp.KStreamMap: _map,
+    kp.KStreamSelectKey: _select_key,
+    kp.KStreamMapValues: _map_values,
+    kp.KStreamFlatMap: _flat_map,
+    kp.KStreamFlatMapValues: _flat_map_values,
+    kp.KStreamPeek: _peek,
+    kp.KStreamPassThrough: _pass_through,
+    kp.KStreamBranch: _branch,
 }
 
 #: The processor classes the chain fuses (class name -> DSL operator), for plans and docs.
