@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from streams_core import Branched, Named, Serdes, StreamsBuilder, Topology, TopologyTestDriver
 from streams_core.config import StreamsConfig
 from streams_core.kstream.internals.stateless_chain import compose, fused_nodes
@@ -80,3 +82,19 @@ def test_the_chain_stops_at_stateful_nodes_and_names_what_it_fused() -> None:
     run = compose(source, lambda node: lambda k, v, t, h: reached.append((k, v)))
     run("line", "b a", 1, ())
     assert reached == [("b", "b"), ("a", "a")]
+
+
+def test_a_linear_chain_is_one_generated_function_and_errors_propagate() -> None:
+    builder = StreamsBuilder()
+    words = builder.stream("in", key_serde=S, value_serde=S).flat_map_values(str.split).group_by(lambda k, w: w)
+    words.count().to_stream().to("counts")
+    b = builder.build().internal_topology_builder
+    b.set_application_id("chain")
+    (source,) = b.build_subtopology(0, StreamsConfig(CONFIG)).sources
+    reached: list[Any] = []
+    run = compose(source, lambda node: lambda k, v, t, h: reached.append(k))
+    assert run.chain_source.count("def ") == 1, run.chain_source  # type: ignore[attr-defined]
+    run("line", "x y", 1, ())
+    assert reached == ["x", "y"]
+    with pytest.raises(TypeError):
+        run("line", None, 2, ())  # str.split(None): the user function's own error, as on the runtime
