@@ -3,8 +3,9 @@
 `stream(...)` → fused stateless operators (`stateless_chain`) → `group_by`/`group_by_key` →
 `count()` (caching on) → `to_stream()` → `to(topic)` becomes one query:
 
-    Kafka source → mapInArrow(CountKeys: the chain in Python once per Arrow batch, the new key out)
-                 → groupBy(key).count() (Spark's streaming aggregation, its state: key, count)
+    Kafka source → mapInArrow(CountKeys: the chain in Python per record of each Arrow batch, the
+                   new keys counted per Spark partition in Python: a map-side partial count)
+                 → groupBy(key).sum(n) (Spark's streaming aggregation, its state: key, count)
                  → value = the Long serde's 8 big-endian bytes built by Spark expressions
                  → Kafka sink, update mode
 
@@ -17,6 +18,7 @@ keeps the Python stages of spark_stages.py.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +41,9 @@ __all__ = ["CountKeys", "NativeCount", "find_native_count"]
 log = logging.getLogger(__name__)
 
 _OWN_TIMESTAMP = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp)
+
+#: A partial count goes to Spark once it holds this many keys (else once per Spark partition).
+_MAX_PARTIAL_KEYS = 200_000
 
 
 @dataclass(frozen=True)
@@ -166,17 +171,23 @@ def find_native_count(
 
 
 class CountKeys:
-    """`mapInArrow` function: Kafka rows (topic, timestamp, key, value) in, the count's keys out.
+    """`mapInArrow` function: Kafka rows (timestamp, key, value; topic when several) in, partial
+    counts (key, n) out.
 
     Built on the executor from the shipped topology: each source's chain composed once, its end
     appending the key of every record the count would count (key and value not None).
     """
 
     def __init__(self, topology: bytes, props: Mapping[str, Any], native: NativeCount) -> None:
-        self.schema = "key string" if native.string_keys else "key binary"
+        self.schema = f"key {'string' if native.string_keys else 'binary'}, n bigint"
         self.topology = topology
         self.props = dict(props)
         self.native = native
+
+    @staticmethod
+    def columns(source_topics: tuple[str, ...]) -> list[str]:
+        """The source columns it reads (the topic only to pick the chain of a query reading several)."""
+        return ["timestamp", "key", "value", *(["topic"] if len(source_topics) > 1 else [])]
 
     def _chains(self, keys: list[Any]) -> dict[str, tuple[SourceNode, Emit]]:
         from streams_core.spark.subtopology_executor import load_topology
@@ -200,39 +211,65 @@ class CountKeys:
         return {topic: (source, compose(source, terminal)) for source in built.sources for topic in source.topics}
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
+        """Count each batch's keys in Python (a map-side partial count, C-speed `Counter`); Spark sums them."""
         keys: list[Any] = []
         chains = self._chains(keys)
-        single = next(iter(chains.values())) if len(chains) == 1 else None
+        counts: Counter[Any] = Counter()
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            columns = batch.to_pydict() if single is None else None
-            if single is not None:
-                source, run = single
-                topic = next(iter(chains))
-                ks = _deserialized(batch.column("key"), source.key_serde, topic)
-                vs = _deserialized(batch.column("value"), source.value_serde, topic)
-                timestamps = batch.column("timestamp").to_pylist()
-                if min(timestamps) < 0:
-                    self._with_extractor(source, topic, ks, vs, timestamps, batch, run)
-                else:
-                    for key, value, timestamp in zip(ks, vs, timestamps, strict=True):
-                        run(key, value, timestamp, ())
+            if "topic" not in batch.schema.names:  # the query reads one topic
+                topic, (source, run) = next(iter(chains.items()))
+                self._run(source, topic, run, batch)
             else:
-                assert columns is not None
-                for topic, key, value, timestamp in zip(columns["topic"], columns["key"], columns["value"],
-                                                        columns["timestamp"], strict=True):  # fmt: skip
-                    source, run = chains[topic]
-                    k, v = source.key_serde.deserialize(topic, key), source.value_serde.deserialize(topic, value)
-                    if timestamp < 0:
-                        timestamp = _extract(source, topic, k, v, timestamp, -1)
-                        if timestamp < 0:
-                            continue
-                    run(k, v, timestamp, ())
-            yield pa.RecordBatch.from_arrays([self._keys(keys)], names=["key"])
+                self._run_topics(chains, batch)
+            counts.update(keys if self.native.string_keys else self._serialized(keys))
             keys.clear()
+            if len(counts) >= _MAX_PARTIAL_KEYS:
+                yield self._partial(counts)
+                counts.clear()
+        if counts:
+            yield self._partial(counts)
+
+    def _run(self, source: SourceNode, topic: str, run: Emit, batch: Any) -> None:
+        ks = _deserialized(batch.column("key"), source.key_serde, topic)
+        vs = _deserialized(batch.column("value"), source.value_serde, topic)
+        timestamps = batch.column("timestamp").to_pylist()
+        if min(timestamps) < 0:
+            self._with_extractor(source, topic, ks, vs, timestamps, batch, run)
+            return
+        for key, value, timestamp in zip(ks, vs, timestamps, strict=True):
+            run(key, value, timestamp, ())
+
+    def _run_topics(self, chains: Mapping[str, tuple[SourceNode, Emit]], batch: Any) -> None:
+        columns = batch.to_pydict()
+        for topic, key, value, timestamp in zip(columns["topic"], columns["key"], columns["value"],
+                                                columns["timestamp"], strict=True):  # fmt: skip
+            source, run = chains[topic]
+            k, v = source.key_serde.deserialize(topic, key), source.value_serde.deserialize(topic, value)
+            if timestamp < 0:
+                timestamp = _extract(source, topic, k, v, timestamp, -1)
+                if timestamp < 0:
+                    continue
+            run(k, v, timestamp, ())
+
+    def _serialized(self, keys: list[Any]) -> list[bytes | None]:
+        serialize, topic = self.native.key_serde.serialize, self.native.output_topic
+        return [serialize(topic, k) for k in keys]
+
+    def _partial(self, counts: Counter[Any]) -> Any:
+        import pyarrow as pa
+
+        keys, ns = list(counts), list(counts.values())
+        if self.native.string_keys:
+            try:
+                column = pa.array(keys, pa.string())
+            except (pa.ArrowTypeError, pa.ArrowInvalid):
+                Serdes.String().serialize(self.native.output_topic, next(k for k in keys if not isinstance(k, str)))
+                raise
+        else:
+            column = pa.array(keys, pa.binary())
+        return pa.RecordBatch.from_arrays([column, pa.array(ns, pa.int64())], names=["key", "n"])
 
     def _with_extractor(self, source: SourceNode, topic: str, ks: list[Any], vs: list[Any], timestamps: list[int],
                         batch: Any, run: Emit) -> None:  # fmt: skip
@@ -245,18 +282,6 @@ class CountKeys:
                     log.warning("dropping a record of %s at offset %s: negative timestamp %d", topic, offset, timestamp)
                     continue
             run(key, value, timestamp, ())
-
-    def _keys(self, keys: list[Any]) -> Any:
-        import pyarrow as pa
-
-        if self.native.string_keys:
-            try:
-                return pa.array(keys, pa.string())
-            except (pa.ArrowTypeError, pa.ArrowInvalid):
-                Serdes.String().serialize(self.native.output_topic, next(k for k in keys if not isinstance(k, str)))
-                raise
-        serialize, topic = self.native.key_serde.serialize, self.native.output_topic
-        return pa.array([serialize(topic, k) for k in keys], pa.binary())
 
 
 def _extract(source: SourceNode, topic: str, key: Any, value: Any, timestamp: int, offset: int) -> int:

@@ -79,7 +79,7 @@ _STAGES: Mapping[str, str] = {
     "stateless": "mapInArrow (fused stateless Python stage)",
     "keyed": "groupBy(key).transformWithState (keyed Python stage, RocksDB state)",
     "task": "groupBy(partition).transformWithState (task Python stage: stores as changelog in RocksDB state)",
-    "native": "mapInArrow (fused stateless chain) -> groupBy(key).count() (Spark's streaming aggregation)",
+    "native": "mapInArrow (fused stateless chain, partial counts) -> groupBy(key).sum() (Spark's streaming aggregation)",
 }
 
 #: How each stage runs the processors it does not run natively.
@@ -119,7 +119,8 @@ class QueryPlan:
         how.extend((name, f"native: Spark's shuffle (groupBy key) replaces topic {native.bypassed_topic}")
                    for name in native.shuffled)  # fmt: skip
         count, *rest = native.native
-        how.append((count, "native: groupBy(key).count(), Spark's streaming aggregation (state: key, count)"))
+        how.append((count, "native: groupBy(key).sum() of the chain's partial counts per Spark partition, "
+                           "Spark's streaming aggregation (state: key, count)"))
         how.extend((name, "native: value = unhex(lpad(hex(count), 16, '0')), the Long serde's bytes") for name in rest)
         return tuple(how)
 

@@ -192,9 +192,9 @@ class SparkRunner:
         if query.native is not None:
             native = query.native
             stage = CountKeys(query.spec.topology, query.spec.props, native)
-            keys = rows.select("topic", "offset", "timestamp", "key", "value").mapInArrow(stage, stage.schema)
+            partial = rows.select(*stage.columns(query.source_topics)).mapInArrow(stage, stage.schema)
             key_column = F.col("key").cast("binary") if native.string_keys else F.col("key")
-            return keys.groupBy("key").count().select(
+            return partial.groupBy("key").agg(F.sum("n").alias("count")).select(
                 F.lit(native.output_topic).alias("topic"), key_column.alias("key"),
                 F.unhex(F.lpad(F.hex("count"), 16, "0")).alias("value"),  # the Long serde's 8 big-endian bytes
             )  # fmt: skip

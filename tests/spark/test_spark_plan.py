@@ -56,7 +56,7 @@ def test_word_count_compiles_to_one_query_with_sparks_own_count() -> None:
     assert how["KSTREAM-FLATMAPVALUES-0000000001"].startswith("python: fused stateless chain")
     assert how["KSTREAM-KEY-SELECT-0000000002"].startswith("python: fused stateless chain")
     assert how["word-count-repartition-sink"].startswith("native: Spark's shuffle")
-    assert how["KSTREAM-AGGREGATE-0000000003"].startswith("native: groupBy(key).count()")
+    assert how["KSTREAM-AGGREGATE-0000000003"].startswith("native: groupBy(key).sum()")
     assert "KSTREAM-AGGREGATE-0000000003: native" in plan.describe()
 
 
