@@ -43,6 +43,8 @@ async def test_word_count_on_spark_equals_the_asyncio_runtime(bootstrap_servers:
     config = {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers}
     runner = SparkRunner(build_topology(input_topic, coalesced, windowed=False), config, spark=spark)
     assert [q.stage for q in runner.plan().queries] == ["native"]
+    explained = runner.explain()
+    assert "MapInArrow" in explained and "StateStoreSave" in explained, explained
     await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
     uncached = SparkRunner(build_topology(input_topic, uncoalesced, windowed=False),
                            {**config, "application.id": f"spark-uncached-{suffix}", "statestore.cache.max.bytes": 0},
