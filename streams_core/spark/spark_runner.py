@@ -186,7 +186,7 @@ class SparkRunner:
             # Spark uses it only when the query has no checkpoint yet.
             offsets = {t: starts.get(t) or {str(p): -2 for p in range(self._counts[t])} for t in query.source_topics}
             reader = reader.option("startingOffsets", json.dumps(offsets))
-        rows = reader.option("subscribe", ",".join(self._topics_of(query) or query.source_topics)).load().select(
+        rows = reader.option("subscribe", ",".join(self._topics_of(query))).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
         )
         if query.native is not None:
