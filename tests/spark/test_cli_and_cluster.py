@@ -56,17 +56,19 @@ async def test_a_killed_run_rerun_ends_with_the_right_totals(bootstrap_servers: 
     suffix = unique_topic("kill")
     lines = text(1200)
     await prepare(bootstrap_servers, suffix, lines)
-    command = cli(bootstrap_servers, tmp_path, suffix, "--autostop", "eol", "--max-offsets-per-trigger", "300")
-    repartition = f"cli-{suffix}-word-count-repartition"
+    command = cli(bootstrap_servers, tmp_path, suffix, "--autostop", "eol", "--max-offsets-per-trigger", "40")
+    # The word count is one native query (no repartition topic): killed once it has written the
+    # counts of its first micro-batches, rerun from its checkpoint.
+    output = f"counts-{suffix}"
 
     victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=Path(__file__).parents[2],
                               start_new_session=True)
     try:
         deadline = time.monotonic() + 240
-        while True:  # kill once the first query has written part of its output, mid-run
+        while True:  # kill once the query has written part of its output, mid-run
             assert victim.poll() is None, "the run ended before it could be killed"
             try:
-                written = len(await read_all(bootstrap_servers, repartition, timeout=5))
+                written = len(await read_all(bootstrap_servers, output, timeout=5))
             except TimeoutError:
                 written = 0
             if written > 0:
@@ -77,10 +79,11 @@ async def test_a_killed_run_rerun_ends_with_the_right_totals(bootstrap_servers: 
         os.killpg(victim.pid, signal.SIGKILL)
         victim.wait(timeout=30)
 
+    expected = Counter(word for line in lines for word in line.split())
+    assert await read_table(bootstrap_servers, output, utf8, long_be) != dict(expected), "killed mid-run"
     done = await asyncio.to_thread(run_cli, command)
     assert "done:" in done.stdout
-    expected = Counter(word for line in lines for word in line.split())
-    assert await read_table(bootstrap_servers, f"counts-{suffix}", utf8, long_be) == dict(expected)
+    assert await read_table(bootstrap_servers, output, utf8, long_be) == dict(expected)
 
 
 def _free_port() -> int:
