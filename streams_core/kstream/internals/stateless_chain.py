@@ -17,6 +17,7 @@ calls it per record of an Arrow batch; the asyncio runtime and the test driver c
 from __future__ import annotations
 
 import itertools
+import linecache
 from collections.abc import Callable
 from typing import Any
 
@@ -131,7 +132,7 @@ class _Generator:
         if fusable(node) and self._parents.get(node.name, 0) <= 1:
             self._node(node, k, v, depth, out)
         else:
-            out.append(f"{'    ' * depth}{self.unit(node)}({k}, {v}, timestamp, headers)")
+            out.append(f"{'    ' * depth}{self.unit(node)}({k}, {v}, timestamp, headers)  # -> {_label(node)}")
 
     def _node(self, node: ProcessorNode, k: str, v: str, depth: int, out: list[str]) -> None:
         p, pad, start = node.processor, "    " * depth, len(out)
@@ -169,6 +170,7 @@ class _Generator:
             self._children(node, k, v, depth, out)
         if len(out) == start:
             out.append(f"{pad}pass")
+        out[start] += f"  # {_label(node)}"
 
     def _block(self, node: ProcessorNode, k: str, v: str, depth: int, out: list[str]) -> None:
         start = len(out)
@@ -189,6 +191,11 @@ class _Generator:
             else:
                 out.append(f"{pad}else:")
                 self._reach(node.children_by_name[p._default[0]], k, v, depth + 1, out)
+
+
+def _label(node: ProcessorNode) -> str:
+    """The node's name on one line (it ends a comment of the generated source)."""
+    return " ".join(node.name.splitlines())
 
 
 def _parent_counts(starts: tuple[ProcessorNode, ...]) -> dict[str, int]:
@@ -219,7 +226,10 @@ def compose(node: ProcessorNode, terminal: Terminal) -> Emit:
     generator = _Generator(terminal, _parent_counts(starts))
     entry = generator.units(starts)
     source = "\n".join(generator.source)
-    exec(compile(source, f"<stateless chain from {node.name}>", "exec"), generator.namespace)
+    filename = f"<stateless chain {hash(source) & 0xFFFFFFFF:08x} from {_label(node)}>"  # one entry per chain
+    # Tracebacks show the generated line, which names its processor node in a comment.
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    exec(compile(source, filename, "exec"), generator.namespace)
     function: Emit = generator.namespace[entry]
     function.chain_source = source  # type: ignore[attr-defined]
     return function

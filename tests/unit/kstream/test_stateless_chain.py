@@ -98,3 +98,17 @@ def test_a_linear_chain_is_one_generated_function_and_errors_propagate() -> None
     assert reached == ["x", "y"]
     with pytest.raises(TypeError):
         run("line", None, 2, ())  # str.split(None): the user function's own error, as on the runtime
+
+
+def test_a_failing_user_function_is_traced_to_its_processor_node() -> None:
+    import traceback
+
+    builder = StreamsBuilder()
+    builder.stream("in", key_serde=S, value_serde=S).map_values(lambda v: v + "!", Named.as_("shout")).to("out")
+    b = builder.build().internal_topology_builder
+    b.set_application_id("chain")
+    (source,) = b.build_subtopology(0, StreamsConfig(CONFIG)).sources
+    run = compose(source, lambda node: lambda k, v, t, h: None)
+    with pytest.raises(TypeError) as failure:
+        run("k", None, 1, ())
+    assert "# shout" in "".join(traceback.format_exception(failure.value))
