@@ -32,13 +32,15 @@ micro-batch). Throughput = input words / seconds. The Spark engines run `--repea
 the order alternating between rounds, each run with a fresh checkpoint and output topic; before
 the timed runs each Spark engine runs once on `--warmup-words` (a session's first queries pay
 JIT and code generation), reported apart. `--master` sets the session's master (local[1] for the
-scaling figure).
+scaling figure); `--standalone-workers 2` starts a standalone master and two 1-core workers on
+127.0.0.1 from the pyspark installation and runs there (executors in processes of their own).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime
 import logging
 import os
@@ -209,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="timed runs of each Spark engine per size (order alternating)")
     parser.add_argument("--warmup-words", type=int, default=100_000, help="untimed first run of each Spark engine")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--standalone-workers", type=int, default=0,
+                        help="run on a standalone master with this many 1-core workers started on 127.0.0.1")
     parser.add_argument("--asyncio-worker", nargs=5, metavar=("BOOTSTRAP", "APP_ID", "INPUT", "OUTPUT", "STATE_DIR"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -220,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(w) for w in args.words.split(",")]
     rows: list[tuple[int, str, float, str]] = []
     jvm_opts = [o for o in DEFAULT_JVM_OPTS if not o.startswith("-XX:TieredStopAtLevel")]
-    with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp, contextlib.ExitStack() as cluster:
         broker = LocalKafkaBroker(Path(tmp) / "broker", jvm_opts=jvm_opts)
         broker.start()
         spark = None
@@ -230,6 +234,11 @@ def main(argv: list[str] | None = None) -> int:
                 from streams_core.spark import build_session
 
                 started = time.perf_counter()
+                if args.standalone_workers:
+                    from streams_core.spark.local_cluster import local_standalone_cluster
+
+                    args.master = cluster.enter_context(
+                        local_standalone_cluster(Path(tmp) / "cluster", workers=args.standalone_workers, memory="2g"))
                 spark = build_session({"spark.master": args.master, "spark.sql.shuffle.partitions": "4",
                                        "spark.driver.memory": "4g"}, app_name="bench")
                 spark.sparkContext.setLogLevel("ERROR")
