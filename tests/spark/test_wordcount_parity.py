@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from app.wordcount import build_topology
+from streams_core import Grouped, Produced, Serdes, StreamsBuilder
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 from tests.spark.engines import BASE_TS, long_be, read_table, run_asyncio_to_end, utf8
@@ -129,3 +130,43 @@ async def test_continuous_mode_keeps_counting_until_stopped(bootstrap_servers: s
         runner.stop()
         await asyncio.to_thread(thread.join, 60)
     assert not thread.is_alive() and not errors, errors
+
+
+async def test_a_merged_chain_counted_by_integer_keys_is_native_and_equals_the_asyncio_runtime(
+    bootstrap_servers: str, spark: Any, tmp_path: Path
+) -> None:
+    """Two topics merged, a filter and a map, group_by(word length) with the Integer serde, count:
+    one native query (the topic column picks each topic's chain, keys counted by their serde bytes)."""
+    suffix = unique_topic("wc-len")
+    left, right = f"left-{suffix}", f"right-{suffix}"
+    outputs = {"spark": f"spark-lengths-{suffix}", "asyncio": f"asyncio-lengths-{suffix}"}
+    for topic in (left, right, *outputs.values()):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    text = lines(0, 120)
+    await produce_lines(bootstrap_servers, left, text[:60], 0)
+    await produce_lines(bootstrap_servers, right, text[60:], 60)
+
+    def build(engine: str) -> Any:
+        builder = StreamsBuilder()
+        s = Serdes.String()
+        words = builder.stream(left, key_serde=s, value_serde=s).flat_map_values(str.split).merge(
+            builder.stream(right, key_serde=s, value_serde=s).flat_map_values(lambda line: line.lower().split()))
+        (words.filter(lambda k, w: not w.startswith("w")).map(lambda k, w: (w, w.upper()))
+         .group_by(lambda w, upper: len(w), Grouped.with_(Serdes.Integer(), s)).count()
+         .to_stream().to(outputs[engine], Produced.with_(Serdes.Integer(), Serdes.Long())))
+        return builder.build()
+
+    runner = SparkRunner(build("spark"), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers},
+                         spark=spark)  # fmt: skip
+    (query,) = runner.plan().queries
+    assert query.stage == "native" and query.source_topics == (left, right)
+    await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
+    await run_asyncio_to_end(build("asyncio"), f"asyncio-{suffix}", bootstrap_servers, tmp_path / "state")
+
+    def integer(data: bytes) -> int:
+        return int.from_bytes(data, "big", signed=True)
+
+    on_asyncio = await read_table(bootstrap_servers, outputs["asyncio"], integer, long_be)
+    words = [w for line in text[:60] for w in line.split()] + [w for line in text[60:] for w in line.lower().split()]
+    assert on_asyncio == dict(Counter(len(w) for w in words if not w.startswith("w")))
+    assert await read_table(bootstrap_servers, outputs["spark"], integer, long_be) == on_asyncio
