@@ -20,7 +20,7 @@ from api.forwarding import Forwarder, instance_name
 from api.instance import StreamsInstance
 from api.key_gets import KeyGetFastPath
 from api.metrics import StreamsMetrics
-from api.middleware import QueryTimingMiddleware, RequestTargetGuard, ServedByMiddleware
+from api.middleware import QueryTimingMiddleware, RequestTargetGuard, ServedByMiddleware, TrailingSlashMiddleware
 from api.peer_transport import PeerTransport
 from api.routes import health, instances, state, topology, ui
 from api.settings import ApiSettings
@@ -61,7 +61,7 @@ def _without_validation_errors(app: FastAPI) -> dict[str, Any]:
 
 
 def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None) -> FastAPI:
-    """The REST app of DESIGN.md's table for `streams`; serve it with `api.serve` or any ASGI server."""
+    """The REST app of docs/rest-api.md's routes for `streams`; serve it with `api.serve` or any ASGI server."""
     settings = settings or ApiSettings()
     this_host = _this_host(streams)
 
@@ -99,5 +99,6 @@ def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None)
         forwarder=lambda: getattr(app.state, "forwarder", None),
         retry_after=settings.retry_after,
     )
+    app.add_middleware(TrailingSlashMiddleware)
     app.openapi = lambda: _without_validation_errors(app)  # type: ignore[method-assign]
     return app

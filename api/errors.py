@@ -8,7 +8,7 @@
 - 414: on every route, a request target over `MAX_TARGET_BYTES` (`RequestTargetGuard`).
 - 503 with `Retry-After`: `InvalidStateStoreError` (rebalancing, restoring, closed),
   `NotAvailableError` (metadata unknown, owner unreachable) and `StreamsNotStartedError`.
-  A 503 means "ask again soon", never a partial or wrong answer (DESIGN.md, the REST layer).
+  A 503 means "ask again soon", never a partial or wrong answer (docs/rest-api.md, Errors).
 - 500: anything else, logged with its traceback (a bug: the conformance tests look for them).
 """
 

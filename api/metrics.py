@@ -9,7 +9,9 @@ REST instruments, by route template (`/state/keyvalue/{store}/{key}`), so their 
 | `streams_query_responses_total{route,code}`     | counter (`code="503"`: not available now) |
 | `streams_query_forwards_total{route,instance}`  | counter: queries sent on to another instance |
 
-docs/metrics.md lists every metric with its Kafka Streams counterpart.
+Beside them, prometheus-client's default collectors of the process (`process_*`: CPU, memory,
+open file descriptors) and of Python (`python_gc_*`, `python_info`), as every Python service
+exposes them. docs/metrics.md lists every metric with its Kafka Streams counterpart.
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 
 from api.instance import StreamsInstance
 from api.streams_collector import StreamsCollector
@@ -44,13 +54,17 @@ async def _lags(streams: StreamsInstance, timeout: float) -> Mapping[str, Mappin
 
 
 class StreamsMetrics:
-    """The registry of one app: the instance's collector and the per-route query instruments."""
+    """The registry of one app: the instance's collector, the per-route query instruments, and
+    prometheus-client's process, platform and GC collectors (the global registry's defaults)."""
 
     def __init__(self, streams: StreamsInstance) -> None:
         self.streams = streams
         self.registry = CollectorRegistry(auto_describe=False)
         self.collector = StreamsCollector(streams)
         self.registry.register(self.collector)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
         self.query_duration = Histogram(
             "streams_query_duration_seconds", "Latency of REST queries by route template.", ["route"], registry=self.registry
         )

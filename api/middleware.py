@@ -1,5 +1,5 @@
-"""ASGI middleware of the REST layer: request targets the routes can read, query latency and
-status by route, and `X-Served-By` on state answers."""
+"""ASGI middleware of the REST layer: one trailing slash dropped, request targets the routes can
+read, query latency and status by route, and `X-Served-By` on state answers."""
 
 from __future__ import annotations
 
@@ -12,7 +12,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.forwarding import SERVED_BY_HEADER
 from api.metrics import StreamsMetrics
 
-__all__ = ["MAX_TARGET_BYTES", "TARGET_LENGTH", "QueryTimingMiddleware", "RequestTargetGuard", "ServedByMiddleware", "target_is_utf8", "target_refusal"]
+__all__ = [
+    "MAX_TARGET_BYTES",
+    "TARGET_LENGTH",
+    "QueryTimingMiddleware",
+    "RequestTargetGuard",
+    "ServedByMiddleware",
+    "TrailingSlashMiddleware",
+    "target_is_utf8",
+    "target_refusal",
+]
 
 MAX_TARGET_BYTES = 16 * 1024
 """Longest request target (path and query as sent) answered: a forwarded query re-encodes it (at
@@ -30,6 +39,28 @@ def target_is_utf8(encoded: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+class TrailingSlashMiddleware:
+    """Reads `/health/` as `/health`: every route answers the same with one trailing slash, as
+    Jersey-based Kafka Streams REST services do, whose clients send it. It stands in front of
+    everything (the key-get fast path included), so that all of them see one path.
+
+    Only a slash sent as such is dropped: an encoded one (`%2F`) ends a key, not the path.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path: str = scope["path"]
+            raw: bytes | None = scope.get("raw_path")
+            if len(path) > 1 and path.endswith("/") and (raw is None or raw.endswith(b"/")):
+                scope = {**scope, "path": path[:-1]}
+                if raw is not None:
+                    scope["raw_path"] = raw[:-1]
+        await self.app(scope, receive, send)
 
 
 class RequestTargetGuard:

@@ -2,8 +2,8 @@
 
 Stores live on the event loop, so the server must share it (no thread, no process). The
 socket is bound here, before uvicorn starts, so that a busy port is an `OSError` for the
-caller (uvicorn itself would `sys.exit`). Signals stay with the application (e.g.
-`KafkaStreams.run()`): stop the server with `await handle.stop()`.
+caller (uvicorn itself would `sys.exit`). Signals stay with the application (`api.run` handles
+them for an instance and its server): stop the server with `await handle.stop()`.
 """
 
 from __future__ import annotations
@@ -23,11 +23,16 @@ from api.instance import StreamsInstance
 from api.settings import ApiSettings
 from streams_core import HostInfo
 
-__all__ = ["ServerHandle", "bind", "serve", "serve_asgi"]
+__all__ = ["BindError", "ServerHandle", "bind", "serve", "serve_asgi"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
+
+
+class BindError(OSError):
+    """The REST server's address cannot be bound (in use, not local, not permitted)."""
+
 
 class _EmbeddedServer(uvicorn.Server):
     """A uvicorn server that leaves signal handling to the application that embeds it."""
@@ -78,9 +83,9 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
-    except OSError:
+    except OSError as exc:
         sock.close()
-        raise
+        raise BindError(exc.errno, exc.strerror) from exc
     sock.setblocking(False)
     return sock
 
@@ -95,7 +100,7 @@ async def serve(
     """Start serving `create_app(streams)` on host:port in this event loop; return once it listens.
 
     `port` defaults to the port of `application.server`; 0 picks a free port (see `handle.port`).
-    OSError if the address cannot be bound.
+    BindError (an OSError) if the address cannot be bound.
     """
     if port is None:
         server_address = streams.config["application.server"]

@@ -1,4 +1,5 @@
-"""Running a topology as a service: Kafka checks, topics, KafkaStreams, and the REST server.
+"""Running a topology as a service: Kafka checks, topics, then `api.serve_until_signal` (the
+instance with its REST server until SIGINT/SIGTERM), with a local broker when none is given.
 
 Exit codes: 0 after SIGINT/SIGTERM; 2 when Kafka cannot be reached; 3 when the REST port is
 taken; 4 when the application fails (its error is logged).
@@ -8,18 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
-import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from api import serve
+from api import BindError, serve_until_signal
 from app.settings import ServiceSettings
-from streams_core import KafkaStreams, State, StreamsConfig, Topology, clients
+from streams_core import KafkaStreams, State, Topology, clients
 from streams_core.testing.broker import LocalKafkaBroker
+from streams_core.tools.topics import KafkaUnreachableError, admin_client
 
 __all__ = ["ServiceError", "run_service"]
 
@@ -40,24 +40,16 @@ class ServiceError(Exception):
 
 async def _ensure_topics(config: Mapping[str, Any], topics: Mapping[str, int], timeout: float) -> None:
     """Create the app's own input/output topics if missing; ServiceError if Kafka does not answer."""
-    streams_config = StreamsConfig(dict(config), required=("application.id", "bootstrap.servers"))
-    admin = clients.create_admin(streams_config)
+    specs = [clients.NewTopicSpec(name, partitions) for name, partitions in topics.items()]
     try:
-        await asyncio.wait_for(admin.start(), timeout)
-    except Exception as exc:
+        async with admin_client(config, timeout) as admin:
+            created = await clients.InternalTopicManager(admin).ensure_topics(specs)
+    except KafkaUnreachableError as exc:
         raise ServiceError(
-            EXIT_KAFKA_UNREACHABLE,
-            f"cannot reach Kafka at {config['bootstrap.servers']} ({exc!r}); check --bootstrap-servers "
-            "or leave it out to start a local broker",
+            EXIT_KAFKA_UNREACHABLE, f"{exc}; check --bootstrap-servers or leave it out to start a local broker"
         ) from exc
-    try:
-        manager = clients.InternalTopicManager(admin)
-        specs = [clients.NewTopicSpec(name, partitions) for name, partitions in topics.items()]
-        created = await manager.ensure_topics(specs)
-        if created:
-            log.info("created topics %s", created)
-    finally:
-        await admin.close()
+    if created:
+        log.info("created topics %s", created)
 
 
 async def _serve(
@@ -81,28 +73,11 @@ async def _serve(
     await _ensure_topics(config, topics, timeout=15)
     streams = KafkaStreams(topology_factory(), config)
     try:
-        server = await serve(streams, settings.bind_host, settings.port)
-    except OSError as exc:
+        await serve_until_signal(streams, settings.bind_host, settings.port)
+    except BindError as exc:
         raise ServiceError(
             EXIT_PORT_TAKEN, f"cannot serve queries on {settings.bind_host}:{settings.port}: {exc.strerror or exc}"
         ) from exc
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    ends = (State.ERROR, State.PENDING_ERROR, State.NOT_RUNNING)  # NOT_RUNNING: a batch run (--autostop) is done
-    streams.set_state_listener(lambda new, old: stop.set() if new in ends else None)
-    try:
-        await streams.start()
-        # What start-up made (modules, the REST app's models, clients) lives until exit; frozen,
-        # the full collections, which pause the event loop and so every query, stay a few ms.
-        gc.collect()
-        gc.freeze()
-        log.info("%s serving queries on http://%s", settings.application_id, settings.application_server)
-        await stop.wait()
-    finally:
-        await streams.close(timeout=30)
-        await server.stop()
     if streams.state is State.ERROR:
         raise ServiceError(EXIT_APP_FAILED, f"{settings.application_id} failed: {streams.errors[-1]!r}")
 

@@ -1,4 +1,4 @@
-"""The word-count application: DESIGN.md's DSL word count plus a 1-minute windowed count.
+"""The word-count application: the README's DSL word count plus a 1-minute windowed count.
 
 Input `TextLinesTopic` (lines of text), stores `word-count` (count per lower-cased word) and
 `windowed-word-count` (counts per word and 1-minute tumbling window, kept a day for queries),

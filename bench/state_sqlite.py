@@ -1,6 +1,8 @@
 """Store get/put cost: sqlitedict (configured for speed) vs sqlite3 on one connection vs our stores.
 
     .venv/bin/python bench/state_sqlite.py [N]     (default 100000 keys)
+
+sqlitedict comes with the `bench` extra (`pip install -e '.[bench]'`, part of `dev`); no store uses it.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from streams_core.processor.processor import RecordMetadata
+
 if TYPE_CHECKING:
     from streams_core.clients.admin import NewTopicSpec
     from streams_core.config import StreamsConfig
@@ -34,19 +36,6 @@ __all__ = [
     "RebalanceListener",
     "RecordMetadata",
 ]
-
-
-class RecordMetadata(Protocol):
-    """Where a record is: its topic, partition and offset (of a delivered batch: its first record)."""
-
-    @property
-    def topic(self) -> str: ...
-
-    @property
-    def partition(self) -> int: ...
-
-    @property
-    def offset(self) -> int: ...
 
 
 class RawRecord(RecordMetadata, Protocol):

@@ -14,7 +14,7 @@ __all__ = ["Joined"]
 
 @dataclass(frozen=True, slots=True)
 class Joined:
-    """`Joined.with_(key_serde, value_serde, other_value_serde)`, `Joined.as_("name")`.
+    """`Joined.with_(key_serde, value_serde, other_value_serde, name, grace_period)`, `Joined.as_("name")`.
 
     The serdes are used when the stream must be repartitioned before the join (its key was
     changed); the name names the join processor and that repartition topic. `with_grace_period`
@@ -39,8 +39,11 @@ class Joined:
         value_serde: Serde[Any] | None = None,
         other_value_serde: Serde[Any] | None = None,
         name: str | None = None,
+        grace_period: Millis | None = None,
     ) -> Joined:
-        return Joined(key_serde, value_serde, other_value_serde, name)
+        """Java's `Joined.with`, up to its five-argument form (KIP-923's grace period, see `with_grace_period`)."""
+        grace_ms = millis(grace_period, "grace period") if grace_period is not None else None
+        return Joined(key_serde, value_serde, other_value_serde, name, grace_ms)
 
     @staticmethod
     def as_(name: str) -> Joined:

@@ -72,6 +72,7 @@ class KGroupedStream:
 
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
         """The number of records per key (records with a None key or value are not counted)."""
+        self._builder.burn_count_store_name(materialized)
         return self._aggregate(names.KSTREAM_AGGREGATE, named, materialized, Serdes.Long(),
                                lambda store: KStreamAggregate(store, _zero, _count_add))  # fmt: skip
 

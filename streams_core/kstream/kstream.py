@@ -274,8 +274,8 @@ class KStream:
         b = self._builder
         name = b.processor_name(named, names.KSTREAM_TOTABLE)
         m = (materialized or Materialized()).merged_serdes(self.key_serde, self.value_serde)
+        store = store_name(b, materialized, names.KSTREAM_TOTABLE)  # before the repartition, as Java numbers them
         stream = self._repartitioned(name, m.key_serde, m.value_serde) if self.repartition_required else self
-        store = store_name(b, materialized, names.KSTREAM_TOTABLE)
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
         old_values = SendOldValues("source", m.store_name is not None)
         b.add_processor(name, lambda: KTableSource(store if old_values.materialized else None), (stream.name,))

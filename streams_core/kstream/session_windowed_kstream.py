@@ -67,6 +67,7 @@ class SessionWindowedKStream:
 
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
         """Records per key and session."""
+        self._grouped._builder.burn_count_store_name(materialized)
         return self._aggregate(named, materialized, Serdes.Long(), _zero, _count_add, _sum_merge)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Materialized | None = None,

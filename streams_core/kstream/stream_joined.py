@@ -21,8 +21,8 @@ class StreamJoined:
     (`j-this-join`, ...). Logging of the join stores is on unless `with_logging_disabled()`.
     `with_this_store_supplier` / `with_other_store_supplier` give a side's window store
     (`Stores.persistent_window_store(name, retention, window_size, True)`: it must keep
-    duplicates, its window size must be the join's `before + after` and its retention at least
-    that plus the grace period).
+    duplicates, its window size must be the join's `before + after` and its retention exactly
+    that plus the grace period, as Java's check demands).
     """
 
     key_serde: Serde[Any] | None = None

@@ -139,7 +139,12 @@ class StreamsBuilder:
         return self
 
     def build(self) -> Topology:
-        """The Topology of everything built so far (the same object on every call)."""
+        """The Topology of everything built so far (the same object on every call).
+
+        Raises ValueError for what Kafka Streams rejects when it writes the topology (a stream-table
+        join's grace period over a table not versioned, or a history retention shorter than it).
+        """
+        self._internal.run_build_checks()
         return self._internal.topology
 
     @staticmethod

@@ -65,6 +65,7 @@ class TimeWindowedKStream:
 
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable:
         """Records per key and window."""
+        self._grouped._builder.burn_count_store_name(materialized)
         return self._aggregate(named, materialized, Serdes.Long(), _zero, _count_add)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Materialized | None = None,
@@ -114,8 +115,8 @@ class TimeWindowedKStream:
         else:
             processor, size = KStreamWindowAggregate, windows.size_ms
             retention = size + windows.grace_period_ms
-        builder = window_store(b, store, m, size, retention, m.key_serde, m.value_serde)
         emit = self._emit_strategy
+        builder = window_store(b, store, m, size, retention, m.key_serde, m.value_serde, emit.emits_on_close)
         b.add_processor(name, lambda: processor(windows, store, initializer, aggregator, emit), (parent,),
                         stores=(builder,))  # fmt: skip
         key_serde = b.bound(TimeWindowedSerde(m.key_serde, size))

@@ -73,12 +73,19 @@ class Record(NamedTuple, Generic[K, V]):
         return Record(self.key, self.value, self.timestamp, tuple(headers))
 
 
-class RecordMetadata(NamedTuple):
-    """Where the record being processed was consumed from: topic, partition and offset."""
+class RecordMetadata(Protocol):
+    """Where a record is: its topic, partition and offset (Kafka Streams' `RecordMetadata`
+    interface). What `ProcessorContext.record_metadata` gives of the record being processed, what
+    a fetched record carries and what the producer answers for a delivered batch (its first record)."""
 
-    topic: str
-    partition: int
-    offset: int
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def offset(self) -> int: ...
 
 
 class PunctuationType(Enum):

@@ -23,6 +23,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from streams_core.processor.internals.java_collections import JavaTreeSet, java_hash_set_order
+
 __all__ = [
     "NodeDescription",
     "ProcessorDescription",
@@ -146,28 +148,46 @@ class TopologyDescription:
 
 
 def link(nodes: dict[str, NodeDescription], parents: dict[str, tuple[str, ...]]) -> None:
-    """Connect described nodes to their parents and compute Java's sort key (sub-graph size)."""
-    successors: dict[str, list[NodeDescription]] = {name: [] for name in nodes}
+    """Connect described nodes to their parents as Java's `describeSubtopology` does.
+
+    Nodes are visited in `HashMap<String, ...>` order, each connected to its parents in the order
+    given; a node's predecessors and successors are `TreeSet`s ordered by sub-graph size (larger
+    first) then name, each size read when the link is added, and a link adds the child's size so
+    far to its parent and the parent's known ancestors. So a node's several parents print in
+    Java's order, which the final sizes alone do not give.
+    """
+    predecessors = {name: JavaTreeSet[NodeDescription](_compare) for name in nodes}
+    successors = {name: JavaTreeSet[NodeDescription](_compare) for name in nodes}
+
+    def grow(node: NodeDescription, delta: int) -> None:
+        node.size += delta
+        for parent in predecessors[node.name]:
+            grow(parent, delta)
+
+    for name in java_hash_set_order(nodes):
+        node = nodes[name]
+        for parent_name in parents.get(name, ()):
+            parent = nodes[parent_name]
+            predecessors[name].add(parent)
+            successors[parent_name].add(node)
+            grow(parent, node.size)
     for name, node in nodes.items():
-        node.predecessors = tuple(nodes[p] for p in parents.get(name, ()))
-        for parent in parents.get(name, ()):
-            successors[parent].append(node)
-    sizes: dict[str, int] = {}
-
-    def size(node: NodeDescription) -> int:
-        if node.name not in sizes:
-            sizes[node.name] = 1 + sum(size(child) for child in successors[node.name])
-        return sizes[node.name]
-
-    for node in nodes.values():
-        node.size = size(node)
-    for name, node in nodes.items():
-        node.successors = tuple(sorted(successors[name], key=_print_order))
-        node.predecessors = tuple(sorted(node.predecessors, key=_print_order))
+        node.predecessors = tuple(predecessors[name])
+        node.successors = tuple(successors[name])
 
 
-def _print_order(node: NodeDescription) -> tuple[int, str]:
-    return (-node.size, node.name)
+def _compare(a: NodeDescription, b: NodeDescription) -> int:
+    """Kafka's `NODE_COMPARATOR`: the larger sub-graph first, then the name (Java's `String.compareTo`)."""
+    if a is b:
+        return 0
+    if a.size != b.size:
+        return b.size - a.size
+    key_a, key_b = a.name.encode("utf-16-be"), b.name.encode("utf-16-be")
+    return (key_a > key_b) - (key_a < key_b)
+
+
+def _print_order(node: NodeDescription) -> tuple[int, bytes]:
+    return (-node.size, node.name.encode("utf-16-be"))
 
 
 def _names(nodes: tuple[NodeDescription, ...]) -> str:
@@ -177,27 +197,3 @@ def _names(nodes: tuple[NodeDescription, ...]) -> str:
 def _set(items: Iterable[str]) -> str:
     """A set printed in the order Java's `HashSet<String>` iterates it (Java prints stores and topics so)."""
     return "[" + ", ".join(java_hash_set_order(items)) + "]"
-
-
-def _java_string_hash(text: str) -> int:
-    """Java's `String.hashCode()` over UTF-16 code units, as an unsigned 32-bit int."""
-    units = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return h
-
-
-def java_hash_set_order(items: Iterable[str]) -> list[str]:
-    """The iteration order of a `new HashSet<>(items)`: by bucket of the spread hash (capacity 16,
-    doubled past 3/4 load); names sharing a bucket in the order given (Java's insertion order)."""
-    names = list(dict.fromkeys(items))
-    capacity = 16
-    while len(names) > 0.75 * capacity:
-        capacity *= 2
-
-    def bucket(name: str) -> int:
-        h = _java_string_hash(name)
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(names, key=bucket)

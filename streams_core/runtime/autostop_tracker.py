@@ -4,15 +4,17 @@ Each assigned source partition stops at its stop offset: records at or past it a
 fetched batches (`truncate`), and once everything before it was processed the partition is
 finished: committed exactly at the stop offset and paused (`update`). A task whose partitions
 are all finished reports, after the commit that made its output visible, the end offsets of the
-intermediate partitions its sub-topology writes to (`after_commit`), which lets downstream
-sub-topologies learn their stop offsets. The thread is finished when every task is.
+intermediate partitions its sub-topology writes to (`after_round`), which lets downstream
+sub-topologies learn their stop offsets. The thread is finished when every task is; the
+tracker tells the instance (`on_finished`) whenever that changes. It is `StopAtEndOfLog`'s
+thread side (`run_mode.ThreadRunMode`).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from streams_core import clients
@@ -42,9 +44,14 @@ class AutostopTracker:
         consumer: clients.Consumer,
         sink_topics: Mapping[int, frozenset[str]],
         *,
+        thread_name: str = "",
+        on_finished: Callable[[], None] = lambda: None,
         log_prefix: str = "",
     ) -> None:
         self._manager = manager
+        self._thread_name = thread_name
+        self._on_finished = on_finished
+        self._all_finished = False
         self._consumer = consumer
         self._sink_topics = sink_topics
         self._log_prefix = log_prefix
@@ -62,6 +69,14 @@ class AutostopTracker:
         self._finished.clear()
         self._reported.clear()
         self._positions.clear()
+
+    @property
+    def finished(self) -> bool:
+        """Every task finished and reported, as of the last round the thread was RUNNING."""
+        return self._all_finished
+
+    def on_revoked(self) -> None:
+        self._all_finished = False
 
     def truncate(self, tp: TopicPartition, records: Sequence[R]) -> Sequence[R]:
         """The records before `tp`'s stop offset.
@@ -95,7 +110,7 @@ class AutostopTracker:
                         open_partitions += 1
                         continue
                     self._stops[tp] = stop
-                if task.partition_group.num_buffered(tp) or not await self._reached(task, tp, stop):
+                if task.num_buffered(tp) or not await self._reached(task, tp, stop):
                     open_partitions += 1
                     continue
                 task.finish_partition(tp, stop)
@@ -114,14 +129,28 @@ class AutostopTracker:
         self._positions[tp] = position
         return position >= stop
 
-    def stop_offset(self, tp: TopicPartition) -> int | None:
-        """The stop offset of an assigned partition, once known."""
-        return self._stops.get(tp)
+    def commit_position(self, tp: TopicPartition, position: int) -> int | None:
+        """A drained partition commits at the consumer's position, never past its stop offset
+        (None while that is unknown)."""
+        stop = self._stops.get(tp)
+        return None if stop is None else min(position, stop)
 
     def task_finished(self, task: StreamTask) -> bool:
         return all(tp in self._finished for tp in task.partitions)
 
-    async def after_commit(self, tasks: Mapping[TaskId, StreamTask]) -> None:
+    async def after_round(self, tasks: Mapping[TaskId, StreamTask], *, running: bool, processed: int, now_ms: int) -> None:
+        """Report finished tasks after their commit; tell the instance once every task is finished
+        (and the thread RUNNING); otherwise report progress."""
+        await self._report_finished_tasks(tasks)
+        finished = running and self._every_task_reported(tasks)
+        if finished != self._all_finished:
+            self._all_finished = finished
+            log.info("%sautostop: %s", self._log_prefix, "every task finished" if finished else "tasks to process")
+            self._on_finished()
+        if not finished:
+            self.report_progress(tasks, processed, now_ms)
+
+    async def _report_finished_tasks(self, tasks: Mapping[TaskId, StreamTask]) -> None:
         """Report every finished task whose output is committed (its intermediate partitions' end offsets)."""
         manager = self._manager
         for task_id, task in tasks.items():
@@ -133,7 +162,7 @@ class AutostopTracker:
                 await manager.report_done(task.partitions, intermediates)
             self._reported.add(task_id)
 
-    def finished(self, tasks: Mapping[TaskId, StreamTask]) -> bool:
+    def _every_task_reported(self, tasks: Mapping[TaskId, StreamTask]) -> bool:
         """Every task finished and reported (a thread without tasks is finished too)."""
         return all(task_id in self._reported for task_id in tasks)
 
@@ -149,7 +178,7 @@ class AutostopTracker:
                 out[tp] = (min(at, stop) if stop is not None else at, stop)
         return out
 
-    def report_progress(self, tasks: Mapping[TaskId, StreamTask], processed: int, now_ms: int, name: str) -> None:
+    def report_progress(self, tasks: Mapping[TaskId, StreamTask], processed: int, now_ms: int) -> None:
         """A batch run's progress: on a terminal a status line every 0.5 s, in the log every 10 s."""
         on_terminal = sys.stderr.isatty()
         if now_ms - self._last_progress_ms < (_TERMINAL_PROGRESS_EVERY_MS if on_terminal else _PROGRESS_EVERY_MS):
@@ -158,7 +187,7 @@ class AutostopTracker:
         progress = self.progress(tasks)
         to_go = sum(stop - at for at, stop in progress.values() if stop is not None)
         if on_terminal:
-            sys.stderr.write(f"\r{name}: batch run, {processed} processed, {to_go} to go   ")
+            sys.stderr.write(f"\r{self._thread_name}: batch run, {processed} processed, {to_go} to go   ")
             sys.stderr.flush()
         if now_ms - self._last_progress_log_ms >= _PROGRESS_EVERY_MS:
             self._last_progress_log_ms = now_ms
@@ -168,11 +197,11 @@ class AutostopTracker:
                 self._log_prefix, processed, to_go, len(progress), unknown,
             )  # fmt: skip
 
-    def metrics(self, tasks: Mapping[TaskId, StreamTask], finished: bool) -> dict[str, Any]:
+    def metrics(self, tasks: Mapping[TaskId, StreamTask]) -> dict[str, Any]:
         """KIP-95 progress for the metrics: per assigned partition the next offset to process and the stop offset."""
         progress = self.progress(tasks)
         return {
-            "finished": finished,
+            "finished": self._all_finished,
             "records_to_go": sum(stop - at for at, stop in progress.values() if stop is not None),
             "partitions": {str(tp): {"offset": at, "stop_offset": stop} for tp, (at, stop) in sorted(progress.items())},
         }

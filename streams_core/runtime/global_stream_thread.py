@@ -7,7 +7,8 @@ join never misses a key that was already there), then keeps them up to date. Rec
 the global sub-topology's processors (the source's serdes and the store's processor), also while
 bootstrapping, so a custom global processor sees every record; the stores' state lives under
 `state.dir/<application.id>/global/` with a `.checkpoint` of the topics' offsets, so a restart
-only reads the tail.
+only reads the tail. A failure after start ends the thread and is reported to `on_error` (the
+client then closes to ERROR: a global thread cannot be replaced, as in Kafka Streams).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
 from streams_core.processor.internals.processor_node import SourceNode
+from streams_core.processor.internals.stream_time import StreamTime
 from streams_core.processor.internals.task_processor import TaskProcessor
 from streams_core.processor.processor import Record
 from streams_core.processor.task_id import TaskId
@@ -37,6 +39,7 @@ __all__ = ["GlobalStreamThread"]
 log = logging.getLogger(__name__)
 
 _Reader = tuple[Any, SourceNode]
+GlobalThreadErrorCallback = Callable[["GlobalStreamThread", BaseException], None]
 
 
 class GlobalStreamThread:
@@ -48,8 +51,11 @@ class GlobalStreamThread:
         config: StreamsConfig,
         client_supplier: clients.KafkaClientSupplier,
         partition_counts: Mapping[str, int],
+        on_error: GlobalThreadErrorCallback | None = None,
     ) -> None:
+        """`on_error` is called, on the event loop, with the exception that ended the thread after start."""
         self._config = config
+        self._on_error = on_error
         self._clients = client_supplier
         self.name = f"{metadata.application_id}-GlobalStreamThread"
         self._log_prefix = f"global-stream-thread [{self.name}] "
@@ -88,7 +94,7 @@ class GlobalStreamThread:
         self.processor.init_processors()
         topics = {tp.topic for tp in self.partitions}
         self._readers = {
-            topic: (self.processor.record_reader(topic, lambda: -1), self.processor.source_node(topic)) for topic in topics
+            topic: (self.processor.record_reader(topic, StreamTime()), self.processor.source_node(topic)) for topic in topics
         }
         consumer = self._consumer = self._clients.get_global_consumer(self._config)
         await consumer.start()
@@ -148,7 +154,14 @@ class GlobalStreamThread:
                     last_checkpoint = time.monotonic()
         except Exception as exc:
             self.error = exc
-            log.error("%sfailed: %r", self._log_prefix, exc, exc_info=exc)
+            log.error("%sdied: %r", self._log_prefix, exc, exc_info=exc)
+            if self._on_error is not None:
+                self._on_error(self, exc)
+
+    @property
+    def alive(self) -> bool:
+        """Started, not stopped and not failed: its stores follow their topics."""
+        return self._runner is not None and not self._runner.done()
 
     def _checkpoint(self) -> None:
         """Flush the stores, then record how far they are in each global partition."""

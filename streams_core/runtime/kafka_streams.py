@@ -36,15 +36,17 @@ from streams_core.runtime.assignment import (
     StreamsMetadata,
     StreamsMetadataState,
 )
-from streams_core.runtime.autostop_manager import AutostopManager, intermediate_writers
 from streams_core.runtime.global_stream_thread import GlobalStreamThread
+from streams_core.runtime.run_mode import run_mode
 from streams_core.runtime.shutdown_request import broadcast_shutdown_request
 from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
 from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider, StoreQuery
-from streams_core.runtime.stream_thread import StreamThread, ThreadState
+from streams_core.runtime.stream_thread import StreamThread, ThreadCallbacks, ThreadState
+from streams_core.runtime.stream_thread_factory import StreamThreadFactory
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topic_preparation import prepare_topics, watch_pattern_topics
 from streams_core.runtime.topology_metadata import TopologyMetadata
+from streams_core.state.internals.state_directory import StateDirectory
 from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
 from streams_core.state.store import ReadOnlyKeyValueStore
 from streams_core.state.store_description import StoreDescription, describe_store
@@ -113,6 +115,7 @@ class KafkaStreams:
         builder.set_application_id(self.application_id)
         builder.apply_config(self.config)
         self.metadata = TopologyMetadata(builder, self.application_id)
+        self._state_directory = StateDirectory.for_topology(self.config, builder)
         self.process_id = str(uuid.uuid4())
         server = self.config["application.server"]
         self.metadata_state = StreamsMetadataState(
@@ -129,8 +132,18 @@ class KafkaStreams:
         self._cleaner: asyncio.Task[None] | None = None
         self._pattern_watcher: asyncio.Task[None] | None = None
         self._errors: list[BaseException] = []
-        self._autostop_enabled = self.config["autostop.at"] == "eol"
-        self._autostop: AutostopManager | None = None
+        self._run_mode = run_mode(self.config, self._clients, self.process_id)
+        self._thread_factory = StreamThreadFactory(
+            self.metadata,
+            self.config,
+            process_id=self.process_id,
+            client_supplier=self._clients,
+            global_stores=self._global_stores,
+            run_mode=self._run_mode,
+            callbacks=ThreadCallbacks(
+                self._on_thread_state, self._on_thread_assignment, self._on_thread_error, self._on_batch_finished
+            ),
+        )
         self._global_thread: GlobalStreamThread | None = None
         self._store_provider = QueryableStoreProvider(
             lambda: [t.store_provider for t in self._threads], self._check_queryable, self._global_stores
@@ -147,7 +160,7 @@ class KafkaStreams:
 
     @property
     def errors(self) -> list[BaseException]:
-        """Exceptions that killed stream threads, oldest first."""
+        """Exceptions that killed stream threads or the global thread, oldest first."""
         return list(self._errors)
 
     def set_state_listener(self, listener: StateListener | None) -> None:
@@ -168,6 +181,8 @@ class KafkaStreams:
             return
         self._state = new
         log.info("stream-client [%s] state %s -> %s", self.application_id, old.name, new.name)
+        if new in (State.NOT_RUNNING, State.ERROR):
+            self._state_directory.unlock()
         if self._state_listener is not None:
             try:
                 self._state_listener(new, old)
@@ -202,16 +217,28 @@ class KafkaStreams:
             raise StreamsError(f"KafkaStreams can be started once, from CREATED; it is {self._state.name}")
         if self._state_changed is None:
             self._state_changed = asyncio.Condition()
-        await self._prepare_topics()
+        self._state_directory.lock()  # another instance running on state.dir: StreamsError, as Kafka
+        try:
+            await self._prepare_topics()
+        except BaseException:
+            self._state_directory.unlock()
+            raise
         if self._state is not State.CREATED:  # close() was called meanwhile: start nothing
             log.info("stream-client [%s] closed while starting; no stream thread started", self.application_id)
             return
         self._set_state(State.REBALANCING)
         if self.metadata.global_topics:
-            self._global_thread = GlobalStreamThread(self.metadata, self.config, self._clients, self._partition_counts)
-            await self._global_thread.start()
-        if self._autostop_enabled:
-            await self._start_autostop()
+            self._global_thread = GlobalStreamThread(
+                self.metadata, self.config, self._clients, self._partition_counts, on_error=self._on_thread_error
+            )
+            try:
+                await self._global_thread.start()
+            except Exception as exc:  # as Kafka Streams: start() raises, and the dead global thread closes the client to ERROR
+                self._errors.append(exc)
+                self._set_state(State.PENDING_ERROR)
+                self._closing = asyncio.get_running_loop().create_task(self._close(None, error=True))
+                raise
+        await self._run_mode.start(self.metadata, self._partition_counts)
         loop = asyncio.get_running_loop()
         self._cleaner = loop.create_task(self._clean_state_periodically())
         if self.metadata.has_patterns:
@@ -238,74 +265,21 @@ class KafkaStreams:
         admin = self._clients.get_admin(self.config)
         await admin.start()
         try:
-            self._partition_counts = await prepare_topics(admin, self.metadata, autostop=self._autostop_enabled)
+            self._partition_counts = await prepare_topics(admin, self.metadata, self._run_mode.own_topics)
         finally:
             await admin.close()
 
-    async def _start_autostop(self) -> None:
-        """KIP-95: the instance's metadata-topic manager, started before the threads."""
-        counts = self._partition_counts
-        writers, intermediates = intermediate_writers(self.metadata.topic_groups, counts)
-        inputs = [
-            TopicPartition(topic, p)
-            for topic in self.metadata.source_topics - writers.topics
-            for p in range(counts[topic])
-        ]
-        self._autostop = AutostopManager(
-            self.config,
-            self._clients,
-            input_partitions=inputs,
-            writers=writers,
-            intermediate_partitions=intermediates,
-            process_id=self.process_id,
-        )
-        await self._autostop.start()
-
-    def _on_autostop_finished(self, thread: StreamThread) -> None:
+    def _on_batch_finished(self, thread: StreamThread) -> None:
         """A thread finished its batch: when every live thread has, the instance closes (and may end the run)."""
         live = [t for t in self._threads if t.alive]
-        if self._closing is None and live and all(t.autostop_finished and t.state is ThreadState.RUNNING for t in live):
+        if self._closing is None and live and all(t.batch_finished and t.state is ThreadState.RUNNING for t in live):
             log.info("stream-client [%s] batch run: every partition here reached its stop offset; closing", self.application_id)
             self._closing = asyncio.get_running_loop().create_task(self._close(None))
 
-    async def _end_autostop(self) -> None:
-        """After the threads stopped: the finished marker if the whole run is done, then the manager closes.
-
-        Asked whatever stopped the instance: the committed offsets decide, not the threads' flags,
-        which a rebalance during the close resets (others leaving as they finish), and the last
-        instance to finish would then leave the run without its marker.
-        """
-        manager = self._autostop
-        if manager is None:
-            return
-        try:
-            admin = self._clients.get_admin(self.config)
-            await admin.start()
-            try:
-                await manager.finish_if_done(admin)
-            finally:
-                await admin.close()
-        except Exception:
-            log.exception("stream-client [%s] could not check whether the batch run is finished", self.application_id)
-        finally:
-            await manager.close()
-
     async def _start_thread(self, index: int) -> StreamThread:
-        thread = StreamThread(
-            index,
-            self.metadata,
-            self.config,
-            process_id=self.process_id,
-            client_supplier=self._clients,
-            global_stores=self._global_stores,
-            autostop=self._autostop,
-            on_autostop_finished=self._on_autostop_finished,
-            on_state_change=self._on_thread_state,
-            on_assignment=self._on_thread_assignment,
-            on_error=self._on_thread_error,
-        )
-        self._threads = [t for t in self._threads if t.index != index] + [thread]
-        self._threads.sort(key=lambda t: t.index)
+        """Make a thread with `index` (a replacement takes the dead one's place) and start it."""
+        thread = self._thread_factory.create(index)
+        self._threads = sorted([t for t in self._threads if t.index != index] + [thread], key=lambda t: t.index)
         await thread.start()
         return thread
 
@@ -338,7 +312,7 @@ class KafkaStreams:
                 log.warning("stream-client [%s] threads did not stop in %ss; cancelling", self.application_id, timeout)
                 for thread in self._threads:
                     await thread.kill()
-        await self._end_autostop()
+        await self._run_mode.end()
         if self._global_thread is not None:
             try:
                 await self._global_thread.stop()
@@ -351,8 +325,7 @@ class KafkaStreams:
         """Remove the state of tasks not owned here and idle for `state.cleanup.delay.ms` (done periodically)."""
         owned = set()
         for thread in self._threads:
-            if thread.task_manager is not None:
-                owned |= set(thread.task_manager.tasks) | set(thread.task_manager.standby_tasks)
+            owned |= set(thread.task_manager.tasks) | set(thread.task_manager.standby_tasks)
         app_dir = Path(self.config["state.dir"]) / self.application_id
         return clean_removed_tasks(app_dir, owned, self.config["state.cleanup.delay.ms"])
 
@@ -373,22 +346,31 @@ class KafkaStreams:
 
     def run(self) -> None:
         """Start, block until SIGINT or SIGTERM, then close cleanly (for `python -m` apps)."""
+        asyncio.run(self.run_until_signal())
 
-        async def main() -> None:
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
-            self._state_changed = asyncio.Condition()
+    async def run_until_signal(
+        self, *, on_started: Callable[[], None] | None = None, close_timeout: float | None = None
+    ) -> None:
+        """Start, wait for SIGINT/SIGTERM or the client's end (ERROR, or NOT_RUNNING after a batch
+        run), then close (within `close_timeout` seconds). `on_started` runs once `start()` returned."""
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        signals = (signal.SIGINT, signal.SIGTERM)
+        for sig in signals:
+            loop.add_signal_handler(sig, stop.set)
+        try:
             await self.start()
+            if on_started is not None:
+                on_started()
             waiter = asyncio.create_task(stop.wait())
             ended = asyncio.create_task(self.wait_for_state(State.ERROR, State.NOT_RUNNING, State.PENDING_ERROR, timeout=10**9))
             await asyncio.wait([waiter, ended], return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
             ended.cancel()
-            await self.close()
-
-        asyncio.run(main())
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+            await self.close(close_timeout)
 
     # -- thread callbacks ---------------------------------------------------------------------
 
@@ -408,7 +390,9 @@ class KafkaStreams:
                 info.partitions_by_host, info.standby_partitions_by_host, self._partition_counts
             )
 
-    def _on_thread_error(self, thread: StreamThread, error: BaseException) -> None:
+    def _on_thread_error(self, thread: StreamThread | GlobalStreamThread, error: BaseException) -> None:
+        """A thread died: the uncaught-exception handler chooses the response. A dead global thread
+        closes the client to ERROR whatever it says (Kafka Streams: "Global thread has died")."""
         self._errors.append(error)
         response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT
         if isinstance(error, ShutdownRequestedError):
@@ -420,7 +404,11 @@ class KafkaStreams:
                 log.exception("uncaught exception handler failed; shutting down the client")
         log.error("stream-client [%s] %s died: %r; response %s", self.application_id, thread.name, error, response.name)
         loop = asyncio.get_running_loop()
-        if response is StreamThreadExceptionResponse.REPLACE_THREAD and self._state.is_running_or_rebalancing():
+        if isinstance(thread, GlobalStreamThread):  # PENDING_ERROR at once: its stores no longer follow their topics
+            if response is StreamThreadExceptionResponse.REPLACE_THREAD:
+                response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT  # a global thread cannot be replaced
+            self._set_state(State.PENDING_ERROR)
+        elif response is StreamThreadExceptionResponse.REPLACE_THREAD and self._state.is_running_or_rebalancing():
             self._track_thread_start(thread.index)
             return
         if self._closing is None:

@@ -112,6 +112,14 @@ class PartitionGroup(Generic[R]):
             heapq.heappush(self._non_empty, queue)
         return size
 
+    def add_queue(self, queue: RecordQueue[R]) -> None:
+        """Take a new, empty partition's queue (Kafka's `updatePartitions` for an added partition)."""
+        if queue.partition in self._queues:
+            raise ValueError(f"{queue.partition} already belongs to this partition group")
+        if len(queue):
+            raise ValueError(f"the queue of {queue.partition} is not empty")
+        self._queues[queue.partition] = queue
+
     def next_record(self, info: RecordInfo[R]) -> R | None:
         """Poll the head of the queue with the lowest partition time into `info`; None when empty.
 

@@ -4,6 +4,9 @@ Partition time is the lowest timestamp among the buffered records, and it never 
 record that arrives with a lower timestamp than the current partition time leaves it unchanged,
 and when the queue drains it keeps its last value. Records are polled strictly in offset order
 (FIFO); only the choice between partitions is by time (see `PartitionGroup`).
+
+A timestamp extractor receives Kafka Streams' partition time instead (its `RecordQueue`): the
+highest timestamp extracted from this partition before the record, kept in `extracted_time`.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, Protocol, TypeVar
 
+from streams_core.processor.internals.stream_time import StreamTime
 from streams_core.runtime.topic_partition import TopicPartition
 
 __all__ = ["UNKNOWN", "RecordDeserializer", "RecordQueue", "Stamped"]
@@ -45,6 +49,11 @@ class RecordQueue(Generic[R]):
     allocate nothing beyond the deque slots. `record_deserializer` must return a new object per
     call. `source` is free for the owner (e.g. the task's source node for this topic). Queues
     order by (partition time, partition), so a partition group can keep them in a heap.
+
+    `extracted_time` is the cell the record deserializer reads (what its timestamp extractor
+    receives) and advances: Kafka Streams' partition time, the highest timestamp extracted from
+    this partition so far (UNKNOWN before the first), kept for the extractors that read it. The
+    queue only resets it (`clear`).
     """
 
     __slots__ = (
@@ -53,6 +62,7 @@ class RecordQueue(Generic[R]):
         "_minima",
         "_offsets",
         "_partition_time",
+        "extracted_time",
         "partition",
         "skipped_records",
         "source",
@@ -63,8 +73,10 @@ class RecordQueue(Generic[R]):
         partition: TopicPartition,
         record_deserializer: RecordDeserializer[R],
         source: Any = None,
+        extracted_time: StreamTime | None = None,
     ) -> None:
         self.partition = partition
+        self.extracted_time = extracted_time if extracted_time is not None else StreamTime()
         self.source = source
         self.skipped_records = 0
         self._deserialize = record_deserializer
@@ -136,16 +148,6 @@ class RecordQueue(Generic[R]):
         return self._partition_time
 
     @property
-    def partition_time_so_far(self) -> int:
-        """The partition time as if the batch being added ended here: what a timestamp extractor
-        (UsePartitionTimeOnInvalidTimestamp) gets for a record, so that the records before it in
-        its own batch count (`partition_time` itself moves once per batch, as KIP-28 defines it)."""
-        minima = self._minima
-        if minima and minima[0].timestamp > self._partition_time:
-            return minima[0].timestamp
-        return self._partition_time
-
-    @property
     def peek_head_timestamp(self) -> int:
         """Timestamp of the head record (the next `poll`), or UNKNOWN when empty."""
         return self._fifo[0].timestamp if self._fifo else UNKNOWN
@@ -169,3 +171,4 @@ class RecordQueue(Generic[R]):
         self._offsets.clear()
         self._minima.clear()
         self._partition_time = UNKNOWN
+        self.extracted_time.reset()

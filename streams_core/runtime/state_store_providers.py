@@ -24,7 +24,7 @@ from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.state.queryable_store_types import QueryableStoreType
 
-__all__ = ["LagInfo", "QueryableStoreProvider", "StoreQuery", "StreamThreadStateStoreProvider", "TaskStates"]
+__all__ = ["LagInfo", "QueryableStoreProvider", "StoreQuery", "StreamThreadStateStoreProvider", "ThreadStores"]
 
 T = TypeVar("T")
 
@@ -51,7 +51,7 @@ class LagInfo:
     offset_lag: int
 
 
-class TaskStates(Protocol):
+class ThreadStores(Protocol):
     """What a provider needs of a stream thread: its tasks' state managers and changelog ends."""
 
     def active_states(self) -> Sequence[tuple[TaskId, ProcessorStateManager]]: ...
@@ -78,7 +78,7 @@ class StreamThreadStateStoreProvider:
 
     __slots__ = ("_thread",)
 
-    def __init__(self, thread: TaskStates) -> None:
+    def __init__(self, thread: ThreadStores) -> None:
         self._thread = thread
 
     def stores(self, store_name: str, store_type: QueryableStoreType[Any], query: StoreQuery = ALL_ACTIVE) -> list[Any]:

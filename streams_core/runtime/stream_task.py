@@ -15,6 +15,7 @@ from typing import Any
 from streams_core.config import StreamsConfig
 from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.processor.internals.record_deserializer import DeserializationHandler
+from streams_core.processor.internals.stream_time import StreamTime
 from streams_core.processor.internals.task_processor import TaskProcessor
 from streams_core.processor.processor import Record
 from streams_core.processor.task_id import TaskId
@@ -72,10 +73,14 @@ class StreamTask:
 
     def _new_queue(self, tp: TopicPartition) -> RecordQueue[Record[Any, Any]]:
         """A partition's queue with its pipeline (deserialize → timestamp → Record) and source node."""
-        queue: RecordQueue[Record[Any, Any]]
-        reader = self.processor.record_reader(tp.topic, lambda: queue.partition_time_so_far)
-        queue = RecordQueue(tp, reader, self.processor.source_node(tp.topic))
-        return queue
+        extracted_time = StreamTime()
+        reader = self.processor.record_reader(tp.topic, extracted_time)
+        return RecordQueue(tp, reader, self.processor.source_node(tp.topic), extracted_time)
+
+    def add_input_partition(self, tp: TopicPartition) -> None:
+        """Read `tp` too (a topic that a pattern source matched after the task was created)."""
+        self.partition_group.add_queue(self._new_queue(tp))
+        self.partitions = self.partitions | {tp}
 
     @property
     def dropped_records(self) -> int:
@@ -228,3 +233,19 @@ class StreamTask:
                 self.state_manager.checkpoint()
         finally:
             self.processor.close()
+
+    def partitions_to_pause(self, buffered_limit: int, max_lag_ms: int) -> list[TopicPartition]:
+        """Flow control: partitions whose queue is full or runs ahead of stream time, marked paused."""
+        return self.partition_group.partitions_to_pause(buffered_limit, max_lag_ms)
+
+    def partitions_to_resume(self, buffered_limit: int, max_lag_ms: int) -> list[TopicPartition]:
+        """Flow control: paused partitions that drained or fell back in time, marked resumed."""
+        return self.partition_group.partitions_to_resume(buffered_limit, max_lag_ms)
+
+    def num_buffered(self, tp: TopicPartition | None = None) -> int:
+        """Records buffered in one partition's queue, or in all of them."""
+        return self.partition_group.num_buffered(tp)
+
+    def partition_metrics(self, tp: TopicPartition) -> dict[str, Any]:
+        """One partition's buffered and skipped records, and whether flow control paused it."""
+        return self.partition_group.partition_metrics(tp)

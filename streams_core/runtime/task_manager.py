@@ -18,10 +18,13 @@ from streams_core.config import StreamsConfig
 from streams_core.errors import TaskCorruptedError
 from streams_core.processor.internals.record_deserializer import DeserializationHandler
 from streams_core.processor.task_id import TaskId
+from streams_core.runtime.flow_control import FlowControl
 from streams_core.runtime.processing_guarantee import ProcessingGuarantee
+from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.standby_task import StandbyTask
 from streams_core.runtime.store_changelog_reader import StoreChangelogReader
 from streams_core.runtime.stream_task import StreamTask
+from streams_core.runtime.streams_partition_assignor import TaskStates
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
@@ -60,6 +63,7 @@ class TaskManager:
         guarantee: ProcessingGuarantee,
         changelog_reader: StoreChangelogReader,
         *,
+        flow_control: FlowControl,
         deserialization_handler: DeserializationHandler | None = None,
         wall_clock: Callable[[], int] | None = None,
         global_stores: Callable[[], Mapping[str, StateStore]] | None = None,
@@ -74,6 +78,7 @@ class TaskManager:
         self._wall_clock = wall_clock
         self._log_prefix = log_prefix
         self._reader = changelog_reader
+        self._flow_control = flow_control
         threads = max(1, config["num.stream.threads"])
         self.cache = ThreadCache(config["statestore.cache.max.bytes"] // threads)
         self.tasks: dict[TaskId, StreamTask] = {}
@@ -84,7 +89,7 @@ class TaskManager:
         self.corrupted_tasks = 0
         """Task creations that found damaged local state and wiped it (`_wipe_corrupted`)."""
         self.prev_active: frozenset[TaskId] = frozenset()
-        self._closed_totals = {"processed": 0, "dropped": 0, "paused": 0, "resumed": 0}
+        self._closed_totals = {"processed": 0, "dropped": 0}
         """Counters of tasks closed so far (the live tasks' are summed on demand)."""
 
     # -- assignment ---------------------------------------------------------------------------
@@ -226,8 +231,6 @@ class TaskManager:
         totals = self._closed_totals
         totals["processed"] += task.processed_records
         totals["dropped"] += task.dropped_records
-        totals["paused"] += sum(task.partition_group.pause_counts.values())
-        totals["resumed"] += sum(task.partition_group.resume_counts.values())
         try:
             task.close(clean=clean)
         finally:
@@ -284,6 +287,33 @@ class TaskManager:
     def local_state_tasks(self) -> frozenset[TaskId]:
         return frozenset(local_task_dirs(self.app_state_dir))
 
+    def task_states(self) -> TaskStates:
+        """What the thread reports to the assignor for stickiness (KIP-441)."""
+        sums = self.local_state_offset_sums()
+        return TaskStates(prev_active=self.prev_active, with_local_state=frozenset(sums), offset_sums=sums)
+
+    # -- the tasks' stores, for interactive queries (`state_store_providers.ThreadStores`) -----
+
+    def active_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
+        return [(task_id, task.state_manager) for task_id, task in self.tasks.items()]
+
+    def standby_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
+        return [(task_id, task.state_manager) for task_id, task in self.standby_tasks.items()]
+
+    def readable_standby_states(self) -> list[tuple[TaskId, ProcessorStateManager]]:
+        return [(task_id, task.state_manager) for task_id, task in self.standby_tasks.items() if task.caught_up]
+
+    def input_position(self, task_id: TaskId) -> Mapping[TopicPartition, int]:
+        task = self.tasks.get(task_id)
+        return {} if task is None else task.consumed_offsets
+
+    def changelog_highwater(self, partition: TopicPartition) -> int | None:
+        return self._reader.highwater(partition)
+
+    async def changelog_end_offsets(self, partitions: set[TopicPartition]) -> dict[TopicPartition, int]:
+        """End offsets of changelog partitions, asked with the restore consumer."""
+        return await self._reader.end_offsets(partitions) if partitions else {}
+
     # -- processing ---------------------------------------------------------------------------
 
     def task_for(self, tp: TopicPartition) -> StreamTask | None:
@@ -319,6 +349,10 @@ class TaskManager:
                 break
         return total
 
+    def apply_flow_control(self) -> None:
+        """Pause partitions whose queue is full or that run ahead in time; resume drained ones."""
+        self._flow_control.apply(self.tasks.values())
+
     def punctuate(self, now_ms: int) -> int:
         """Run the wall-clock punctuations that are due; returns how many tasks punctuated."""
         return sum(task.punctuate_wall_clock(now_ms) for task in self.tasks.values())
@@ -333,7 +367,7 @@ class TaskManager:
             for tp in sorted(task.partitions):
                 end, at = highwater(tp), task.committable_offset(tp)
                 lag = None if end is None or at is None else max(0, end - at)
-                partitions[str(tp)] = {**task.partition_group.partition_metrics(tp), "records_lag": lag}
+                partitions[str(tp)] = {**task.partition_metrics(tp), "records_lag": lag}
             found[str(task_id)] = {
                 "processed_records": task.processed_records,
                 "dropped_records": task.dropped_records,
@@ -342,8 +376,12 @@ class TaskManager:
             }
         return found
 
+    def record_collectors(self) -> list[RecordCollectorImpl]:
+        """The distinct collectors the tasks write through (the thread's, or under exactly-once each task's own)."""
+        return list({id(task.record_collector): task.record_collector for task in self.tasks.values()}.values())
+
     def has_buffered(self) -> bool:
-        return any(task.partition_group.num_buffered() for task in self.tasks.values())
+        return any(task.num_buffered() for task in self.tasks.values())
 
     def commit_requested(self) -> bool:
         return any(task.commit_requested for task in self.tasks.values())
@@ -366,9 +404,9 @@ class TaskManager:
 
     @property
     def pause_count(self) -> int:
-        """Partitions flow control paused, over every task this thread had (counted by the partition groups)."""
-        return self._closed_totals["paused"] + sum(sum(t.partition_group.pause_counts.values()) for t in self.tasks.values())
+        """Partitions flow control paused, over every task this thread had."""
+        return self._flow_control.pause_count
 
     @property
     def resume_count(self) -> int:
-        return self._closed_totals["resumed"] + sum(sum(t.partition_group.resume_counts.values()) for t in self.tasks.values())
+        return self._flow_control.resume_count

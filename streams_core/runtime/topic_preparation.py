@@ -4,21 +4,19 @@
    topics must exist (each a clear error naming the topics).
 2. Repartition topics and changelog topics are created where missing (`assign()` is synchronous
    and cannot create them later).
-3. KIP-95: with `autostop.at=eol` the metadata topic `<application.id>-autostop-metadata` (one
-   partition, compacted) is created; without it a leftover metadata topic is deleted, so a later
-   batch run never picks up stale stop offsets (the seed's batch-to-streaming switch).
+3. The run mode's own topics (`RunMode.own_topics`: KIP-95's metadata topic under
+   `autostop.at=eol`; without it, a leftover one is deleted) are created with them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from streams_core import clients
 from streams_core.errors import MissingSinkTopicError
 from streams_core.runtime.assignment import MissingSourceTopicError, ensure_copartitioning
-from streams_core.runtime.autostop_metadata import metadata_topic_name
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
 __all__ = ["prepare_topics", "watch_pattern_topics"]
@@ -26,8 +24,13 @@ __all__ = ["prepare_topics", "watch_pattern_topics"]
 log = logging.getLogger(__name__)
 
 
-async def prepare_topics(admin: clients.Admin, metadata: TopologyMetadata, *, autostop: bool) -> dict[str, int]:
-    """Check and create the topics; returns the partition count of every source, internal and through topic."""
+async def prepare_topics(
+    admin: clients.Admin,
+    metadata: TopologyMetadata,
+    own_topics: Callable[[clients.Admin], Awaitable[Sequence[clients.NewTopicSpec]]],
+) -> dict[str, int]:
+    """Check and create the topics (`own_topics`: the run mode's, asked once the checks passed);
+    returns the partition count of every source, internal and through topic."""
     application_id = metadata.application_id
     if metadata.has_patterns:
         matched = metadata.match_patterns(await admin.list_topics())
@@ -51,12 +54,7 @@ async def prepare_topics(admin: clients.Admin, metadata: TopologyMetadata, *, au
         clients.NewTopicSpec(spec.topic, metadata.num_tasks(spec.subtopology, partition_counts), {"cleanup.policy": "compact", **spec.config})
         for spec in metadata.changelogs.values()
     ]
-    autostop_topic = metadata_topic_name(application_id)
-    if autostop:
-        specs.append(clients.NewTopicSpec(autostop_topic, 1, {"cleanup.policy": "compact"}))
-    elif (await admin.partition_counts([autostop_topic])).get(autostop_topic):
-        await admin.delete_topics([autostop_topic])
-        log.info("stream-client [%s] deleted the stop offsets of an earlier batch run (%s)", application_id, autostop_topic)
+    specs += await own_topics(admin)
     if specs:
         created = await admin.ensure_topics(specs)
         if created:

@@ -25,9 +25,10 @@ from typing import Any, NamedTuple
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
 from streams_core.processor.internals.node_factories import ProcessorNodeFactory
-from streams_core.processor.internals.processor_node import ProcessorNode
+from streams_core.processor.internals.processor_node import ProcessorNode, SourceNode
 from streams_core.processor.internals.punctuation_queue import PunctuationSchedule
-from streams_core.processor.internals.task_processor import TaskProcessor
+from streams_core.processor.internals.stream_time import StreamTime
+from streams_core.processor.internals.task_processor import RecordReader, TaskProcessor
 from streams_core.processor.processor import Headers, PunctuationType, Punctuator
 from streams_core.processor.task_id import TaskId
 from streams_core.processor.topology import Topology
@@ -278,6 +279,7 @@ class SubtopologyExecutor:
         task_id = TaskId(spec.subtopology_id, partition)
         self._task = _SparkTaskProcessor(task_id, built, config, self._state, self._collector)
         self._task.init()
+        self._readers: dict[tuple[str, int], tuple[RecordReader, SourceNode]] = {}
         self._changelogs = {store_changelog_topic(application_id, name): name for name in self._state.restore_callbacks}
         if spec.task_stores:
             self._collector.changelog_topics = frozenset(self._changelogs)
@@ -302,16 +304,25 @@ class SubtopologyExecutor:
                     continue
                 applied[source] = position
             collector.start(row)
-            record = task.deserialize(row.topic, row.partition, row.offset, timestamp, row.key, row.value, headers)
+            if timestamp != row.timestamp or headers is not row.headers:
+                row = row._replace(timestamp=timestamp, headers=headers)
+            reader, node = self._reader(row.topic, row.partition)
+            record = reader(row)
             if record is None:
                 continue
-            extracted = task.extract_timestamp(record, task.stream_time)
-            if extracted is None:
-                continue
-            if extracted > task.stream_time:
-                task.stream_time = extracted
-            task.process(record, extracted)
+            task.clock.advance(record.timestamp)
+            task.process_record(node, record, row.topic, row.partition, row.offset)
         return self.take_rows()
+
+    def _reader(self, topic: str, partition: int) -> tuple[RecordReader, SourceNode]:
+        """The task's record pipeline of one input partition and its source; the partition time
+        it gives extractors lives as long as this executor."""
+        found = self._readers.get((topic, partition))
+        if found is None:
+            found = self._readers[topic, partition] = (
+                self._task.record_reader(topic, StreamTime()), self._task.source_node(topic)
+            )
+        return found
 
     def take_rows(self) -> list[OutputRow]:
         """The sinks' output since the last call, in order."""
@@ -380,13 +391,14 @@ def _global_task(builder: Any, config: StreamsConfig, task_dir: Path, rows: Iter
     task = _SparkTaskProcessor(TaskId(topology.subtopology_id, 0), topology, config, _StateManager(task_dir),
                                _Collector(frozenset(), False, {}))
     task.init()
+    readers: dict[str, tuple[RecordReader, SourceNode]] = {}
     for row in rows:
-        record = task.deserialize(row.topic, row.partition, row.offset, row.timestamp, row.key, row.value, row.headers)
-        if record is None:
-            continue
-        timestamp = task.extract_timestamp(record, -1)
-        if timestamp is not None:
-            task.process(record, timestamp)
+        if row.topic not in readers:
+            readers[row.topic] = (task.record_reader(row.topic, StreamTime()), task.source_node(row.topic))
+        reader, source = readers[row.topic]
+        record = reader(row)
+        if record is not None:
+            task.process_record(source, record, row.topic, row.partition, row.offset)
     task.commit()
     return task
 

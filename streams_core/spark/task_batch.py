@@ -75,7 +75,7 @@ class _LiveTask:
             store = getattr(restore, "__self__", None)
             if not isinstance(store, (AbstractWindowStore, AbstractSessionStore)):
                 continue
-            cutoff = store.observed_stream_time - store.retention_period
+            cutoff = store.expired_through
             last = self.swept.get(topic)
             if last is not None and cutoff < last + store.segment_interval:
                 continue
@@ -140,8 +140,7 @@ def drop_live_tasks() -> None:
 
 def expired_keys(store: AbstractWindowStore | AbstractSessionStore, keys: Iterable[bytes]) -> list[bytes]:
     """Changelog keys of windows or sessions `store` no longer keeps (past its retention)."""
+    cutoff = store.expired_through
     if isinstance(store, AbstractWindowStore):
-        cutoff = store.observed_stream_time - store.retention_period
         return [k for k in keys if window_key_schema.from_store_key_binary(k)[1] <= cutoff]
-    cutoff = store.observed_stream_time - store.retention_period
     return [k for k in keys if session_key_schema.from_binary(k)[2] <= cutoff]

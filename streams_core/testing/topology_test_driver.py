@@ -1,26 +1,35 @@
 """TopologyTestDriver: runs a Topology deterministically, without a broker, for unit tests.
 
-Each sub-topology runs as one task (id `<sub-topology>_0`; every topic has the single partition
-0) on the same `TaskProcessor` core as the runtime, with in-memory topics and a temporary state
-directory deleted on close. As in Kafka Streams' driver:
+Each sub-topology runs as one runtime `StreamTask` (id `<sub-topology>_0`; every topic has the
+single partition 0), with its `PartitionGroup` and `RecordQueue`s and the runtime's record path,
+over in-memory topics and a temporary state directory deleted on close. As in Kafka Streams'
+driver (which drives one `StreamTask` the same way):
 
-- a piped record is processed depth-first at once; records produced to a topic that a source
-  reads are fed back in, in production order, before the pipe call returns;
-- stream time is the highest timestamp processed so far (over all topics); after each record
-  every task's stream-time punctuations due at that time fire;
+- a piped record is added to its task's queue, then every task processes one record at a time
+  while it has records and is processable (`PartitionGroup.ready_to_process` on the mock wall
+  clock), in the order the records arrived; records produced to a topic that a source reads
+  are added to their task after the record that produced them, before the pipe call returns;
+- after each record the task commits: its stores (and caches) are flushed, so output appears
+  at once, as with `commit.interval.ms` and the cache size 0; a commit a processor requests
+  happens then too;
+- stream time is the highest timestamp processed so far over all tasks (as Kafka's driver,
+  whose one task runs every sub-topology); after each record every task's stream-time
+  punctuations due at that time fire;
 - wall-clock time is a mock clock starting at `initial_wall_clock_time_ms` (0 by default) that
-  moves only with `advance_wall_clock_time`, which fires the wall-clock punctuations due;
-- after each record and each clock advance every task that processed or punctuated commits
-  (its stores are flushed), so a commit requested by a processor happens at once;
-- with `max.task.idle.ms` > 0 a task holds records back while one of its source topics is
-  empty, until that topic gets a record or the mock wall clock passes the idle deadline (set
-  when the topic was first seen empty), then takes the record with the lowest timestamp first,
-  as Kafka Streams' driver does (its PartitionGroup); 0 (the default) or -1 process at once;
+  moves only with `advance_wall_clock_time`, which fires the wall-clock punctuations due, commits
+  and processes what became processable;
+- `max.task.idle.ms` is the runtime's rule: with a value > 0 a task with some source topics empty
+  holds its records until the mock wall clock is that far past the moment it was first seen
+  partly empty, then takes the record of the lowest partition time; 0 (the default) or -1
+  process at once;
+- a timestamp extractor receives the partition time of the runtime (Kafka Streams' rule, see
+  docs/runtime.md);
 - records that fail to deserialize fail the pipe call, unless
   `default.deserialization.exception.handler` says otherwise (`dropped_records` counts skips);
 - internal (repartition) topics are named `<application.id>-<name>`;
-- global stores are filled by a global task from records piped (or produced) to their topics;
-  those records do not move stream time. Every task's processors can read the global stores.
+- global stores are filled by a global task from records piped (or produced) to their topics,
+  at once; those records do not move stream time. Every task's processors can read the global
+  stores.
 """
 
 from __future__ import annotations
@@ -32,18 +41,28 @@ from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError, TopologyError, UnknownStateStoreError
+from streams_core.processor.internals.processor_node import SourceNode
 from streams_core.processor.internals.processor_topology import ProcessorTopology
-from streams_core.processor.internals.record_deserializer import RawRecord, dead_letter_headers, resolve_deserialization_handler
-from streams_core.processor.internals.task_processor import TaskProcessor
+from streams_core.processor.internals.record_deserializer import (
+    DeserializationHandler,
+    dead_letter_headers,
+    resolve_deserialization_handler,
+)
+from streams_core.processor.internals.stream_time import UNKNOWN_TIME, StreamTime
+from streams_core.processor.internals.task_processor import RecordReader, TaskProcessor
 from streams_core.processor.processor import Headers
 from streams_core.processor.task_id import TaskId
 from streams_core.processor.topology import Topology
+from streams_core.runtime.record_collector_impl import RecordCollectorImpl
+from streams_core.runtime.stream_task import StreamTask
+from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.serde import Serde
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.testing.fake_kafka_cluster import FakeRecord
 from streams_core.testing.test_input_topic import TestInputTopic
 from streams_core.testing.test_output_topic import TestOutputTopic
 
@@ -57,15 +76,8 @@ V = TypeVar("V")
 DEFAULT_APPLICATION_ID = "topology-test-driver"
 
 
-class ProducedRecord(NamedTuple):
-    """A record in one of the driver's in-memory topics, as bytes."""
-
-    topic: str
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: Headers
+if TYPE_CHECKING:
+    from streams_core.clients.ports import RawRecord
 
 
 class _DriverRecordCollector:
@@ -112,42 +124,71 @@ class TopologyTestDriver:
         self._state_root = Path(tempfile.mkdtemp(prefix="streams-core-ttd-"))
         self.config = validated.with_overrides({"state.dir": str(self._state_root)})
         self._wall_clock_ms = initial_wall_clock_time_ms
-        self._stream_time = -1
-        self._partition_times: dict[str, int] = {}
-        self._topics: dict[str, deque[ProducedRecord]] = {}
+        self._topics: dict[str, deque[FakeRecord]] = {}
         self._next_offsets: dict[str, int] = {}
-        self._pending: deque[ProducedRecord] = deque()
-        self._idle_ms = validated["max.task.idle.ms"]
-        self._buffered: dict[str, deque[ProducedRecord]] = {}
-        self._idle_deadlines: dict[str, int] = {}
-        self._task_of_topic: dict[str, TaskProcessor | None] = {}
+        self._produced: deque[FakeRecord] = deque()
+        """Records produced to topics that sources read, not yet added to their task."""
+        self._arrivals: deque[StreamTask] = deque()
+        """One entry per record buffered in a task, in the order the records arrived."""
+        self._task_of_topic: dict[str, StreamTask | None] = {}
+        self._reads_topic: dict[str, bool] = {}
+        self._global_readers: dict[str, tuple[RecordReader, SourceNode]] = {}
         self._closed = False
         self._running = False
         self._collector = _DriverRecordCollector(self)
         handler = resolve_deserialization_handler(
             self.config["default.deserialization.exception.handler"], self._send_to_dead_letter_topic
         )
-        self._tasks: dict[int, TaskProcessor] = {}
+        self._tasks: dict[int, StreamTask] = {}
         self._global_task: TaskProcessor | None = None
         self._global_stores: dict[str, Any] = {}
         try:
             global_topology = self._builder.build_global_subtopology(self.config)
             if global_topology is not None:
-                self._global_task = self._create_task(global_topology, "global", handler)
+                self._global_task = self._create_global_task(global_topology, handler)
                 self._global_stores = dict(global_topology.state_stores)
+            topic_groups = self._builder.topic_groups()
             for subtopology_id in self._builder.node_groups():
                 built = self._builder.build_subtopology(subtopology_id, self.config)
-                self._tasks[subtopology_id] = self._create_task(built, None, handler)
+                topics = topic_groups[subtopology_id].source_topics
+                self._tasks[subtopology_id] = self._create_task(built, topics, handler)
         except BaseException:
             self.close()
             raise
 
-    def _create_task(self, topology: ProcessorTopology, directory: str | None, handler: Any) -> TaskProcessor:
-        task_id = TaskId(topology.subtopology_id, 0)
+    def _state_manager(self, task_id: TaskId, directory: str, global_stores: dict[str, Any] | None) -> ProcessorStateManager:
         application_id = self.config["application.id"]
-        task_dir = self._state_root / application_id / (directory or str(task_id))
-        global_stores = self._global_stores if directory is None else None
-        state_manager = ProcessorStateManager(task_id, application_id, task_dir, global_stores=global_stores)
+        task_dir = self._state_root / application_id / directory
+        return ProcessorStateManager(task_id, application_id, task_dir, global_stores=global_stores)
+
+    def _create_task(
+        self, topology: ProcessorTopology, topics: frozenset[str], handler: DeserializationHandler | None
+    ) -> StreamTask:
+        """A runtime task over partition 0 of the sub-topology's topics (no checkpoint per commit: the
+        state directory is temporary)."""
+        task_id = TaskId(topology.subtopology_id, 0)
+        state_manager = self._state_manager(task_id, str(task_id), self._global_stores)
+        try:
+            task = StreamTask(
+                task_id,
+                [TopicPartition(topic, 0) for topic in topics],
+                topology,
+                self.config,
+                state_manager,
+                cast(RecordCollectorImpl, self._collector),  # the task only hands it to its processors
+                deserialization_handler=handler,
+                wall_clock=lambda: self._wall_clock_ms,
+                checkpoint_on_commit=False,
+            )
+            task.processor.init()
+        except BaseException:
+            state_manager.close()
+            raise
+        return task
+
+    def _create_global_task(self, topology: ProcessorTopology, handler: DeserializationHandler | None) -> TaskProcessor:
+        task_id = TaskId(topology.subtopology_id, 0)
+        state_manager = self._state_manager(task_id, "global", None)
         try:
             task = TaskProcessor(
                 task_id,
@@ -173,7 +214,7 @@ class TopologyTestDriver:
         self.close()
 
     def __repr__(self) -> str:
-        return f"TopologyTestDriver(tasks={[str(t.task_id) for t in self._tasks.values()]})"
+        return f"TopologyTestDriver(tasks={[str(t.id) for t in self._tasks.values()]})"
 
     # -- topics -------------------------------------------------------------------------------
 
@@ -214,7 +255,7 @@ class TopologyTestDriver:
         wall-clock time) and advance by `auto_advance_ms` each.
         """
         self._check_open()
-        if self._builder.source_for_topic(name) is None and self._task_for(name) is None:
+        if self._builder.source_for_topic(name) is None and not self._reads(name):
             raise TopologyError(
                 f"topic {name!r} is not read by any source of the topology "
                 f"(sources read {sorted(self._builder.source_topics)}"
@@ -256,7 +297,7 @@ class TopologyTestDriver:
         """Every topic the topology has produced to so far."""
         return set(self._topics)
 
-    def read_raw_record(self, topic: str) -> ProducedRecord | None:
+    def read_raw_record(self, topic: str) -> FakeRecord | None:
         """Remove and return the oldest unread record of `topic`, or None."""
         queue = self._topics.get(topic)
         return queue.popleft() if queue else None
@@ -271,32 +312,29 @@ class TopologyTestDriver:
     ) -> None:
         """Append a serialized record to an input topic and process it with all its consequences."""
         self._check_open()
-        if self._task_for(topic) is None:
+        if not self._reads(topic):
             raise TopologyError(f"topic {topic!r} is not read by any source of the topology")
-        self._pending.append(ProducedRecord(topic, self._next_offset(topic), timestamp, key, value, headers))
-        self._run()
+        self._add(FakeRecord(topic, 0, self._next_offset(topic), timestamp, key, value, tuple(headers)))
+        self._complete_all_processable_work()
 
     def produce(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: Headers) -> None:
-        """Append a record from a sink to `topic`; queue it for processing when a source reads it."""
-        record = ProducedRecord(topic, self._next_offset(topic), timestamp, key, value, tuple(headers))
+        """Append a record from a sink to `topic`; a source that reads it gets it after the current step."""
+        record = FakeRecord(topic, 0, self._next_offset(topic), timestamp, key, value, tuple(headers))
         self._topics.setdefault(topic, deque()).append(record)
-        if self._task_for(topic) is not None:
-            self._pending.append(record)
+        if self._reads(topic):
+            self._produced.append(record)
 
     def advance_wall_clock_time(self, ms: int) -> None:
-        """Move the mock clock forward, fire the wall-clock punctuations due, process what they produced."""
+        """Move the mock clock forward, fire the wall-clock punctuations due, commit, then process
+        what became processable."""
         self._check_open()
         if ms < 0:
             raise ValueError(f"cannot move the wall clock backwards ({ms} ms)")
         self._wall_clock_ms += ms
-        try:
-            for task in self._tasks.values():
-                task.maybe_punctuate_wall_clock(self._wall_clock_ms)
-            self._commit_tasks()
-        except BaseException:
-            self._pending.clear()
-            raise
-        self._run()
+        for task in self._tasks.values():
+            task.punctuate_wall_clock(self._wall_clock_ms)
+            self._commit(task)
+        self._complete_all_processable_work()
 
     @property
     def wall_clock_time_ms(self) -> int:
@@ -305,101 +343,117 @@ class TopologyTestDriver:
     @property
     def stream_time_ms(self) -> int:
         """The highest timestamp processed so far (-1 before the first record)."""
-        return self._stream_time
+        return max((task.stream_time for task in self._tasks.values()), default=UNKNOWN_TIME)
 
     @property
     def dropped_records(self) -> int:
         """Records dropped: skipped by the deserialization handler, for a negative extracted
         timestamp, or by DSL processors (null keys where a key is needed, records too late for
         their window); as Kafka Streams' `dropped-records` metric."""
-        return sum(task.dropped_records for task in self._all_tasks())
+        dropped = sum(task.dropped_records for task in self._tasks.values())
+        return dropped + (0 if self._global_task is None else self._global_task.dropped_records)
 
-    def _run(self) -> None:
+    def _complete_all_processable_work(self) -> None:
+        """Kafka's driver loop: add what was produced, then one record at a time (each followed by
+        the stream-time punctuations and a commit) while a task can go on."""
         if self._running:
             return
-        pending = self._pending
         self._running = True
         try:
-            while True:
-                while pending:
-                    raw = pending.popleft()
-                    if self._idle_ms > 0 and self._task_for(raw.topic) is not self._global_task:
-                        self._buffered.setdefault(raw.topic, deque()).append(raw)
-                    else:
-                        self._process(raw)
-                if self._idle_ms <= 0 or not self._process_buffered_record():
-                    break
-        except BaseException:
-            pending.clear()
-            raise
+            self._add_produced()
+            while self._process_next():
+                self._add_produced()
+            if self._arrivals:
+                log.info(
+                    "records of tasks %s wait for max.task.idle.ms (advance the wall clock or pipe records "
+                    "to their empty topics)", sorted({str(task.id) for task in self._arrivals}),
+                )
         finally:
             self._running = False
 
-    def _process_buffered_record(self) -> bool:
-        """Process one held-back record of a task that may go on (max.task.idle.ms); False if none may."""
-        topic_groups = self._builder.topic_groups()
-        for subtopology_id in sorted(self._tasks):
-            topics = sorted(topic_groups[subtopology_id].source_topics)
-            ready = [t for t in topics if self._buffered.get(t)]
-            if not ready:
+    def _process_next(self) -> bool:
+        """Process one record of the task whose oldest buffered record arrived first among the tasks
+        that may process now; False when none may."""
+        now = self._wall_clock_ms
+        held: set[TaskId] = set()
+        for index, task in enumerate(self._arrivals):
+            if task.id in held:
                 continue
-            waiting = False
-            for topic in topics:
-                if self._buffered.get(topic):
-                    self._idle_deadlines.pop(topic, None)
-                elif self._wall_clock_ms < self._idle_deadlines.setdefault(topic, self._wall_clock_ms + self._idle_ms):
-                    waiting = True
-            if waiting:
-                log.info("records of task %s_0 wait for max.task.idle.ms (advance the wall clock or pipe records "
-                         "to its empty topics)", subtopology_id)  # fmt: skip
+            try:
+                processed = task.process(1, now)
+            except BaseException:
+                del self._arrivals[index]
+                raise
+            if not processed:
+                held.add(task.id)
                 continue
-            topic = min(ready, key=lambda t: self._buffered[t][0].timestamp)
-            self._process(self._buffered[topic].popleft())
+            del self._arrivals[index]
+            stream_time = task.stream_time  # the highest: every task was at the driver's stream time
+            for each in self._tasks.values():
+                processor = each.processor
+                processor.clock.advance(stream_time)
+                if stream_time >= processor.stream_time_punctuations.due:
+                    processor.maybe_punctuate_stream_time()
+            for each in self._tasks.values():
+                self._commit(each)
             return True
         return False
 
-    def _process(self, raw: ProducedRecord) -> None:
-        topic = raw.topic
-        task = self._task_for(topic)
+    @staticmethod
+    def _commit(task: StreamTask) -> None:
+        """Kafka's `prepareCommit` and `postCommit`: flush when the task processed or punctuated
+        (the driver has no offsets, so skipped records alone need no commit)."""
+        if task.processor.commit_needed or task.commit_requested:
+            task.prepare_commit()
+            task.post_commit({})
+
+    def _add_produced(self) -> None:
+        produced = self._produced
+        while produced:
+            self._add(produced.popleft())
+
+    def _add(self, record: FakeRecord) -> None:
+        """Buffer a record in its task, or apply it to the global stores at once."""
+        task = self._task_for(record.topic)
+        if task is None:
+            self._update_global(record)
+            return
+        tp = TopicPartition(record.topic, 0)
+        if tp not in task.partitions:
+            task.add_input_partition(tp)
+        before = task.partition_group.num_buffered()
+        task.add_records(tp, (record,))
+        if task.partition_group.num_buffered() > before:
+            self._arrivals.append(task)
+
+    def _update_global(self, record: FakeRecord) -> None:
+        """Kafka's GlobalStateUpdateTask.update then flushState: the record through the global task's
+        reader and processors, then its stores flushed."""
+        task = self._global_task
         assert task is not None
-        record = task.deserialize(topic, 0, raw.offset, raw.timestamp, raw.key, raw.value, raw.headers)
-        if record is None:
-            return
-        timestamp = task.extract_timestamp(record, self._partition_times.get(topic, -1))
-        if timestamp is None:
-            return
-        if task is self._global_task:
-            task.process(record, timestamp)
-            task.commit()
-            return
-        if timestamp > self._partition_times.get(topic, -1):
-            self._partition_times[topic] = timestamp
-        self._stream_time = max(self._stream_time, timestamp)
-        task.stream_time = self._stream_time
-        task.process(record, timestamp)
-        for each in self._tasks.values():
-            each.maybe_punctuate_stream_time(self._stream_time)
-        self._commit_tasks()
+        topic = record.topic
+        if topic not in self._global_readers:
+            self._global_readers[topic] = (task.record_reader(topic, StreamTime()), task.source_node(topic))
+        reader, source = self._global_readers[topic]
+        read = reader(record)
+        if read is not None:
+            task.process_record(source, read, topic, 0, record.offset)
+        task.commit()
 
-    def _commit_tasks(self) -> None:
-        for task in self._all_tasks():
-            if task.commit_needed or task.commit_requested:
-                task.commit()
+    def _reads(self, topic: str) -> bool:
+        """Whether a source of a task or of the global stores reads `topic`."""
+        reads = self._reads_topic.get(topic)
+        if reads is None:
+            reads = self._reads_topic[topic] = (
+                self._task_for(topic) is not None or topic in self._builder.global_topics
+            )
+        return reads
 
-    def _task_for(self, topic: str) -> TaskProcessor | None:
+    def _task_for(self, topic: str) -> StreamTask | None:
         if topic not in self._task_of_topic:
             subtopology_id = self._builder.subtopology_for_topic(topic)
-            if subtopology_id is not None:
-                self._task_of_topic[topic] = self._tasks[subtopology_id]
-            elif topic in self._builder.global_topics:
-                self._task_of_topic[topic] = self._global_task
-            else:
-                self._task_of_topic[topic] = None
+            self._task_of_topic[topic] = None if subtopology_id is None else self._tasks[subtopology_id]
         return self._task_of_topic[topic]
-
-    def _all_tasks(self) -> list[TaskProcessor]:
-        tasks = list(self._tasks.values())
-        return tasks if self._global_task is None else [self._global_task, *tasks]
 
     def _next_offset(self, topic: str) -> int:
         offset = self._next_offsets.get(topic, 0)
@@ -415,7 +469,10 @@ class TopologyTestDriver:
     def get_all_state_stores(self) -> dict[str, Any]:
         """Every state store of the topology by name (global stores included)."""
         self._check_open()
-        return {name: store for task in self._all_tasks() for name, store in task.topology.state_stores.items()}
+        topologies = [task.processor.topology for task in self._tasks.values()]
+        if self._global_task is not None:
+            topologies.insert(0, self._global_task.topology)
+        return {name: store for topology in topologies for name, store in topology.state_stores.items()}
 
     def get_state_store(self, name: str) -> Any:
         """The state store named `name`; UnknownStateStoreError naming the known ones otherwise."""
@@ -466,14 +523,18 @@ class TopologyTestDriver:
             return
         self._closed = True
         errors: list[BaseException] = []
-        for task in self._all_tasks():
+        for task in self._tasks.values():
             try:
-                if task.commit_needed or task.commit_requested:
-                    task.commit()
+                self._commit(task)
             except Exception as exc:
                 errors.append(exc)
             try:
                 task.close()
+            except Exception as exc:
+                errors.append(exc)
+        if self._global_task is not None:
+            try:
+                self._global_task.close()
             except Exception as exc:
                 errors.append(exc)
         shutil.rmtree(self._state_root, ignore_errors=True)

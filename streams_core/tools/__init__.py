@@ -1,1 +1,2 @@
-"""Command-line tools: `python -m streams_core.tools reset ...` (the application reset tool)."""
+"""Command-line tools: `python -m streams_core.tools reset ...` (the application reset tool) and
+`python -m streams_core.tools topics ...` (create and list topics)."""

@@ -1,17 +1,19 @@
-"""`python -m streams_core.tools <tool> ...`: the tools of streams_core (today: `reset`)."""
+"""`python -m streams_core.tools <tool> ...`: the tools of streams_core, `reset` and `topics`."""
 
 from __future__ import annotations
 
 import sys
 
-from streams_core.tools.application_reset import main
+from streams_core.tools import application_reset, topics
+
+TOOLS = {"reset": application_reset.main, "topics": topics.main}
 
 if __name__ == "__main__":
     args = sys.argv[1:]
     if not args or args[0] in ("-h", "--help"):
-        print("usage: python -m streams_core.tools reset [options]   (reset --help for the options)")
+        print("usage: python -m streams_core.tools {reset,topics} [options]   (<tool> --help for its options)")
         sys.exit(0 if args else 2)
-    if args[0] != "reset":
-        print(f"unknown tool {args[0]!r}: the tools are: reset", file=sys.stderr)
+    if args[0] not in TOOLS:
+        print(f"unknown tool {args[0]!r}: the tools are: {', '.join(TOOLS)}", file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(args[1:]))
+    sys.exit(TOOLS[args[0]](args[1:]))

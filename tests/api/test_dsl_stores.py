@@ -1,4 +1,4 @@
-"""The REST layer over DSL stores: the word count of DESIGN.md (inferred key serdes, timestamped values)."""
+"""The REST layer over DSL stores: the README's word count (inferred key serdes, timestamped values)."""
 
 from __future__ import annotations
 

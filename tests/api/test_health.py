@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import platform
+import sys
+
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -80,6 +83,23 @@ async def test_metrics_in_prometheus_text(cluster: Cluster, client: httpx.AsyncC
     assert samples[f'streams_query_duration_seconds_bucket{{le="+Inf",{route}}}'] == 1
     assert samples[f'streams_query_responses_total{{code="200",{route}}}'] == 1
     assert "# TYPE streams_query_duration_seconds histogram" in answer.text
+
+
+async def test_metrics_carry_the_process_and_python_collectors(client: httpx.AsyncClient) -> None:
+    """prometheus-client's default collectors, as any Python service exposes them, with live values."""
+    answer = await client.get("/metrics")
+    families = {family.name: family for family in text_string_to_metric_families(answer.text)}
+    samples = _samples(answer.text)
+    assert samples["process_cpu_seconds_total"] > 0
+    assert samples["process_resident_memory_bytes"] > 1024 * 1024
+    assert samples["process_open_fds"] >= 3
+    assert samples["process_start_time_seconds"] > 0
+    info = families["python_info"].samples[0]
+    assert info.value == 1 and info.labels["major"] == str(sys.version_info.major)
+    assert info.labels["implementation"] == platform.python_implementation()
+    for name in ("python_gc_objects_collected", "python_gc_collections"):
+        assert families[name].type == "counter"
+        assert {s.labels["generation"] for s in families[name].samples} == {"0", "1", "2"}
 
 
 async def test_metrics_count_forwards_and_503s(cluster: Cluster, client: httpx.AsyncClient) -> None:

@@ -36,8 +36,11 @@ async def test_serve_answers_over_http_in_this_loop_and_stops(streams: FakeKafka
         assert handle.host == "127.0.0.1" and handle.port > 0
         async with httpx.AsyncClient(base_url=handle.url, timeout=5) as client:
             assert (await client.get("/health")).json() == {"status": "UP", "state": "RUNNING"}
+            assert (await client.get("/health/")).json() == {"status": "UP", "state": "RUNNING"}
             answer = await client.get(f"/state/keyvalues/{COUNTS}/all", params={"scope": "local"})
             assert answer.json() == [{"key": "served", "value": 1}]
+            slashed = await client.get(f"/state/keyvalues/{COUNTS}/all/", params={"scope": "local"})
+            assert slashed.json() == [{"key": "served", "value": 1}]
     finally:
         await handle.stop()
     assert not handle.running

@@ -1,6 +1,6 @@
 """The example DSL applications, as functions the integration tests and app/ can reuse.
 
-- `word_count_topology()`: DESIGN.md's word count (store "word-count") plus per-minute counts
+- `word_count_topology()`: the README's word count (store "word-count") plus per-minute counts
   (window store "windowed-word-count", kept a day so that closed windows stay queryable), input
   `TextLinesTopic`, output `WordsWithCountsTopic`.
 - `enrichment_topology()`: orders re-keyed by customer, joined with the customers table
@@ -27,7 +27,7 @@ S, L, J = Serdes.String(), Serdes.Long(), Serdes.Json()
 
 
 def word_count_topology(window_ms: int = 60_000) -> Topology:
-    """DESIGN.md's word count, with a windowed count next to it."""
+    """The README's word count, with a windowed count next to it."""
     builder = StreamsBuilder()
     words = (builder.stream("TextLinesTopic", key_serde=S, value_serde=S)
              .flat_map_values(lambda line: line.lower().split())

@@ -187,13 +187,49 @@ def test_stream_joined_store_suppliers_hold_the_join_windows() -> None:
     out = stream_join("join", JoinWindows.of_time_difference_with_no_grace(100),
                       [("L", "a", "l1", 100), ("R", "a", "r1", 105)], joined)  # fmt: skip
     assert out == [TestRecord("a", "l1+r1", 105)]
-    with pytest.raises(TopologyError, match="window size"):
+    with pytest.raises(TopologyError, match=MISMATCH):
         left_join_topology(StreamJoined().with_this_store_supplier(Stores.in_memory_window_store("w", 500, 50, True)))
-    with pytest.raises(TopologyError, match="retain duplicates"):
+    with pytest.raises(TopologyError, match=NO_DUPLICATES):
         left_join_topology(StreamJoined().with_this_store_supplier(Stores.in_memory_window_store("d", 200, 200, False)))
     with pytest.raises(TopologyError, match="different store names"):
         left_join_topology(StreamJoined().with_this_store_supplier(this).with_other_store_supplier(
             Stores.in_memory_window_store("mine", 200, 200, True)))  # fmt: skip
+
+
+MISMATCH = "^Window settings mismatch. WindowBytesStoreSupplier settings"
+NO_DUPLICATES = "^The StoreSupplier must set retainDuplicates=true, found retainDuplicates=false$"
+
+
+@pytest.mark.parametrize(
+    ("this", "other", "message"),
+    [
+        ((500, 100, True), (150, 100, True), MISMATCH),  # shouldThrowExceptionThisStoreSupplierRetentionDoNotMatchWindowsSizeAndGrace
+        ((150, 150, True), (150, 100, True), MISMATCH),  # ...ThisStoreSupplierWindowSizeDoesNotMatchJoinWindowsWindowSize
+        ((150, 100, False), (150, 100, True), NO_DUPLICATES),  # shouldThrowExceptionWhenThisJoinStoreSetsRetainDuplicatesFalse
+        ((150, 100, True), (500, 100, True), MISMATCH),  # ...OtherStoreSupplierRetentionDoNotMatchWindowsSizeAndGrace
+        ((150, 100, True), (150, 150, True), MISMATCH),  # ...OtherStoreSupplierWindowSizeDoesNotMatchJoinWindowsWindowSize
+        ((150, 100, True), (150, 100, False), NO_DUPLICATES),  # shouldThrowExceptionWhenOtherJoinStoreSetsRetainDuplicatesFalse
+        ((150, 100, True), (150, 100, True), None),  # the settings match (retention = size 100 + grace 50)
+    ],
+)
+def test_join_store_suppliers_must_match_the_join_windows_exactly(
+    this: tuple[int, int, bool], other: tuple[int, int, bool], message: str | None
+) -> None:
+    """KStreamKStreamJoinTest's store supplier checks (joinWindows 50 ms before and after, grace 50):
+    a retention longer than size + grace is rejected too, as Java's assertWindowSettings does."""
+    builder = StreamsBuilder()
+    left = builder.stream("left", key_serde=S, value_serde=Serdes.Integer())
+    right = builder.stream("right", key_serde=S, value_serde=Serdes.Integer())
+    joined = (StreamJoined.with_(S, Serdes.Integer(), Serdes.Integer())
+              .with_this_store_supplier(Stores.in_memory_window_store("in-memory-join-store", *this))
+              .with_other_store_supplier(Stores.in_memory_window_store("in-memory-join-store-other", *other)))  # fmt: skip
+    windows = JoinWindows.of_time_difference_and_grace(50, 50)
+    if message is None:
+        left.join(right, lambda a, b: a + b, windows, joined)
+        builder.build()
+    else:
+        with pytest.raises(TopologyError, match=message):
+            left.join(right, lambda a, b: a + b, windows, joined)
 
 
 def test_generated_join_names_follow_kafka_streams() -> None:

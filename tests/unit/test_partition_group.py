@@ -301,3 +301,23 @@ def test_skipped_records_summed_over_partitions() -> None:
     group.add_raw_records(A, [1, 2])
     group.add_raw_records(B, [3])
     assert group.skipped_records == 3 and group.num_buffered() == 0
+
+
+def test_an_added_queue_takes_part_in_the_choice_and_in_idling() -> None:
+    """A partition added later (a topic a pattern source matched) is one of the group's like the others."""
+    group = make_group(A, max_task_idle_ms=100)
+    add(group, A, 5)
+    assert group.ready_to_process(0)
+    group.add_queue(make_group(B).queue(B))
+    assert group.partitions == {A, B}
+    assert not group.ready_to_process(0), "B is empty now: the task idles"
+    add(group, B, 3)
+    assert group.ready_to_process(0)
+    record, queue = poll(group)  # type: ignore[misc]
+    assert (queue.partition, record.timestamp) == (B, 3)
+    with pytest.raises(ValueError, match="already belongs"):
+        group.add_queue(make_group(A).queue(A))
+    filled = make_group(C)
+    add(filled, C, 1)
+    with pytest.raises(ValueError, match="is not empty"):
+        group.add_queue(filled.queue(C))

@@ -53,13 +53,14 @@ class Snooper(Processor[Any, Any, Any, Any]):
 
     def _snapshot(self) -> dict[str, Any]:
         c = self.context
+        metadata: RecordMetadata | None = c.record_metadata
         return {
             "topic": c.topic,
             "partition": c.partition,
             "offset": c.offset,
             "timestamp": c.timestamp,
             "headers": c.headers,
-            "metadata": c.record_metadata,
+            "metadata": None if metadata is None else (metadata.topic, metadata.partition, metadata.offset),
             "stream_time": c.current_stream_time_ms(),
             "system_time": c.current_system_time_ms(),
         }
@@ -77,7 +78,7 @@ def test_metadata_in_init_process_and_punctuation(tmp_path: Path) -> None:
         "offset": 12,
         "timestamp": 1500,
         "headers": (("h", b"1"),),
-        "metadata": RecordMetadata("in", 0, 12),
+        "metadata": ("in", 0, 12),
         "stream_time": 1500,
         "system_time": 777,
     }
@@ -254,6 +255,33 @@ def test_get_state_store_only_gives_connected_stores(tmp_path: Path) -> None:
         "processor 'INTRUDER' has no access to state store 'mine': the store is not connected to it. "
         "Connect it with Topology.add_state_store(builder, 'INTRUDER') or "
         "Topology.connect_processor_and_state_stores('INTRUDER', 'mine')"
+    )
+
+
+def test_get_state_store_of_a_name_the_topology_lacks_names_the_reachable_stores(tmp_path: Path) -> None:
+    """A misspelled store is not advised to be connected: the message says it is not there and
+    which stores the processor can reach."""
+
+    class Misspelled(Processor[Any, Any, Any, Any]):
+        def init(self, context: ProcessorContext[Any, Any]) -> None:
+            context.get_state_store("cuonts")
+
+        def process(self, record: Record[Any, Any]) -> None: ...
+
+    topology = (
+        Topology()
+        .add_source("S", "in")
+        .add_processor("COUNT", Misspelled, "S")
+        .add_processor("OTHER", Misspelled, "S")
+        .add_state_store(DictStoreBuilder("totals"), "COUNT")
+        .add_state_store(DictStoreBuilder("counts"), "COUNT")
+        .add_state_store(DictStoreBuilder("elsewhere"), "OTHER")
+    )
+    with pytest.raises(TopologyError) as caught:
+        make_task(topology, tmp_path)
+    assert str(caught.value) == (
+        "processor 'COUNT' asked for state store 'cuonts', which its sub-topology does not have "
+        "(task 0_0); the stores it can reach: ['counts', 'totals']"
     )
 
 

@@ -5,6 +5,7 @@ processor tests import (a list collector, a dict store and `make_task`)."""
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,11 @@ from streams_core import (
     UsePartitionTimeOnInvalidTimestamp,
     WallclockTimestampExtractor,
 )
-from streams_core.processor.internals.record_deserializer import RawRecord, log_and_continue
-from streams_core.processor.internals.task_processor import TaskProcessor, TaskProcessorState
+from streams_core.processor.internals.record_deserializer import log_and_continue
+from streams_core.processor.internals.stream_time import StreamTime
+from streams_core.processor.internals.task_processor import RecordReader, TaskProcessor, TaskProcessorState
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.testing.fake_kafka_cluster import FakeRecord
 
 # -- harness ------------------------------------------------------------------------------------
 
@@ -121,6 +124,9 @@ def make_task(
     return task
 
 
+_readers: weakref.WeakKeyDictionary[TaskProcessor, dict[tuple[str, int], RecordReader]] = weakref.WeakKeyDictionary()
+
+
 def pipe(
     task: TaskProcessor,
     topic: str,
@@ -131,17 +137,23 @@ def pipe(
     partition: int = 0,
     headers: tuple[tuple[str, bytes], ...] = (),
 ) -> bool:
-    """What an owner does per consumed record; False when the record was dropped."""
-    record = task.deserialize(topic, partition, offset, timestamp, key, value, headers)
+    """What an owner does per consumed record (one reader per partition); False when it was dropped."""
+    readers = _readers.setdefault(task, {})
+    reader = readers.get((topic, partition))
+    if reader is None:
+        reader = readers[topic, partition] = task.record_reader(topic, StreamTime())
+    record = reader(FakeRecord(topic, partition, offset, timestamp, key, value, headers))
     if record is None:
         return False
-    extracted = task.extract_timestamp(record, task.stream_time)
-    if extracted is None:
-        return False
-    task.stream_time = max(task.stream_time, extracted)
-    task.process(record, extracted)
+    task.clock.advance(record.timestamp)
+    task.process_record(task.source_node(topic), record, topic, partition, offset)
     task.maybe_punctuate_stream_time()
     return True
+
+
+def process(task: TaskProcessor, record: Record[Any, Any]) -> None:
+    """Run a record through the task from the source of topic "in" (offset 0)."""
+    task.process_record(task.source_node("in"), record, "in", 0, 0)
 
 
 def s(text: str) -> bytes:
@@ -214,18 +226,10 @@ def test_records_walk_depth_first_in_child_order(tmp_path: Path) -> None:
     assert task.commit_needed
 
 
-def test_process_before_init_or_after_close_is_an_error(tmp_path: Path) -> None:
-    topology = Topology().add_source("S", "in").add_sink("K", "out", "S")
-    task = make_task(topology, tmp_path)
-    task.close()
-    with pytest.raises(StreamsError, match="task 0_0 cannot process records while CLOSED"):
-        task.process(ConsumerRecord("in", 0, 0, 0, b"k", b"v"), 0)
-
-
 def test_unknown_topic_is_an_error(tmp_path: Path) -> None:
     task = make_task(Topology().add_source("S", "in").add_sink("K", "out", "S"), tmp_path)
     with pytest.raises(StreamsError, match=r"task 0_0 has no source for topic 'other' \(its sources read \['in'\]\)"):
-        task.deserialize("other", 0, 0, 0, b"k", b"v")
+        task.record_reader("other", StreamTime())
 
 
 def test_pattern_source_matches_whole_topic_names(tmp_path: Path) -> None:
@@ -307,16 +311,16 @@ def test_log_and_continue_skips_and_counts(tmp_path: Path, caplog: pytest.LogCap
 
 
 def test_custom_handler_sees_the_raw_record_and_may_fail(tmp_path: Path) -> None:
-    seen: list[RawRecord] = []
+    seen: list[FakeRecord] = []
 
-    def handler(error: DeserializationError, record: RawRecord) -> bool:
+    def handler(error: DeserializationError, record: FakeRecord) -> bool:
         seen.append(record)
         return False
 
     task = make_task(_long_topology(), tmp_path, handler=handler)
     with pytest.raises(DeserializationError, match="offset=9"):
         pipe(task, "in", s("k"), b"bad", 3, offset=9, headers=(("h", b"1"),))
-    assert seen == [RawRecord("in", 0, 9, 3, b"k", b"bad", (("h", b"1"),))]
+    assert seen == [FakeRecord("in", 0, 9, 3, b"k", b"bad", (("h", b"1"),))]
 
 
 # -- timestamp extraction -----------------------------------------------------------------------
@@ -434,7 +438,7 @@ def test_sink_errors_name_the_sink(tmp_path: Path) -> None:
     task = make_task(topology, tmp_path)
 
     def send(record: Record[Any, Any]) -> None:
-        task.process(ConsumerRecord("in", 0, 0, 0, None, record), 0)
+        process(task, Record(None, record, 0))
 
     with pytest.raises(SerializationError, match=r"sink 'K' cannot serialize the record value with Serdes\.String"):
         send(Record("k", 42, 1))

@@ -169,22 +169,11 @@ def test_any_record_type_with_timestamp_and_offset_can_be_queued() -> None:
     assert queue.poll() == Plain(0, 7)
 
 
-def test_partition_time_so_far_counts_the_records_before_it_in_the_same_batch() -> None:
-    """What UsePartitionTimeOnInvalidTimestamp gets while a batch is added: the records before it
-    in the batch count (with `partition_time`, a whole first fetch had none, and failed)."""
-    seen: list[int] = []
-    queue: RecordQueue[StampedRecord]
-
-    def watching(raw: tuple[int, int | None]) -> StampedRecord | None:
-        seen.append(queue.partition_time_so_far)
-        return deserialize(raw)
-
-    queue = RecordQueue(TP, watching)
-    offsets = Offsets()
-    queue.add_raw_records(offsets(5, 9, None, 3, 7))
-    assert seen == [UNKNOWN, 5, 5, 5, 3]
-    assert queue.partition_time == 3, "the partition time itself still moves once per batch (KIP-28)"
-    queue.add_raw_records(offsets(8))
-    assert seen[-1] == 3
-    queue.poll()
-    assert queue.partition_time_so_far == queue.partition_time == 3
+def test_clear_resets_the_extracted_time_cell() -> None:
+    """The cell the record deserializer advances (Kafka Streams' partition time) is forgotten with
+    the records, as Kafka's `RecordQueue.clear` forgets its partition time."""
+    queue, offsets = new_queue()
+    queue.extracted_time.advance(9)
+    queue.add_raw_records(offsets(5))
+    queue.clear()
+    assert queue.extracted_time.value == UNKNOWN

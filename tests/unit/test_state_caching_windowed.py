@@ -1,7 +1,9 @@
 """The caching window and session stores: write-back, merged reads in every order, tombstones, expiry, eviction.
 
 Each read of a caching store is compared with the same read of an uncached store that got the
-same writes directly: the cache changes when things are written below, never what reads answer.
+same writes directly: the cache changes when things are written below, not what reads answer,
+except that it serves a window or session the store below has expired while it is still
+cached, as Kafka Streams' caching stores do.
 """
 
 from __future__ import annotations
@@ -154,8 +156,9 @@ def test_window_updates_between_flushes_reach_the_store_and_the_listener_once(tm
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_window_expiry_follows_the_cached_writes(kind: str, tmp_path: Path) -> None:
-    """A cached write that moves stream time hides expired windows at once, cached or stored."""
+def test_cached_windows_are_served_after_the_store_below_expired_them(kind: str, tmp_path: Path) -> None:
+    """As Kafka Streams' CachingWindowStore (fetch: the cache entry, else the store below; range
+    reads merge the cache, which applies no retention): an expired window is served while cached."""
     caching, inner, reference, _ = _window_stores(kind, tmp_path)
     for store in (caching, reference):
         store.put(b"a", b"old", 0)
@@ -163,10 +166,29 @@ def test_window_expiry_follows_the_cached_writes(kind: str, tmp_path: Path) -> N
     for store in (caching, reference):
         store.put(b"b", b"cached old", 50)
         store.put(b"a", b"new", 200)  # observed 200: starts <= 100 have expired
-    assert inner.fetch(b"a", 0) == b"old", "the store below has not seen the new stream time yet"
-    assert caching.fetch(b"a", 0) is None and caching.fetch(b"b", 50) is None
-    assert list(caching.all()) == [(_w(b"a", 200), b"new")]
-    assert _window_reads(caching) == _window_reads(reference)
+    expected = [(_w(b"a", 0), b"old"), (_w(b"b", 50), b"cached old"), (_w(b"a", 200), b"new")]
+    for flushed in (False, True):
+        assert caching.fetch(b"a", 0) == b"old" and caching.fetch(b"b", 50) == b"cached old", f"flushed: {flushed}"
+        assert list(caching.all()) == expected and list(caching.fetch_all(0, 60)) == expected[:2]
+        assert [kv.key for kv in caching.fetch(b"a", 0, 300)] == [0, 200]
+        assert [kv.key for kv in caching.backward_fetch(b"a", b"b", 0, 300)] == [_w(b"b", 50), _w(b"a", 200), _w(b"a", 0)]
+        caching.flush()
+    assert inner.fetch(b"a", 0) is None and list(inner.all()) == [(_w(b"a", 200), b"new")], "expired below"
+    assert reference.fetch(b"a", 0) is None and list(reference.all()) == [(_w(b"a", 200), b"new")]
+
+
+def test_an_evicted_expired_window_is_no_longer_served(tmp_path: Path) -> None:
+    entry = len(b"k0") + 12 + 3 + 64  # key, window suffix, value, overhead
+    caching, inner, _, _ = _window_stores("memory", tmp_path, max_bytes=3 * entry)
+    caching.put(b"k0", b"old", 0)
+    caching.put(b"k1", b"new", 200)
+    caching.flush()
+    assert len(list(caching.all())) == 2, "k0's window is expired below, still cached"
+    caching.put(b"k2", b"new", 200)
+    caching.put(b"k3", b"new", 200)  # evicts k0's window, the least recently used
+    assert caching.fetch(b"k0", 0) is None and inner.fetch(b"k0", 0) is None
+    assert [kv.key.key for kv in caching.all()] == [b"k1", b"k2", b"k3"]
+    assert [kv.key.key for kv in caching.fetch(b"k0", b"k9", 0, 300)] == [b"k1", b"k2", b"k3"]
 
 
 def test_window_eviction_flushes_the_dirty_entries_through_the_listener(tmp_path: Path) -> None:
@@ -240,8 +262,9 @@ def test_session_created_and_merged_away_between_flushes_never_reaches_the_store
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_session_expiry_follows_the_cached_writes(kind: str, tmp_path: Path) -> None:
-    """Unlike Kafka Streams' cache, an expired session is never returned, cached or stored."""
+def test_cached_sessions_are_served_after_the_store_below_expired_them(kind: str, tmp_path: Path) -> None:
+    """As Kafka Streams' CachingSessionStore (fetchSession: the cache entry, else the store below;
+    findSessions merges the cache, which applies no retention): an expired session is served while cached."""
     caching, inner, reference, _ = _session_stores(kind, tmp_path)
     for store in (caching, reference):
         store.put(_s(b"a", 0, 0), b"old")
@@ -249,9 +272,13 @@ def test_session_expiry_follows_the_cached_writes(kind: str, tmp_path: Path) -> 
     for store in (caching, reference):
         store.put(_s(b"a", 40, 50), b"cached old")
         store.put(_s(b"b", 200, 200), b"new")  # observed 200: ends <= 100 have expired
-    assert inner.fetch_session(b"a", 0, 0) == b"old"
-    assert caching.fetch_session(b"a", 0, 0) is None and list(caching.fetch(b"a")) == []
-    assert _session_reads(caching) == _session_reads(reference)
+    for flushed in (False, True):
+        assert caching.fetch_session(b"a", 0, 0) == b"old", f"flushed: {flushed}"
+        assert list(caching.fetch(b"a")) == [(_s(b"a", 0, 0), b"old"), (_s(b"a", 40, 50), b"cached old")]
+        assert [kv.key for kv in caching.backward_fetch(b"a", b"b")] == [_s(b"b", 200, 200), _s(b"a", 40, 50), _s(b"a", 0, 0)]
+        caching.flush()
+    assert inner.fetch_session(b"a", 0, 0) is None and list(inner.fetch(b"a")) == [], "expired below"
+    assert list(reference.fetch(b"a")) == []
 
 
 def test_session_eviction_flushes_through_the_listener(tmp_path: Path) -> None:

@@ -133,6 +133,21 @@ def test_expired_windows_are_dropped_and_not_returned(make: MakeStore) -> None:
     assert list(store.fetch_all(0, 99)) == []
 
 
+def test_time_ordered_store_keeps_the_window_at_exactly_stream_time_minus_retention(manager: ProcessorStateManager) -> None:
+    """Java's time-ordered window store (AbstractDualSchemaRocksDBSegmentedBytesStore.getActualFrom
+    and get with TimeFirstWindowKeySchema): live while start >= observed - retention."""
+    store = SqliteWindowStore("w", 100, 10, time_ordered=True)
+    store.init(manager.context, store)
+    for start in (0, 1, 101):
+        store.put(b"k", f"at {start}".encode(), start)
+    assert store.time_ordered and store.expired_through == 0
+    assert store.fetch(b"k", 1) == b"at 1" and store.fetch(b"k", 0) is None
+    assert [kv.key for kv in store.fetch(b"k", 0, 200)] == [1, 101]
+    assert [kv.key.window.start for kv in store.fetch_all(0, 200)] == [1, 101]
+    store.put(b"k", b"too late", 0)
+    assert store.expired_records_dropped == 1 and store.fetch(b"k", 0) is None
+
+
 def test_expired_rows_are_deleted_once_per_segment_interval(make: MakeStore) -> None:
     store = make(retention=100, segment=50)
     for start in range(0, 100, 10):

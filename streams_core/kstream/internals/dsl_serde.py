@@ -9,7 +9,7 @@ built (`InternalTopologyBuilder.on_build`), before any record flows.
 `InferredSerde` implements the rule documented in docs/dsl.md: where an operator may change
 the type of keys or values and no serde is given, the upstream serde is kept as a guess, unless
 the application sets `default.key.serde` / `default.value.serde` explicitly, in which case the
-default applies (Kafka Streams' rule). The word count of DESIGN.md needs the guess: its words
+default applies (Kafka Streams' rule). The README's word count needs the guess: its words
 are strings read with `Serdes.String()`, and no default serde is configured.
 """
 

@@ -50,7 +50,17 @@ class InternalStreamsBuilder:
         self._dsl_stores: list[Any] = []
         self._relaxed_joins: set[str] = set()
         self._caching: list[bool] = []
+        self._build_checks: list[Callable[[], None]] = []
         self.itb.on_build(self._bind)
+
+    def at_build(self, check: Callable[[], None]) -> None:
+        """Run `check` in `StreamsBuilder.build()`: what Java checks while writing the topology
+        (when the whole topology is known), not when the operator is called."""
+        self._build_checks.append(check)
+
+    def run_build_checks(self) -> None:
+        for check in self._build_checks:
+            check()
 
     def _bind(self, config: Any) -> None:
         for serde in self._bound:
@@ -86,6 +96,12 @@ class InternalStreamsBuilder:
         name = f"{prefix}{names.STATE_STORE}{self._index:010d}"
         self._index += 1
         return name
+
+    def burn_count_store_name(self, materialized: Any) -> None:
+        """Java's `count(Materialized)` generates a store name it never uses when the Materialized
+        names none (kept there for compatibility), so the numbers after it are one higher."""
+        if materialized is not None and materialized.store_name is None:
+            self.new_store_name(names.KSTREAM_AGGREGATE)
 
     def processor_name(self, named: Named | str | None, prefix: str) -> str:
         """The user's name, else a generated one; an index is used either way (Java's

@@ -158,16 +158,13 @@ def _window_store(
         supplier = factory(name, size + windows.grace_period_ms, size, True)
     else:
         if not supplier.retain_duplicates:
-            raise TopologyError(f"the join store supplier {supplier.name!r} must retain duplicates")
-        if supplier.window_size != size:
+            raise TopologyError("The StoreSupplier must set retainDuplicates=true, found retainDuplicates=false")
+        if supplier.window_size != size or supplier.retention_period != size + windows.grace_period_ms:
             raise TopologyError(
-                f"the join store supplier {supplier.name!r} has window size {supplier.window_size} ms; "
-                f"the join windows need {size} ms (before + after)"
-            )
-        if supplier.retention_period < size + windows.grace_period_ms:
-            raise TopologyError(
-                f"the join store supplier {supplier.name!r} keeps {supplier.retention_period} ms; the join "
-                f"needs at least {size + windows.grace_period_ms} ms (window size + grace)"
+                f"Window settings mismatch. WindowBytesStoreSupplier settings (store {supplier.name!r}: window "
+                f"size {supplier.window_size} ms, retention {supplier.retention_period} ms) must match JoinWindows "
+                f"settings (size {size} ms, grace {windows.grace_period_ms} ms) for the window size and retention "
+                f"period (retention = size + grace)"
             )
     return _logging(Stores.window_store_builder(supplier, key_serde, value_serde), sj)
 
@@ -190,13 +187,8 @@ def _stream_table(this: KStream, table: Any, left: bool, joiner: Any, joined: Jo
     sources = this.source_nodes | table.source_nodes
     b.copartition(sources)
     grace = j.grace_period_ms
-    if grace is not None and not _versioned(b, table):
-        raise TopologyError(
-            "a grace period in a stream-table join needs a versioned table: materialise it with "
-            "Materialized.as_(Stores.persistent_versioned_key_value_store(name, history_retention))"
-        )
-    if grace is not None and b.itb.store_builder(table.store_name).history_retention_ms < grace:
-        raise TopologyError("History retention must be at least grace period.")
+    if grace is not None:
+        _check_grace_period(b, table, getter.store_names, grace)
     key_serde = b.bound(this.key_serde) if this.key_serde is not None else None
     b.add_processor(name, lambda: KStreamKTableJoin(getter, joiner, left, None, grace, key_serde), (this.name,),
                     connected=getter.store_names)  # fmt: skip
@@ -205,9 +197,25 @@ def _stream_table(this: KStream, table: Any, left: bool, joiner: Any, joined: Jo
     return KStream(b, name, this.key_serde, b.infer(this.value_serde, "value"), sources)
 
 
-def _versioned(b: Any, table: Any) -> bool:
-    """Whether `table` is materialised in a versioned store."""
-    return table.store_name is not None and isinstance(b.itb.store_builder(table.store_name), VersionedStoreBuilder)
+_NOT_VERSIONED = "KTable must be versioned to use a grace period in a stream table join."
+
+
+def _check_grace_period(b: Any, table: Any, store_names: tuple[str, ...], grace: int) -> None:
+    """Java's checks of a grace period (ValueError for its IllegalArgumentException): a table with
+    a store of its own is checked at the join; the stores a table reads through its parents (a
+    filter's, say) and every history retention when the topology is built."""
+    if table.store_name is not None and not isinstance(b.itb.store_builder(table.store_name), VersionedStoreBuilder):
+        raise ValueError(_NOT_VERSIONED)
+
+    def check() -> None:
+        for store_name in store_names:
+            store = b.itb.store_builder(store_name)
+            if not isinstance(store, VersionedStoreBuilder):
+                raise ValueError(_NOT_VERSIONED)
+            if store.history_retention_ms < grace:
+                raise ValueError("History retention must be at least grace period.")
+
+    b.at_build(check)
 
 
 def _stream_global(this: KStream, table: Any, left: bool, key_selector: Any, joiner: Any, named: Any = None) -> KStream:

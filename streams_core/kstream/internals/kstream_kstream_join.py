@@ -11,7 +11,8 @@ Left and outer joins (the spurious-result fix of Kafka Streams 3.1): a record wi
 waits in the shared outer-join store; when stream time (the largest timestamp either side has
 seen, tracked per task by `TimeTracker`) passes its window's end plus grace, it is emitted
 with None for the missing side, oldest first. A later match removes it from the store. A
-record already past that point when it arrives (out of order) is emitted at once. Records with
+record already past that point when it arrives (out of order) is emitted at once. An emitted
+unmatched record carries the headers of the record whose arrival closed its window. Records with
 a None value are dropped and counted; a None key is dropped too, except on an outer side where
 it is emitted at once with None (KIP-962).
 """
@@ -142,7 +143,7 @@ class KStreamKStreamJoin:
             return
         outer_store = self._outer_store
         if outer_store is not None and timestamp == tracker.stream_time:
-            self._emit_non_joined(outer_store)
+            self._emit_non_joined(outer_store, headers)
         time_from = max(0, timestamp - self._before)
         time_to = max(0, timestamp + self._after)
         matched = False
@@ -164,8 +165,9 @@ class KStreamKStreamJoin:
         values = (value,) if waiting is None else (*waiting.values, value)
         outer_store.put(store_key, SideValues(self._is_left, values))
 
-    def _emit_non_joined(self, store: Any) -> None:
-        """Emit, oldest first, the unmatched records whose window and grace have passed."""
+    def _emit_non_joined(self, store: Any, headers: Any) -> None:
+        """Emit, oldest first, the unmatched records whose window and grace have passed, with the
+        headers of the record whose arrival closed them (Java forwards the current record)."""
         tracker = self._tracker
         grace = self._grace
         if tracker.min_time + min(self._windows_after, self._windows_before) + grace >= tracker.stream_time:
@@ -188,7 +190,7 @@ class KStreamKStreamJoin:
                 continue
             for value in waiting.values:
                 joined = joiner(key, value, None) if is_left else joiner(key, None, value)
-                forward(Record(key, joined, timestamp))
+                forward(Record(key, joined, timestamp, headers))
             emitted.append(store_key)
         for store_key in emitted:
             store.delete(store_key)

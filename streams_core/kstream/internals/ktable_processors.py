@@ -46,8 +46,8 @@ class _Materializing:
 class KTableSource(_Materializing):
     """A table from a topic (or from `KStream.to_table`): each record upserts its key, None deletes.
 
-    Forwards `Change(value, previous value)`. A delete of an absent key changes nothing and is
-    not forwarded (Kafka Streams forwards it only when caching is off). Records with a None key
+    Forwards `Change(value, previous value)`, also `Change(None, None)` for the delete of an absent
+    key, as Java's (with a caching store the cache drops it on flush). Records with a None key
     are dropped and counted. Without a store (a table nobody materialised) it forwards
     `Change(value, None)` for every record, as Java's.
     """
@@ -70,8 +70,6 @@ class KTableSource(_Materializing):
             self._put_versioned(store, record)
             return
         stored = store.get(key)
-        if value is None and stored is None:
-            return
         store.put(key, None if value is None else ValueAndTimestamp(value, timestamp))
         if self._forward is not None:
             self._forward(Record(key, Change(value, None if stored is None else stored.value), timestamp, headers))

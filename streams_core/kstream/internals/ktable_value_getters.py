@@ -10,7 +10,7 @@ also places it in the same sub-topology as those stores).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
 
@@ -24,6 +24,14 @@ __all__ = [
     "ValueGetterSupplier",
     "WindowStoreValueGetterSupplier",
 ]
+
+
+class _HasValue(Protocol):
+    @property
+    def value(self) -> Any: ...
+
+
+_Stored = TypeVar("_Stored", bound=_HasValue)  # a ValueAndTimestamp, or a VersionedRecord read as of a time
 
 
 class ValueGetter(Protocol):
@@ -115,7 +123,17 @@ class _FilterGetter:
         self._parent.init(context)
 
     def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
-        stored = self._parent.get(key)
+        return self._compute(key, self._parent.get(key))
+
+    @property
+    def versioned(self) -> bool:
+        """As its parent: a filter of a versioned table reads it as of a time (Java's `isVersioned`)."""
+        return bool(getattr(self._parent, "versioned", False))
+
+    def get_as_of(self, key: Any, timestamp: int) -> Any:
+        return self._compute(key, self._parent.get_as_of(key, timestamp))  # type: ignore[attr-defined]
+
+    def _compute(self, key: Any, stored: _Stored | None) -> _Stored | None:
         if stored is None or bool(self._predicate(key, stored.value)) is not self._keep:
             return None
         return stored
@@ -145,7 +163,17 @@ class _MapValuesGetter:
         self._parent.init(context)
 
     def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
-        stored = self._parent.get(key)
+        return self._compute(key, self._parent.get(key))
+
+    @property
+    def versioned(self) -> bool:
+        """As its parent (Java's `isVersioned`)."""
+        return bool(getattr(self._parent, "versioned", False))
+
+    def get_as_of(self, key: Any, timestamp: int) -> ValueAndTimestamp[Any] | None:
+        return self._compute(key, self._parent.get_as_of(key, timestamp))  # type: ignore[attr-defined]
+
+    def _compute(self, key: Any, stored: Any) -> ValueAndTimestamp[Any] | None:
         if stored is None:
             return None
         return ValueAndTimestamp(self._mapper(key, stored.value), stored.timestamp)

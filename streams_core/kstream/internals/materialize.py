@@ -20,6 +20,7 @@ from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
 from streams_core.kstream.internals.versioned_stores import VersionedKeySerde, VersionedStoreBuilder, VersionedValueSerde
 from streams_core.kstream.materialized import Materialized
 from streams_core.serde import Serde
+from streams_core.state.internals.bytes_store_suppliers import SqliteTimeOrderedWindowBytesStoreSupplier
 from streams_core.state.stores import Stores
 from streams_core.state.versioned_key_value_store import VersionedKeyValueBytesStoreSupplier
 
@@ -74,14 +75,21 @@ def window_store(
     minimum_retention_ms: int,
     key_serde: Serde[Any] | None,
     value_serde: Serde[Any] | None,
+    emits_on_close: bool = False,
 ) -> TimestampedStoreBuilder:
-    """A timestamped window store builder; retention at least `minimum_retention_ms` (size + grace)."""
+    """A timestamped window store builder; retention at least `minimum_retention_ms` (size + grace).
+
+    Emit-on-close aggregations get Java's time-ordered persistent store by default (it keeps the
+    window at exactly stream time minus retention); in-memory and supplied stores are as given.
+    """
     m = materialized or Materialized()
     retention = m.retention_ms if m.retention_ms is not None else minimum_retention_ms
     supplier = m.supplier
     if supplier is None:
         factory = Stores.in_memory_window_store if m.in_memory else Stores.persistent_window_store
         supplier = factory(name, retention, window_size_ms, False)
+        if emits_on_close and not m.in_memory:
+            supplier = SqliteTimeOrderedWindowBytesStoreSupplier(supplier.name, retention, window_size_ms, False)
     else:
         if not hasattr(supplier, "window_size"):
             raise TypeError(f"store {name!r}: a windowed aggregation needs a window store supplier, got {supplier!r}")

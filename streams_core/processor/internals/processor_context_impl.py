@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError, TopologyError
@@ -30,7 +30,15 @@ from streams_core.state.store import RestoreCallback, StateStore
 if TYPE_CHECKING:
     from streams_core.processor.internals.task_processor import StateManager, TaskProcessor
 
-__all__ = ["ProcessorContextImpl"]
+__all__ = ["ProcessorContextImpl", "RecordPosition"]
+
+
+class RecordPosition(NamedTuple):
+    """The `RecordMetadata` of the record being processed, as the context hands it out."""
+
+    topic: str
+    partition: int
+    offset: int
 
 
 class ProcessorContextImpl:
@@ -138,7 +146,7 @@ class ProcessorContextImpl:
         """Topic, partition and offset of the input record, or None when there is none."""
         if self.input_topic is None:
             return None
-        return RecordMetadata(self.input_topic, self.input_partition, self.input_offset)  # type: ignore[arg-type]
+        return RecordPosition(self.input_topic, self.input_partition, self.input_offset)  # type: ignore[arg-type]
 
     def current_stream_time_ms(self) -> int:
         return self._task.stream_time
@@ -198,15 +206,26 @@ class ProcessorContextImpl:
         """A store connected to the current processor; anything else is a TopologyError."""
         node = self._user_node("get_state_store()")
         if name not in node.store_names:
-            raise TopologyError(
-                f"processor {node.name!r} has no access to state store {name!r}: the store is not connected "
-                f"to it. Connect it with Topology.add_state_store(builder, {node.name!r}) or "
-                f"Topology.connect_processor_and_state_stores({node.name!r}, {name!r})"
-            )
+            raise TopologyError(self._no_access(node, name))
         store = self._state_manager.get_store(name)
         if store is None:
             raise StreamsError(f"state store {name!r} of processor {node.name!r} is not registered with its task")
         return store
+
+    def _no_access(self, node: ProcessorNode, name: str) -> str:
+        """Why `node` cannot have store `name`: not connected to it, or (a misspelling, most
+        likely) no store of that name in its task, with the stores it can reach."""
+        reachable = sorted(node.store_names)
+        if name in self._task.topology.state_stores or self._state_manager.get_store(name) is not None:
+            return (
+                f"processor {node.name!r} has no access to state store {name!r}: the store is not connected "
+                f"to it. Connect it with Topology.add_state_store(builder, {node.name!r}) or "
+                f"Topology.connect_processor_and_state_stores({node.name!r}, {name!r})"
+            )
+        return (
+            f"processor {node.name!r} asked for state store {name!r}, which its sub-topology does not have "
+            f"(task {self._task.task_id}); the stores it can reach: {reachable or 'none'}"
+        )
 
     def _user_node(self, what: str) -> ProcessorNode:
         node = self.node or self.init_node

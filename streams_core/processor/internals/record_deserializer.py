@@ -1,4 +1,4 @@
-"""RecordDeserializer: consumed bytes to a ConsumerRecord, applying the deserialization error policy.
+"""RecordDeserializer: the deserialization error policy applied to a consumed record that failed.
 
 The policy is `default.deserialization.exception.handler`: `log_and_fail` (raise the located
 `DeserializationError`), `log_and_continue` (log, count and skip the record), `dead_letter`
@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from streams_core.errors import ConfigError, DeserializationError
-from streams_core.processor.consumer_record import ConsumerRecord
-from streams_core.processor.internals.processor_node import SourceNode
 from streams_core.processor.processor import Headers
+
+if TYPE_CHECKING:
+    from streams_core.clients.ports import RawRecord
 
 __all__ = [
     "DeserializationHandler",
-    "RawRecord",
     "RecordDeserializer",
     "dead_letter_headers",
     "log_and_continue",
@@ -28,18 +28,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-class RawRecord(NamedTuple):
-    """A consumed record as bytes; what a deserialization handler (and a dead-letter topic) gets."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: Headers
 
 
 def dead_letter_headers(record: RawRecord) -> Headers:
@@ -53,7 +41,7 @@ def dead_letter_headers(record: RawRecord) -> Headers:
     )
 
 
-DeserializationHandler = Callable[[DeserializationError, RawRecord], bool]
+DeserializationHandler: TypeAlias = "Callable[[DeserializationError, RawRecord], bool]"
 """Decides about a record that failed to deserialize: True skips it, False fails the task."""
 
 
@@ -99,36 +87,15 @@ def resolve_deserialization_handler(
 
 
 class RecordDeserializer:
-    """Turns consumed bytes into a ConsumerRecord with a source node's serdes.
-
-    A failure is located at topic/partition/offset and given to the handler; a skipped record
-    is counted in `dropped_records` and yields None.
-    """
+    """The deserialization policy of one task: a record whose serdes failed is located at
+    topic/partition/offset and given to the handler; a skipped record is counted in
+    `dropped_records` (the task's `record_reader` calls `skip_or_raise`)."""
 
     __slots__ = ("dropped_records", "handler")
 
     def __init__(self, handler: DeserializationHandler | None = None) -> None:
         self.handler = handler
         self.dropped_records = 0
-
-    def deserialize(
-        self,
-        source: SourceNode,
-        topic: str,
-        partition: int,
-        offset: int,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Headers = (),
-    ) -> ConsumerRecord | None:
-        try:
-            key_object = source.key_serde.deserialize(topic, key)
-            value_object = source.value_serde.deserialize(topic, value)
-        except DeserializationError as exc:
-            self.skip_or_raise(exc, RawRecord(topic, partition, offset, timestamp, key, value, headers))
-            return None
-        return ConsumerRecord(topic, partition, offset, timestamp, key_object, value_object, headers)
 
     def skip_or_raise(self, error: DeserializationError, raw: RawRecord) -> None:
         """Apply the handler to a record that failed: count it as skipped, or raise the located error."""

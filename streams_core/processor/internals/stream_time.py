@@ -1,8 +1,8 @@
-"""StreamTime: a task's stream time, held in one place.
+"""StreamTime: a task's stream time, held in one place (also the cell of a partition's time).
 
-The runtime's partition group advances it as records are buffered and polled (KIP-28: the lowest
-partition time, never decreasing); the test driver advances it from the records it pipes; the
-task processor reads it for stream-time punctuation and `ProcessorContext.current_stream_time_ms`.
+The runtime's partition group advances it as records are polled (the highest timestamp taken);
+the task processor reads it for stream-time punctuation and `ProcessorContext.current_stream_time_ms`.
+A record queue's `extracted_time` is one too: the partition time its timestamp extractor receives.
 """
 
 from __future__ import annotations

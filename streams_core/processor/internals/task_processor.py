@@ -1,13 +1,16 @@
-"""TaskProcessor: the processing core of one active task, shared by the runtime and the test driver.
+"""TaskProcessor: the processing core of one active task, shared by the runtime, the driver and Spark.
 
 It is the part of Kafka Streams' `StreamTask` that runs user code: it owns the task's
 `ProcessorTopology`, its `ProcessorContextImpl` and punctuation queues, and talks to a state
 manager and a record collector given by its owner. The owner (the runtime's `StreamTask` with
-its partition group, or the `TopologyTestDriver`) picks records, keeps stream time and commits:
+its partition group, which the `TopologyTestDriver` runs too, the global task, or Spark's
+executor) picks records, keeps stream time and commits:
 
 1. `init()` (or `init_state_stores()`, restore, then `init_processors()`);
-2. per consumed record: `deserialize(...)` → `extract_timestamp(...)` → set `stream_time`
-   → `process(record, timestamp)`, which walks the sub-topology depth-first;
+2. per consumed record: the partition's `record_reader(topic, partition_time)` turns the raw
+   record into a `Record` (or None: skipped), the owner advances `stream_time`, then
+   `process_record(source, record, ...)` walks the sub-topology depth-first. This is the one
+   record path of the runtime's `StreamTask` (which the test driver runs too) and of Spark;
 3. `maybe_punctuate_stream_time(stream_time)` and `maybe_punctuate_wall_clock(now)`;
 4. when `commit_needed` (and at once when `commit_requested`): `prepare_commit()` (flush the
    stores), flush the producer, commit offsets, `post_commit()`; or `commit()` with no offsets;
@@ -24,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import DeserializationError, StreamsError
@@ -34,14 +37,17 @@ from streams_core.processor.internals.processor_node import ProcessorNode, Sourc
 from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.processor.internals.punctuation_queue import PunctuationQueue, PunctuationSchedule
 from streams_core.processor.internals.record_collector import RecordCollector
-from streams_core.processor.internals.record_deserializer import DeserializationHandler, RawRecord, RecordDeserializer
+from streams_core.processor.internals.record_deserializer import DeserializationHandler, RecordDeserializer
 from streams_core.processor.internals.stream_time import UNKNOWN_TIME, StreamTime
-from streams_core.processor.processor import Headers, PunctuationType, Punctuator, Record
+from streams_core.processor.processor import PunctuationType, Punctuator, Record
 from streams_core.processor.task_id import TaskId
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
 from streams_core.state.store import RestoreCallback, StateStore
 
-__all__ = ["UNKNOWN_TIME", "StateManager", "TaskProcessor", "TaskProcessorState"]
+if TYPE_CHECKING:
+    from streams_core.clients.ports import RawRecord
+
+__all__ = ["UNKNOWN_TIME", "RecordReader", "StateManager", "TaskProcessor", "TaskProcessorState"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +56,11 @@ new_record = tuple.__new__
 
 _OWN_TIMESTAMP_EXTRACTORS = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp)
 """Extractors that keep a valid record timestamp: the record pipeline reads it directly."""
+
+
+RecordReader: TypeAlias = "Callable[[RawRecord], Record[Any, Any] | None]"
+"""One partition's record pipeline (`TaskProcessor.record_reader`): a raw record to the `Record`
+to process, or None when it was skipped."""
 
 
 def system_time_ms() -> int:
@@ -87,8 +98,8 @@ class TaskProcessor:
     """Runs records and punctuations of one task through its sub-topology.
 
     Stream time is the `StreamTime` cell `clock`, advanced by the owner (the runtime's partition
-    group, or the driver through `stream_time`) before `process`; `maybe_punctuate_stream_time(t)`
-    raises it to t.
+    group, or Spark's executor) before `process_record`; `maybe_punctuate_stream_time(t)` raises
+    it to t.
     """
 
     def __init__(
@@ -224,33 +235,6 @@ class TaskProcessor:
             )
         return source
 
-    def deserialize(
-        self,
-        topic: str,
-        partition: int,
-        offset: int,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Headers = (),
-    ) -> ConsumerRecord | None:
-        """Deserialize with the topic's source serdes; None when the handler skipped the record.
-
-        A failure raises `DeserializationError` located at topic/partition/offset unless the
-        deserialization handler chose to skip (then it is counted in `dropped_records`).
-        """
-        return self._deserializer.deserialize(
-            self.source_node(topic), topic, partition, offset, timestamp, key, value, headers
-        )
-
-    def extract_timestamp(self, record: ConsumerRecord, partition_time: int = UNKNOWN_TIME) -> int | None:
-        """The source's timestamp extractor applied; None (logged, counted) when it is negative."""
-        timestamp = self.source_node(record.topic).extract_timestamp(record, partition_time)
-        if timestamp < 0:
-            self._drop_negative_timestamp(record, timestamp)
-            return None
-        return timestamp
-
     def _drop_negative_timestamp(self, record: ConsumerRecord, timestamp: int) -> None:
         self._dropped_by_timestamp += 1
         log.warning(
@@ -262,14 +246,16 @@ class TaskProcessor:
             timestamp,
         )
 
-    def record_reader(self, topic: str, partition_time: Callable[[], int]) -> Callable[[RawRecord], Record[Any, Any] | None]:
-        """The per-partition pipeline the runtime builds once per record queue.
+    def record_reader(self, topic: str, partition_time: StreamTime) -> RecordReader:
+        """The pipeline of one partition, built once: raw bytes → the source's key and value serdes
+        → the timestamp → the processor `Record`, one object per consumed record; None when skipped.
 
-        Raw bytes → the source's key and value serdes → the timestamp → the processor `Record`,
-        one object per consumed record. A failure goes to the deserialization handler and a
-        negative timestamp is dropped and counted, as in `deserialize` and `extract_timestamp`.
-        Extractors other than the two that keep the record's own timestamp see a ConsumerRecord
-        (`partition_time()` is the queue's partition time).
+        A failure goes to the deserialization handler; a negative timestamp is dropped, logged and
+        counted. Extractors other than the two that keep the record's own timestamp see a
+        ConsumerRecord and `partition_time.value`: Kafka Streams' partition time, the highest
+        timestamp this reader extracted so far (UNKNOWN at first). The reader advances the cell
+        only for those extractors: the other two never read it, and the default path stays as
+        cheap as it was.
         """
         source = self.source_node(topic)
         key_of = source.key_serde.deserialize
@@ -289,16 +275,20 @@ class TaskProcessor:
             timestamp = raw.timestamp
             if not own_timestamp or timestamp < 0:
                 consumed = ConsumerRecord(topic, raw.partition, raw.offset, timestamp, key, value, raw.headers)
-                timestamp = extract(consumed, partition_time())
+                timestamp = extract(consumed, partition_time.value)
                 if timestamp < 0:
                     drop(consumed, timestamp)
                     return None
+                if timestamp > partition_time.value:
+                    partition_time.value = timestamp
             return new_record(Record, (key, value, timestamp, raw.headers))
 
         return read
 
     def process_record(self, source: SourceNode, record: Record[Any, Any], topic: str, partition: int, offset: int) -> None:
-        """Run a record the `record_reader` built through the sub-topology from `source`, depth-first."""
+        """Run a record the `record_reader` built through the sub-topology from `source`, depth-first.
+
+        Only while RUNNING: the owner checks (no per-record state check on the hot path)."""
         context = self._context
         context.input_topic = topic
         context.input_partition = partition
@@ -311,35 +301,6 @@ class TaskProcessor:
                 f"while processing a record of task {self.task_id} at processor "
                 f"{getattr(context.node, 'name', None)!r}: topic={topic}, partition={partition}, "
                 f"offset={offset}, timestamp={record.timestamp}"
-            )
-            raise
-        finally:
-            context.node = None
-            context.record = None
-        self.commit_needed = True
-
-    def process(self, record: Any, timestamp: int) -> None:
-        """Run one deserialized record through the sub-topology, depth-first, with `timestamp`.
-
-        `record` is a ConsumerRecord or any object with topic, partition, offset, key, value
-        and headers (the runtime's StampedRecord).
-        """
-        if self._state is not TaskProcessorState.RUNNING:
-            raise StreamsError(f"task {self.task_id} cannot process records while {self._state.name}")
-        topic = record.topic
-        source = self.topology.source(topic) or self.source_node(topic)
-        context = self._context
-        context.input_topic = topic
-        context.input_partition = record.partition
-        context.input_offset = record.offset
-        context.node = source
-        try:
-            source.process(Record(record.key, record.value, timestamp, record.headers))
-        except Exception as exc:
-            exc.add_note(
-                f"while processing a record of task {self.task_id} at processor "
-                f"{getattr(context.node, 'name', None)!r}: topic={topic}, partition={record.partition}, "
-                f"offset={record.offset}, timestamp={timestamp}"
             )
             raise
         finally:
@@ -416,7 +377,7 @@ class TaskProcessor:
         self.commit_requested = False
 
     def commit(self) -> None:
-        """A commit for owners without offsets to commit (the test driver)."""
+        """A commit for owners without offsets to commit (the global task, Spark's executor)."""
         self.prepare_commit()
         self.post_commit()
 

@@ -4,7 +4,9 @@ Retention follows Kafka Streams' in-memory window store. Observed stream time is
 window start put (or restored). A window is live while `start > observed - retention_period`:
 a put of an expired window is dropped (counted in `expired_records_dropped`), fetches clip their
 time range to live windows, and expired rows are deleted in bulk each time observed stream time
-passes another `segment_interval` (so they are invisible at once and gone soon after).
+passes another `segment_interval` (so they are invisible at once and gone soon after). A
+time-ordered store (Java's, under emit-on-close aggregations) keeps one millisecond more: a
+window is live while `start >= observed - retention_period`.
 """
 
 from __future__ import annotations
@@ -46,9 +48,10 @@ class RetentionTracking(ABC):
     """What time-based stores share: the highest time seen, expiry of records older than the
     retention period, and a bulk delete of expired rows each `segment_interval` (`_drop_expired`)."""
 
-    def __init__(self, name: str, retention_period: int, segment_interval: int | None) -> None:
+    def __init__(self, name: str, retention_period: int, segment_interval: int | None, live_span: int | None = None) -> None:
         self._name = name
         self._retention_period = retention_period
+        self._live_span = retention_period if live_span is None else live_span
         self._segment_interval = segment_interval or default_segment_interval(retention_period)
         self._observed = NO_TIMESTAMP
         self._next_cleanup = NO_TIMESTAMP
@@ -65,6 +68,11 @@ class RetentionTracking(ABC):
     @property
     def segment_interval(self) -> int:
         return self._segment_interval
+
+    @property
+    def expired_through(self) -> int:
+        """The latest time that has expired: records at or before it are dropped and invisible."""
+        return self._observed - self._live_span
 
     @property
     @abstractmethod
@@ -85,7 +93,7 @@ class RetentionTracking(ABC):
             self._observed = time
             if time >= self._next_cleanup:
                 self._next_cleanup = time + self._segment_interval
-                self._drop_expired(time - self._retention_period)
+                self._drop_expired(time - self._live_span)
 
 
 class WindowReads(ABC):
@@ -127,8 +135,9 @@ class AbstractWindowStore(WindowReads, RetentionTracking):
         window_size: int,
         retain_duplicates: bool = False,
         segment_interval: int | None = None,
+        time_ordered: bool = False,
     ) -> None:
-        super().__init__(name, retention_period, segment_interval)
+        super().__init__(name, retention_period, segment_interval, retention_period + 1 if time_ordered else None)
         self._window_size = window_size
         self._retain_duplicates = retain_duplicates
         self._seqnum = 0
@@ -142,12 +151,17 @@ class AbstractWindowStore(WindowReads, RetentionTracking):
         return self._retain_duplicates
 
     @property
+    def time_ordered(self) -> bool:
+        """Whether the window at exactly `observed - retention` is still live (Java's time-ordered store)."""
+        return self._live_span > self._retention_period
+
+    @property
     def observed_stream_time(self) -> int:
         """The largest window start seen; `NO_TIMESTAMP` before the first."""
         return self._observed
 
     def _is_expired(self, window_start: int) -> bool:
-        if window_start <= self._observed - self._retention_period:
+        if window_start <= self.expired_through:
             self.expired_records_dropped += 1
             log.debug("store %s: skipping a record for expired window start %d", self._name, window_start)
             return True
@@ -180,7 +194,7 @@ class AbstractWindowStore(WindowReads, RetentionTracking):
             if self._retain_duplicates:
                 self._seqnum = max(self._seqnum, seqnum)
             batch[(key, start, seqnum)] = value
-        cutoff = self._observed - self._retention_period
+        cutoff = self.expired_through
         self._write_batch([(k, s, q, v) for (k, s, q), v in batch.items() if s > cutoff])
 
     def fetch(self, *args: Any) -> Any:
@@ -188,7 +202,7 @@ class AbstractWindowStore(WindowReads, RetentionTracking):
         if len(args) == 2:
             self._check_open()
             key, start = args
-            if start <= self._observed - self._retention_period:
+            if start <= self.expired_through:
                 return None
             return self._fetch_value(key, start)
         return self._fetch_iterator(args, reverse=False)
@@ -218,7 +232,7 @@ class AbstractWindowStore(WindowReads, RetentionTracking):
         return self._windowed(self._fetch_time_range(time_from, time_to, reverse))
 
     def _live_from(self) -> int:
-        return self._observed - self._retention_period + 1
+        return self.expired_through + 1
 
     def _windowed(self, rows: Iterator[tuple[bytes, int, bytes]]) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
         size = self._window_size

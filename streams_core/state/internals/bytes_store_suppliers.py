@@ -18,6 +18,7 @@ __all__ = [
     "InMemoryWindowBytesStoreSupplier",
     "SqliteKeyValueBytesStoreSupplier",
     "SqliteSessionBytesStoreSupplier",
+    "SqliteTimeOrderedWindowBytesStoreSupplier",
     "SqliteWindowBytesStoreSupplier",
 ]
 
@@ -73,6 +74,18 @@ class SqliteWindowBytesStoreSupplier(_WindowSupplier):
 
     def get(self) -> SqliteWindowStore:
         return SqliteWindowStore(self.name, self.retention_period, self.window_size, self.retain_duplicates)
+
+
+class SqliteTimeOrderedWindowBytesStoreSupplier(SqliteWindowBytesStoreSupplier):
+    """Supplies the `SqliteWindowStore`s of emit-on-close aggregations, which keep the window at
+    exactly `observed - retention` (Java's RocksDbIndexedTimeOrderedWindowBytesStoreSupplier)."""
+
+    __slots__ = ()
+
+    def get(self) -> SqliteWindowStore:
+        return SqliteWindowStore(
+            self.name, self.retention_period, self.window_size, self.retain_duplicates, time_ordered=True
+        )
 
 
 class InMemoryWindowBytesStoreSupplier(_WindowSupplier):

@@ -5,10 +5,9 @@ Writes (and removes, cached as deletes) go to the thread cache under the changel
 store, the changelog or downstream. Reads merge the dirty entries with the store below in
 session order (key, end, start; reversed for `backward_`) without flushing.
 
-Expiry is the store below's rule (live while `end > observed - retention`) applied with this
-layer's observed stream time (the largest session end written here or seen below), so an
-expired session is invisible whether it is still in the cache or not. Kafka Streams' cache
-serves sessions its store has already expired; why we do not is in docs/state.md.
+Reads serve what the cache holds, flushed or not, even a session the store below has expired
+(live there while `end > observed - retention`, by its own observed stream time), as Kafka
+Streams' CachingSessionStore does until the entry is evicted; see docs/state.md.
 """
 
 from __future__ import annotations
@@ -38,20 +37,16 @@ def _session_order(entry: KeyValue[Windowed[bytes], bytes]) -> tuple[bytes, int,
 class CachingSessionStore(SessionReads, CachingTimeKeyedStore):
     """Caches a session bytes store in the thread's record cache."""
 
-    _times_by_end = True
-
     def put(self, session_key: Windowed[bytes], value: bytes | None) -> None:
         """Cache the session's value; None removes it. The store below gets it on flush."""
         key, window = session_key.key, session_key.window
         cache_key = session_key_schema.to_binary(key, window.start, window.end)
-        self._put_time_keyed(key, cache_key, window.start, window.end, value)
+        self._put_time_keyed(key, cache_key, window.start, window.end, window.end, value)
 
     def remove(self, session_key: Windowed[bytes]) -> None:
         self.put(session_key, None)
 
     def fetch_session(self, key: bytes, session_start_time: int, session_end_time: int) -> bytes | None:
-        if session_end_time < self._live_from():
-            return None
         entry = self._cached(session_key_schema.to_binary(key, session_start_time, session_end_time))
         if entry is not None:
             return entry.value
@@ -67,9 +62,8 @@ class CachingSessionStore(SessionReads, CachingTimeKeyedStore):
                 return iter(())
         else:
             raise TypeError(f"find_sessions takes 3 or 4 arguments ({len(args)} given)")
-        earliest_end = max(earliest_end, self._live_from())
         dirty = []
-        for key, start, end, value in self._dirty_windows(key_from, key_to, earliest_end):
+        for key, start, end, value in self._cached_windows(key_from, key_to, earliest_end):
             if end >= earliest_end and start <= latest_start:
                 entry = None if value is None else KeyValue(Windowed(key, SessionWindow(start, end)), value)
                 dirty.append(((key, end, start), entry))

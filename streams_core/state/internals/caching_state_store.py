@@ -7,10 +7,9 @@ so to the changelog) with the record context of its write, and tells the flush l
 processor set, as that processor. Reads never flush: each layer merges its dirty entries with
 the store below (`merged_sorted`).
 
-Time-keyed layers (window, session) also track the largest time they were written, so that
-reads hide what the store below would already have expired had it seen those writes, and keep
-an index of dirty entries by record key, so the per-record reads of windowed aggregations do
-not scan the whole cache.
+Time-keyed layers (window, session) keep an index of their cached entries by record key, so the
+per-record reads of windowed aggregations do not scan the whole cache; the thread cache tells
+them which entries it evicts.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from streams_core.processor.processor import Record
-from streams_core.state.internals.abstract_window_store import NO_TIMESTAMP
 from streams_core.state.internals.thread_cache import CacheEntry, NamedCache, ThreadCache
 from streams_core.state.internals.wrapped_state_store import WrappedStateStore
 from streams_core.state.store import StateStore, StateStoreContext
@@ -30,6 +28,8 @@ from streams_core.state.store import StateStore, StateStoreContext
 __all__ = ["DEFAULT_CACHE_BYTES", "BytesFlushListener", "CachingStateStore", "CachingTimeKeyedStore"]
 
 log = logging.getLogger(__name__)
+
+_MAX_TIME = 2**63 - 1
 
 DEFAULT_CACHE_BYTES = 10 * 1024 * 1024
 
@@ -58,7 +58,11 @@ class CachingStateStore(WrappedStateStore[Any]):
             size = config.get("statestore.cache.max.bytes", DEFAULT_CACHE_BYTES) if config is not None else DEFAULT_CACHE_BYTES
             cache = ThreadCache(size)
         self._cache = cache
-        self._named = cache.named_cache(f"{context.task_id}-{self.name}", self._flush_entries)
+        self._named = cache.named_cache(f"{context.task_id}-{self.name}", self._flush_entries, self._removal_listener())
+
+    def _removal_listener(self) -> Callable[[bytes], None] | None:
+        """What to tell when an entry leaves the cache (evicted or invalidated); None: nothing."""
+        return None
 
     def set_flush_listener(self, listener: BytesFlushListener) -> bool:
         """Call `listener` for each entry written through on flush; the processor setting it forwards.
@@ -144,86 +148,93 @@ class CachingStateStore(WrappedStateStore[Any]):
 
 
 class CachingTimeKeyedStore(CachingStateStore):
-    """A caching layer over a window or session store: expiry and a per-key index of dirty entries.
+    """A caching layer over a window or session store: a per-key index of what the cache holds.
 
-    The store below learns of writes only when they are flushed, so its observed stream time
-    lags; reads here use the largest time written through this layer or seen below, and clip
-    their ranges to what is live by it, as the store below would answer without the cache.
+    Reads serve every cached entry in range, written since the last flush or not, and the store
+    below for the rest, as Kafka Streams' caching window and session stores: the cache applies no
+    retention, so a window or session the store below has expired is still served while it sits
+    in the cache (the store below learns of writes only when they are flushed and expires by its
+    own observed stream time).
     """
-
-    _times_by_end = False
-    """Whether stream time is the largest end (sessions) rather than the largest start (windows)."""
 
     def __init__(self, wrapped: Any) -> None:
         super().__init__(wrapped)
-        self._observed = NO_TIMESTAMP
-        self._dirty_by_key: dict[bytes, _KeyIndex] = {}
+        self._by_key: dict[bytes, _KeyIndex] = {}
+        self._keys_of: dict[bytes, bytes] = {}
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         super().init(context, root)
         bottom = self._wrapped
-        while not hasattr(type(bottom), "observed_stream_time") and hasattr(bottom, "wrapped"):
+        while not hasattr(type(bottom), "expired_through") and hasattr(bottom, "wrapped"):
             bottom = bottom.wrapped()
         self._bottom = bottom
-        self._retention: int = self._wrapped.retention_period
 
     @property
     def retention_period(self) -> int:
         return self._wrapped.retention_period  # type: ignore[no-any-return]
 
-    @property
-    def observed_stream_time(self) -> int:
-        """The largest time written through this layer or observed by the bytes store below."""
-        below: int = getattr(self._bottom, "observed_stream_time", NO_TIMESTAMP)
-        return max(self._observed, below)
+    def _removal_listener(self) -> Callable[[bytes], None] | None:
+        return self._forget
 
-    def _live_from(self) -> int:
-        """The earliest time still live (window start / session end), as the store below computes it."""
-        return self.observed_stream_time - self._retention + 1
-
-    def _put_time_keyed(self, key: bytes, cache_key: bytes, start: int, end: int, value: bytes | None) -> None:
-        """Cache a write of the window or session [start, end] of `key`; `end` moves stream time for sessions."""
-        time = end if self._times_by_end else start
-        if time > self._observed:
-            self._observed = time
+    def _put_time_keyed(self, key: bytes, cache_key: bytes, start: int, end: int, time: int, value: bytes | None) -> None:
+        """Cache a write of the window or session [start, end] of `key`, indexed by `time` (its start or end)."""
         self._put_cached(cache_key, value)
-        index = self._dirty_by_key.get(key)
+        index = self._by_key.get(key)
         if index is None:
-            self._dirty_by_key[key] = _KeyIndex(cache_key, start, end, time)
-        else:
-            index.add(cache_key, start, end, time)
+            self._by_key[key] = _KeyIndex(cache_key, start, end, time)
+            self._keys_of[cache_key] = key
+        elif index.add(cache_key, start, end, time):
+            self._keys_of[cache_key] = key
 
-    def _dirty_windows(
+    def _forget(self, cache_key: bytes) -> None:
+        key = self._keys_of.pop(cache_key, None)
+        if key is not None and self._by_key[key].remove(cache_key):
+            del self._by_key[key]
+
+    def _cached_windows(
         self, key_from: bytes | None, key_to: bytes | None, time_from: int
     ) -> Iterator[tuple[bytes, int, int, bytes | None]]:
-        """(key, start, end, value or None) of the dirty entries within the key range, unordered.
+        """(key, start, end, value or None) of the cached entries within the key range, unordered.
 
-        For one key, only entries whose time (start, or end for sessions) is at least `time_from`.
+        For one key, only entries whose indexed time (start, or end for sessions) is at least
+        `time_from`. A clean entry the store below still keeps is left out: the store answers the
+        same for it (it got that write when it was flushed), so reads merge only what differs.
         """
         named = self._named
-        by_key = self._dirty_by_key
+        by_key = self._by_key
         if named is None or not by_key:
             return
-        dirty, entries = named.dirty, named.entries
+        entries, dirty = named.entries, named.dirty
+        expired = self._expired_below()
         if key_from is not None and key_from == key_to:
             index = by_key.get(key_from)
             if index is None:
                 return
             windows = index.windows
-            for _, cache_key in index.since(time_from):
-                if cache_key in dirty:  # else invalidated by a restore
-                    start, end = windows[cache_key]
+            for time, cache_key in index.since(time_from):
+                if time <= expired or cache_key in dirty:
+                    start, end, _ = windows[cache_key]
                     yield key_from, start, end, entries[cache_key].value
             return
         for key, index in list(by_key.items()):
             if (key_from is None or key >= key_from) and (key_to is None or key <= key_to):
-                for cache_key, (start, end) in index.windows.items():
-                    if cache_key in dirty:
+                for cache_key, (start, end, time) in index.windows.items():
+                    if time <= expired or cache_key in dirty:
                         yield key, start, end, entries[cache_key].value
 
+    def _expired_below(self) -> int:
+        """The latest time the store below has expired (all of time if it does not say)."""
+        expired: int | None = getattr(self._bottom, "expired_through", None)
+        return _MAX_TIME if expired is None else expired
+
     def _flush_entries(self, batch: list[tuple[bytes, CacheEntry]]) -> None:
-        self._dirty_by_key = {}  # first: writes made by downstream processors during the flush stay indexed
+        """Write through, then unindex the deletes now clean: the store below has them, they hide nothing."""
         super()._flush_entries(batch)
+        entries = self._named.entries if self._named is not None else {}
+        for cache_key, _ in batch:
+            entry = entries.get(cache_key)
+            if entry is not None and entry.value is None and not entry.dirty:
+                self._forget(cache_key)
 
     def __getattr__(self, name: str) -> Any:
         """What the store below has beyond the protocol (segment interval, drop counts, entry count)."""
@@ -233,29 +244,42 @@ class CachingTimeKeyedStore(CachingStateStore):
 
 
 class _KeyIndex:
-    """One record key's dirty windows or sessions: their (start, end) by cache key, and the cache
+    """One record key's cached windows or sessions: (start, end, time) by cache key, and the cache
     keys in time order, so a read of a time range skips the older ones (a hot session key
     collects a tombstone per merge between two commits)."""
 
     __slots__ = ("order", "windows")
 
     def __init__(self, cache_key: bytes, start: int, end: int, time: int) -> None:
-        self.windows = {cache_key: (start, end)}
+        self.windows = {cache_key: (start, end, time)}
         self.order = [(time, cache_key)]
 
-    def add(self, cache_key: bytes, start: int, end: int, time: int) -> None:
+    def add(self, cache_key: bytes, start: int, end: int, time: int) -> bool:
+        """Index a cache key; False if it already was."""
         if cache_key in self.windows:
-            return
-        self.windows[cache_key] = (start, end)
+            return False
+        self.windows[cache_key] = (start, end, time)
         order = self.order
-        if order[-1][0] <= time:
+        if not order or order[-1][0] <= time:
             order.append((time, cache_key))
         else:
             insort(order, (time, cache_key))
+        return True
+
+    def remove(self, cache_key: bytes) -> bool:
+        """Unindex a cache key; True if the key has nothing left."""
+        window = self.windows.pop(cache_key, None)
+        if window is not None:
+            order = self.order
+            for position in range(bisect_left(order, (window[2],)), len(order)):
+                if order[position][1] == cache_key:
+                    del order[position]
+                    break
+        return not self.windows
 
     def since(self, time: int) -> list[tuple[int, bytes]]:
         order = self.order
-        return order[bisect_left(order, (time,)) :] if order[0][0] < time else order
+        return order[bisect_left(order, (time,)) :] if order and order[0][0] < time else order
 
 
 class _InvalidatingContext:

@@ -7,10 +7,9 @@ read's order without flushing: `fetch(key, from, to)` by start, key-range fetche
 start, `fetch_all`/`all` by start then key, backwards for the `backward_` forms. Stores keeping
 duplicates (stream-stream joins) are never cached (the builder refuses).
 
-Expiry is the store below's rule applied with this layer's observed stream time (the largest
-window start written here or seen below): an expired window is invisible whether it is still in
-the cache or not, so reads answer the same with the cache on or off. (Kafka Streams' cache keeps
-serving windows its store has expired until they are evicted; see docs/state.md.)
+Reads serve what the cache holds, flushed or not, even a window the store below has expired
+(it expires by its own observed stream time, which moves when writes are flushed), as Kafka
+Streams' caching window stores do until the entry is evicted; see docs/state.md.
 """
 
 from __future__ import annotations
@@ -60,14 +59,12 @@ class CachingWindowStore(WindowReads, CachingTimeKeyedStore):
         """Cache `value` for (key, window start); None deletes. The store below gets it on flush."""
         cache_key = window_key_schema.to_store_key_binary(key, window_start_timestamp, 0)
         start = window_start_timestamp
-        self._put_time_keyed(key, cache_key, start, start + self._size, value)
+        self._put_time_keyed(key, cache_key, start, start + self._size, start, value)
 
     def fetch(self, *args: Any) -> Any:
         """fetch(key, start) -> value; fetch(key, from, to); fetch(key_from, key_to, from, to)."""
         if len(args) == 2:
             key, start = args
-            if start < self._live_from():
-                return None
             entry = self._cached(window_key_schema.to_store_key_binary(key, start, 0))
             return entry.value if entry is not None else self._wrapped.fetch(key, start)
         return self._fetch_iterator(args, reverse=False)
@@ -76,13 +73,12 @@ class CachingWindowStore(WindowReads, CachingTimeKeyedStore):
         read = self._wrapped.backward_fetch if reverse else self._wrapped.fetch
         if len(args) == 3:
             key, time_from, time_to = args
-            time_from = max(time_from, self._live_from())
             if time_from > time_to:
                 return iter(())
             by_start = sorted(
                 (
                     (start, None if value is None else KeyValue(start, value))
-                    for _, start, _, value in self._dirty_windows(key, key, time_from)
+                    for _, start, _, value in self._cached_windows(key, key, time_from)
                     if time_from <= start <= time_to
                 ),
                 key=_POSITION,
@@ -91,7 +87,6 @@ class CachingWindowStore(WindowReads, CachingTimeKeyedStore):
             return merged_sorted(by_start, read(key, time_from, time_to), _POSITION, reverse)
         if len(args) == 4:
             key_from, key_to, time_from, time_to = args
-            time_from = max(time_from, self._live_from())
             if time_from > time_to or is_inverted_range(self.name, key_from, key_to):
                 return iter(())
             dirty = self._sorted_dirty(key_from, key_to, time_from, time_to, _by_key_then_start, reverse)
@@ -99,7 +94,6 @@ class CachingWindowStore(WindowReads, CachingTimeKeyedStore):
         raise TypeError(f"fetch takes 2, 3 or 4 arguments ({len(args)} given)")
 
     def _all(self, time_from: int, time_to: int, reverse: bool) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
-        time_from = max(time_from, self._live_from())
         if time_from > time_to:
             return iter(())
         dirty = self._sorted_dirty(None, None, time_from, time_to, _by_start_then_key, reverse)
@@ -115,9 +109,9 @@ class CachingWindowStore(WindowReads, CachingTimeKeyedStore):
         order: Callable[[KeyValue[Windowed[bytes], bytes]], Any],
         reverse: bool,
     ) -> list[tuple[Any, KeyValue[Windowed[bytes], bytes] | None]]:
-        """The dirty windows of the ranges as (position in `order`, entry or None for a delete), sorted."""
+        """The cached windows of the ranges as (position in `order`, entry or None for a delete), sorted."""
         entries: list[tuple[Any, KeyValue[Windowed[bytes], bytes] | None]] = []
-        for key, start, end, value in self._dirty_windows(key_from, key_to, time_from):
+        for key, start, end, value in self._cached_windows(key_from, key_to, time_from):
             if time_from <= start <= time_to:
                 entry: KeyValue[Windowed[bytes], Any] = KeyValue(Windowed(key, TimeWindow(start, end)), value)
                 entries.append((order(entry), None if value is None else entry))

@@ -46,8 +46,9 @@ class SqliteWindowStore(SqliteStoreFile, AbstractWindowStore):
         window_size: int,
         retain_duplicates: bool = False,
         segment_interval: int | None = None,
+        time_ordered: bool = False,
     ) -> None:
-        super().__init__(name, retention_period, window_size, retain_duplicates, segment_interval)
+        super().__init__(name, retention_period, window_size, retain_duplicates, segment_interval, time_ordered)
         self._init_file(name)
 
 

@@ -3,7 +3,8 @@
 The lock is on `<task dir>/.lock` and lasts while the file descriptor is open, so it goes
 away with the process however it ends. The owner's pid is written into the file to make the
 "locked by another process" error say who holds it. The file is never deleted (deleting a lock
-file races with a process about to lock it).
+file races with a process about to lock it). `DirectoryLock` is the mechanism, which the
+application's state directory also uses (`state_directory.py`), with its own error.
 """
 
 from __future__ import annotations
@@ -13,20 +14,21 @@ import logging
 import os
 from pathlib import Path
 
-from streams_core.errors import ProcessorStateError
+from streams_core.errors import ProcessorStateError, StreamsError
 
-__all__ = ["LOCK_FILE_NAME", "TaskDirectoryLock"]
+__all__ = ["LOCK_FILE_NAME", "DirectoryLock", "TaskDirectoryLock"]
 
 log = logging.getLogger(__name__)
 
 LOCK_FILE_NAME = ".lock"
 
 
-class TaskDirectoryLock:
-    """An exclusive, non-blocking lock on a task directory."""
+class DirectoryLock:
+    """An exclusive, non-blocking lock on a directory (its `.lock` file), also against other
+    holders in this process (each lock opens the file anew)."""
 
-    def __init__(self, task_dir: Path) -> None:
-        self._path = Path(task_dir) / LOCK_FILE_NAME
+    def __init__(self, directory: Path) -> None:
+        self._path = Path(directory) / LOCK_FILE_NAME
         self._fd: int | None = None
 
     @property
@@ -38,7 +40,7 @@ class TaskDirectoryLock:
         return self._fd is not None
 
     def acquire(self) -> None:
-        """Take the lock or raise ProcessorStateError naming the holder; re-acquiring is a no-op."""
+        """Take the lock or raise `locked_error` naming the holder; re-acquiring is a no-op."""
         if self._fd is not None:
             return
         fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -47,10 +49,7 @@ class TaskDirectoryLock:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
-            raise ProcessorStateError(
-                f"state directory {self._path.parent} is locked by another process (pid {holder}); "
-                "two instances with the same application.id must not share a state.dir"
-            ) from None
+            raise self.locked_error(holder) from None
         except BaseException:
             os.close(fd)
             raise
@@ -58,6 +57,10 @@ class TaskDirectoryLock:
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         self._fd = fd
         log.debug("locked %s", self._path)
+
+    def locked_error(self, holder: str) -> StreamsError:
+        """The error of a directory another holder (pid `holder`) has locked."""
+        return ProcessorStateError(f"directory {self._path.parent} is locked by another holder (pid {holder})")
 
     def release(self) -> None:
         """Give the lock up; releasing a lock not held does nothing."""
@@ -69,3 +72,13 @@ class TaskDirectoryLock:
         finally:
             os.close(fd)
         log.debug("unlocked %s", self._path)
+
+
+class TaskDirectoryLock(DirectoryLock):
+    """An exclusive, non-blocking lock on a task directory."""
+
+    def locked_error(self, holder: str) -> StreamsError:
+        return ProcessorStateError(
+            f"state directory {self._path.parent} is locked by another process (pid {holder}); "
+            "two instances with the same application.id must not share a state.dir"
+        )

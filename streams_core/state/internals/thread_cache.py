@@ -36,17 +36,21 @@ class CacheEntry:
 FlushListener = Callable[[list[tuple[bytes, CacheEntry]]], None]
 """Receives a named cache's dirty entries, in write order, when they are flushed."""
 
+RemoveListener = Callable[[bytes], None]
+"""Told each key that leaves a named cache by eviction or invalidation (an index kept beside it follows)."""
+
 
 class NamedCache:
     """One store's entries in the thread cache."""
 
-    __slots__ = ("dirty", "entries", "listener", "name", "size")
+    __slots__ = ("dirty", "entries", "listener", "name", "on_remove", "size")
 
-    def __init__(self, name: str, listener: FlushListener) -> None:
+    def __init__(self, name: str, listener: FlushListener, on_remove: RemoveListener | None = None) -> None:
         self.name = name
         self.entries: OrderedDict[bytes, CacheEntry] = OrderedDict()
         self.dirty: dict[bytes, None] = {}
         self.listener = listener
+        self.on_remove = on_remove
         self.size = 0
 
 
@@ -64,13 +68,13 @@ class ThreadCache:
     def __repr__(self) -> str:
         return f"ThreadCache(size={self.size}/{self.max_bytes}, caches={len(self._caches)})"
 
-    def named_cache(self, name: str, listener: FlushListener) -> NamedCache:
-        """The named cache of a store (created on first use; the listener is replaced)."""
+    def named_cache(self, name: str, listener: FlushListener, on_remove: RemoveListener | None = None) -> NamedCache:
+        """The named cache of a store (created on first use; the listeners are replaced)."""
         cache = self._caches.get(name)
         if cache is None:
-            cache = self._caches[name] = NamedCache(name, listener)
+            cache = self._caches[name] = NamedCache(name, listener, on_remove)
         else:
-            cache.listener = listener
+            cache.listener, cache.on_remove = listener, on_remove
         return cache
 
     def get(self, cache: NamedCache, key: bytes) -> CacheEntry | None:
@@ -119,13 +123,15 @@ class ThreadCache:
     def _evict(self, cache: NamedCache) -> None:
         entries = cache.entries
         while self.size > self.max_bytes and entries:
-            _key, entry = next(iter(entries.items()))
+            key, entry = next(iter(entries.items()))
             if entry.dirty:
                 self.flush(cache)
             entries.popitem(last=False)
             cache.size -= entry.size
             self.size -= entry.size
             self.evictions += 1
+            if cache.on_remove is not None:
+                cache.on_remove(key)
 
     def invalidate(self, cache: NamedCache, keys: list[bytes]) -> None:
         """Forget cached (clean) entries of keys the store below changed, e.g. by a changelog restore."""
@@ -136,6 +142,8 @@ class ThreadCache:
                 cache.dirty.pop(key, None)
                 cache.size -= entry.size
                 self.size -= entry.size
+                if cache.on_remove is not None:
+                    cache.on_remove(key)
 
     def close(self, cache: NamedCache) -> None:
         """Drop a store's entries without writing them (its task is closing)."""

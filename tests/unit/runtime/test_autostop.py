@@ -88,13 +88,13 @@ async def test_the_finished_marker_is_written_when_a_rebalance_during_the_close_
     for i in range(6):
         cluster.produce("in", b"k%d" % i, b"v%d" % i, partition=i % 2)
     instance = Instance(cluster, passthrough_topology(), streams_config(tmp_path, {"autostop.at": "eol"}))
-    finished = instance.streams._on_autostop_finished
 
-    def finished_then_revoked(thread: Any) -> None:
-        finished(thread)
-        thread.autostop_finished = False  # what on_partitions_revoked does
+    def revoked_during_the_close(new: Any, old: Any) -> None:
+        if new is KafkaStreams.State.PENDING_SHUTDOWN:
+            for thread in instance.streams.threads:
+                thread._run_mode.on_revoked()  # what on_partitions_revoked does
 
-    instance.streams._on_autostop_finished = finished_then_revoked  # type: ignore[method-assign]
+    instance.streams.set_state_listener(revoked_during_the_close)
     await instance.streams.start()
     try:
         await eventually(lambda: instance.streams.state is KafkaStreams.State.NOT_RUNNING, what="the run to stop itself")

@@ -71,7 +71,7 @@ async def test_a_partition_below_the_limit_is_not_paused(tmp_path: Path) -> None
         for i in range(3):
             cluster.produce("left", b"l", b"%d" % i, timestamp=i)
         consumer = app.supplier.main_consumers[0]
-        await eventually(lambda: app.streams.threads[0].poll_count > 5, what="a few polls")
+        await eventually(lambda: app.streams.threads[0].metrics()["poll_count"] > 5, what="a few polls")
         assert consumer.paused() == frozenset()
         assert cluster.kinds("pause") == []
 

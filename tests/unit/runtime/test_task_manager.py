@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from streams_core import StreamsConfig, TaskId
+from streams_core.runtime.flow_control import FlowControl
 from streams_core.runtime.processing_guarantee import processing_guarantee
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.store_changelog_reader import StoreChangelogReader
@@ -43,7 +44,7 @@ class Harness:
         guarantee = processing_guarantee(config, self.collector, self.consumer, new_producer)
         self.tm = TaskManager(
             TopologyMetadata(builder, APP), config, guarantee, StoreChangelogReader(self.restore_consumer),
-            wall_clock=lambda: 0,
+            flow_control=FlowControl.for_config(self.consumer, config), wall_clock=lambda: 0,
         )
         self.guarantee = guarantee
         self.task_dir = tmp_path / "state-0" / APP / str(T00)

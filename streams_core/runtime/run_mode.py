@@ -1,0 +1,227 @@
+"""RunMode: what `autostop.at` changes in an instance and its stream threads, chosen once.
+
+Two implementations, so neither the stream thread's loop nor `KafkaStreams` branches on the
+setting (as `ProcessingGuarantee` for `processing.guarantee`):
+
+- `RunUntilClosed` (no `autostop.at`): the instance processes until it is closed; it deletes a
+  metadata topic an earlier batch run left (the seed's batch-to-streaming switch), and its
+  threads' hooks do nothing.
+- `StopAtEndOfLog` (`autostop.at=eol`, KIP-95, docs/batch.md): the instance creates and tails the
+  metadata topic (`AutostopManager`), each thread stops its partitions at the run's stop offsets
+  (`AutostopTracker`), the instance closes once every thread finished, and the finished marker
+  is written after its threads stopped.
+
+The thread side (`ThreadRunMode`) is made per thread by `RunMode.for_thread`, by the thread factory.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+from streams_core import clients
+from streams_core.config import StreamsConfig
+from streams_core.processor.task_id import TaskId
+from streams_core.runtime.autostop_manager import AutostopManager, intermediate_writers
+from streams_core.runtime.autostop_metadata import metadata_topic_name
+from streams_core.runtime.autostop_tracker import AutostopTracker
+from streams_core.runtime.stream_task import StreamTask
+from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topology_metadata import TopologyMetadata
+
+__all__ = ["RunMode", "RunUntilClosed", "StopAtEndOfLog", "ThreadRunMode", "run_mode"]
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R", bound=clients.RawRecord)
+
+
+class ThreadRunMode(Protocol):
+    """The run mode's hooks in one stream thread's loop and rebalance callbacks."""
+
+    @property
+    def finished(self) -> bool:
+        """Every task of the thread reached its stop offsets and reported (never, running until closed)."""
+        ...
+
+    async def on_assignment(self, *, leader: bool) -> None:
+        """Before the new tasks are created."""
+        ...
+
+    def on_revoked(self) -> None: ...
+
+    def truncate(self, tp: TopicPartition, records: Sequence[R]) -> Sequence[R]:
+        """The fetched records of `tp` to buffer."""
+        ...
+
+    def commit_position(self, tp: TopicPartition, position: int) -> int | None:
+        """Where a drained partition may commit, given the consumer's position; None: not there yet."""
+        ...
+
+    async def update(self, tasks: Mapping[TaskId, StreamTask]) -> bool:
+        """After a round's output was sent: True when a task just finished (commit now)."""
+        ...
+
+    async def after_round(self, tasks: Mapping[TaskId, StreamTask], *, running: bool, processed: int, now_ms: int) -> None:
+        """At the end of a loop round (after its commit, if any)."""
+        ...
+
+    def metrics(self, tasks: Mapping[TaskId, StreamTask]) -> dict[str, Any] | None: ...
+
+
+class RunMode(Protocol):
+    """The run mode's side in the instance: its topics, its start and end, and its thread side."""
+
+    async def own_topics(self, admin: clients.Admin) -> list[clients.NewTopicSpec]:
+        """Topics to create with the internal ones (called once the topic checks passed)."""
+        ...
+
+    async def start(self, metadata: TopologyMetadata, partition_counts: Mapping[str, int]) -> None:
+        """Before the stream threads start."""
+        ...
+
+    def for_thread(
+        self, consumer: clients.Consumer, metadata: TopologyMetadata, *, thread_name: str,
+        on_finished: Callable[[], None], log_prefix: str,
+    ) -> ThreadRunMode:
+        """The thread side for a new stream thread; `on_finished` is called when its `finished` changes."""
+        ...
+
+    async def end(self) -> None:
+        """After the stream threads stopped, whatever stopped the instance."""
+        ...
+
+
+class _UntilClosedThread:
+    """The thread side of a run without end: every hook leaves the loop as it is."""
+
+    __slots__ = ()
+
+    @property
+    def finished(self) -> bool:
+        return False
+
+    async def on_assignment(self, *, leader: bool) -> None:
+        return None
+
+    def on_revoked(self) -> None:
+        return None
+
+    def truncate(self, tp: TopicPartition, records: Sequence[R]) -> Sequence[R]:
+        return records
+
+    def commit_position(self, tp: TopicPartition, position: int) -> int | None:
+        return position
+
+    async def update(self, tasks: Mapping[TaskId, StreamTask]) -> bool:
+        return False
+
+    async def after_round(self, tasks: Mapping[TaskId, StreamTask], *, running: bool, processed: int, now_ms: int) -> None:
+        return None
+
+    def metrics(self, tasks: Mapping[TaskId, StreamTask]) -> dict[str, Any] | None:
+        return None
+
+
+class RunUntilClosed:
+    """Process until closed; a metadata topic of an earlier batch run is deleted at start."""
+
+    __slots__ = ("_application_id",)
+
+    def __init__(self, application_id: str) -> None:
+        self._application_id = application_id
+
+    async def own_topics(self, admin: clients.Admin) -> list[clients.NewTopicSpec]:
+        topic = metadata_topic_name(self._application_id)
+        if (await admin.partition_counts([topic])).get(topic):
+            await admin.delete_topics([topic])
+            log.info("stream-client [%s] deleted the stop offsets of an earlier batch run (%s)", self._application_id, topic)
+        return []
+
+    async def start(self, metadata: TopologyMetadata, partition_counts: Mapping[str, int]) -> None:
+        return None
+
+    def for_thread(
+        self, consumer: clients.Consumer, metadata: TopologyMetadata, *, thread_name: str,
+        on_finished: Callable[[], None], log_prefix: str,
+    ) -> ThreadRunMode:
+        return _UntilClosedThread()
+
+    async def end(self) -> None:
+        return None
+
+
+class StopAtEndOfLog:
+    """KIP-95 `autostop.at=eol`: process up to the run's stop offsets, then close."""
+
+    __slots__ = ("_clients", "_config", "_manager", "_process_id")
+
+    def __init__(self, config: StreamsConfig, client_supplier: clients.KafkaClientSupplier, process_id: str) -> None:
+        self._config = config
+        self._clients = client_supplier
+        self._process_id = process_id
+        self._manager: AutostopManager | None = None
+
+    async def own_topics(self, admin: clients.Admin) -> list[clients.NewTopicSpec]:
+        """The metadata topic: one partition, compacted."""
+        return [clients.NewTopicSpec(metadata_topic_name(self._config["application.id"]), 1, {"cleanup.policy": "compact"})]
+
+    async def start(self, metadata: TopologyMetadata, partition_counts: Mapping[str, int]) -> None:
+        """Start the instance's metadata-topic manager (its inputs: sources no sub-topology writes)."""
+        writers, intermediates = intermediate_writers(metadata.topic_groups, partition_counts)
+        inputs = [
+            TopicPartition(topic, p)
+            for topic in metadata.source_topics - writers.topics
+            for p in range(partition_counts[topic])
+        ]
+        self._manager = AutostopManager(
+            self._config,
+            self._clients,
+            input_partitions=inputs,
+            writers=writers,
+            intermediate_partitions=intermediates,
+            process_id=self._process_id,
+        )
+        await self._manager.start()
+
+    def for_thread(
+        self, consumer: clients.Consumer, metadata: TopologyMetadata, *, thread_name: str,
+        on_finished: Callable[[], None], log_prefix: str,
+    ) -> ThreadRunMode:
+        if self._manager is None:
+            raise RuntimeError("StopAtEndOfLog.start() must run before its threads are made")
+        sinks = {sid: info.sink_topics for sid, info in metadata.topic_groups.items()}
+        return AutostopTracker(
+            self._manager, consumer, sinks, thread_name=thread_name, on_finished=on_finished, log_prefix=log_prefix
+        )
+
+    async def end(self) -> None:
+        """The finished marker if the whole run is done, then the manager closes.
+
+        The committed offsets decide, not the threads' `finished`, which a rebalance during the
+        close resets (others leaving as they finish): the last instance to finish would then
+        leave the run without its marker.
+        """
+        manager = self._manager
+        if manager is None:
+            return
+        application_id = self._config["application.id"]
+        try:
+            admin = self._clients.get_admin(self._config)
+            await admin.start()
+            try:
+                await manager.finish_if_done(admin)
+            finally:
+                await admin.close()
+        except Exception:
+            log.exception("stream-client [%s] could not check whether the batch run is finished", application_id)
+        finally:
+            await manager.close()
+
+
+def run_mode(config: StreamsConfig, client_supplier: clients.KafkaClientSupplier, process_id: str) -> RunMode:
+    """The implementation for `autostop.at`."""
+    if config["autostop.at"] == "eol":
+        return StopAtEndOfLog(config, client_supplier, process_id)
+    return RunUntilClosed(config["application.id"])
