@@ -30,7 +30,11 @@ def test_the_stateless_stage_writes_what_the_runtime_writes_with_the_runner_head
     first, _ = queries()
     executor = SubtopologyExecutor(first.spec)
     try:
+        assert executor._fused is not None, "every processor is a stateless DSL operator: the fused chain runs them"
         out = executor.process([InputRow("lines", 2, 7, 1234, b"k", b"Hello hello", ())])
+        with pytest.raises(AttributeError) as failure:
+            executor.process([InputRow("lines", 0, 9, 1235, b"k", None, ())])
+        assert "topic=lines, partition=0, offset=9" in "".join(failure.value.__notes__)
     finally:
         executor.close()
     assert [(r.topic, r.key, r.value) for r in out] == [("exec-word-count-repartition", b"hello", b"hello")] * 2
