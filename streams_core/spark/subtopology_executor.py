@@ -24,12 +24,13 @@ from typing import Any, NamedTuple
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
+from streams_core.kstream.internals.stateless_chain import Emit, compose, fused_nodes
 from streams_core.processor.internals.node_factories import ProcessorNodeFactory
-from streams_core.processor.internals.processor_node import ProcessorNode, SourceNode
+from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
 from streams_core.processor.internals.punctuation_queue import PunctuationSchedule
 from streams_core.processor.internals.stream_time import StreamTime
 from streams_core.processor.internals.task_processor import RecordReader, TaskProcessor
-from streams_core.processor.processor import Headers, PunctuationType, Punctuator
+from streams_core.processor.processor import Headers, PunctuationType, Punctuator, Record
 from streams_core.processor.task_id import TaskId
 from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
@@ -50,6 +51,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+new_record = tuple.__new__
 
 #: Spark's Kafka sink cannot set a record's timestamp, so records written to topics the topology
 #: reads back (repartition and `through` topics) carry it in this header (8 bytes, big-endian);
@@ -280,6 +283,7 @@ class SubtopologyExecutor:
         self._task = _SparkTaskProcessor(task_id, built, config, self._state, self._collector)
         self._task.init()
         self._readers: dict[tuple[str, int], tuple[RecordReader, SourceNode]] = {}
+        self._fused = _fused_chains(built.sources) if not built.state_stores and self._global is None else None
         self._changelogs = {store_changelog_topic(application_id, name): name for name in self._state.restore_callbacks}
         if spec.task_stores:
             self._collector.changelog_topics = frozenset(self._changelogs)
@@ -311,7 +315,15 @@ class SubtopologyExecutor:
             if record is None:
                 continue
             task.clock.advance(record.timestamp)
-            task.process_record(node, record, row.topic, row.partition, row.offset)
+            if self._fused is None:
+                task.process_record(node, record, row.topic, row.partition, row.offset)
+                continue
+            try:
+                self._fused[node.name](*record)
+            except Exception as exc:
+                exc.add_note(f"while processing a record of task {task.task_id}: topic={row.topic}, "
+                             f"partition={row.partition}, offset={row.offset}, timestamp={record.timestamp}")
+                raise
         return self.take_rows()
 
     def _reader(self, topic: str, partition: int) -> tuple[RecordReader, SourceNode]:
@@ -380,6 +392,23 @@ class SubtopologyExecutor:
                 self._global.close()
         finally:
             self._tmp.cleanup()
+
+
+def _fused_chains(sources: Iterable[SourceNode]) -> dict[str, Emit] | None:
+    """Each source's fused stateless chain down to its sinks (`stateless_chain`), when every processor
+    of the sub-topology fuses and every sink has a fixed topic; None otherwise (the TaskProcessor path)."""
+    chains: dict[str, Emit] = {}
+    for source in sources:
+        _, terminals = fused_nodes(source)
+        if not all(isinstance(t, SinkNode) and t.topic is not None for t in terminals):
+            return None
+
+        def terminal(node: ProcessorNode) -> Emit:
+            process = node.process
+            return lambda key, value, timestamp, headers: process(new_record(Record, (key, value, timestamp, headers)))
+
+        chains[source.name] = compose(source, terminal)
+    return chains
 
 
 def _global_task(builder: Any, config: StreamsConfig, task_dir: Path, rows: Iterable[InputRow]) -> TaskProcessor | None:

@@ -1,7 +1,7 @@
 """The Spark word count as users run it: `python -m app wordcount --engine spark`, in processes of its own.
 
 - killed with SIGKILL in the middle of a run, then rerun: the totals are right (the checkpoint
-  keeps offsets and state; records the killed run wrote twice are skipped downstream);
+  keeps offsets and the count's state together; a batch written twice writes the same counts);
 - on a standalone Spark cluster (a master and a worker started from the pyspark installation on
   127.0.0.1): user functions are shipped to executor processes, as on a real cluster.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,9 +18,9 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyspark
 import pytest
 
+from streams_core.spark.local_cluster import local_standalone_cluster
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 from tests.spark.engines import BASE_TS, long_be, read_table, utf8
 
@@ -56,17 +55,19 @@ async def test_a_killed_run_rerun_ends_with_the_right_totals(bootstrap_servers: 
     suffix = unique_topic("kill")
     lines = text(1200)
     await prepare(bootstrap_servers, suffix, lines)
-    command = cli(bootstrap_servers, tmp_path, suffix, "--autostop", "eol", "--max-offsets-per-trigger", "300")
-    repartition = f"cli-{suffix}-word-count-repartition"
+    command = cli(bootstrap_servers, tmp_path, suffix, "--autostop", "eol", "--max-offsets-per-trigger", "40")
+    # The word count is one native query (no repartition topic): killed once it has written the
+    # counts of its first micro-batches, rerun from its checkpoint.
+    output = f"counts-{suffix}"
 
     victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=Path(__file__).parents[2],
                               start_new_session=True)
     try:
         deadline = time.monotonic() + 240
-        while True:  # kill once the first query has written part of its output, mid-run
+        while True:  # kill once the query has written part of its output, mid-run
             assert victim.poll() is None, "the run ended before it could be killed"
             try:
-                written = len(await read_all(bootstrap_servers, repartition, timeout=5))
+                written = len(await read_all(bootstrap_servers, output, timeout=5))
             except TimeoutError:
                 written = 0
             if written > 0:
@@ -77,44 +78,18 @@ async def test_a_killed_run_rerun_ends_with_the_right_totals(bootstrap_servers: 
         os.killpg(victim.pid, signal.SIGKILL)
         victim.wait(timeout=30)
 
+    expected = Counter(word for line in lines for word in line.split())
+    assert await read_table(bootstrap_servers, output, utf8, long_be) != dict(expected), "killed mid-run"
     done = await asyncio.to_thread(run_cli, command)
     assert "done:" in done.stdout
-    expected = Counter(word for line in lines for word in line.split())
-    assert await read_table(bootstrap_servers, f"counts-{suffix}", utf8, long_be) == dict(expected)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    assert await read_table(bootstrap_servers, output, utf8, long_be) == dict(expected)
 
 
 @pytest.fixture
 def standalone_cluster(tmp_path: Path) -> Iterator[str]:
     """A Spark master and one worker (1 core, 1 GiB) on 127.0.0.1, from the pyspark installation."""
-    spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
-    port = _free_port()
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(tmp_path / "logs"),
-           "PYSPARK_PYTHON": sys.executable}
-    master = subprocess.Popen([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                               "--port", str(port), "--webui-port", str(_free_port())],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"spark://127.0.0.1:{port}"
-    worker = subprocess.Popen([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                               "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
-                               "--work-dir", str(tmp_path / "work")],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
+    with local_standalone_cluster(tmp_path) as url:
         yield url
-    finally:
-        for process in (worker, master):
-            os.killpg(process.pid, signal.SIGTERM)
-        for process in (worker, master):
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
 
 
 async def test_word_count_on_a_standalone_cluster(bootstrap_servers: str, tmp_path: Path, standalone_cluster: str) -> None:

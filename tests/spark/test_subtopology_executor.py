@@ -21,14 +21,20 @@ CONFIG = {"application.id": "exec", "bootstrap.servers": "127.0.0.1:9"}
 
 
 def queries() -> Any:
-    return SparkRunner(build_topology("lines", "counts", windowed=False), CONFIG).plan().queries
+    """The word count's two Python stages (caching off; with caching on it compiles to Spark's count)."""
+    config = {**CONFIG, "statestore.cache.max.bytes": 0}
+    return SparkRunner(build_topology("lines", "counts", windowed=False), config).plan().queries
 
 
 def test_the_stateless_stage_writes_what_the_runtime_writes_with_the_runner_headers() -> None:
     first, _ = queries()
     executor = SubtopologyExecutor(first.spec)
     try:
+        assert executor._fused is not None, "every processor is a stateless DSL operator: the fused chain runs them"
         out = executor.process([InputRow("lines", 2, 7, 1234, b"k", b"Hello hello", ())])
+        with pytest.raises(AttributeError) as failure:
+            executor.process([InputRow("lines", 0, 9, 1235, b"k", None, ())])
+        assert "topic=lines, partition=0, offset=9" in "".join(failure.value.__notes__)
     finally:
         executor.close()
     assert [(r.topic, r.key, r.value) for r in out] == [("exec-word-count-repartition", b"hello", b"hello")] * 2

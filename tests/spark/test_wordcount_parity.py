@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from app.wordcount import build_topology
+from streams_core import Grouped, Produced, Serdes, StreamsBuilder
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 from tests.spark.engines import BASE_TS, long_be, read_table, run_asyncio_to_end, utf8
@@ -30,27 +31,42 @@ def count_words(text: list[str]) -> Counter[str]:
 
 
 async def test_word_count_on_spark_equals_the_asyncio_runtime(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
+    """Caching on (the default) compiles to Spark's own count, one record per word and micro-batch;
+    caching off keeps the keyed Python stage, one record per update; both give the asyncio table."""
     suffix = unique_topic("wc")
-    input_topic, spark_out, asyncio_out = f"lines-{suffix}", f"spark-counts-{suffix}", f"asyncio-counts-{suffix}"
-    for topic in (input_topic, spark_out, asyncio_out):
+    input_topic, asyncio_out = f"lines-{suffix}", f"asyncio-counts-{suffix}"
+    coalesced, uncoalesced = f"spark-counts-{suffix}", f"spark-uncached-{suffix}"
+    for topic in (input_topic, coalesced, uncoalesced, asyncio_out):
         await create_topic(bootstrap_servers, topic, partitions=3)
     text = lines(0, 300)
     await produce_lines(bootstrap_servers, input_topic, text, 0)
 
-    runner = SparkRunner(build_topology(input_topic, spark_out, windowed=False),
-                         {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers}, spark=spark)
+    config = {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers}
+    runner = SparkRunner(build_topology(input_topic, coalesced, windowed=False), config, spark=spark)
+    assert [q.stage for q in runner.plan().queries] == ["native"]
+    explained = runner.explain()
+    assert "MapInArrow" in explained and "StateStoreSave" in explained, explained
     await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
+    uncached = SparkRunner(build_topology(input_topic, uncoalesced, windowed=False),
+                           {**config, "application.id": f"spark-uncached-{suffix}", "statestore.cache.max.bytes": 0},
+                           spark=spark)  # fmt: skip
+    assert [q.stage for q in uncached.plan().queries] == ["stateless", "keyed"]
+    await asyncio.to_thread(uncached.run, "available_now", tmp_path / "uncached-checkpoints")
     await run_asyncio_to_end(build_topology(input_topic, asyncio_out, windowed=False), f"asyncio-{suffix}",
                              bootstrap_servers, tmp_path / "state")
 
-    on_spark = await read_table(bootstrap_servers, spark_out, utf8, long_be)
+    expected = dict(count_words(text))
     on_asyncio = await read_table(bootstrap_servers, asyncio_out, utf8, long_be)
-    assert on_spark == on_asyncio
-    assert on_spark == dict(count_words(text))
+    assert on_asyncio == expected
+    assert await read_table(bootstrap_servers, coalesced, utf8, long_be) == on_asyncio
+    assert await read_table(bootstrap_servers, uncoalesced, utf8, long_be) == on_asyncio
+    batches = len([p for p in runner.progress[0] if p["numInputRows"]])
+    assert len(await read_all(bootstrap_servers, coalesced)) <= batches * len(expected), "one record per word and batch"
+    assert len(await read_all(bootstrap_servers, uncoalesced)) == sum(expected.values()), "one record per update"
     # The same partitioning: each word lands in the partition murmur2 gives its key on both engines.
-    spark_parts = {(r.key, r.partition) for r in await read_all(bootstrap_servers, spark_out)}
     asyncio_parts = {(r.key, r.partition) for r in await read_all(bootstrap_servers, asyncio_out)}
-    assert spark_parts == asyncio_parts
+    for topic in (coalesced, uncoalesced):
+        assert {(r.key, r.partition) for r in await read_all(bootstrap_servers, topic)} == asyncio_parts
 
 
 async def test_a_second_available_now_run_takes_only_new_records(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
@@ -58,7 +74,8 @@ async def test_a_second_available_now_run_takes_only_new_records(bootstrap_serve
     input_topic, output_topic = f"lines-{suffix}", f"counts-{suffix}"
     await create_topic(bootstrap_servers, input_topic, partitions=2)
     await create_topic(bootstrap_servers, output_topic, partitions=2)
-    config = {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers}
+    # Caching off: the two-query plan through the repartition topic, whose lineage this test is about.
+    config = {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers, "statestore.cache.max.bytes": 0}
     first, second = lines(0, 120), lines(120, 40)
 
     await produce_lines(bootstrap_servers, input_topic, first, 0)
@@ -113,3 +130,43 @@ async def test_continuous_mode_keeps_counting_until_stopped(bootstrap_servers: s
         runner.stop()
         await asyncio.to_thread(thread.join, 60)
     assert not thread.is_alive() and not errors, errors
+
+
+async def test_a_merged_chain_counted_by_integer_keys_is_native_and_equals_the_asyncio_runtime(
+    bootstrap_servers: str, spark: Any, tmp_path: Path
+) -> None:
+    """Two topics merged, a filter and a map, group_by(word length) with the Integer serde, count:
+    one native query (the topic column picks each topic's chain, keys counted by their serde bytes)."""
+    suffix = unique_topic("wc-len")
+    left, right = f"left-{suffix}", f"right-{suffix}"
+    outputs = {"spark": f"spark-lengths-{suffix}", "asyncio": f"asyncio-lengths-{suffix}"}
+    for topic in (left, right, *outputs.values()):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    text = lines(0, 120)
+    await produce_lines(bootstrap_servers, left, text[:60], 0)
+    await produce_lines(bootstrap_servers, right, text[60:], 60)
+
+    def build(engine: str) -> Any:
+        builder = StreamsBuilder()
+        s = Serdes.String()
+        words = builder.stream(left, key_serde=s, value_serde=s).flat_map_values(str.split).merge(
+            builder.stream(right, key_serde=s, value_serde=s).flat_map_values(lambda line: line.lower().split()))
+        (words.filter(lambda k, w: not w.startswith("w")).map(lambda k, w: (w, w.upper()))
+         .group_by(lambda w, upper: len(w), Grouped.with_(Serdes.Integer(), s)).count()
+         .to_stream().to(outputs[engine], Produced.with_(Serdes.Integer(), Serdes.Long())))
+        return builder.build()
+
+    runner = SparkRunner(build("spark"), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers},
+                         spark=spark)  # fmt: skip
+    (query,) = runner.plan().queries
+    assert query.stage == "native" and query.source_topics == (left, right)
+    await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
+    await run_asyncio_to_end(build("asyncio"), f"asyncio-{suffix}", bootstrap_servers, tmp_path / "state")
+
+    def integer(data: bytes) -> int:
+        return int.from_bytes(data, "big", signed=True)
+
+    on_asyncio = await read_table(bootstrap_servers, outputs["asyncio"], integer, long_be)
+    words = [w for line in text[:60] for w in line.split()] + [w for line in text[60:] for w in line.lower().split()]
+    assert on_asyncio == dict(Counter(len(w) for w in words if not w.startswith("w")))
+    assert await read_table(bootstrap_servers, outputs["spark"], integer, long_be) == on_asyncio
