@@ -178,7 +178,7 @@ class _Generator:
         if len(out) == start:
             out.append(f"{'    ' * depth}pass")
 
-    def _branch(self, node: ProcessorNode, p: kp.KStreamBranch, k: str, v: str, depth: int, out: list[str]) -> None:
+    def _branch(self, node: ProcessorNode, p: kp.KStreamBranch[Any, Any], k: str, v: str, depth: int, out: list[str]) -> None:
         pad = "    " * depth
         keyword = "if"
         for predicate, child in zip(tuple(p._predicates), tuple(p._children), strict=True):
