@@ -392,10 +392,12 @@ class KafkaStreams:
     def _on_thread_state(self, thread: StreamThread, old: ThreadState, new: ThreadState) -> None:
         if self._state not in (State.RUNNING, State.REBALANCING):
             return
-        live = [t for t in self._threads.all() if t.state is not ThreadState.DEAD]
-        if any(t.state in _REBALANCING_THREAD_STATES for t in live):
+        """Kafka Streams' rule: RUNNING once each thread runs or is dead (a removed one stopping holds none back)."""
+        states = [t.state for t in self._threads.all() if t.state is not ThreadState.DEAD]
+        running = ThreadState.RUNNING in states
+        if any(s in _REBALANCING_THREAD_STATES for s in states):
             self._set_state(State.REBALANCING)
-        elif live and all(t.state is ThreadState.RUNNING for t in live):
+        elif all(s is ThreadState.RUNNING or (s is ThreadState.PENDING_SHUTDOWN and running) for s in states):
             self._set_state(State.RUNNING)
 
     def _on_thread_assignment(self, thread: StreamThread) -> None:

@@ -96,6 +96,7 @@ async def test_the_last_thread_can_be_removed_and_one_added_again(tmp_path: Path
     async with running(cluster, passthrough_topology(), config(tmp_path)) as app:
         assert await app.streams.remove_stream_thread() == f"{APP}-StreamThread-1"
         assert app.streams.metadata_for_local_threads() == set() and cluster.members(APP) == []
+        assert app.streams.state is KafkaStreams.State.RUNNING, "as Kafka Streams, a client without threads stays RUNNING"
         assert await app.streams.remove_stream_thread() is None, "no thread left to remove"
         cluster.produce("in", b"k", b"v")
         assert await app.streams.add_stream_thread() == f"{APP}-StreamThread-1"
