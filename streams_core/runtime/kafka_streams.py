@@ -146,7 +146,7 @@ class KafkaStreams:
                 self._on_thread_state, self._on_thread_assignment, self._on_thread_error, self._on_batch_finished
             ),
         )
-        self._threads = StreamThreads(thread_factory, self.config)
+        self._threads = StreamThreads(thread_factory, self.config, global_thread=bool(self.metadata.global_topics))
         self._global_thread: GlobalStreamThread | None = None
         self._store_provider = QueryableStoreProvider(
             lambda: [t.store_provider for t in self._threads.all()], self._check_queryable, self._global_stores
@@ -231,9 +231,11 @@ class KafkaStreams:
             return
         self._set_state(State.REBALANCING)
         if self.metadata.global_topics:
+            cache = self._threads.cache_size_per_thread(self.config["num.stream.threads"])
             self._global_thread = GlobalStreamThread(
-                self.metadata, self.config, self._clients, self._partition_counts, on_error=self._on_thread_error
+                self.metadata, self.config, self._clients, self._partition_counts, self._on_thread_error, cache_max_bytes=cache
             )
+            self._threads.global_cache = self._global_thread.cache
             try:
                 await self._global_thread.start()
             except Exception as exc:  # as Kafka Streams: start() raises, and the dead global thread closes the client to ERROR
@@ -338,9 +340,7 @@ class KafkaStreams:
 
     def clean_up_state(self) -> list[Any]:
         """Remove the state of tasks not owned here and idle for `state.cleanup.delay.ms` (done periodically)."""
-        owned = set()
-        for thread in self._threads.all():
-            owned |= set(thread.task_manager.tasks) | set(thread.task_manager.standby_tasks)
+        owned = {t for thread in self._threads.all() for t in (*thread.task_manager.tasks, *thread.task_manager.standby_tasks)}
         app_dir = Path(self.config["state.dir"]) / self.application_id
         return clean_removed_tasks(app_dir, owned, self.config["state.cleanup.delay.ms"])
 
@@ -579,8 +579,7 @@ class KafkaStreams:
         return self._threads.all()
 
     def metadata_for_local_threads(self) -> set[ThreadMetadata]:
-        """Name, state, tasks and client ids of each stream thread that is not dead (KIP-663's
-        `metadataForLocalThreads`): a snapshot."""
+        """Name, state, tasks and client ids of each stream thread not dead (KIP-663): a snapshot."""
         return self._threads.metadata()
 
     def metrics(self) -> dict[str, Any]:

@@ -5,7 +5,7 @@ The registry behind `KafkaStreams.add_stream_thread` / `remove_stream_thread` an
 - a new thread takes the lowest index no thread holds (a DEAD thread is trimmed first, so its
   index is free again; a thread still shutting down keeps its index);
 - `statestore.cache.max.bytes` is divided evenly among the live threads (neither asked to stop nor
-  dead), re-divided whenever one comes or goes;
+  dead) and the global thread when the topology has one, re-divided whenever a thread comes or goes;
 - the thread removed is the oldest live one (Kafka's list order; Kafka leaves the choice unspecified).
 """
 
@@ -19,6 +19,7 @@ from streams_core.config import StreamsConfig
 from streams_core.runtime.stream_thread import StreamThread, ThreadState
 from streams_core.runtime.stream_thread_factory import StreamThreadFactory
 from streams_core.runtime.thread_metadata import TaskMetadata, ThreadMetadata
+from streams_core.state.internals.thread_cache import ThreadCache
 
 __all__ = ["StreamThreads"]
 
@@ -30,13 +31,17 @@ _NOT_LIVE = frozenset({ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD})
 class StreamThreads:
     """The instance's stream threads in the order they were added, made by its `StreamThreadFactory`."""
 
-    __slots__ = ("_config", "_factory", "_threads", "_total_cache_bytes")
+    __slots__ = ("_config", "_factory", "_global_share", "_threads", "_total_cache_bytes", "global_cache")
 
-    def __init__(self, factory: StreamThreadFactory, config: StreamsConfig) -> None:
+    def __init__(self, factory: StreamThreadFactory, config: StreamsConfig, *, global_thread: bool) -> None:
+        """`global_thread`: the topology has global stores, whose thread takes a share of the cache."""
         self._factory = factory
         self._config = config
         self._total_cache_bytes: int = config["statestore.cache.max.bytes"]
+        self._global_share = 1 if global_thread else 0
         self._threads: list[StreamThread] = []
+        self.global_cache: ThreadCache | None = None
+        """The global thread's cache, once it exists: resized with the stream threads'."""
 
     def all(self) -> list[StreamThread]:
         """Every thread not yet trimmed (dead ones included until an index is needed), by index."""
@@ -53,8 +58,9 @@ class StreamThreads:
         return next(i for i in range(1, len(taken) + 2) if i not in taken)
 
     def cache_size_per_thread(self, threads: int) -> int:
-        """Each thread's share of `statestore.cache.max.bytes` among `threads` threads (all of it for none)."""
-        return self._total_cache_bytes if threads == 0 else self._total_cache_bytes // threads
+        """Each thread's share of `statestore.cache.max.bytes` among `threads` stream threads and the global
+        thread (Kafka's `cacheSizePerThread`: all of it without stream threads)."""
+        return self._total_cache_bytes if threads == 0 else self._total_cache_bytes // (threads + self._global_share)
 
     def add(self) -> StreamThread:
         """Make a thread (not started) with the lowest free index, and shrink the others' caches to make room."""
@@ -95,6 +101,8 @@ class StreamThreads:
     def _resize(self, size: int) -> None:
         for thread in self.live():
             thread.resize_cache(size)
+        if self.global_cache is not None:  # safe at once: global stores have no changelog and no commit
+            self.global_cache.resize(size)
 
     def metadata(self) -> set[ThreadMetadata]:
         """`ThreadMetadata` of every thread not DEAD (Kafka's `metadataForLocalThreads`)."""

@@ -20,6 +20,7 @@ from streams_core.testing import FakeKafkaCluster
 
 from .harness import APP, Instance, counting_topology, eventually, long, passthrough_topology, running, streams_config
 from .test_error_handlers import Exploding, exploding_topology
+from .test_global_thread_failure import global_table_topology
 
 CACHE = 1_000_000
 
@@ -217,3 +218,19 @@ def test_a_shrinking_cache_evicts_in_turn_and_flushes_dirty_entries_first() -> N
     cache.resize(full * 2)
     cache.put(named["a"], b"new", b"v", dirty=False, timestamp=0)
     assert cache.evictions == 10, "growing evicts nothing"
+
+
+async def test_the_global_thread_takes_a_share_of_the_cache(tmp_path: Path) -> None:
+    cluster = cluster_with(2)
+    cluster.create_topic("reference", 1)
+    cluster.produce("reference", b"k", b"v")
+    async with running(cluster, global_table_topology(), config(tmp_path)) as app:
+        global_cache = app.streams._global_thread.cache  # type: ignore[union-attr]
+        assert global_cache.size > 0, "the global store caches through it"
+        assert cache_sizes(app) == [CACHE // 2] and global_cache.max_bytes == CACHE // 2, "threads + 1, as Kafka"
+        await app.streams.add_stream_thread()
+        await caches_become(app, [CACHE // 3, CACHE // 3])
+        assert global_cache.max_bytes == CACHE // 3
+        await app.streams.remove_stream_thread()
+        await app.streams.remove_stream_thread()
+        assert global_cache.max_bytes == CACHE, "without stream threads the global thread has all of it"
