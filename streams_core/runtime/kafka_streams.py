@@ -261,7 +261,7 @@ class KafkaStreams:
 
     def _track_thread_start(self, thread: StreamThread) -> asyncio.Task[None]:
         """Start a thread in a task that a concurrent close() waits for before stopping the threads."""
-        task = asyncio.get_running_loop().create_task(thread.start())
+        task = asyncio.get_running_loop().create_task(self._threads.start(thread))
         self._thread_starts.add(task)
         task.add_done_callback(self._thread_starts.discard)
         return task

@@ -127,11 +127,17 @@ class StreamThread:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the clients, subscribe, and start the processing loop."""
+        """Start the clients, subscribe, and start the processing loop; a thread that fails to start is
+        DEAD (its clients stopped), so it holds neither the client in REBALANCING nor its index."""
         self._set_state(ThreadState.STARTING)
-        await self._clients.start()
-        self._consumer.subscribe(sorted(self.topology.source_topics), StreamsRebalanceListener(self))
-        await self._consumer.start()
+        try:
+            await self._clients.start()
+            self._consumer.subscribe(sorted(self.topology.source_topics), StreamsRebalanceListener(self))
+            await self._consumer.start()
+        except BaseException:
+            await self._clients.stop(self.log_prefix)
+            self._set_state(ThreadState.DEAD)
+            raise
         self._last_commit_ms = wall_clock_ms()
         self._runner = asyncio.create_task(self._run(), name=self.name)
 

@@ -76,6 +76,14 @@ class StreamThreads:
         self._threads.append(thread)
         return thread
 
+    async def start(self, thread: StreamThread) -> None:
+        """Start a thread made by `add`; one that fails to start is DEAD and gives its cache share back."""
+        try:
+            await thread.start()
+        except Exception:
+            self.resize_caches()
+            raise
+
     async def remove(self, timeout: float | None) -> str | None:
         """Stop the oldest running thread and forget it; its name, or None without a running thread.
 
@@ -88,15 +96,19 @@ class StreamThreads:
             return None
         log.info("Removing StreamThread %s", thread.name)
         thread.shutdown()
-        size = self.cache_size_per_thread(len(self.live()))
-        log.info("Resizing thread cache due to thread removal, new cache size per thread is %d", size)
-        self._resize(size)
+        self.resize_caches()
         _done, pending = await asyncio.wait({asyncio.ensure_future(thread.stop())}, timeout=timeout)
         if pending:
             log.warning("%s did not shut down in the allotted time (%s s)", thread.name, timeout)
             raise TimeoutError(f"stream thread {thread.name} did not stop within {timeout} s")
         self._threads = [t for t in self._threads if t is not thread]
         return thread.name
+
+    def resize_caches(self) -> None:
+        """Re-divide the cache among the live threads (one was asked to stop, or died starting)."""
+        size = self.cache_size_per_thread(len(self.live()))
+        log.info("Resizing thread cache due to thread removal, new cache size per thread is %d", size)
+        self._resize(size)
 
     def _resize(self, size: int) -> None:
         for thread in self.live():

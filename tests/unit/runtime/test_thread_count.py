@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from streams_core import KafkaStreams, TaskId, TaskMetadata, ThreadMetadata
+from streams_core import KafkaStreams, TaskId, TaskMetadata, ThreadMetadata, clients
 from streams_core.runtime.kafka_streams import StreamThreadExceptionResponse
 from streams_core.runtime.stream_thread import ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
@@ -234,3 +234,15 @@ async def test_the_global_thread_takes_a_share_of_the_cache(tmp_path: Path) -> N
         await app.streams.remove_stream_thread()
         await app.streams.remove_stream_thread()
         assert global_cache.max_bytes == CACHE, "without stream threads the global thread has all of it"
+
+
+async def test_a_thread_that_fails_to_start_is_dead_and_gives_its_share_back(tmp_path: Path) -> None:
+    cluster = cluster_with(4)
+    async with running(cluster, passthrough_topology(), config(tmp_path)) as app:
+        cluster.fail_next("consumer_start", clients.KafkaConnectionError("no broker known"))
+        with pytest.raises(clients.KafkaConnectionError):
+            await app.streams.add_stream_thread()
+        assert names(app) == [f"{APP}-StreamThread-1"] and app.streams.state is KafkaStreams.State.RUNNING
+        await caches_become(app, [CACHE])
+        assert await app.streams.add_stream_thread() == f"{APP}-StreamThread-2", "its index is free again"
+        await spread_over(app, 2)
