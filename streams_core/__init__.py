@@ -89,6 +89,7 @@ from streams_core.runtime.assignment import (
 )
 from streams_core.runtime.kafka_streams import KafkaStreams, LagInfo, State, StreamThreadExceptionResponse
 from streams_core.runtime.record_collector_impl import ProductionError
+from streams_core.runtime.thread_metadata import TaskMetadata, ThreadMetadata
 from streams_core.serde import Serde, Serdes
 from streams_core.state import (
     KeyValue,
@@ -199,10 +200,12 @@ __all__ = [
     "TableJoined",
     "TaskCorruptedError",
     "TaskId",
+    "TaskMetadata",
     "TaskMigratedError",
     "TestInputTopic",
     "TestOutputTopic",
     "TestRecord",
+    "ThreadMetadata",
     "TimeWindow",
     "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",

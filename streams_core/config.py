@@ -242,7 +242,7 @@ _KEYS: dict[str, _Key] = {
         _Key("probing.rebalance.interval.ms", 600_000, _int(1), "Time until the probing rebalance that lets caught-up warm-ups take over."),
         _Key("commit.interval.ms", 30_000, _int(0), "How often to commit (100 ms under exactly-once unless set)."),
         _Key("processing.guarantee", AT_LEAST_ONCE, _choice(AT_LEAST_ONCE, EXACTLY_ONCE, EXACTLY_ONCE_V2), "Delivery guarantee."),
-        _Key("statestore.cache.max.bytes", 10 * 1024 * 1024, _int(0), "Record cache size shared by a thread's tasks."),
+        _Key("statestore.cache.max.bytes", 10 * 1024 * 1024, _int(0), "Record cache size of the instance, divided among its stream threads (and the global thread)."),
         _Key("buffered.records.per.partition", 1000, _int(1), "Records buffered per partition before it is paused."),
         _Key("max.task.idle.ms", 0, _int(-1), "How long a task waits for data on an empty partition (-1: never waits)."),
         _Key("default.key.serde", Serdes.Bytes(), _serde, "Key serde where none is given."),

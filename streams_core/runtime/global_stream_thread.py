@@ -32,6 +32,7 @@ from streams_core.runtime.standby_task import NoRecords
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.state.internals.thread_cache import ThreadCache
 from streams_core.state.store import StateStore
 
 __all__ = ["GlobalStreamThread"]
@@ -52,8 +53,11 @@ class GlobalStreamThread:
         client_supplier: clients.KafkaClientSupplier,
         partition_counts: Mapping[str, int],
         on_error: GlobalThreadErrorCallback | None = None,
+        *,
+        cache_max_bytes: int | None = None,
     ) -> None:
-        """`on_error` is called, on the event loop, with the exception that ended the thread after start."""
+        """`on_error` is called, on the event loop, with the exception that ended the thread after start;
+        `cache_max_bytes` is the global stores' share of `statestore.cache.max.bytes` (all of it when None)."""
         self._config = config
         self._on_error = on_error
         self._clients = client_supplier
@@ -72,6 +76,9 @@ class GlobalStreamThread:
             default_value_serde=config["default.value.serde"],
         )
         self.processor = TaskProcessor(task_id, topology, config, self._state, NoRecords())
+        self.cache = ThreadCache(config["statestore.cache.max.bytes"] if cache_max_bytes is None else cache_max_bytes)
+        """The record cache of the global stores, resized with the stream threads' (KIP-663)."""
+        self.processor.context.cache = self.cache
         self.partitions = sorted(
             TopicPartition(topic, p) for topic in metadata.global_topics for p in range(partition_counts[topic])
         )

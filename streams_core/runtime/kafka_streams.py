@@ -4,8 +4,9 @@
 topics, then starts `num.stream.threads` stream threads whose consumers join the group
 `application.id`. `state` follows Kafka Streams' state machine; `all_metadata()` and friends
 answer KIP-67 discovery from the assignment every member receives. `run()` blocks until
-SIGINT/SIGTERM. CPU parallelism comes from more instances (processes), as in Kafka Streams'
-scale-out: stream threads share one event loop.
+SIGINT/SIGTERM. `add_stream_thread()` / `remove_stream_thread()` change the number of threads
+while it runs (KIP-663). CPU parallelism comes from more instances (processes), as in Kafka
+Streams' scale-out: stream threads share one event loop.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
 from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider, StoreQuery
 from streams_core.runtime.stream_thread import StreamThread, ThreadCallbacks, ThreadState
 from streams_core.runtime.stream_thread_factory import StreamThreadFactory
+from streams_core.runtime.stream_threads import StreamThreads
+from streams_core.runtime.thread_metadata import ThreadMetadata
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topic_preparation import prepare_topics, watch_pattern_topics
 from streams_core.runtime.topology_metadata import TopologyMetadata
@@ -124,16 +127,15 @@ class KafkaStreams:
         self._state = State.CREATED
         self._state_listener: StateListener | None = None
         self._exception_handler: UncaughtExceptionHandler | None = None
-        self._threads: list[StreamThread] = []
         self._partition_counts: dict[str, int] = {}
         self._state_changed = asyncio.Condition() if _has_loop() else None
         self._closing: asyncio.Task[bool] | None = None
-        self._thread_starts: set[asyncio.Task[StreamThread]] = set()
+        self._thread_starts: set[asyncio.Task[None]] = set()
         self._cleaner: asyncio.Task[None] | None = None
         self._pattern_watcher: asyncio.Task[None] | None = None
         self._errors: list[BaseException] = []
         self._run_mode = run_mode(self.config, self._clients, self.process_id)
-        self._thread_factory = StreamThreadFactory(
+        thread_factory = StreamThreadFactory(
             self.metadata,
             self.config,
             process_id=self.process_id,
@@ -144,9 +146,10 @@ class KafkaStreams:
                 self._on_thread_state, self._on_thread_assignment, self._on_thread_error, self._on_batch_finished
             ),
         )
+        self._threads = StreamThreads(thread_factory, self.config, global_thread=bool(self.metadata.global_topics))
         self._global_thread: GlobalStreamThread | None = None
         self._store_provider = QueryableStoreProvider(
-            lambda: [t.store_provider for t in self._threads], self._check_queryable, self._global_stores
+            lambda: [t.store_provider for t in self._threads.all()], self._check_queryable, self._global_stores
         )
 
     def __repr__(self) -> str:
@@ -228,9 +231,11 @@ class KafkaStreams:
             return
         self._set_state(State.REBALANCING)
         if self.metadata.global_topics:
+            cache = self._threads.cache_size_per_thread(self.config["num.stream.threads"])
             self._global_thread = GlobalStreamThread(
-                self.metadata, self.config, self._clients, self._partition_counts, on_error=self._on_thread_error
+                self.metadata, self.config, self._clients, self._partition_counts, self._on_thread_error, cache_max_bytes=cache
             )
+            self._threads.global_cache = self._global_thread.cache
             try:
                 await self._global_thread.start()
             except Exception as exc:  # as Kafka Streams: start() raises, and the dead global thread closes the client to ERROR
@@ -249,14 +254,14 @@ class KafkaStreams:
                     self._resubscribe_threads,
                 )
             )
-        for index in range(1, self.config["num.stream.threads"] + 1):
+        for thread in [self._threads.add() for _ in range(self.config["num.stream.threads"])]:
             if self._closing is not None:
                 break
-            await self._track_thread_start(index)
+            await self._track_thread_start(thread)
 
-    def _track_thread_start(self, index: int) -> asyncio.Task[StreamThread]:
+    def _track_thread_start(self, thread: StreamThread) -> asyncio.Task[None]:
         """Start a thread in a task that a concurrent close() waits for before stopping the threads."""
-        task = asyncio.get_running_loop().create_task(self._start_thread(index))
+        task = asyncio.get_running_loop().create_task(self._threads.start(thread))
         self._thread_starts.add(task)
         task.add_done_callback(self._thread_starts.discard)
         return task
@@ -271,17 +276,29 @@ class KafkaStreams:
 
     def _on_batch_finished(self, thread: StreamThread) -> None:
         """A thread finished its batch: when every live thread has, the instance closes (and may end the run)."""
-        live = [t for t in self._threads if t.alive]
+        live = [t for t in self._threads.all() if t.alive]
         if self._closing is None and live and all(t.batch_finished and t.state is ThreadState.RUNNING for t in live):
             log.info("stream-client [%s] batch run: every partition here reached its stop offset; closing", self.application_id)
             self._closing = asyncio.get_running_loop().create_task(self._close(None))
 
-    async def _start_thread(self, index: int) -> StreamThread:
-        """Make a thread with `index` (a replacement takes the dead one's place) and start it."""
-        thread = self._thread_factory.create(index)
-        self._threads = sorted([t for t in self._threads if t.index != index] + [thread], key=lambda t: t.index)
-        await thread.start()
-        return thread
+    async def add_stream_thread(self) -> str | None:
+        """Start one more stream thread (KIP-663), `<application.id>-StreamThread-<lowest free index>`; its
+        name, or None unless RUNNING or REBALANCING. Its join makes the group rebalance to give it tasks."""
+        if not self._state.is_running_or_rebalancing():
+            log.warning("stream-client [%s] cannot add a stream thread in state %s", self.application_id, self._state.name)
+            return None
+        thread = self._threads.add()
+        await self._track_thread_start(thread)
+        return thread.name if self._state.is_running_or_rebalancing() else None
+
+    async def remove_stream_thread(self, timeout: float | None = None) -> str | None:
+        """Stop one stream thread cleanly (KIP-663: commit, close its tasks, leave the group so the others
+        rebalance at once); its name, or None unless RUNNING or REBALANCING with a running thread (the last
+        one included). TimeoutError when it has not stopped within `timeout` s (`StreamThreads.remove`)."""
+        if not self._state.is_running_or_rebalancing():
+            log.warning("stream-client [%s] cannot remove a stream thread in state %s", self.application_id, self._state.name)
+            return None
+        return await self._threads.remove(timeout)
 
     async def close(self, timeout: float | None = None) -> bool:
         """Stop every thread cleanly (commit, flush, close clients, leave the group).
@@ -303,14 +320,14 @@ class KafkaStreams:
                 background.cancel()
         if self._thread_starts:  # a thread still starting has no loop to stop yet: let it start first
             await asyncio.wait(set(self._thread_starts), timeout=timeout)
-        stops = [asyncio.create_task(t.stop()) for t in self._threads]
+        stops = [asyncio.create_task(t.stop()) for t in self._threads.all()]
         done = True
         if stops:
             _finished, pending = await asyncio.wait(stops, timeout=timeout)
             if pending:
                 done = False
                 log.warning("stream-client [%s] threads did not stop in %ss; cancelling", self.application_id, timeout)
-                for thread in self._threads:
+                for thread in self._threads.all():
                     await thread.kill()
         await self._run_mode.end()
         if self._global_thread is not None:
@@ -323,15 +340,13 @@ class KafkaStreams:
 
     def clean_up_state(self) -> list[Any]:
         """Remove the state of tasks not owned here and idle for `state.cleanup.delay.ms` (done periodically)."""
-        owned = set()
-        for thread in self._threads:
-            owned |= set(thread.task_manager.tasks) | set(thread.task_manager.standby_tasks)
+        owned = {t for thread in self._threads.all() for t in (*thread.task_manager.tasks, *thread.task_manager.standby_tasks)}
         app_dir = Path(self.config["state.dir"]) / self.application_id
         return clean_removed_tasks(app_dir, owned, self.config["state.cleanup.delay.ms"])
 
     async def _resubscribe_threads(self, added: frozenset[str]) -> None:
-        for thread in self._threads:
-            if thread.alive:
+        for thread in self._threads.all():
+            if thread.alive and not thread.stopping:
                 await thread.resubscribe()
 
     async def _clean_state_periodically(self) -> None:
@@ -377,10 +392,12 @@ class KafkaStreams:
     def _on_thread_state(self, thread: StreamThread, old: ThreadState, new: ThreadState) -> None:
         if self._state not in (State.RUNNING, State.REBALANCING):
             return
-        live = [t for t in self._threads if t.state is not ThreadState.DEAD]
-        if any(t.state in _REBALANCING_THREAD_STATES for t in live):
+        """Kafka Streams' rule: RUNNING once each thread runs or is dead (a removed one stopping holds none back)."""
+        states = [t.state for t in self._threads.all() if t.state is not ThreadState.DEAD]
+        running = ThreadState.RUNNING in states
+        if any(s in _REBALANCING_THREAD_STATES for s in states):
             self._set_state(State.REBALANCING)
-        elif live and all(t.state is ThreadState.RUNNING for t in live):
+        elif all(s is ThreadState.RUNNING or (s is ThreadState.PENDING_SHUTDOWN and running) for s in states):
             self._set_state(State.RUNNING)
 
     def _on_thread_assignment(self, thread: StreamThread) -> None:
@@ -409,7 +426,7 @@ class KafkaStreams:
                 response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT  # a global thread cannot be replaced
             self._set_state(State.PENDING_ERROR)
         elif response is StreamThreadExceptionResponse.REPLACE_THREAD and self._state.is_running_or_rebalancing():
-            self._track_thread_start(thread.index)
+            self._track_thread_start(self._threads.add())  # the dead thread's index is the lowest free one
             return
         if self._closing is None:
             if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
@@ -516,7 +533,7 @@ class KafkaStreams:
 
     def stores_restoring(self) -> bool:
         """Whether any stream thread is still creating or restoring tasks."""
-        return any(t.state is not ThreadState.RUNNING for t in self._threads if t.alive)
+        return any(t.state is not ThreadState.RUNNING for t in self._threads.all() if t.alive)
 
     # -- discovery (KIP-67) -------------------------------------------------------------------
 
@@ -559,11 +576,15 @@ class KafkaStreams:
 
     @property
     def threads(self) -> list[StreamThread]:
-        return list(self._threads)
+        return self._threads.all()
+
+    def metadata_for_local_threads(self) -> set[ThreadMetadata]:
+        """Name, state, tasks and client ids of each stream thread not dead (KIP-663): a snapshot."""
+        return self._threads.metadata()
 
     def metrics(self) -> dict[str, Any]:
         """Per-thread counters (processed, dropped, pauses, commits), the global thread's, and the client state."""
-        found: dict[str, Any] = {"state": self._state.name, "threads": [t.metrics() for t in self._threads]}
+        found: dict[str, Any] = {"state": self._state.name, "threads": [t.metrics() for t in self._threads.all()]}
         if self._global_thread is not None:
             found["global_thread"] = {"processed_records": self._global_thread.processed_records}
         return found

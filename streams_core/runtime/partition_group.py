@@ -175,6 +175,11 @@ class PartitionGroup(Generic[R]):
         """Records the deserializer skipped, over all partitions."""
         return sum(queue.skipped_records for queue in self._queues.values())
 
+    @property
+    def idle_start_ms(self) -> int | None:
+        """When the task started waiting for an empty partition (`max.task.idle.ms`); None while it does not."""
+        return self._idle_start_ms
+
     def ready_to_process(self, now_ms: int) -> bool:
         """Whether the task should process now (Kafka's StreamTask.isProcessable).
 

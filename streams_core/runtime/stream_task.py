@@ -206,6 +206,11 @@ class StreamTask:
         """
         self._fetched_offsets[tp] = max(self._fetched_offsets.get(tp, -1), stop_offset - 1)
 
+    @property
+    def committed_offsets(self) -> dict[TopicPartition, int]:
+        """The offsets of the task's last commit (the next offset to read per partition)."""
+        return dict(self._committed_offsets)
+
     def prepare_commit(self) -> dict[TopicPartition, int]:
         """Flush the stores; returns the offsets to commit (next offset to read per partition)."""
         self.processor.prepare_commit()

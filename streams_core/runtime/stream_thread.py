@@ -28,6 +28,7 @@ from streams_core.runtime.streams_rebalance_listener import StreamsRebalanceList
 from streams_core.runtime.task_manager import TaskManager
 from streams_core.runtime.thread_clients import ThreadClients
 from streams_core.runtime.thread_metrics import ThreadMetrics
+from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
 __all__ = ["StreamThread", "ThreadCallbacks", "ThreadState"]
@@ -117,6 +118,7 @@ class StreamThread:
         self._stopping = False
         self._runner: asyncio.Task[None] | None = None
         self._pending_error: BaseException | None = None
+        self._cache_resize: int | None = None
         self._last_commit_ms = 0
 
     def __repr__(self) -> str:
@@ -125,13 +127,28 @@ class StreamThread:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the clients, subscribe, and start the processing loop."""
+        """Start the clients, subscribe, and start the processing loop; a thread that fails to start is
+        DEAD (its clients stopped), so it holds neither the client in REBALANCING nor its index."""
         self._set_state(ThreadState.STARTING)
-        await self._clients.start()
-        self._consumer.subscribe(sorted(self.topology.source_topics), StreamsRebalanceListener(self))
-        await self._consumer.start()
+        try:
+            await self._clients.start()
+            self._consumer.subscribe(sorted(self.topology.source_topics), StreamsRebalanceListener(self))
+            await self._consumer.start()
+        except BaseException:
+            await self._clients.stop(self.log_prefix)
+            self._set_state(ThreadState.DEAD)
+            raise
         self._last_commit_ms = wall_clock_ms()
         self._runner = asyncio.create_task(self._run(), name=self.name)
+
+    def shutdown(self) -> None:
+        """Ask the loop to stop after its current batch (Kafka Streams' `StreamThread.shutdown`); `stop` waits for it."""
+        self._stopping = True
+
+    @property
+    def stopping(self) -> bool:
+        """Asked to stop (by `shutdown`, `stop` or `kill`): no longer one of the instance's live threads."""
+        return self._stopping
 
     async def stop(self) -> None:
         """Ask the loop to stop after its current batch and wait for the clean shutdown."""
@@ -215,6 +232,9 @@ class StreamThread:
             if batch:
                 await _let_others_run()  # each part of a round is its own loop step: queries wait for one part, not the round
             async with self._lock:
+                if self._cache_resize is not None:
+                    tm.cache.resize(self._cache_resize)
+                    self._cache_resize = None
                 now = wall_clock_ms()
                 started = time.perf_counter()
                 processed = tm.process(max_records, now, PROCESSING_SLICE_S)
@@ -382,6 +402,18 @@ class StreamThread:
             self._consumer.enforce_rebalance()
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def resize_cache(self, max_bytes: int) -> None:
+        """Give the record cache a new size; the loop applies it between batches, under its lock, as a
+        shrink may flush dirty entries (which must not land inside a commit)."""
+        if self._runner is None:
+            self.task_manager.cache.resize(max_bytes)
+        else:
+            self._cache_resize = max_bytes
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The end offset of a source partition as the consumer last saw it (None before a fetch)."""
+        return self._consumer.highwater(tp)
 
     def _set_state(self, new: ThreadState) -> None:
         old, self.state = self.state, new

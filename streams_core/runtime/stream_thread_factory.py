@@ -7,9 +7,9 @@ each other in one cycle, as in Kafka Streams (the consumer needs the assignor, t
 the task manager for the task states, the task manager's guarantee commits through the consumer),
 closed here by two callbacks that name parts made later in `create`.
 
-The instance holds one factory and calls `create(index)` for each of its threads, for a
-REPLACE_THREAD replacement (same index) and, later, for KIP-663's `add_stream_thread`; what the
-factory holds is the instance's, shared by its threads.
+The instance's thread registry (`StreamThreads`) calls `create(index, cache_max_bytes)` for each
+of its threads: at start, for KIP-663's `add_stream_thread` and for a REPLACE_THREAD
+replacement; what the factory holds is the instance's, shared by its threads.
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ class StreamThreadFactory:
         self._run_mode = run_mode
         self._callbacks = callbacks
 
-    def create(self, index: int) -> StreamThread:
-        """A new thread `<application.id>-StreamThread-<index>`, in state CREATED (not started)."""
+    def create(self, index: int, cache_max_bytes: int) -> StreamThread:
+        """A new thread `<application.id>-StreamThread-<index>`, in state CREATED (not started), whose
+        record cache holds `cache_max_bytes` (its share of `statestore.cache.max.bytes`)."""
         config, topology, supplier = self._config, self._topology, self._clients
         name = f"{config['application.id']}-StreamThread-{index}"
         log_prefix = f"stream-thread [{name}] "
@@ -98,6 +99,7 @@ class StreamThreadFactory:
                 config["default.deserialization.exception.handler"], dead_letters.send
             ),
             global_stores=self._global_stores,
+            cache_max_bytes=cache_max_bytes,
             log_prefix=log_prefix,
         )
         on_batch_finished = self._callbacks.on_batch_finished

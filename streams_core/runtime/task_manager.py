@@ -67,8 +67,10 @@ class TaskManager:
         deserialization_handler: DeserializationHandler | None = None,
         wall_clock: Callable[[], int] | None = None,
         global_stores: Callable[[], Mapping[str, StateStore]] | None = None,
+        cache_max_bytes: int | None = None,
         log_prefix: str = "",
     ) -> None:
+        """`cache_max_bytes`: this thread's share of `statestore.cache.max.bytes` (all of it when None)."""
         self.topology = topology
         self.config = config
         self.app_state_dir = Path(config["state.dir"]) / topology.application_id
@@ -79,8 +81,7 @@ class TaskManager:
         self._log_prefix = log_prefix
         self._reader = changelog_reader
         self._flow_control = flow_control
-        threads = max(1, config["num.stream.threads"])
-        self.cache = ThreadCache(config["statestore.cache.max.bytes"] // threads)
+        self.cache = ThreadCache(config["statestore.cache.max.bytes"] if cache_max_bytes is None else cache_max_bytes)
         self.tasks: dict[TaskId, StreamTask] = {}
         self._by_partition: dict[TopicPartition, StreamTask] = {}
         self.standby_tasks: dict[TaskId, StandbyTask] = {}

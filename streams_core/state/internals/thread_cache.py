@@ -120,18 +120,35 @@ class ThreadCache:
             batch.append((key, entry))
         cache.listener(batch)
 
+    def resize(self, max_bytes: int) -> None:
+        """Take a new byte budget (KIP-663: the instance's cache is re-divided when threads come or go);
+        shrinking evicts from the named caches in turn, one entry each, as Kafka's `ThreadCache.resize`."""
+        self.max_bytes = max_bytes
+        while self.size > max_bytes:
+            caches = [cache for cache in self._caches.values() if cache.entries]
+            if not caches:
+                break
+            for cache in caches:
+                if self.size <= max_bytes:
+                    break
+                self._evict_one(cache)
+
     def _evict(self, cache: NamedCache) -> None:
+        while self.size > self.max_bytes and cache.entries:
+            self._evict_one(cache)
+
+    def _evict_one(self, cache: NamedCache) -> None:
+        """Drop the least recently used entry of `cache`, first flushing the cache when it is dirty."""
         entries = cache.entries
-        while self.size > self.max_bytes and entries:
-            key, entry = next(iter(entries.items()))
-            if entry.dirty:
-                self.flush(cache)
-            entries.popitem(last=False)
-            cache.size -= entry.size
-            self.size -= entry.size
-            self.evictions += 1
-            if cache.on_remove is not None:
-                cache.on_remove(key)
+        key, entry = next(iter(entries.items()))
+        if entry.dirty:
+            self.flush(cache)
+        entries.popitem(last=False)
+        cache.size -= entry.size
+        self.size -= entry.size
+        self.evictions += 1
+        if cache.on_remove is not None:
+            cache.on_remove(key)
 
     def invalidate(self, cache: NamedCache, keys: list[bytes]) -> None:
         """Forget cached (clean) entries of keys the store below changed, e.g. by a changelog restore."""

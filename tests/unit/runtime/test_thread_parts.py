@@ -41,7 +41,7 @@ def _factory(tmp_path: Path, supplier: FakeKafkaClientSupplier, extra: dict[str,
 def test_the_factory_makes_a_whole_thread_whose_clients_start_only_with_it(tmp_path: Path) -> None:
     cluster = FakeKafkaCluster()
     supplier = FakeKafkaClientSupplier(cluster)
-    thread = _factory(tmp_path, supplier).create(3)
+    thread = _factory(tmp_path, supplier).create(3, 1024)
     assert thread.name == f"{APP}-StreamThread-3" and thread.index == 3
     assert thread.state is ThreadState.CREATED and not thread.alive
     assert len(supplier.main_consumers) == 1 and len(supplier.restore_consumers) == 1 and len(supplier.producers) == 1

@@ -1,0 +1,150 @@
+"""StreamThreads: the stream threads of one KafkaStreams instance, as KIP-663 adds and removes them.
+
+The registry behind `KafkaStreams.add_stream_thread` / `remove_stream_thread` and
+`metadata_for_local_threads`, with Kafka Streams' rules:
+- a new thread takes the lowest index no thread holds (a DEAD thread is trimmed first, so its
+  index is free again; a thread still shutting down keeps its index);
+- `statestore.cache.max.bytes` is divided evenly among the live threads (neither asked to stop nor
+  dead) and the global thread when the topology has one, re-divided whenever a thread comes or goes;
+- the thread removed is the oldest live one (Kafka's list order; Kafka leaves the choice unspecified).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from streams_core import clients
+from streams_core.config import StreamsConfig
+from streams_core.runtime.stream_thread import StreamThread, ThreadState
+from streams_core.runtime.stream_thread_factory import StreamThreadFactory
+from streams_core.runtime.thread_metadata import TaskMetadata, ThreadMetadata
+from streams_core.state.internals.thread_cache import ThreadCache
+
+__all__ = ["StreamThreads"]
+
+log = logging.getLogger(__name__)
+
+_NOT_LIVE = frozenset({ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD})
+
+
+class StreamThreads:
+    """The instance's stream threads in the order they were added, made by its `StreamThreadFactory`."""
+
+    __slots__ = ("_config", "_factory", "_global_share", "_threads", "_total_cache_bytes", "global_cache")
+
+    def __init__(self, factory: StreamThreadFactory, config: StreamsConfig, *, global_thread: bool) -> None:
+        """`global_thread`: the topology has global stores, whose thread takes a share of the cache."""
+        self._factory = factory
+        self._config = config
+        self._total_cache_bytes: int = config["statestore.cache.max.bytes"]
+        self._global_share = 1 if global_thread else 0
+        self._threads: list[StreamThread] = []
+        self.global_cache: ThreadCache | None = None
+        """The global thread's cache, once it exists: resized with the stream threads'."""
+
+    def all(self) -> list[StreamThread]:
+        """Every thread not yet trimmed (dead ones included until an index is needed), by index."""
+        return sorted(self._threads, key=lambda t: t.index)
+
+    def live(self) -> list[StreamThread]:
+        """The threads that count for the cache: neither asked to stop nor shutting down or dead."""
+        return [t for t in self._threads if not t.stopping and t.state not in _NOT_LIVE]
+
+    def next_index(self) -> int:
+        """The lowest index no thread holds, after trimming the dead threads (Kafka's `nextThreadIndex`)."""
+        self._threads = [t for t in self._threads if t.state is not ThreadState.DEAD]
+        taken = {t.index for t in self._threads}
+        return next(i for i in range(1, len(taken) + 2) if i not in taken)
+
+    def cache_size_per_thread(self, threads: int) -> int:
+        """Each thread's share of `statestore.cache.max.bytes` among `threads` stream threads and the global
+        thread (Kafka's `cacheSizePerThread`: all of it without stream threads)."""
+        return self._total_cache_bytes if threads == 0 else self._total_cache_bytes // (threads + self._global_share)
+
+    def add(self) -> StreamThread:
+        """Make a thread (not started) with the lowest free index, and shrink the others' caches to make room."""
+        index = self.next_index()
+        live = len(self.live()) + 1
+        size = self.cache_size_per_thread(live)
+        log.info(
+            "Adding StreamThread-%d, there will now be %d live threads and the new cache size per thread is %d",
+            index, live, size,
+        )
+        self._resize(size)
+        thread = self._factory.create(index, size)
+        self._threads.append(thread)
+        return thread
+
+    async def start(self, thread: StreamThread) -> None:
+        """Start a thread made by `add`; one that fails to start is DEAD and gives its cache share back."""
+        try:
+            await thread.start()
+        except Exception:
+            self.resize_caches()
+            raise
+
+    async def remove(self, timeout: float | None) -> str | None:
+        """Stop the oldest running thread and forget it; its name, or None without a running thread.
+
+        The cache is re-divided as soon as it is asked to stop. TimeoutError when it has not stopped
+        within `timeout` seconds: it goes on shutting down, holding its index until it is dead.
+        """
+        thread = next((t for t in self._threads if t.alive and not t.stopping and t.state not in _NOT_LIVE), None)
+        if thread is None:
+            log.warning("There are no threads eligible for removal")
+            return None
+        log.info("Removing StreamThread %s", thread.name)
+        thread.shutdown()
+        self.resize_caches()
+        _done, pending = await asyncio.wait({asyncio.ensure_future(thread.stop())}, timeout=timeout)
+        if pending:
+            log.warning("%s did not shut down in the allotted time (%s s)", thread.name, timeout)
+            raise TimeoutError(f"stream thread {thread.name} did not stop within {timeout} s")
+        self._threads = [t for t in self._threads if t is not thread]
+        return thread.name
+
+    def resize_caches(self) -> None:
+        """Re-divide the cache among the live threads (one was asked to stop, or died starting)."""
+        size = self.cache_size_per_thread(len(self.live()))
+        log.info("Resizing thread cache due to thread removal, new cache size per thread is %d", size)
+        self._resize(size)
+
+    def _resize(self, size: int) -> None:
+        for thread in self.live():
+            thread.resize_cache(size)
+        if self.global_cache is not None:  # safe at once: global stores have no changelog and no commit
+            self.global_cache.resize(size)
+
+    def metadata(self) -> set[ThreadMetadata]:
+        """`ThreadMetadata` of every thread not DEAD (Kafka's `metadataForLocalThreads`)."""
+        return {self._thread_metadata(t) for t in self._threads if t.state is not ThreadState.DEAD}
+
+    def _thread_metadata(self, thread: StreamThread) -> ThreadMetadata:
+        config, index = self._config, thread.index
+        tm = thread.task_manager
+        active = frozenset(
+            TaskMetadata(
+                task_id,
+                task.partitions,
+                task.committed_offsets,
+                {tp: end for tp in task.partitions if (end := thread.highwater(tp)) is not None},
+                task.partition_group.idle_start_ms,
+            )
+            for task_id, task in tm.tasks.items()
+        )
+        assignment = thread.assignor.assignment
+        standby_partitions = assignment.standby_tasks if assignment is not None else {}
+        standby = frozenset(
+            TaskMetadata(task_id, frozenset(standby_partitions.get(task_id, ()))) for task_id in tm.standby_tasks
+        )
+        return ThreadMetadata(
+            thread_name=thread.name,
+            thread_state=thread.state.name,
+            consumer_client_id=clients.default_client_id(config, "main.consumer", index),
+            restore_consumer_client_id=clients.default_client_id(config, "restore.consumer", index),
+            producer_client_ids=frozenset({clients.default_client_id(config, "producer", index)}),
+            admin_client_id=clients.default_client_id(config, "admin"),
+            active_tasks=active,
+            standby_tasks=standby,
+        )
