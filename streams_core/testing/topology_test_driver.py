@@ -7,8 +7,10 @@ driver (which drives one `StreamTask` the same way):
 
 - a piped record is added to its task's queue, then every task processes one record at a time
   while it has records and is processable (`PartitionGroup.ready_to_process` on the mock wall
-  clock), in the order the records arrived; records produced to a topic that a source reads
-  are added to their task after the record that produced them, before the pipe call returns;
+  clock), the record of the lowest partition time first over all tasks, as the one partition
+  group of Java's single task (ties: in the order the records arrived); records produced to a
+  topic that a source reads are added to their task after the record that produced them,
+  before the pipe call returns;
 - after each record the task commits: its stores (and caches) are flushed, so output appears
   at once, as with `commit.interval.ms` and the cache size 0; a commit a processor requests
   happens then too;
@@ -372,20 +374,23 @@ class TopologyTestDriver:
             self._running = False
 
     def _process_next(self) -> bool:
-        """Process one record of the task whose oldest buffered record arrived first among the tasks
-        that may process now; False when none may."""
+        """Process one record of a task that may process now: the one whose next record has the
+        lowest partition time, as the one partition group of Java's single task would choose
+        among all sub-topologies' partitions (ties: the task whose oldest record arrived first);
+        False when none may."""
         now = self._wall_clock_ms
-        held: set[TaskId] = set()
+        first_arrival: dict[TaskId, int] = {}
         for index, task in enumerate(self._arrivals):
-            if task.id in held:
-                continue
+            first_arrival.setdefault(task.id, index)
+        candidates = sorted((self._next_partition_time(self._arrivals[i]), i) for i in first_arrival.values())
+        for _time, index in candidates:
+            task = self._arrivals[index]
             try:
                 processed = task.process(1, now)
             except BaseException:
                 del self._arrivals[index]
                 raise
             if not processed:
-                held.add(task.id)
                 continue
             del self._arrivals[index]
             stream_time = task.stream_time  # the highest: every task was at the driver's stream time
@@ -398,6 +403,12 @@ class TopologyTestDriver:
                 self._commit(each)
             return True
         return False
+
+    @staticmethod
+    def _next_partition_time(task: StreamTask) -> int:
+        """The partition time of the queue the task's partition group takes its next record from."""
+        group = task.partition_group
+        return min(group.partition_time(tp) for tp in group.partitions if group.num_buffered(tp))
 
     @staticmethod
     def _commit(task: StreamTask) -> None:
@@ -421,9 +432,9 @@ class TopologyTestDriver:
         tp = TopicPartition(record.topic, 0)
         if tp not in task.partitions:
             task.add_input_partition(tp)
-        before = task.partition_group.num_buffered()
+        before = task.num_buffered()
         task.add_records(tp, (record,))
-        if task.partition_group.num_buffered() > before:
+        if task.num_buffered() > before:
             self._arrivals.append(task)
 
     def _update_global(self, record: FakeRecord) -> None:
