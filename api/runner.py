@@ -45,7 +45,9 @@ async def serve_until_signal(
     """Serve the REST API of `streams` (see `api.serve`: `port` defaults to application.server's),
     start it, and wait for SIGINT/SIGTERM or its end; then close it and stop the server.
 
-    `api.server.BindError` (an OSError) when the address cannot be bound, before anything starts.
+    `api.server.BindError` (an OSError) when the address cannot be bound, before anything starts;
+    an error of `streams.start()` (a missing source topic, a state directory in use) is raised
+    once the instance is closed and the server stopped.
     """
     server = await serve(streams, host, port, settings=settings)
 
