@@ -7,10 +7,10 @@ driver (which drives one `StreamTask` the same way):
 
 - a piped record is added to its task's queue, then every task processes one record at a time
   while it has records and is processable (`PartitionGroup.ready_to_process` on the mock wall
-  clock), the record of the lowest partition time first over all tasks, as the one partition
-  group of Java's single task (ties: in the order the records arrived); records produced to a
-  topic that a source reads are added to their task after the record that produced them,
-  before the pipe call returns;
+  clock), over all tasks the record one partition group of all their partitions would take
+  (the lowest partition time; Java's driver has one task; ties: the order of arrival);
+  records produced to a topic that a source reads are added to their task after the record
+  that produced them, before the pipe call returns;
 - after each record the task commits: its stores (and caches) are flushed, so output appears
   at once, as with `commit.interval.ms` and the cache size 0; a commit a processor requests
   happens then too;
@@ -375,9 +375,9 @@ class TopologyTestDriver:
 
     def _process_next(self) -> bool:
         """Process one record of a task that may process now: the one whose next record has the
-        lowest partition time, as the one partition group of Java's single task would choose
-        among all sub-topologies' partitions (ties: the task whose oldest record arrived first);
-        False when none may."""
+        lowest partition time, as one partition group of every task's partitions would choose
+        (Java's driver runs all sub-topologies in one task; ties: the task whose oldest record
+        arrived first); False when none may."""
         now = self._wall_clock_ms
         first_arrival: dict[TaskId, int] = {}
         for index, task in enumerate(self._arrivals):
