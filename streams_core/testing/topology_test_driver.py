@@ -130,8 +130,9 @@ class TopologyTestDriver:
         self._next_offsets: dict[str, int] = {}
         self._produced: deque[FakeRecord] = deque()
         """Records produced to topics that sources read, not yet added to their task."""
-        self._arrivals: deque[StreamTask] = deque()
-        """One entry per record buffered in a task, in the order the records arrived."""
+        self._arrivals: dict[StreamTask, deque[int]] = {}
+        """Per task, the arrival numbers of the records it buffers (the oldest first)."""
+        self._arrival_count = 0
         self._task_of_topic: dict[str, StreamTask | None] = {}
         self._reads_topic: dict[str, bool] = {}
         self._global_readers: dict[str, tuple[RecordReader, SourceNode]] = {}
@@ -365,10 +366,10 @@ class TopologyTestDriver:
             self._add_produced()
             while self._process_next():
                 self._add_produced()
-            if self._arrivals:
+            if waiting := [task for task, arrivals in self._arrivals.items() if arrivals]:
                 log.info(
                     "records of tasks %s wait for max.task.idle.ms (advance the wall clock or pipe records "
-                    "to their empty topics)", sorted({str(task.id) for task in self._arrivals}),
+                    "to their empty topics)", sorted(str(task.id) for task in waiting),
                 )
         finally:
             self._running = False
@@ -379,20 +380,18 @@ class TopologyTestDriver:
         (Java's driver runs all sub-topologies in one task; ties: the task whose oldest record
         arrived first); False when none may."""
         now = self._wall_clock_ms
-        first_arrival: dict[TaskId, int] = {}
-        for index, task in enumerate(self._arrivals):
-            first_arrival.setdefault(task.id, index)
-        candidates = sorted((self._next_partition_time(self._arrivals[i]), i) for i in first_arrival.values())
-        for _time, index in candidates:
-            task = self._arrivals[index]
+        arrivals = self._arrivals
+        waiting = [task for task, numbers in arrivals.items() if numbers]
+        waiting.sort(key=lambda task: (self._next_partition_time(task), arrivals[task][0]))
+        for task in waiting:
             try:
                 processed = task.process(1, now)
             except BaseException:
-                del self._arrivals[index]
+                arrivals[task].popleft()
                 raise
             if not processed:
                 continue
-            del self._arrivals[index]
+            arrivals[task].popleft()
             stream_time = task.stream_time  # the highest: every task was at the driver's stream time
             for each in self._tasks.values():
                 processor = each.processor
@@ -435,7 +434,8 @@ class TopologyTestDriver:
         before = task.num_buffered()
         task.add_records(tp, (record,))
         if task.num_buffered() > before:
-            self._arrivals.append(task)
+            self._arrivals.setdefault(task, deque()).append(self._arrival_count)
+            self._arrival_count += 1
 
     def _update_global(self, record: FakeRecord) -> None:
         """Kafka's GlobalStateUpdateTask.update then flushState: the record through the global task's
