@@ -28,8 +28,8 @@ CLOSE_TIMEOUT_S = 30.0
 
 
 def _freeze_start_up() -> None:
-    """What start-up made (modules, the REST app's models, clients) lives until exit; frozen, the
-    full collections, which pause the event loop and so every query, stay a few ms."""
+    """What start-up made (modules, the REST app's models, clients) lives while the instance runs;
+    frozen, the full collections, which pause the event loop and so every query, stay a few ms."""
     gc.collect()
     gc.freeze()
 
@@ -51,14 +51,20 @@ async def serve_until_signal(
     """
     server = await serve(streams, host, port, settings=settings)
 
+    froze = False
+
     def started() -> None:
+        nonlocal froze
         _freeze_start_up()
+        froze = True
         log.info("%s serving queries on %s", streams.application_id, server.url)
 
     try:
         await streams.run_until_signal(on_started=started, close_timeout=close_timeout)
     finally:
         await server.stop()
+        if froze:  # the instance and its server are garbage once dropped, also in a process that goes on
+            gc.unfreeze()
 
 
 def run(streams: KafkaStreams, host: str = DEFAULT_HOST, port: int | None = None, **options: Any) -> None:

@@ -62,9 +62,11 @@ async def test_serves_until_sigterm_then_closes_the_instance_and_the_server(tmp_
             await asyncio.sleep(0.02)
         else:
             pytest.fail("the count of 'a' never answered over REST")
+        assert gc.get_freeze_count() > 0, "start-up is frozen while the instance runs"
         os.kill(os.getpid(), signal.SIGTERM)
         await asyncio.wait_for(running, 30)
         assert streams.state is KafkaStreams.State.NOT_RUNNING
+        assert gc.get_freeze_count() == 0, "nothing stays frozen once it returned"
         with pytest.raises(httpx.ConnectError):
             await client.get("/health")
 
