@@ -28,8 +28,8 @@ CLOSE_TIMEOUT_S = 30.0
 
 
 def _freeze_start_up() -> None:
-    """What start-up made (modules, the REST app's models, clients) lives until exit; frozen, the
-    full collections, which pause the event loop and so every query, stay a few ms."""
+    """What start-up made (modules, the REST app's models, clients) lives while the instance runs;
+    frozen, the full collections, which pause the event loop and so every query, stay a few ms."""
     gc.collect()
     gc.freeze()
 
@@ -45,18 +45,26 @@ async def serve_until_signal(
     """Serve the REST API of `streams` (see `api.serve`: `port` defaults to application.server's),
     start it, and wait for SIGINT/SIGTERM or its end; then close it and stop the server.
 
-    `api.server.BindError` (an OSError) when the address cannot be bound, before anything starts.
+    `api.server.BindError` (an OSError) when the address cannot be bound, before anything starts;
+    an error of `streams.start()` (a missing source topic, a state directory in use) is raised
+    once the instance is closed and the server stopped.
     """
     server = await serve(streams, host, port, settings=settings)
 
+    froze = False
+
     def started() -> None:
+        nonlocal froze
         _freeze_start_up()
+        froze = True
         log.info("%s serving queries on %s", streams.application_id, server.url)
 
     try:
         await streams.run_until_signal(on_started=started, close_timeout=close_timeout)
     finally:
         await server.stop()
+        if froze:  # the instance and its server are garbage once dropped, also in a process that goes on
+            gc.unfreeze()
 
 
 def run(streams: KafkaStreams, host: str = DEFAULT_HOST, port: int | None = None, **options: Any) -> None:

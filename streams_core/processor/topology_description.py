@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import cmp_to_key
 from typing import Any
 
 from streams_core.processor.internals.java_collections import JavaTreeSet, java_hash_set_order
@@ -111,7 +112,7 @@ class SubtopologyDescription:
 
     def __init__(self, subtopology_id: int, nodes: Iterable[NodeDescription]) -> None:
         self.id = subtopology_id
-        self.nodes = tuple(sorted(nodes, key=_print_order))
+        self.nodes = tuple(sorted(nodes, key=cmp_to_key(_compare)))  # Java: a TreeSet of NODE_COMPARATOR
 
     def node(self, name: str) -> NodeDescription:
         for node in self.nodes:
@@ -184,10 +185,6 @@ def _compare(a: NodeDescription, b: NodeDescription) -> int:
         return b.size - a.size
     key_a, key_b = a.name.encode("utf-16-be"), b.name.encode("utf-16-be")
     return (key_a > key_b) - (key_a < key_b)
-
-
-def _print_order(node: NodeDescription) -> tuple[int, bytes]:
-    return (-node.size, node.name.encode("utf-16-be"))
 
 
 def _names(nodes: tuple[NodeDescription, ...]) -> str:

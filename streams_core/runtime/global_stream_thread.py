@@ -87,7 +87,6 @@ class GlobalStreamThread:
         self._offsets: dict[TopicPartition, int] = {}
         self._runner: asyncio.Task[None] | None = None
         self._stopping = False
-        self.error: BaseException | None = None
         self.processed_records = 0
 
     @property
@@ -160,15 +159,9 @@ class GlobalStreamThread:
                     self._checkpoint()
                     last_checkpoint = time.monotonic()
         except Exception as exc:
-            self.error = exc
             log.error("%sdied: %r", self._log_prefix, exc, exc_info=exc)
             if self._on_error is not None:
                 self._on_error(self, exc)
-
-    @property
-    def alive(self) -> bool:
-        """Started, not stopped and not failed: its stores follow their topics."""
-        return self._runner is not None and not self._runner.done()
 
     def _checkpoint(self) -> None:
         """Flush the stores, then record how far they are in each global partition."""

@@ -7,8 +7,10 @@ driver (which drives one `StreamTask` the same way):
 
 - a piped record is added to its task's queue, then every task processes one record at a time
   while it has records and is processable (`PartitionGroup.ready_to_process` on the mock wall
-  clock), in the order the records arrived; records produced to a topic that a source reads
-  are added to their task after the record that produced them, before the pipe call returns;
+  clock), over all tasks the record one partition group of all their partitions would take
+  (the lowest partition time; Java's driver has one task; ties: the order of arrival);
+  records produced to a topic that a source reads are added to their task after the record
+  that produced them, before the pipe call returns;
 - after each record the task commits: its stores (and caches) are flushed, so output appears
   at once, as with `commit.interval.ms` and the cache size 0; a commit a processor requests
   happens then too;
@@ -128,8 +130,9 @@ class TopologyTestDriver:
         self._next_offsets: dict[str, int] = {}
         self._produced: deque[FakeRecord] = deque()
         """Records produced to topics that sources read, not yet added to their task."""
-        self._arrivals: deque[StreamTask] = deque()
-        """One entry per record buffered in a task, in the order the records arrived."""
+        self._arrivals: dict[StreamTask, deque[int]] = {}
+        """Per task, the arrival numbers of the records it buffers (the oldest first)."""
+        self._arrival_count = 0
         self._task_of_topic: dict[str, StreamTask | None] = {}
         self._reads_topic: dict[str, bool] = {}
         self._global_readers: dict[str, tuple[RecordReader, SourceNode]] = {}
@@ -363,31 +366,32 @@ class TopologyTestDriver:
             self._add_produced()
             while self._process_next():
                 self._add_produced()
-            if self._arrivals:
+            if waiting := [task for task, arrivals in self._arrivals.items() if arrivals]:
                 log.info(
                     "records of tasks %s wait for max.task.idle.ms (advance the wall clock or pipe records "
-                    "to their empty topics)", sorted({str(task.id) for task in self._arrivals}),
+                    "to their empty topics)", sorted(str(task.id) for task in waiting),
                 )
         finally:
             self._running = False
 
     def _process_next(self) -> bool:
-        """Process one record of the task whose oldest buffered record arrived first among the tasks
-        that may process now; False when none may."""
+        """Process one record of a task that may process now: the one whose next record has the
+        lowest partition time, as one partition group of every task's partitions would choose
+        (Java's driver runs all sub-topologies in one task; ties: the task whose oldest record
+        arrived first); False when none may."""
         now = self._wall_clock_ms
-        held: set[TaskId] = set()
-        for index, task in enumerate(self._arrivals):
-            if task.id in held:
-                continue
+        arrivals = self._arrivals
+        waiting = [task for task, numbers in arrivals.items() if numbers]
+        waiting.sort(key=lambda task: (self._next_partition_time(task), arrivals[task][0]))
+        for task in waiting:
             try:
                 processed = task.process(1, now)
             except BaseException:
-                del self._arrivals[index]
+                arrivals[task].popleft()
                 raise
             if not processed:
-                held.add(task.id)
                 continue
-            del self._arrivals[index]
+            arrivals[task].popleft()
             stream_time = task.stream_time  # the highest: every task was at the driver's stream time
             for each in self._tasks.values():
                 processor = each.processor
@@ -398,6 +402,12 @@ class TopologyTestDriver:
                 self._commit(each)
             return True
         return False
+
+    @staticmethod
+    def _next_partition_time(task: StreamTask) -> int:
+        """The partition time of the queue the task's partition group takes its next record from."""
+        group = task.partition_group
+        return min(group.partition_time(tp) for tp in group.partitions if group.num_buffered(tp))
 
     @staticmethod
     def _commit(task: StreamTask) -> None:
@@ -421,10 +431,11 @@ class TopologyTestDriver:
         tp = TopicPartition(record.topic, 0)
         if tp not in task.partitions:
             task.add_input_partition(tp)
-        before = task.partition_group.num_buffered()
+        before = task.num_buffered()
         task.add_records(tp, (record,))
-        if task.partition_group.num_buffered() > before:
-            self._arrivals.append(task)
+        if task.num_buffered() > before:
+            self._arrivals.setdefault(task, deque()).append(self._arrival_count)
+            self._arrival_count += 1
 
     def _update_global(self, record: FakeRecord) -> None:
         """Kafka's GlobalStateUpdateTask.update then flushState: the record through the global task's

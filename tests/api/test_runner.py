@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 import api
-from streams_core import KafkaStreams
+from streams_core import KafkaStreams, StreamsError
 from streams_core.testing import FakeKafkaClientSupplier, FakeKafkaCluster
 from tests.unit.runtime.harness import counting_topology, eventually, produce_words, streams_config
 
@@ -62,9 +62,11 @@ async def test_serves_until_sigterm_then_closes_the_instance_and_the_server(tmp_
             await asyncio.sleep(0.02)
         else:
             pytest.fail("the count of 'a' never answered over REST")
+        assert gc.get_freeze_count() > 0, "start-up is frozen while the instance runs"
         os.kill(os.getpid(), signal.SIGTERM)
         await asyncio.wait_for(running, 30)
         assert streams.state is KafkaStreams.State.NOT_RUNNING
+        assert gc.get_freeze_count() == 0, "nothing stays frozen once it returned"
         with pytest.raises(httpx.ConnectError):
             await client.get("/health")
 
@@ -78,3 +80,18 @@ async def test_a_busy_port_fails_before_the_instance_starts(tmp_path: Path) -> N
         with pytest.raises(api.BindError):
             await api.serve_until_signal(streams, "127.0.0.1")
     assert streams.state is KafkaStreams.State.CREATED
+
+
+async def test_a_start_that_fails_raises_after_stopping_the_server(tmp_path: Path) -> None:
+    """start()'s error (here: a missing source topic) is raised, as Kafka's start() throws; the
+    instance is closed and the port is free again."""
+    port = _free_port()
+    cluster = FakeKafkaCluster()  # no topics
+    config = streams_config(tmp_path, {"application.server": f"127.0.0.1:{port}"})
+    streams = KafkaStreams(counting_topology(), config, client_supplier=FakeKafkaClientSupplier(cluster))
+    with pytest.raises(StreamsError) as raised:
+        await api.serve_until_signal(streams, "127.0.0.1")
+    assert getattr(raised.value, "topics", None) == ["in"]
+    assert streams.state is KafkaStreams.State.NOT_RUNNING
+    with socket.socket() as again:
+        again.bind(("127.0.0.1", port))

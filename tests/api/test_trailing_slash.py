@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("yaml", reason="needs PyYAML (dev extra: pyyaml)")
 
+from api import create_app
 from api.key_gets import KeyGetFastPath
 from api.metrics import StreamsMetrics
 from api.middleware import TrailingSlashMiddleware
@@ -45,9 +46,14 @@ async def test_a_trailing_slash_gets_the_same_answer(client: httpx.AsyncClient, 
         assert slashed.content != b'{"error":"Not Found"}', f"{where}: no route answered"
 
 
-async def test_without_the_middleware_no_route_answers(client: httpx.AsyncClient) -> None:
-    """The check above can fail: an unknown path gets the router's own 404."""
-    answer = await client.get("/health/x")
+async def test_without_the_middleware_a_slashed_path_finds_no_route(cluster: Cluster) -> None:
+    """The checks above can fail: the same app without the middleware answers `/health/` with the
+    router's own 404."""
+    app = create_app(cluster.a, settings=cluster.settings)
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not TrailingSlashMiddleware]
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=f"http://{HOST_A}") as client:
+        assert (await client.get("/health")).status_code == 200
+        answer = await client.get("/health/")
     assert answer.status_code == 404 and answer.content == b'{"error":"Not Found"}'
 
 

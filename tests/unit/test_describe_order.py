@@ -7,8 +7,6 @@ name. Every expected text is Kafka Streams' own, from the test named in each doc
 
 from __future__ import annotations
 
-import random
-
 from streams_core import (
     Consumed,
     Grouped,
@@ -21,7 +19,6 @@ from streams_core import (
     StreamJoined,
     StreamsBuilder,
 )
-from streams_core.processor.internals.java_collections import JavaTreeSet
 
 S = Serdes.String()
 
@@ -605,24 +602,3 @@ def test_named_repartition_topics_of_one_key_changed_stream() -> None:
         .to("outputTopicForJoin"))  # fmt: skip
     assert str(builder.build().describe()) == NAMED_REPARTITION_TOPICS_UNOPTIMIZED
 
-
-def test_the_tree_set_sorts_as_a_sorted_list_when_its_comparator_is_fixed() -> None:
-    """With a comparator that never changes, Java's TreeSet iterates in sorted order, duplicates dropped."""
-    rng = random.Random(26)
-    for size in range(40):
-        values = [rng.randrange(30) for _ in range(size)]
-        tree = JavaTreeSet[int](lambda a, b: (a > b) - (a < b))
-        added = [tree.add(v) for v in values]
-        assert list(tree) == sorted(set(values))
-        assert sum(added) == len(set(values))
-
-
-def test_the_tree_set_keeps_positions_decided_at_insertion() -> None:
-    """A comparator over mutable state is read at each add: placed elements do not move."""
-    weight = {"a": 1, "b": 2, "c": 3}
-    tree = JavaTreeSet[str](lambda x, y: weight[y] - weight[x])  # heavier first
-    tree.add("a")
-    tree.add("b")
-    weight["a"] = 5  # now heavier than "c", but still after "b"
-    tree.add("c")
-    assert list(tree) == ["b", "a", "c"]

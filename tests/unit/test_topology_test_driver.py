@@ -534,3 +534,49 @@ def test_timestamped_stores_answer_values_with_their_timestamps() -> None:
         assert driver.get_timestamped_key_value_store("counts").get("a") == ValueAndTimestamp(2, 7)
         assert driver.get_key_value_store("counts").get("a") == 2
         assert driver.get_timestamped_window_store("windowed").fetch("a", 0) == ValueAndTimestamp(2, 7)
+
+
+# -- the order between sub-topologies ---------------------------------------------------------------
+
+
+class Splitter(Processor[str, str, str, str]):
+    """Forwards each record twice: to `late` 10 ms after its timestamp, then to `early` at it."""
+
+    def init(self, context: ProcessorContext[str, str]) -> None:
+        self.context = context
+
+    def process(self, record: Record[str, str]) -> None:
+        self.context.forward(record.with_timestamp(record.timestamp + 10), "TO-LATE")
+        self.context.forward(record, "TO-EARLY")
+
+
+class Seen(Processor[str, str, str, str]):
+    def __init__(self, name: str, seen: list[tuple[str, int, int]]) -> None:
+        self.name, self.seen = name, seen
+
+    def init(self, context: ProcessorContext[str, str]) -> None:
+        self.context = context
+
+    def process(self, record: Record[str, str]) -> None:
+        self.seen.append((self.name, record.timestamp, self.context.current_stream_time_ms()))
+
+
+def test_records_of_several_sub_topologies_go_by_time_as_in_java_s_one_task() -> None:
+    """Java's driver runs every sub-topology in one task, whose partition group takes the record
+    of the lowest time first, whichever sub-topology reads it: the record produced second but
+    earlier is processed first, at the stream time before the later one."""
+    seen: list[tuple[str, int, int]] = []
+    topology = (
+        Topology()
+        .add_source("IN", "in", key_serde=STRING, value_serde=STRING)
+        .add_processor("SPLIT", Splitter, "IN")
+        .add_sink("TO-LATE", "late", "SPLIT", key_serde=STRING, value_serde=STRING)
+        .add_sink("TO-EARLY", "early", "SPLIT", key_serde=STRING, value_serde=STRING)
+        .add_source("LATE", "late", key_serde=STRING, value_serde=STRING)
+        .add_processor("SEEN-LATE", lambda: Seen("late", seen), "LATE")
+        .add_source("EARLY", "early", key_serde=STRING, value_serde=STRING)
+        .add_processor("SEEN-EARLY", lambda: Seen("early", seen), "EARLY")
+    )
+    with TopologyTestDriver(topology) as driver:
+        driver.create_input_topic("in", STRING, STRING).pipe_input("k", "v", 100)
+    assert seen == [("early", 100, 100), ("late", 110, 110)]

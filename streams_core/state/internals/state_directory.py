@@ -57,10 +57,6 @@ class StateDirectory:
         persistent = has_persistent_stores(builder.store_builder(name) for name in names)
         return cls(config["state.dir"], config["application.id"], persistent=persistent)
 
-    @property
-    def locked(self) -> bool:
-        return self._lock.held
-
     def lock(self) -> None:
         """Own the directory; StreamsError when another instance (in any process) owns it."""
         if not self.persistent or self._lock.held:

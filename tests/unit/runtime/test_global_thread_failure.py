@@ -89,9 +89,12 @@ async def test_a_global_thread_that_fails_to_bootstrap_fails_start_and_the_clien
     failure = RuntimeError("cannot read the global topic")
     cluster.fail_fetch(REFERENCE, failure)
     instance = Instance(cluster, global_table_topology(), streams_config(tmp_path))
+    handled: list[BaseException] = []
+    instance.streams.set_uncaught_exception_handler(lambda error: handled.append(error) or StreamThreadExceptionResponse.REPLACE_THREAD)
     with pytest.raises(RuntimeError, match="cannot read the global topic"):
         await instance.streams.start()
     await eventually(lambda: instance.streams.state is State.ERROR, what="ERROR")
     assert instance.streams.errors == [failure]
+    assert handled == [], "start() raised it: the handler is for failures after start, as in Kafka Streams"
     assert instance.streams.threads == [], "no stream thread starts without its global stores"
     await instance.close()
