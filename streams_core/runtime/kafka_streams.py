@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import signal
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -40,6 +39,7 @@ from streams_core.runtime.assignment import (
 from streams_core.runtime.global_stream_thread import GlobalStreamThread
 from streams_core.runtime.run_mode import run_mode
 from streams_core.runtime.shutdown_request import broadcast_shutdown_request
+from streams_core.runtime.signal_runner import run_until_signal
 from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
 from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider, StoreQuery
 from streams_core.runtime.stream_thread import StreamThread, ThreadCallbacks, ThreadState
@@ -239,10 +239,23 @@ class KafkaStreams:
             try:
                 await self._global_thread.start()
             except Exception as exc:  # as Kafka Streams: start() raises, and the dead global thread closes the client to ERROR
-                self._errors.append(exc)
-                self._set_state(State.PENDING_ERROR)
-                self._closing = asyncio.get_running_loop().create_task(self._close(None, error=True))
+                self._fail_start(exc)
                 raise
+        try:
+            await self._start_threads()
+        except Exception as exc:  # a batch run's metadata or a thread's clients failed: nothing may stay half-started
+            self._fail_start(exc)
+            raise
+
+    def _fail_start(self, error: Exception) -> None:
+        """A failed start closes the client to ERROR (threads, global thread, state-directory lock)."""
+        self._errors.append(error)
+        self._set_state(State.PENDING_ERROR)
+        if self._closing is None:
+            self._closing = asyncio.get_running_loop().create_task(self._close(None, error=True))
+
+    async def _start_threads(self) -> None:
+        """The batch run's metadata, the state cleaner, the pattern watcher, then the stream threads."""
         await self._run_mode.start(self.metadata, self._partition_counts)
         loop = asyncio.get_running_loop()
         self._cleaner = loop.create_task(self._clean_state_periodically())
@@ -368,24 +381,12 @@ class KafkaStreams:
     ) -> None:
         """Start, wait for SIGINT/SIGTERM or the client's end (ERROR, or NOT_RUNNING after a batch
         run), then close (within `close_timeout` seconds). `on_started` runs once `start()` returned."""
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        signals = (signal.SIGINT, signal.SIGTERM)
-        for sig in signals:
-            loop.add_signal_handler(sig, stop.set)
-        try:
-            await self.start()
-            if on_started is not None:
-                on_started()
-            waiter = asyncio.create_task(stop.wait())
-            ended = asyncio.create_task(self.wait_for_state(State.ERROR, State.NOT_RUNNING, State.PENDING_ERROR, timeout=10**9))
-            await asyncio.wait([waiter, ended], return_when=asyncio.FIRST_COMPLETED)
-            waiter.cancel()
-            ended.cancel()
-        finally:
-            for sig in signals:
-                loop.remove_signal_handler(sig)
-            await self.close(close_timeout)
+        await run_until_signal(
+            self.start,
+            lambda: self.wait_for_state(State.ERROR, State.NOT_RUNNING, State.PENDING_ERROR, timeout=10**9),
+            lambda: self.close(close_timeout),
+            on_started,
+        )
 
     # -- thread callbacks ---------------------------------------------------------------------
 

@@ -70,3 +70,29 @@ async def test_a_start_that_fails_gives_the_directory_back(tmp_path: Path) -> No
     cluster.create_topic("out", 1)
     async with running(cluster, counting_topology(), config) as instance:
         assert instance.streams.state is KafkaStreams.State.RUNNING
+
+
+async def test_a_start_that_fails_after_the_lock_closes_the_client_and_frees_the_state_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream thread whose clients cannot start fails start() and closes the client to ERROR,
+    so its state directory is free again (before, the client stayed REBALANCING holding the lock)."""
+    from streams_core.runtime.thread_clients import ThreadClients
+
+    cluster = _cluster()
+    config = streams_config(tmp_path)
+    failure = RuntimeError("the consumer cannot start")
+
+    async def failing_start(self: ThreadClients) -> None:
+        raise failure
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ThreadClients, "start", failing_start)
+        broken = Instance(cluster, counting_topology(), config)
+        with pytest.raises(RuntimeError, match="the consumer cannot start"):
+            await broken.start(wait=False)
+        await harness.eventually(lambda: broken.streams.state is KafkaStreams.State.ERROR, what="ERROR")
+        assert broken.streams.errors == [failure]
+    async with running(cluster, counting_topology(), config) as after:
+        assert after.streams.state is KafkaStreams.State.RUNNING
+    await broken.streams.close()
