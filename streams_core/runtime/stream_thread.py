@@ -309,7 +309,7 @@ class StreamThread:
             error, self._pending_error = self._pending_error, None
             raise error
 
-    # -- what the rebalance listener calls ---------------------------------------------------
+    # -- rebalance: what the listener (locks, errors, assignment) and the assignor (probing) call
 
     @property
     def lock(self) -> asyncio.Lock:
