@@ -42,10 +42,11 @@ from streams_core.runtime.shutdown_request import broadcast_shutdown_request
 from streams_core.runtime.signal_runner import run_until_signal
 from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
 from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider, StoreQuery
-from streams_core.runtime.stream_thread import StreamThread, ThreadCallbacks, ThreadState
+from streams_core.runtime.stream_thread import StreamThread, ThreadCallbacks
 from streams_core.runtime.stream_thread_factory import StreamThreadFactory
 from streams_core.runtime.stream_threads import StreamThreads
 from streams_core.runtime.thread_metadata import ThreadMetadata
+from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topic_preparation import prepare_topics, watch_pattern_topics
 from streams_core.runtime.topology_metadata import TopologyMetadata

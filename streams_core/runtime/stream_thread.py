@@ -10,7 +10,6 @@ Rebalance callbacks take the same lock as a loop iteration, so tasks change only
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 from collections.abc import Callable
@@ -28,10 +27,11 @@ from streams_core.runtime.streams_rebalance_listener import StreamsRebalanceList
 from streams_core.runtime.task_manager import TaskManager
 from streams_core.runtime.thread_clients import ThreadClients
 from streams_core.runtime.thread_metrics import ThreadMetrics
+from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
-__all__ = ["StreamThread", "ThreadCallbacks", "ThreadState"]
+__all__ = ["StreamThread", "ThreadCallbacks"]
 
 log = logging.getLogger(__name__)
 
@@ -53,18 +53,6 @@ async def _let_others_run() -> None:
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-class ThreadState(enum.Enum):
-    """Kafka Streams' StreamThread states."""
-
-    CREATED = "CREATED"
-    STARTING = "STARTING"
-    PARTITIONS_REVOKED = "PARTITIONS_REVOKED"
-    PARTITIONS_ASSIGNED = "PARTITIONS_ASSIGNED"
-    RUNNING = "RUNNING"
-    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
-    DEAD = "DEAD"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +108,9 @@ class StreamThread:
         self._pending_error: BaseException | None = None
         self._cache_resize: int | None = None
         self._last_commit_ms = 0
+        self.rebalance_listener = StreamsRebalanceListener(
+            self, task_manager=task_manager, assignor=assignor, run_mode=run_mode, standbys=standbys, kafka_clients=kafka_clients
+        )
 
     def __repr__(self) -> str:
         return f"StreamThread({self.name}, {self.state.name})"
@@ -129,14 +120,14 @@ class StreamThread:
     async def start(self) -> None:
         """Start the clients, subscribe, and start the processing loop; a thread that fails to start is
         DEAD (its clients stopped), so it holds neither the client in REBALANCING nor its index."""
-        self._set_state(ThreadState.STARTING)
+        self.set_state(ThreadState.STARTING)
         try:
             await self._clients.start()
-            self._consumer.subscribe(sorted(self.topology.source_topics), StreamsRebalanceListener(self))
+            self._consumer.subscribe(sorted(self.topology.source_topics), self.rebalance_listener)
             await self._consumer.start()
         except BaseException:
             await self._clients.stop(self.log_prefix)
-            self._set_state(ThreadState.DEAD)
+            self.set_state(ThreadState.DEAD)
             raise
         self._last_commit_ms = wall_clock_ms()
         self._runner = asyncio.create_task(self._run(), name=self.name)
@@ -184,9 +175,9 @@ class StreamThread:
         except Exception as exc:
             error = exc
             log.error("%sfailed: %r", self.log_prefix, exc, exc_info=exc)
-        self._set_state(ThreadState.PENDING_SHUTDOWN)
+        self.set_state(ThreadState.PENDING_SHUTDOWN)
         await self._shutdown(clean=error is None)
-        self._set_state(ThreadState.DEAD)
+        self.set_state(ThreadState.DEAD)
         if error is not None:
             self._callbacks.on_error(self, error)
 
@@ -195,7 +186,7 @@ class StreamThread:
         async with self._lock:
             if clean:
                 try:
-                    await self._commit()
+                    await self.commit()
                 except Exception:  # the stores hold writes the commit did not cover: no checkpoint
                     log.exception("%sfinal commit failed; closing the tasks dirty", self.log_prefix)
                     clean = False
@@ -250,7 +241,7 @@ class StreamThread:
                     await guarantee.send_pending(tm.tasks.values())
                     task_finished = await run_mode.update(tm.tasks)
                     if task_finished or tm.commit_requested() or now - self._last_commit_ms >= commit_interval:
-                        await self._commit()
+                        await self.commit()
                 except clients.ProducerFenced as exc:
                     await self._on_task_migrated(exc)
                     continue
@@ -258,7 +249,7 @@ class StreamThread:
                 await run_mode.after_round(tm.tasks, running=running, processed=tm.processed_records, now_ms=now)
             await _let_others_run()
 
-    async def _commit(self) -> None:
+    async def commit(self) -> None:
         """Commit the tasks that processed: flush their stores, then the guarantee delivers the
         output and commits the offsets (and transactions), then standbys checkpoint."""
         tm = self.task_manager
@@ -298,10 +289,10 @@ class StreamThread:
         async with self._lock:
             tm = self.task_manager
             if tm.tasks or tm.standby_tasks:
-                await self._commit()
+                await self.commit()
                 self._collector.clear_pending()
                 await tm.close_all(clean=True)
-            self._consumer.subscribe(sorted(self.topology.source_topics), StreamsRebalanceListener(self))
+            self._consumer.subscribe(sorted(self.topology.source_topics), self.rebalance_listener)
 
     async def _note_positions(self) -> None:
         """Drained partitions commit at the consumer's position (not before a trailing marker),
@@ -318,83 +309,21 @@ class StreamThread:
             error, self._pending_error = self._pending_error, None
             raise error
 
-    # -- rebalance ----------------------------------------------------------------------------
+    # -- rebalance: what the listener (locks, errors, assignment) and the assignor (probing) call
 
     @property
-    def _shutting_down(self) -> bool:
-        return self.state in (ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD)
+    def lock(self) -> asyncio.Lock:
+        """Held by each part of a loop round and by the rebalance callbacks: tasks change between batches."""
+        return self._lock
 
-    def _skips_rebalance(self, callback: str) -> bool:
-        """Once the thread shuts down, rebalance callbacks do nothing (its consumer takes part in
-        the group until it stops; Kafka Streams skips them as invalid state transitions): they
-        would reopen tasks on closed clients and pull the thread out of PENDING_SHUTDOWN."""
-        if self._shutting_down:
-            log.info("%s%s skipped: the thread is %s", self.log_prefix, callback, self.state.name)
-            return True
-        return False
+    def fail_later(self, error: BaseException) -> None:
+        """Keep the first error of a rebalance callback for the loop to raise (not inside aiokafka)."""
+        self._pending_error = self._pending_error or error
 
-    async def on_partitions_revoked(self) -> None:
-        """Eager rebalance: commit and close every task before the group reassigns."""
-        if self._skips_rebalance("partitions revoked"):
-            return
-        async with self._lock:
-            self._run_mode.on_revoked()
-            self._set_state(ThreadState.PARTITIONS_REVOKED)
-            tm = self.task_manager
-            if not (tm.tasks or tm.standby_tasks):
-                return
-            clean = True
-            try:
-                await self._commit()
-            except clients.ProducerFenced as exc:  # migrated already: closed dirty, as the rebalance wants
-                log.warning("%stask migrated (%r) while committing before the rebalance", self.log_prefix, exc)
-                clean = False
-            except Exception as exc:
-                log.exception("%scommit before rebalance failed", self.log_prefix)
-                self._pending_error = self._pending_error or exc
-                clean = False
-            self._collector.clear_pending()
-            try:
-                await tm.close_all(clean=clean)
-            except Exception as exc:
-                self._pending_error = self._pending_error or exc
-
-    async def on_partitions_assigned(self) -> None:
-        """Create the tasks of the new assignment; errors surface in the loop, not inside aiokafka."""
-        if self._skips_rebalance("partitions assigned"):
-            return
-        async with self._lock:
-            self._set_state(ThreadState.PARTITIONS_ASSIGNED)
-            info = self.assignor.assignment
-            tm = self.task_manager
-            if info is None:
-                return
-            try:
-                info.raise_if_error()
-                await self._run_mode.on_assignment(leader=self.assignor.is_leader)
-                await tm.handle_assignment(info.active_tasks, info.standby_tasks)
-                await self._standbys.assign()
-            except Exception as exc:
-                log.error("%sassignment failed: %s", self.log_prefix, exc)
-                self._pending_error = self._pending_error or exc
-                return
-            self._last_commit_ms = wall_clock_ms()
-            log.info(
-                "%srebalance: assigned active tasks %s, standby tasks %s",
-                self.log_prefix, sorted(str(t) for t in tm.tasks), sorted(str(t) for t in tm.standby_tasks),
-            )
-            self._callbacks.on_assignment(self)
-            self._set_state(ThreadState.RUNNING)
-
-    async def refresh_changelog_end_offsets(self) -> None:
-        """Before each JoinGroup: the end offsets the assignor needs for task lags if this member leads
-        (not once the thread shuts down: its clients may be stopped, and a stopped one answers only
-        after its request timeout, 40 s, while the whole group waits for this join)."""
-        if self._shutting_down:
-            return
-        await self.assignor.refresh_end_offsets(
-            self._clients.producer.partitions_for, self._clients.changelog_reader.end_offsets
-        )
+    def tasks_assigned(self) -> None:
+        """The assignment's tasks exist: the commit interval starts again, and the instance hears of it."""
+        self._last_commit_ms = wall_clock_ms()
+        self._callbacks.on_assignment(self)
 
     def request_probing_rebalance(self) -> None:
         """The leader's scheduled probing rebalance (KIP-441) is due: rejoin unless shutting down."""
@@ -415,7 +344,7 @@ class StreamThread:
         """The end offset of a source partition as the consumer last saw it (None before a fetch)."""
         return self._consumer.highwater(tp)
 
-    def _set_state(self, new: ThreadState) -> None:
+    def set_state(self, new: ThreadState) -> None:
         old, self.state = self.state, new
         if old is not new:
             log.info("%sstate %s -> %s", self.log_prefix, old.name, new.name)

@@ -16,9 +16,10 @@ import logging
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
-from streams_core.runtime.stream_thread import StreamThread, ThreadState
+from streams_core.runtime.stream_thread import StreamThread
 from streams_core.runtime.stream_thread_factory import StreamThreadFactory
 from streams_core.runtime.thread_metadata import TaskMetadata, ThreadMetadata
+from streams_core.runtime.thread_state import ThreadState
 from streams_core.state.internals.thread_cache import ThreadCache
 
 __all__ = ["StreamThreads"]

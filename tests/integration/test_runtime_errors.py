@@ -13,7 +13,7 @@ from streams_core import ConfigError, DeserializationError, Serdes
 from streams_core.errors import MissingSinkTopicError
 from streams_core.runtime.assignment import CopartitioningError, MissingSourceTopicError, ShutdownRequestedError
 from streams_core.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
-from streams_core.runtime.stream_thread import ThreadState
+from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from tests.integration.streams_testkit import (
     Recorder,

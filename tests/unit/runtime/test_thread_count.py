@@ -13,7 +13,7 @@ import pytest
 
 from streams_core import KafkaStreams, TaskId, TaskMetadata, ThreadMetadata, clients
 from streams_core.runtime.kafka_streams import StreamThreadExceptionResponse
-from streams_core.runtime.stream_thread import ThreadState
+from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.thread_cache import ThreadCache
 from streams_core.testing import FakeKafkaCluster

@@ -9,7 +9,7 @@ import pytest
 
 from streams_core import InternalTopicError, KafkaStreams, clients
 from streams_core.runtime.kafka_streams import StreamThreadExceptionResponse
-from streams_core.runtime.stream_thread import ThreadState
+from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.testing import FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeProducer
@@ -127,9 +127,8 @@ async def test_a_rebalance_that_reaches_a_thread_during_its_shutdown_creates_no_
     assert thread.task_manager is not None and thread.task_manager.tasks
     await instance.close()
     assert thread.state is ThreadState.DEAD
-    await thread.on_partitions_revoked()
-    await thread.on_partitions_assigned()
-    await thread.refresh_changelog_end_offsets()
+    await thread.rebalance_listener.on_partitions_revoked(frozenset())  # also refreshes the changelog end offsets
+    await thread.rebalance_listener.on_partitions_assigned(frozenset())
     assert thread.state is ThreadState.DEAD
     assert not thread.task_manager.tasks and not thread.task_manager.standby_tasks
 
