@@ -1,6 +1,8 @@
-"""Word count throughput: Spark (local[2], available_now) against the asyncio runtime (one and two instances).
+"""Word count throughput: Spark (available_now) against hand-written PySpark and the asyncio runtime.
 
-    flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 1000000,10000000   (the recorded run)
+    flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 1000000,10000000 \
+        --engines spark,spark-hand --repeat 2                                   (the DSL against hand-written PySpark)
+    flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 1000000,10000000   (against asyncio)
     flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 100000            (a quick run)
 
 One run starts its own local broker (LocalKafkaBroker in a temp dir, stopped at the end even on
@@ -12,6 +14,10 @@ own application id and output topic over the same input:
 
   spark        SparkRunner.run("available_now") on a local[2] session built once per run
                (its start-up is reported apart); timed from run() to its return
+  spark-hand   the job a Spark user writes by hand, on the same session: Kafka source ->
+               explode(split(value cast string, " ")) -> groupBy(word).count() -> key = word,
+               value = unhex(lpad(hex(count), 16, "0")) (our Long serde's bytes) -> Kafka sink,
+               update mode, availableNow; timed from start() to the end of awaitTermination()
   spark-windowed  the same with `windowed=True`: the 1-minute windowed count beside the count
                makes the counting sub-topology a task stage (changelog in Spark state) instead
                of a keyed stage (not in the default --engines)
@@ -21,7 +27,12 @@ own application id and output topic over the same input:
                repartition partition at its end offset (polled every 0.5 s; start-up included)
 
 Every engine's output topic is then read back and checked against the expected counts (not
-timed). Throughput = input words / seconds.
+timed), and its record count reported (with caching on, at most one record per word and
+micro-batch). Throughput = input words / seconds. The Spark engines run `--repeat` times per size,
+the order alternating between rounds, each run with a fresh checkpoint and output topic; before
+the timed runs each Spark engine runs once on `--warmup-words` (a session's first queries pay
+JIT and code generation), reported apart. `--master` sets the session's master (local[1] for the
+scaling figure).
 """
 
 from __future__ import annotations
@@ -123,7 +134,8 @@ def asyncio_worker(bootstrap: str, app_id: str, input_topic: str, output: str, s
     return 0
 
 
-async def check(bootstrap: str, output: str, expected: Counter[str]) -> None:
+async def check(bootstrap: str, output: str, expected: Counter[str]) -> int:
+    """Raise unless the output's final table is `expected`; the number of records read."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
     await consumer.start()
     try:
@@ -131,17 +143,20 @@ async def check(bootstrap: str, output: str, expected: Counter[str]) -> None:
         consumer.assign(tps)
         ends = await consumer.end_offsets(tps)
         table: dict[str, int] = {}
+        records = 0
 
         async def behind() -> bool:
             return any([await consumer.position(tp) < ends[tp] for tp in tps])
 
         while await behind():
-            for records in (await consumer.getmany(timeout_ms=500, max_records=50_000)).values():
-                for r in records:
+            for batch in (await consumer.getmany(timeout_ms=500, max_records=50_000)).values():
+                records += len(batch)
+                for r in batch:
                     table[r.key.decode()] = int.from_bytes(r.value, "big", signed=True)
         if table != dict(expected):
             wrong = sum(1 for k, v in expected.items() if table.get(k) != v)
             raise AssertionError(f"{output}: {wrong} of {len(expected)} counts differ from the expected ones")
+        return records
     finally:
         await consumer.stop()
 
@@ -159,12 +174,41 @@ def run_spark(spark: Any, bootstrap: str, input_topic: str, checkpoints: Path, w
     return time.perf_counter() - started, output
 
 
+def run_handwritten(spark: Any, bootstrap: str, input_topic: str, checkpoints: Path) -> tuple[float, str]:
+    """The word count as a Spark user writes it by hand, its counts as our Long serde's bytes."""
+    from pyspark.sql import functions as F
+
+    app_id = f"bench-hand-{uuid.uuid4().hex[:6]}"
+    output = f"{app_id}-out"
+    asyncio.run(create_topics(bootstrap, [output], PARTITIONS))
+    started = time.perf_counter()
+    lines = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", input_topic).option("startingOffsets", "earliest").load())
+    words = lines.select(F.explode(F.split(F.col("value").cast("string"), " ")).alias("word"))
+    counts = words.groupBy("word").count().select(
+        F.col("word").cast("binary").alias("key"), F.unhex(F.lpad(F.hex("count"), 16, "0")).alias("value"))
+    query = (counts.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", output)
+             .option("checkpointLocation", str(checkpoints / app_id)).outputMode("update")
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    return time.perf_counter() - started, output
+
+
+def spark_run(engine: str, spark: Any, bootstrap: str, input_topic: str, checkpoints: Path) -> tuple[float, str]:
+    if engine == "spark-hand":
+        return run_handwritten(spark, bootstrap, input_topic, checkpoints)
+    return run_spark(spark, bootstrap, input_topic, checkpoints, windowed=engine == "spark-windowed")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--words", default="1000000,10000000", help="input sizes in words, comma-separated")
     parser.add_argument("--words-per-line", type=int, default=10)
     parser.add_argument("--vocabulary", type=int, default=5000)
     parser.add_argument("--engines", default="spark,asyncio-1,asyncio-2")
+    parser.add_argument("--repeat", type=int, default=1, help="timed runs of each Spark engine per size (order alternating)")
+    parser.add_argument("--warmup-words", type=int, default=100_000, help="untimed first run of each Spark engine")
+    parser.add_argument("--master", default="local[2]")
     parser.add_argument("--asyncio-worker", nargs=5, metavar=("BOOTSTRAP", "APP_ID", "INPUT", "OUTPUT", "STATE_DIR"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -186,11 +230,21 @@ def main(argv: list[str] | None = None) -> int:
                 from streams_core.spark import build_session
 
                 started = time.perf_counter()
-                spark = build_session({"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4",
+                spark = build_session({"spark.master": args.master, "spark.sql.shuffle.partitions": "4",
                                        "spark.driver.memory": "4g"}, app_name="bench")
                 spark.sparkContext.setLogLevel("ERROR")
                 spark_startup = time.perf_counter() - started
-                print(f"Spark session (local[2]) up in {spark_startup:.1f} s", flush=True)
+                print(f"Spark session ({args.master}) up in {spark_startup:.1f} s", flush=True)
+                if args.warmup_words:
+                    lines, expected = make_lines(args.warmup_words // args.words_per_line, args.words_per_line,
+                                                 args.vocabulary, seed=7)
+                    warm_topic = f"bench-warmup-{uuid.uuid4().hex[:6]}"
+                    asyncio.run(create_topics(bootstrap, [warm_topic], PARTITIONS))
+                    asyncio.run(fill(bootstrap, warm_topic, lines))
+                    for engine in (e for e in engines if e.startswith("spark")):
+                        seconds, output = spark_run(engine, spark, bootstrap, warm_topic, Path(tmp) / "checkpoints")
+                        asyncio.run(check(bootstrap, output, expected))
+                        print(f"  warm-up (first run) {engine}: {args.warmup_words:,} words in {seconds:.1f} s", flush=True)
             for words in sizes:
                 lines, expected = make_lines(words // args.words_per_line, args.words_per_line, args.vocabulary)
                 input_topic = f"bench-lines-{uuid.uuid4().hex[:6]}"
@@ -198,18 +252,22 @@ def main(argv: list[str] | None = None) -> int:
                 filled = asyncio.run(fill(bootstrap, input_topic, lines))
                 total = sum(expected.values())
                 print(f"{input_topic}: {len(lines):,} lines, {total:,} words, filled in {filled:.1f} s", flush=True)
-                for engine in engines:
+                spark_engines = [e for e in engines if e.startswith("spark")]
+                order = [e for e in engines if not e.startswith("spark")]
+                for round_ in range(args.repeat):
+                    order += spark_engines if round_ % 2 == 0 else spark_engines[::-1]
+                for engine in order:
                     if engine.startswith("spark"):
-                        seconds, output = run_spark(spark, bootstrap, input_topic, Path(tmp) / "checkpoints",
-                                                    windowed=engine == "spark-windowed")
+                        seconds, output = spark_run(engine, spark, bootstrap, input_topic, Path(tmp) / "checkpoints")
                         note = ""
                     else:
                         instances = int(engine.split("-")[1])
                         seconds, first, output = asyncio.run(run_asyncio(bootstrap, input_topic, instances, Path(tmp)))
                         note = f"first commit after {first:.1f} s"
+                    records = asyncio.run(check(bootstrap, output, expected))
+                    note = f"{note}; {records:,} output records".lstrip("; ")
                     rows.append((total, engine, seconds, note))
                     print(f"  {engine}: {total / seconds:,.0f} words/s ({seconds:.1f} s) {note}", flush=True)
-                    asyncio.run(check(bootstrap, output, expected))
         finally:
             if spark is not None:
                 spark.stop()
@@ -221,6 +279,12 @@ def main(argv: list[str] | None = None) -> int:
     print("|---:|---|---:|---:|---|")
     for total, engine, seconds, note in rows:
         print(f"| {total:,} | {engine} | {total / seconds:,.0f} | {seconds:.1f} | {note} |")
+    for total in sorted({r[0] for r in rows}):
+        dsl = [r[2] for r in rows if r[0] == total and r[1] == "spark"]
+        hand = [r[2] for r in rows if r[0] == total and r[1] == "spark-hand"]
+        if dsl and hand:
+            print(f"\n{total:,} words: spark / spark-hand = {min(dsl) / min(hand):.2f} (best of each), "
+                  f"{sum(dsl) / sum(hand):.2f} (mean of each)")
     return 0
 
 

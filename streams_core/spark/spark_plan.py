@@ -23,6 +23,7 @@ from streams_core.kstream.internals.timestamped_stores import TimestampedKeyValu
 from streams_core.processor.internals.processor_node import SinkNode, SourceNode
 from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
+from streams_core.spark.native_count import NativeCount, find_native_count
 from streams_core.spark.subtopology_executor import SubtopologyExecutor, SubtopologySpec, ship_topology
 from streams_core.state.versioned_key_value_store import VersionedKeyValueStore
 
@@ -78,6 +79,14 @@ _STAGES: Mapping[str, str] = {
     "stateless": "mapInArrow (fused stateless Python stage)",
     "keyed": "groupBy(key).transformWithState (keyed Python stage, RocksDB state)",
     "task": "groupBy(partition).transformWithState (task Python stage: stores as changelog in RocksDB state)",
+    "native": "mapInArrow (fused stateless chain, partial counts) -> groupBy(key).sum() (Spark's streaming aggregation)",
+}
+
+#: How each stage runs the processors it does not run natively.
+_IN_PYTHON: Mapping[str, str] = {
+    "stateless": "python: TaskProcessor in mapInArrow",
+    "keyed": "python: TaskProcessor in transformWithState by key",
+    "task": "python: TaskProcessor in transformWithState by task",
 }
 
 
@@ -97,6 +106,23 @@ class QueryPlan:
     spec: SubtopologySpec = field(repr=False, compare=False)
     #: Sink topics written through a custom StreamPartitioner: their records carry a partition.
     partitioned_sinks: tuple[str, ...] = ()
+    #: For stage "native": the chain and the count Spark runs (two sub-topologies fused when
+    #: Spark's shuffle replaces their repartition topic).
+    native: NativeCount | None = None
+
+    def operators(self) -> tuple[tuple[str, str], ...]:
+        """(processor or node name, how it runs): natively in Spark, or in Python and how."""
+        native = self.native
+        if native is None:
+            return tuple((name, _IN_PYTHON[self.stage]) for name in self.processors)
+        how = [(name, "python: fused stateless chain in mapInArrow, once per Arrow batch") for name in native.fused]
+        how.extend((name, f"native: Spark's shuffle (groupBy key) replaces topic {native.bypassed_topic}")
+                   for name in native.shuffled)  # fmt: skip
+        count, *rest = native.native
+        how.append((count, "native: groupBy(key).sum() of the chain's partial counts per Spark partition, "
+                           "Spark's streaming aggregation (state: key, count)"))
+        how.extend((name, "native: value = unhex(lpad(hex(count), 16, '0')), the Long serde's bytes") for name in rest)
+        return tuple(how)
 
     def describe(self) -> str:
         how = _STAGES[self.stage]
@@ -105,6 +131,7 @@ class QueryPlan:
             + (f", after {', '.join(map(str, self.after))}" if self.after else ""),
             f"  read   kafka {', '.join([*self.source_topics, *(f'pattern {p!r}' for p in self.source_patterns)])}",
             f"  run    {how}: {' -> '.join(self.processors) or '(pass-through)'}",
+            *(f"    {name}: {where}" for name, where in self.operators()),
         ]
         if self.stores:
             lines.append(f"  state  {', '.join(self.stores)}")
@@ -147,10 +174,14 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
     readback_written = readback & frozenset(t for info in groups.values() for t in info.sink_topics)
     shipped = ship_topology(topology)
     queries: dict[int, QueryPlan] = {}
+    natives: list[NativeCount] = []
     with tempfile.TemporaryDirectory(prefix="streams-core-spark-plan-") as state_dir:
         config = config.with_overrides({"state.dir": state_dir})
         for sid, info in groups.items():
             built = builder.build_subtopology(sid, config)
+            native = find_native_count(sid, built, builder, config, readback_written)
+            if native is not None:
+                natives.append(native)
             processors: list[str] = []
             partitioned: set[str] = set()
             per_task = False
@@ -192,9 +223,24 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
                 spec=spec,
                 partitioned_sinks=tuple(sorted(partitioned)),
             )
+    internal = set(builder.internal_topics)
+    for native in natives:
+        internal.discard(native.bypassed_topic or "")
+        queries = _fuse(queries, native)
     ordered = _dependency_order(queries)
     log.info("Spark plan for %s: %d queries", application_id, len(ordered))
-    return SparkPlan(application_id, ordered, tuple(sorted(builder.internal_topics)))
+    return SparkPlan(application_id, ordered, tuple(sorted(internal)))
+
+
+def _fuse(queries: dict[int, QueryPlan], native: NativeCount) -> dict[int, QueryPlan]:
+    """The chain's and the count's queries as one native query (one query when they are one sub-topology)."""
+    chain, count = queries[native.chain_subtopology], queries[native.count_subtopology]
+    processors = chain.processors if chain is count else (*chain.processors, *count.processors)
+    fused = replace(chain, sink_topics=count.sink_topics, stage="native", processors=processors, stores=count.stores,
+                    native=native)  # fmt: skip
+    out = {sid: q for sid, q in queries.items() if sid != native.count_subtopology}
+    out[native.chain_subtopology] = fused
+    return out
 
 
 def _needs_task(name: str, processor: Any, store_names: frozenset[str], stores: Mapping[str, Any]) -> bool:

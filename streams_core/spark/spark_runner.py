@@ -161,9 +161,20 @@ class SparkRunner:
         servers = self.config["bootstrap.servers"]
         return servers if isinstance(servers, str) else ",".join(servers)
 
-    def _start(self, query: QueryPlan, checkpoints: Path, *, available_now: bool) -> Any:
+    def explain(self, mode: str = "formatted") -> str:
+        """Spark's plan of each query (`DataFrame.explain` modes: simple, extended, codegen, cost, formatted)."""
+        parts = []
+        for query in self.plan().queries:
+            frame = self._frame(query)
+            text = self.spark._jvm.PythonSQLUtils.explainString(frame._jdf.queryExecution(), mode)
+            parts.append(f"== Query {query.subtopology_id} ({query.stage}) ==\n{text}")
+        return "\n".join(parts)
+
+    def _frame(self, query: QueryPlan) -> Any:
+        """The query's streaming DataFrame: Kafka rows in, the Kafka sink's columns out."""
         from pyspark.sql import functions as F
 
+        from streams_core.spark.native_count import CountKeys
         from streams_core.spark.spark_stages import OUTPUT_SCHEMA, KeyedStage, StatelessStage, TaskStage
 
         reader = self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self._bootstrap())
@@ -178,20 +189,31 @@ class SparkRunner:
         rows = reader.option("subscribe", ",".join(self._topics_of(query))).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
         )
-        spec = replace(query.spec, sink_partitions={t: self._counts[t] for t in query.partitioned_sinks},
+        if query.native is not None:
+            native = query.native
+            stage = CountKeys(query.spec.topology, query.spec.props, native)
+            partial = rows.select(*stage.columns(query.source_topics)).mapInArrow(stage, stage.schema)
+            key_column = F.col("key").cast("binary") if native.string_keys else F.col("key")
+            return partial.groupBy("key").agg(F.sum("n").alias("count")).select(
+                F.lit(native.output_topic).alias("topic"), key_column.alias("key"),
+                F.unhex(F.lpad(F.hex("count"), 16, "0")).alias("value"),  # the Long serde's 8 big-endian bytes
+            )  # fmt: skip
+        spec = replace(query.spec, sink_partitions={t: self._counts.get(t, 0) for t in query.partitioned_sinks},
                        global_records=self._global_rows)
         if query.stage == "stateless":
-            out = rows.mapInArrow(StatelessStage(spec), OUTPUT_SCHEMA)
-        elif query.stage == "keyed":
-            out = rows.groupBy("key").transformWithState(KeyedStage(spec), OUTPUT_SCHEMA, "Update", "None")
-        else:
-            out = rows.groupBy("partition").transformWithState(TaskStage(spec), OUTPUT_SCHEMA, "Update", "None")
+            return rows.mapInArrow(StatelessStage(spec), OUTPUT_SCHEMA)
+        if query.stage == "keyed":
+            return rows.groupBy("key").transformWithState(KeyedStage(spec), OUTPUT_SCHEMA, "Update", "None")
+        return rows.groupBy("partition").transformWithState(TaskStage(spec), OUTPUT_SCHEMA, "Update", "None")
+
+    def _start(self, query: QueryPlan, checkpoints: Path, *, available_now: bool) -> Any:
+        out = self._frame(query)
         name = f"{self.config['application.id']}-subtopology-{query.subtopology_id}"
         writer = (
             out.writeStream.format("kafka")
             .queryName(name)
             .option("kafka.bootstrap.servers", self._bootstrap())
-            .option("checkpointLocation", str(checkpoints / f"subtopology-{query.subtopology_id}"))
+            .option("checkpointLocation", str(checkpoints / _checkpoint_name(query)))
             .outputMode("update")
         )
         writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="0 seconds")
@@ -322,6 +344,12 @@ class SparkRunner:
         path.write_text(json.dumps(starts, sort_keys=True))
         log.info("Checkpoint lineage %s begins at internal topic offsets %s", checkpoints, starts)
         return starts
+
+
+def _checkpoint_name(query: QueryPlan) -> str:
+    """A native query keeps Spark's aggregation state: never the checkpoint of a Python stage of the same id."""
+    prefix = "native-count" if query.native is not None else "subtopology"
+    return f"{prefix}-{query.subtopology_id}"
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:

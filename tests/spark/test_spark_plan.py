@@ -33,14 +33,54 @@ def plan_of(topology: Topology) -> Any:
     return SparkRunner(topology, CONFIG).plan()
 
 
+class Upper(Processor):
+    def init(self, context: Any) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.context.forward(Record(record.key, record.value.upper(), record.timestamp))
+
+
 def words() -> Any:
     builder = StreamsBuilder()
     grouped = builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).group_by_key()
     return builder, grouped
 
 
-def test_word_count_is_a_stateless_query_then_a_keyed_query() -> None:
+def test_word_count_compiles_to_one_query_with_sparks_own_count() -> None:
     plan = plan_of(build_topology("lines", "counts", windowed=False))
+    (query,) = plan.queries
+    assert (query.stage, query.source_topics, query.sink_topics) == ("native", ("lines",), ("counts",))
+    assert plan.internal_topics == (), "Spark's shuffle replaces the repartition topic: it is not created"
+    how = dict(query.operators())
+    assert how["KSTREAM-FLATMAPVALUES-0000000001"].startswith("python: fused stateless chain")
+    assert how["KSTREAM-KEY-SELECT-0000000002"].startswith("python: fused stateless chain")
+    assert how["word-count-repartition-sink"].startswith("native: Spark's shuffle")
+    assert how["KSTREAM-AGGREGATE-0000000003"].startswith("native: groupBy(key).sum()")
+    assert "KSTREAM-AGGREGATE-0000000003: native" in plan.describe()
+
+
+def test_counts_that_spark_cannot_count_natively_keep_the_python_stages() -> None:
+    uncached = StreamsBuilder()  # a store without caching: every update is emitted
+    uncached.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).group_by(lambda k, v: v).count(
+        Materialized.as_("c").with_caching_disabled()).to_stream().to("out")
+    mapped = StreamsBuilder()  # the count's output mapped by a user function
+    mapped.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).group_by_key().count(
+        ).to_stream().map_values(str).to("out")
+    custom = StreamsBuilder()  # a Processor API processor in the chain
+    custom.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).process(Upper).group_by_key().count(
+        ).to_stream().to("out", value_serde=Serdes.Long())
+    for builder in (uncached, mapped, custom):
+        assert "native" not in [q.stage for q in plan_of(builder.build()).queries]
+    direct = StreamsBuilder()  # group_by_key after a chain: one sub-topology, counted natively
+    direct.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).filter(lambda k, v: bool(v)).group_by_key(
+        ).count().to_stream().to("out", value_serde=Serdes.Long())
+    (query,) = plan_of(direct.build()).queries
+    assert query.stage == "native" and query.native is not None and query.native.bypassed_topic is None
+
+
+def test_word_count_without_caching_is_a_stateless_query_then_a_keyed_query() -> None:
+    plan = SparkRunner(build_topology("lines", "counts", windowed=False), {**CONFIG, "statestore.cache.max.bytes": 0}).plan()
     first, second = plan.queries
     assert (first.stage, first.source_topics, first.sink_topics) == ("stateless", ("lines",), ("plan-test-word-count-repartition",))
     assert (second.stage, second.source_topics, second.sink_topics, second.after) == (
@@ -60,13 +100,6 @@ def test_queries_run_writers_first_even_when_declared_later() -> None:
 
 
 def test_a_stateless_custom_processor_is_fused() -> None:
-    class Upper(Processor):
-        def init(self, context: Any) -> None:
-            self.context = context
-
-        def process(self, record: Record[Any, Any]) -> None:
-            self.context.forward(Record(record.key, record.value.upper(), record.timestamp))
-
     builder = StreamsBuilder()
     builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).process(Upper).to("out")
     (query,) = plan_of(builder.build()).queries

@@ -30,27 +30,42 @@ def count_words(text: list[str]) -> Counter[str]:
 
 
 async def test_word_count_on_spark_equals_the_asyncio_runtime(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
+    """Caching on (the default) compiles to Spark's own count, one record per word and micro-batch;
+    caching off keeps the keyed Python stage, one record per update; both give the asyncio table."""
     suffix = unique_topic("wc")
-    input_topic, spark_out, asyncio_out = f"lines-{suffix}", f"spark-counts-{suffix}", f"asyncio-counts-{suffix}"
-    for topic in (input_topic, spark_out, asyncio_out):
+    input_topic, asyncio_out = f"lines-{suffix}", f"asyncio-counts-{suffix}"
+    coalesced, uncoalesced = f"spark-counts-{suffix}", f"spark-uncached-{suffix}"
+    for topic in (input_topic, coalesced, uncoalesced, asyncio_out):
         await create_topic(bootstrap_servers, topic, partitions=3)
     text = lines(0, 300)
     await produce_lines(bootstrap_servers, input_topic, text, 0)
 
-    runner = SparkRunner(build_topology(input_topic, spark_out, windowed=False),
-                         {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers}, spark=spark)
+    config = {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers}
+    runner = SparkRunner(build_topology(input_topic, coalesced, windowed=False), config, spark=spark)
+    assert [q.stage for q in runner.plan().queries] == ["native"]
+    explained = runner.explain()
+    assert "MapInArrow" in explained and "StateStoreSave" in explained, explained
     await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
+    uncached = SparkRunner(build_topology(input_topic, uncoalesced, windowed=False),
+                           {**config, "application.id": f"spark-uncached-{suffix}", "statestore.cache.max.bytes": 0},
+                           spark=spark)  # fmt: skip
+    assert [q.stage for q in uncached.plan().queries] == ["stateless", "keyed"]
+    await asyncio.to_thread(uncached.run, "available_now", tmp_path / "uncached-checkpoints")
     await run_asyncio_to_end(build_topology(input_topic, asyncio_out, windowed=False), f"asyncio-{suffix}",
                              bootstrap_servers, tmp_path / "state")
 
-    on_spark = await read_table(bootstrap_servers, spark_out, utf8, long_be)
+    expected = dict(count_words(text))
     on_asyncio = await read_table(bootstrap_servers, asyncio_out, utf8, long_be)
-    assert on_spark == on_asyncio
-    assert on_spark == dict(count_words(text))
+    assert on_asyncio == expected
+    assert await read_table(bootstrap_servers, coalesced, utf8, long_be) == on_asyncio
+    assert await read_table(bootstrap_servers, uncoalesced, utf8, long_be) == on_asyncio
+    batches = len([p for p in runner.progress[0] if p["numInputRows"]])
+    assert len(await read_all(bootstrap_servers, coalesced)) <= batches * len(expected), "one record per word and batch"
+    assert len(await read_all(bootstrap_servers, uncoalesced)) == sum(expected.values()), "one record per update"
     # The same partitioning: each word lands in the partition murmur2 gives its key on both engines.
-    spark_parts = {(r.key, r.partition) for r in await read_all(bootstrap_servers, spark_out)}
     asyncio_parts = {(r.key, r.partition) for r in await read_all(bootstrap_servers, asyncio_out)}
-    assert spark_parts == asyncio_parts
+    for topic in (coalesced, uncoalesced):
+        assert {(r.key, r.partition) for r in await read_all(bootstrap_servers, topic)} == asyncio_parts
 
 
 async def test_a_second_available_now_run_takes_only_new_records(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
@@ -58,7 +73,8 @@ async def test_a_second_available_now_run_takes_only_new_records(bootstrap_serve
     input_topic, output_topic = f"lines-{suffix}", f"counts-{suffix}"
     await create_topic(bootstrap_servers, input_topic, partitions=2)
     await create_topic(bootstrap_servers, output_topic, partitions=2)
-    config = {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers}
+    # Caching off: the two-query plan through the repartition topic, whose lineage this test is about.
+    config = {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers, "statestore.cache.max.bytes": 0}
     first, second = lines(0, 120), lines(120, 40)
 
     await produce_lines(bootstrap_servers, input_topic, first, 0)

@@ -1,0 +1,304 @@
+"""A stateless chain into `count()`, compiled to Spark's own operators (the word count's shape).
+
+`stream(...)` → fused stateless operators (`stateless_chain`) → `group_by`/`group_by_key` →
+`count()` (caching on) → `to_stream()` → `to(topic)` becomes one query:
+
+    Kafka source → mapInArrow(CountKeys: the chain in Python per record of each Arrow batch, the
+                   new keys counted per Spark partition in Python: a map-side partial count)
+                 → groupBy(key).sum(n) (Spark's streaming aggregation, its state: key, count)
+                 → value = the Long serde's 8 big-endian bytes built by Spark expressions
+                 → Kafka sink, update mode
+
+Spark's shuffle replaces the repartition topic, which is then neither written nor read. Update
+mode emits one record per key and micro-batch: Kafka Streams' record cache coalescing a key's
+updates per commit, the micro-batch being the commit. Anything else (caching off included)
+keeps the Python stages of spark_stages.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from streams_core.config import StreamsConfig
+from streams_core.errors import StreamsError
+from streams_core.kstream.internals.dsl_serde import InferredSerde
+from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate
+from streams_core.kstream.internals.ktable_processors import KTableToStream
+from streams_core.kstream.internals.stateless_chain import Emit, compose, fused_nodes
+from streams_core.kstream.kgrouped_stream import _count_add, _zero
+from streams_core.processor.consumer_record import ConsumerRecord
+from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
+from streams_core.processor.internals.processor_topology import ProcessorTopology
+from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
+from streams_core.serde import Serdes
+
+__all__ = ["CountKeys", "NativeCount", "find_native_count"]
+
+log = logging.getLogger(__name__)
+
+_OWN_TIMESTAMP = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp)
+
+#: A partial count goes to Spark once it holds this many keys (else once per Spark partition).
+_MAX_PARTIAL_KEYS = 200_000
+
+
+@dataclass(frozen=True)
+class NativeCount:
+    """Where the chain runs (sub-topology, node it ends at) and what Spark's count writes."""
+
+    #: The sub-topology whose sources the chain starts from (the writer of the repartition topic).
+    chain_subtopology: int
+    #: The node the chain ends at: the repartition sink, or the count itself without repartition.
+    chain_end: str
+    #: The counting sub-topology (the same as `chain_subtopology` without repartition).
+    count_subtopology: int
+    output_topic: str
+    #: The repartition topic Spark's shuffle replaces (None without repartition).
+    bypassed_topic: str | None
+    #: The output key serde is String: the chain hands Spark `str`s, Spark casts them to UTF-8 bytes.
+    string_keys: bool
+    fused: tuple[str, ...]
+    native: tuple[str, ...]
+    #: The repartition sink and source Spark's shuffle replaces.
+    shuffled: tuple[str, ...] = ()
+    #: The output sink's key serde (keys other than String are serialized in Python).
+    key_serde: Any = field(default=None, compare=False, repr=False)
+
+
+def resolved(serde: Any) -> Any:
+    """The serde an inferred one stands for (the DSL's guess or the configured default)."""
+    while isinstance(serde, InferredSerde):
+        serde = serde.target
+    return serde
+
+
+def same_serde(serde: Any, other: Any) -> bool:
+    """The same serde, or the same built-in serde (a shipped copy of `Serdes.String()` is not the singleton)."""
+    a, b = resolved(serde), resolved(other)
+    if a is b:
+        return True
+    builtin = (type(Serdes.String()), type(Serdes.Long()), type(Serdes.Bytes()), type(Serdes.Json()))
+    return type(a) is type(b) and type(a) in builtin and repr(a) == repr(b)
+
+
+def _count_tail(agg: ProcessorNode) -> SinkNode | None:
+    """The sink of `count() -> to_stream() -> to(topic)` below `agg`, None if `agg` is not that."""
+    processor = agg.processor
+    if not (isinstance(processor, KStreamAggregate) and processor._initializer is _zero
+            and processor._aggregator is _count_add and len(agg.children) == 1):  # fmt: skip
+        return None
+    (to_stream,) = agg.children
+    if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor._key_mapper is None
+            and len(to_stream.children) == 1):  # fmt: skip
+        return None
+    (sink,) = to_stream.children
+    if not isinstance(sink, SinkNode) or sink.topic is None or sink.partitioner is not None:
+        return None
+    if not same_serde(sink.value_serde, Serdes.Long()):
+        return None
+    return sink
+
+
+def _chains_into(built: ProcessorTopology, end: ProcessorNode) -> tuple[str, ...] | None:
+    """The fused node names when every source of `built` reaches only `end` through the chain."""
+    fused: list[str] = []
+    for source in built.sources:
+        if source.pattern is not None or not isinstance(getattr(source.extract_timestamp, "__self__", None), _OWN_TIMESTAMP):
+            return None
+        nodes, terminals = fused_nodes(source)
+        if [t.name for t in terminals] != [end.name]:
+            return None
+        fused.extend(n.name for n in nodes if n.name not in fused)
+    return tuple(fused)
+
+
+def find_native_count(
+    sid: int, built: ProcessorTopology, builder: Any, config: StreamsConfig, readback: frozenset[str]
+) -> NativeCount | None:
+    """`NativeCount` when sub-topology `sid` counts a stateless chain as Spark can natively, else None.
+
+    `readback` are the topics the topology both writes and reads; the output must not be one.
+    """
+    aggregates = [n for n in built.processors if isinstance(n.processor, KStreamAggregate)]
+    if len(aggregates) != 1:
+        return None
+    (agg,) = aggregates
+    sink = _count_tail(agg)
+    if sink is None or sink.topic in readback or len(built.sinks) != 1:
+        return None
+    (store,) = agg.store_names
+    if not builder.store_builder(store).caching_enabled:
+        return None  # caching off: every update is emitted, as the keyed stage does
+    native = (agg.name, *(c.name for c in agg.children))
+    string_keys = same_serde(sink.key_serde, Serdes.String())
+    internal_source = any(set(s.topics) & builder.internal_topics for s in built.sources)
+    fused = None if internal_source else _chains_into(built, agg)
+    everything = {n.name for n in built.processors}
+    if fused is not None:
+        if any(set(s.topics) & readback for s in built.sources) or everything != {*fused, *native}:
+            return None
+        return NativeCount(sid, agg.name, sid, str(sink.topic), None, string_keys, fused, native, key_serde=sink.key_serde)
+    (source,) = built.sources if len(built.sources) == 1 else (None,)
+    if source is None or source.children != (agg,) or len(source.topics) != 1 or everything != set(native):
+        return None
+    (topic,) = source.topics
+    if topic not in builder.internal_topics:
+        return None  # a `through` topic is the user's: it is written as the topology says
+    writers = [w for w, info in builder.topic_groups().items() if topic in info.sink_topics]
+    readers = [r for r, info in builder.topic_groups().items() if topic in info.source_topics]
+    if len(writers) != 1 or readers != [sid] or writers[0] == sid:
+        return None
+    writer = builder.build_subtopology(writers[0], config)
+    if writer.state_stores:
+        return None
+    repartition_sinks = [s for s in writer.sinks if s.topic == topic]
+    if len(repartition_sinks) != 1 or len(writer.sinks) != 1:
+        return None
+    (repartition_sink,) = repartition_sinks
+    if not same_serde(repartition_sink.key_serde, sink.key_serde) or repartition_sink.partitioner is not None:
+        return None
+    if any(set(s.topics) & readback for s in writer.sources):
+        return None
+    chain = _chains_into(writer, repartition_sink)
+    if chain is None:
+        return None
+    return NativeCount(writers[0], repartition_sink.name, sid, str(sink.topic), topic, string_keys, chain, native,
+                       (repartition_sink.name, source.name), sink.key_serde)  # fmt: skip
+
+
+class CountKeys:
+    """`mapInArrow` function: Kafka rows (timestamp, key, value; topic when several) in, partial
+    counts (key, n) out.
+
+    Built on the executor from the shipped topology: each source's chain composed once, its end
+    appending the key of every record the count would count (key and value not None).
+    """
+
+    def __init__(self, topology: bytes, props: Mapping[str, Any], native: NativeCount) -> None:
+        self.schema = f"key {'string' if native.string_keys else 'binary'}, n bigint"
+        self.topology = topology
+        self.props = dict(props)
+        self.native = native
+
+    @staticmethod
+    def columns(source_topics: tuple[str, ...]) -> list[str]:
+        """The source columns it reads (the topic only to pick the chain of a query reading several)."""
+        return ["timestamp", "key", "value", *(["topic"] if len(source_topics) > 1 else [])]
+
+    def _chains(self, keys: list[Any]) -> dict[str, tuple[SourceNode, Emit]]:
+        from streams_core.spark.subtopology_executor import load_topology
+
+        builder = load_topology(self.topology).internal_topology_builder
+        config = StreamsConfig(self.props)
+        builder.set_application_id(config["application.id"])
+        built = builder.build_subtopology(self.native.chain_subtopology, config)
+        end = self.native.chain_end
+        append = keys.append
+
+        def counted(key: Any, value: Any, timestamp: int, headers: Any) -> None:
+            if key is not None and value is not None:
+                append(key)
+
+        def terminal(node: ProcessorNode) -> Emit:
+            if node.name != end:
+                raise StreamsError(f"the native count's chain reached {node.name!r}, not {end!r}")
+            return counted
+
+        return {topic: (source, compose(source, terminal)) for source in built.sources for topic in source.topics}
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        """Count each batch's keys in Python (a map-side partial count, C-speed `Counter`); Spark sums them."""
+        keys: list[Any] = []
+        chains = self._chains(keys)
+        counts: Counter[Any] = Counter()
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            if "topic" not in batch.schema.names:  # the query reads one topic
+                topic, (source, run) = next(iter(chains.items()))
+                self._run(source, topic, run, batch)
+            else:
+                self._run_topics(chains, batch)
+            counts.update(keys if self.native.string_keys else self._serialized(keys))
+            keys.clear()
+            if len(counts) >= _MAX_PARTIAL_KEYS:
+                yield self._partial(counts)
+                counts.clear()
+        if counts:
+            yield self._partial(counts)
+
+    def _run(self, source: SourceNode, topic: str, run: Emit, batch: Any) -> None:
+        ks = _deserialized(batch.column("key"), source.key_serde, topic)
+        vs = _deserialized(batch.column("value"), source.value_serde, topic)
+        timestamps = batch.column("timestamp").to_pylist()
+        if min(timestamps) < 0:
+            self._with_extractor(source, topic, ks, vs, timestamps, batch, run)
+            return
+        for key, value, timestamp in zip(ks, vs, timestamps, strict=True):
+            run(key, value, timestamp, ())
+
+    def _run_topics(self, chains: Mapping[str, tuple[SourceNode, Emit]], batch: Any) -> None:
+        columns = batch.to_pydict()
+        for topic, key, value, timestamp in zip(columns["topic"], columns["key"], columns["value"],
+                                                columns["timestamp"], strict=True):  # fmt: skip
+            source, run = chains[topic]
+            k, v = source.key_serde.deserialize(topic, key), source.value_serde.deserialize(topic, value)
+            if timestamp < 0:
+                timestamp = _extract(source, topic, k, v, timestamp, -1)
+                if timestamp < 0:
+                    continue
+            run(k, v, timestamp, ())
+
+    def _serialized(self, keys: list[Any]) -> list[bytes | None]:
+        serialize, topic = self.native.key_serde.serialize, self.native.output_topic
+        return [serialize(topic, k) for k in keys]
+
+    def _partial(self, counts: Counter[Any]) -> Any:
+        import pyarrow as pa
+
+        keys, ns = list(counts), list(counts.values())
+        if self.native.string_keys:
+            try:
+                column = pa.array(keys, pa.string())
+            except (pa.ArrowTypeError, pa.ArrowInvalid):
+                Serdes.String().serialize(self.native.output_topic, next(k for k in keys if not isinstance(k, str)))
+                raise
+        else:
+            column = pa.array(keys, pa.binary())
+        return pa.RecordBatch.from_arrays([column, pa.array(ns, pa.int64())], names=["key", "n"])
+
+    def _with_extractor(self, source: SourceNode, topic: str, ks: list[Any], vs: list[Any], timestamps: list[int],
+                        batch: Any, run: Emit) -> None:  # fmt: skip
+        """A batch with negative timestamps: the source's extractor decides (fail, or drop the record)."""
+        offsets = batch.column("offset").to_pylist() if "offset" in batch.schema.names else [-1] * len(ks)
+        for key, value, timestamp, offset in zip(ks, vs, timestamps, offsets, strict=True):
+            if timestamp < 0:
+                timestamp = _extract(source, topic, key, value, timestamp, offset)
+                if timestamp < 0:
+                    log.warning("dropping a record of %s at offset %s: negative timestamp %d", topic, offset, timestamp)
+                    continue
+            run(key, value, timestamp, ())
+
+
+def _extract(source: SourceNode, topic: str, key: Any, value: Any, timestamp: int, offset: int) -> int:
+    record = ConsumerRecord(topic, -1, offset, timestamp, key, value, ())
+    extracted: int = source.extract_timestamp(record, -1)
+    return extracted
+
+
+def _deserialized(column: Any, serde: Any, topic: str) -> list[Any]:
+    """A column's Python values through `serde`; the String serde as one Arrow cast (UTF-8 checked)."""
+    import pyarrow as pa
+
+    if same_serde(serde, Serdes.String()):
+        try:
+            values: list[Any] = column.cast(pa.string()).to_pylist()
+            return values
+        except pa.ArrowInvalid:
+            pass  # invalid UTF-8: the serde raises its located error below
+    deserialize = serde.deserialize
+    return [deserialize(topic, data) for data in column.to_pylist()]
