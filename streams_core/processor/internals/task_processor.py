@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import DeserializationError, StreamsError
+from streams_core.kstream.internals.stateless_chain import Emit, compose, fusable
 from streams_core.processor.consumer_record import ConsumerRecord
 from streams_core.processor.internals.processor_context_impl import ProcessorContextImpl
-from streams_core.kstream.internals.stateless_chain import Emit, compose, fusable
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
 from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.processor.internals.punctuation_queue import PunctuationQueue, PunctuationSchedule
