@@ -352,11 +352,13 @@ class TaskProcessor:
         context.input_offset = offset
         chain = self._chains.get(source)
         try:
-            if chain is None:
-                context.node = source
-                source.process(record)
-            else:
+            if chain is not None:
                 chain(*record)
+            else:  # the source's forward, inlined
+                context.record = record
+                for child in source.children:
+                    context.node = child
+                    child.process(record)
         except Exception as exc:
             exc.add_note(
                 f"while processing a record of task {self.task_id} at processor "
