@@ -325,7 +325,7 @@ class TaskProcessor:
 
         return end
 
-    def _failed_node(self, source: SourceNode, exc: BaseException) -> str | None:
+    def _failed_node(self, source: SourceNode, exc: BaseException) -> str:
         """The node a record's failure came from: the current node (an unfused node sets it), or
         the fused operator or plain sink whose line in the chain the traceback passed last."""
         node = self._context.node
