@@ -26,6 +26,7 @@ from streams_core.clients.kafka_clients import (
 )
 from streams_core.clients.ports import (
     GroupAssignor,
+    OutgoingRecord,
     ProducerBatch,
     RawRecord,
     RebalanceListener,
@@ -37,6 +38,10 @@ from streams_core.config import StreamsConfig
 from streams_core.runtime.topic_partition import TopicPartition
 
 __all__ = ["AioKafkaAdmin", "AioKafkaClientSupplier", "AioKafkaConsumer", "AioKafkaProducer"]
+
+
+_NO_HEADERS: list[tuple[str, bytes]] = []
+"""Shared by every record without headers: aiokafka's batch builder wants a list and only reads it."""
 
 
 def _kafka(tp: TopicPartition) -> KafkaTopicPartition:
@@ -180,6 +185,25 @@ class AioKafkaProducer:
     def create_batch(self) -> ProducerBatch:
         batch: ProducerBatch = self._producer.create_batch()
         return batch
+
+    def fill_batch(self, batch: ProducerBatch, records: Sequence[OutgoingRecord], start: int) -> int:
+        """aiokafka's `BatchBuilder.append` is a Python wrapper (keyword arguments, a `_serialize`
+        call) around its C builder: the C builder's own `append` here, the batch's count kept."""
+        builder: Any = batch
+        append = builder._builder.append
+        offset = builder._relative_offset
+        no_headers = _NO_HEADERS
+        end = len(records)
+        index = start
+        while index < end:
+            _, key, value, timestamp, headers, _ = records[index]
+            if append(offset, timestamp, key, value, list(headers) if headers else no_headers) is None:
+                batch.close()
+                break
+            offset += 1
+            index += 1
+        builder._relative_offset = offset
+        return index
 
     async def send_batch(self, batch: ProducerBatch, topic: str, *, partition: int) -> asyncio.Future[RecordMetadata]:
         future: asyncio.Future[RecordMetadata] = await self._producer.send_batch(batch, topic, partition=partition)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
-from streams_core.processor.processor import RecordMetadata
+from streams_core.processor.processor import Headers, RecordMetadata
 
 if TYPE_CHECKING:
     from streams_core.clients.admin import NewTopicSpec
@@ -30,12 +30,18 @@ __all__ = [
     "GroupAssignor",
     "KafkaClientSupplier",
     "MemberAssignment",
+    "OutgoingRecord",
     "Producer",
     "ProducerBatch",
     "RawRecord",
     "RebalanceListener",
     "RecordMetadata",
 ]
+
+
+OutgoingRecord: TypeAlias = "tuple[str, bytes | None, bytes | None, int, Headers, int | None]"
+"""A serialized record to produce, as the record collector queues it: (topic, key, value,
+timestamp, headers, partition or None)."""
 
 
 class RawRecord(RecordMetadata, Protocol):
@@ -159,6 +165,11 @@ class Producer(Protocol):
     async def stop(self) -> None: ...
 
     def create_batch(self) -> ProducerBatch: ...
+
+    def fill_batch(self, batch: ProducerBatch, records: Sequence[OutgoingRecord], start: int) -> int:
+        """Append `records[start:]` to `batch` until it is full (then closed); the index of the first
+        record left out. One call per batch instead of one `append` per record."""
+        ...
 
     async def send_batch(
         self, batch: ProducerBatch, topic: str, *, partition: int

@@ -4,7 +4,8 @@ Sinks run inside synchronous processing, so `send` only queues the record; the s
 hands the queue to the producer (`send_pending`, awaited between batches) and waits for every
 delivery at commit (`flush`). Records go to aiokafka as closed batches per partition (partition
 chosen with murmur2 as Java's producer does), which costs a third of a `send()` per record and
-does not wait out `linger.ms`. Delivery errors follow `default.production.exception.handler`:
+does not wait out `linger.ms`; each batch is filled in one `fill_batch` call of the producer port
+(aiokafka's C batch builder without its per-record Python wrapper). Delivery errors follow `default.production.exception.handler`:
 `fail` raises at the next flush, `continue` logs and counts the lost record.
 
 Under exactly-once each task has its own collector over a transactional producer
@@ -22,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from streams_core import clients
+from streams_core.clients.ports import OutgoingRecord
 from streams_core.errors import ConfigError, StreamsError
 from streams_core.processor.processor import Headers
 from streams_core.runtime.partitioner import murmur2
@@ -56,10 +58,6 @@ def resolve_production_handler(setting: Any) -> ProductionHandler:
     raise ConfigError("default.production.exception.handler", f"expected fail, continue or a handler, got {setting!r}")
 
 
-_NO_HEADERS: list[tuple[str, bytes]] = []
-"""Shared by every record without headers: aiokafka's batch builder wants a list and only reads it."""
-
-
 class RecordCollectorImpl:
     """Queues the records of a thread's tasks (or of one task under exactly-once) for one producer."""
 
@@ -77,7 +75,7 @@ class RecordCollectorImpl:
         self.sent_records = 0
         self.dropped_records = 0
         self._handler = resolve_production_handler(production_handler)
-        self._pending: list[tuple[str, bytes | None, bytes | None, int, Headers, int | None]] = []
+        self._pending: list[OutgoingRecord] = []
         self._partition_counts: dict[str, int] = {}
         self._round_robin: dict[str, int] = {}
         self.offsets: dict[TopicPartition, int] = {}
@@ -125,31 +123,30 @@ class RecordCollectorImpl:
         if self.transactional and not self._in_transaction:
             await self._begin()
         pending, self._pending = self._pending, []
-        producer = self.producer
         counts = self._partition_counts
-        builders: dict[str, dict[int, clients.ProducerBatch]] = {}
-        no_headers = _NO_HEADERS
-        for topic, key, value, timestamp, headers, partition in pending:
+        by_partition: dict[tuple[str, int], list[OutgoingRecord]] = {}
+        for record in pending:
+            topic, key, _, _, _, partition = record
             if partition is None:
                 count = counts.get(topic) or await self._learn_partition_count(topic)
                 if key is not None:
                     partition = (murmur2(key) & 0x7FFFFFFF) % count
                 else:
                     partition = self._round_robin_partition(topic, count)
-            by_partition = builders.get(topic)
-            if by_partition is None:
-                by_partition = builders[topic] = {}
-            builder = by_partition.get(partition)
-            if builder is None:
-                builder = by_partition[partition] = producer.create_batch()
-            header_list = list(headers) if headers else no_headers
-            if builder.append(timestamp=timestamp, key=key, value=value, headers=header_list) is None:
-                await self._send_batch(builder, topic, partition)
-                builder = by_partition[partition] = producer.create_batch()
-                if builder.append(timestamp=timestamp, key=key, value=value, headers=header_list) is None:
+            records = by_partition.get((topic, partition))
+            if records is None:
+                records = by_partition[topic, partition] = []
+            records.append(record)
+        producer = self.producer
+        fill = producer.fill_batch
+        for (topic, partition), records in by_partition.items():
+            index = 0
+            while index < len(records):
+                builder = producer.create_batch()
+                filled = fill(builder, records, index)
+                if filled == index:
                     raise ProductionError(f"{self._log_prefix}a record for {topic} is larger than a whole batch")
-        for topic, by_partition in builders.items():
-            for partition, builder in by_partition.items():
+                index = filled
                 await self._send_batch(builder, topic, partition)
         self.sent_records += len(pending)
 

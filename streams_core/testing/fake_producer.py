@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from streams_core import clients
 from streams_core.clients.ports import (
+    OutgoingRecord,
     ProducerBatch,
     RecordMetadata,
 )
@@ -116,6 +117,14 @@ class FakeProducer:
 
     def create_batch(self) -> ProducerBatch:
         return FakeBatch(self.batch_size)
+
+    def fill_batch(self, batch: ProducerBatch, records: Sequence[OutgoingRecord], start: int) -> int:
+        for index in range(start, len(records)):
+            _, key, value, timestamp, headers, _ = records[index]
+            if batch.append(timestamp=timestamp, key=key, value=value, headers=list(headers)) is None:
+                batch.close()
+                return index
+        return len(records)
 
     async def send_batch(self, batch: ProducerBatch, topic: str, *, partition: int) -> asyncio.Future[RecordMetadata]:
         if self.stopped or not self.started:

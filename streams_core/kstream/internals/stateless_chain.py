@@ -93,6 +93,12 @@ class _Generator:
         self.namespace: dict[str, Any] = {}
         self._units: dict[str, str] = {}
         self.source: list[str] = []
+        self.tags: list[str] = []
+
+    def _tag(self, line: str, node: ProcessorNode) -> str:
+        """`line` marked as running `node` (read back into the function's `chain_nodes`)."""
+        self.tags.append(node.name)
+        return f"{line}  # {_label(node)} #{len(self.tags) - 1}"
 
     def _bind(self, value: Any, prefix: str) -> str:
         name = f"{prefix}{next(self._names)}"
@@ -120,7 +126,7 @@ class _Generator:
         if len(nodes) == 1:
             return self.unit(nodes[0])
         name = f"unit{next(self._names)}"
-        calls = [f"    {self.unit(n)}(key, value, timestamp, headers)" for n in nodes] or ["    pass"]
+        calls = [self._tag(f"    {self.unit(n)}(key, value, timestamp, headers)", n) for n in nodes] or ["    pass"]
         self.source += [f"def {name}(key, value, timestamp, headers):", *calls, ""]
         return name
 
@@ -132,7 +138,7 @@ class _Generator:
         if fusable(node) and self._parents.get(node.name, 0) <= 1:
             self._node(node, k, v, depth, out)
         else:
-            out.append(f"{'    ' * depth}{self.unit(node)}({k}, {v}, timestamp, headers)  # -> {_label(node)}")
+            out.append(self._tag(f"{'    ' * depth}{self.unit(node)}({k}, {v}, timestamp, headers)", node))
 
     def _node(self, node: ProcessorNode, k: str, v: str, depth: int, out: list[str]) -> None:
         p, pad, start = node.processor, "    " * depth, len(out)
@@ -168,9 +174,11 @@ class _Generator:
             self._branch(node, p, k, v, depth, out)
         else:  # KStreamPassThrough
             self._children(node, k, v, depth, out)
+        for i in range(start, len(out)):
+            if "  # " not in out[i] and not out[i].endswith(("pass", "else:")):
+                out[i] = self._tag(out[i], node)
         if len(out) == start:
             out.append(f"{pad}pass")
-        out[start] += f"  # {_label(node)}"
 
     def _block(self, node: ProcessorNode, k: str, v: str, depth: int, out: list[str]) -> None:
         start = len(out)
@@ -193,11 +201,6 @@ class _Generator:
                 self._reach(node.children_by_name[p._default[0]], k, v, depth + 1, out)
 
 
-def _label(node: ProcessorNode) -> str:
-    """The node's name on one line (it ends a comment of the generated source)."""
-    return " ".join(node.name.splitlines())
-
-
 def _parent_counts(starts: tuple[ProcessorNode, ...]) -> dict[str, int]:
     """How many fused parents (or starts) reach each node."""
     counts: dict[str, int] = {}
@@ -216,11 +219,18 @@ def _parent_counts(starts: tuple[ProcessorNode, ...]) -> dict[str, int]:
     return counts
 
 
+def _label(node: ProcessorNode) -> str:
+    """The node's name on one line (it ends a comment of the generated source)."""
+    return " ".join(node.name.splitlines())
+
+
 def compose(node: ProcessorNode, terminal: Terminal) -> Emit:
     """One function running a record through `node` and the fused nodes below it.
 
     A source node stands for its children. `terminal(n)` is asked once per node the chain stops
-    at. The generated source is the function's `chain_source` attribute.
+    at. The generated source is the function's `chain_source` attribute; `chain_nodes` maps each
+    of its lines that calls a user function or a terminal to that node's name (a failure's line in
+    a traceback names the processor).
     """
     starts = _starts(node)
     generator = _Generator(terminal, _parent_counts(starts))
@@ -232,4 +242,9 @@ def compose(node: ProcessorNode, terminal: Terminal) -> Emit:
     exec(compile(source, filename, "exec"), generator.namespace)
     function: Emit = generator.namespace[entry]
     function.chain_source = source  # type: ignore[attr-defined]
+    function.chain_nodes = {  # type: ignore[attr-defined]
+        number: generator.tags[int(line.rpartition(" #")[2])]
+        for number, line in enumerate(source.splitlines(), 1)
+        if "  # " in line
+    }
     return function

@@ -136,10 +136,14 @@ class SinkNode(ProcessorNode):
 
     def process(self, record: Record[Any, Any]) -> None:
         """Serialize the record, choose topic and partition, and send it to the collector."""
+        key, value, timestamp, headers = record
+        self.send(key, value, timestamp, headers)
+
+    def send(self, key: Any, value: Any, timestamp: int, headers: Any) -> None:
+        """`process` of the record's fields (a fused chain's terminal calls it without a `Record`)."""
         collector = self._collector
         if collector is None:
             raise StreamsError(f"sink {self.name!r} is not initialised")
-        key, value, timestamp, headers = record
         topic = self.topic
         if topic is None:
             topic = self.topic_extractor(key, value, self._context)  # type: ignore[misc, arg-type]

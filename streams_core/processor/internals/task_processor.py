@@ -9,8 +9,10 @@ executor) picks records, keeps stream time and commits:
 1. `init()` (or `init_state_stores()`, restore, then `init_processors()`);
 2. per consumed record: the partition's `record_reader(topic, partition_time)` turns the raw
    record into a `Record` (or None: skipped), the owner advances `stream_time`, then
-   `process_record(source, record, ...)` walks the sub-topology depth-first. This is the one
-   record path of the runtime's `StreamTask` (which the test driver runs too) and of Spark;
+   `process_record(source, record, ...)` runs it through the sub-topology depth-first: the
+   stateless DSL operators below each source as one function composed at `init_processors`
+   (`stateless_chain.compose`), the other nodes node by node. This is the one record path of
+   the runtime's `StreamTask` (which the test driver runs too) and of Spark;
 3. `maybe_punctuate_stream_time(stream_time)` and `maybe_punctuate_wall_clock(now)`;
 4. when `commit_needed` (and at once when `commit_requested`): `prepare_commit()` (flush the
    stores), flush the producer, commit offsets, `post_commit()`; or `commit()` with no offsets;
@@ -31,9 +33,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import DeserializationError, StreamsError
+from streams_core.kstream.internals.stateless_chain import Emit, compose, fusable
 from streams_core.processor.consumer_record import ConsumerRecord
 from streams_core.processor.internals.processor_context_impl import ProcessorContextImpl
-from streams_core.processor.internals.processor_node import ProcessorNode, SourceNode
+from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
 from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.processor.internals.punctuation_queue import PunctuationQueue, PunctuationSchedule
 from streams_core.processor.internals.record_collector import RecordCollector
@@ -61,6 +64,11 @@ _OWN_TIMESTAMP_EXTRACTORS = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestam
 RecordReader: TypeAlias = "Callable[[RawRecord], Record[Any, Any] | None]"
 """One partition's record pipeline (`TaskProcessor.record_reader`): a raw record to the `Record`
 to process, or None when it was skipped."""
+
+
+def _plain_sink(node: ProcessorNode) -> bool:
+    """A sink with a fixed topic: it reads nothing from the context."""
+    return isinstance(node, SinkNode) and node.topic is not None
 
 
 def system_time_ms() -> int:
@@ -126,6 +134,8 @@ class TaskProcessor:
         self._dropped_by_timestamp = 0
         self._stream_time_punctuations = PunctuationQueue()
         self._wall_clock_punctuations = PunctuationQueue()
+        self._chains: dict[SourceNode, Emit] = {}
+        """Per source with fused operators (or only plain sinks) below it: its composed chain."""
 
     def __repr__(self) -> str:
         return f"TaskProcessor({self.task_id}, {self._state.name})"
@@ -190,6 +200,7 @@ class TaskProcessor:
                 raise
             finally:
                 context.init_node = None
+        self._chains = {source: chain for source in self.topology.sources if (chain := self._chain(source)) is not None}
         self._state = TaskProcessorState.RUNNING
         log.info("Task %s: running (sub-topology %d)", self.task_id, self.topology.subtopology_id)
 
@@ -285,6 +296,52 @@ class TaskProcessor:
 
         return read
 
+    def _chain(self, source: SourceNode) -> Emit | None:
+        """The source's fused chain, or None when the node-by-node walk costs no more (no fused
+        operator below it, and a child that needs a `Record` anyway)."""
+        children = source.children
+        if not any(map(fusable, children)):
+            if not all(_plain_sink(child) for child in children):
+                return None
+            if len(children) == 1:
+                return children[0].send  # type: ignore[attr-defined, no-any-return]
+        return compose(source, self._terminal)
+
+    def _terminal(self, node: ProcessorNode) -> Emit:
+        """How a fused chain hands a record to a node it does not fuse: as `context.forward` would
+        (the node current, the record in the context), then no node current again, so that a
+        failure in a fused operator is found by its line (`_failed_node`). A plain sink reads no
+        context: it is called directly."""
+        if _plain_sink(node):
+            return node.send  # type: ignore[attr-defined, no-any-return]
+        context = self._context
+        process = node.process
+
+        def end(key: Any, value: Any, timestamp: int, headers: Any) -> None:
+            context.node = node
+            context.record = record = new_record(Record, (key, value, timestamp, headers))
+            process(record)
+            context.node = None
+
+        return end
+
+    def _failed_node(self, source: SourceNode, exc: BaseException) -> str:
+        """The node a record's failure came from: the current node (an unfused node sets it), or
+        the fused operator or plain sink whose line in the chain the traceback passed last."""
+        node = self._context.node
+        if node is not None:
+            return node.name
+        chain = self._chains.get(source)
+        lines: dict[int, str] = getattr(chain, "chain_nodes", {})
+        code = getattr(chain, "__code__", None)
+        name = source.children[0].name if len(source.children) == 1 else source.name
+        traceback = exc.__traceback__
+        while traceback is not None and code is not None:
+            if traceback.tb_frame.f_code.co_filename == code.co_filename:
+                name = lines.get(traceback.tb_lineno, name)
+            traceback = traceback.tb_next
+        return name
+
     def process_record(self, source: SourceNode, record: Record[Any, Any], topic: str, partition: int, offset: int) -> None:
         """Run a record the `record_reader` built through the sub-topology from `source`, depth-first.
 
@@ -293,13 +350,19 @@ class TaskProcessor:
         context.input_topic = topic
         context.input_partition = partition
         context.input_offset = offset
-        context.node = source
+        chain = self._chains.get(source)
         try:
-            source.process(record)
+            if chain is not None:
+                chain(*record)
+            else:  # the source's forward, inlined
+                context.record = record
+                for child in source.children:
+                    context.node = child
+                    child.process(record)
         except Exception as exc:
             exc.add_note(
                 f"while processing a record of task {self.task_id} at processor "
-                f"{getattr(context.node, 'name', None)!r}: topic={topic}, partition={partition}, "
+                f"{self._failed_node(source, exc)!r}: topic={topic}, partition={partition}, "
                 f"offset={offset}, timestamp={record.timestamp}"
             )
             raise

@@ -112,3 +112,29 @@ def test_a_failing_user_function_is_traced_to_its_processor_node() -> None:
     with pytest.raises(TypeError) as failure:
         run("k", None, 1, ())
     assert "# shout" in "".join(traceback.format_exception(failure.value))
+
+
+def test_each_line_calling_user_code_names_its_node() -> None:
+    builder = StreamsBuilder()
+    branches = (
+        builder.stream("in", key_serde=S, value_serde=S)
+        .filter(lambda k, v: True, Named.as_("keep"))
+        .flat_map_values(str.split, Named.as_("words"))
+        .split(Named.as_("s-"))
+        .branch(lambda k, v: v < "b", Branched.as_("low"))
+        .default_branch(Branched.as_("high"))
+    )
+    branches["s-low"].to("low")
+    branches["s-high"].to("high")
+    topology = builder.build()
+    internal = topology.internal_topology_builder
+    internal.set_application_id("chain")
+    (source,) = internal.build_subtopology(0, StreamsConfig(CONFIG)).sources
+    run = compose(source, lambda node: lambda k, v, t, h: None)
+    lines = run.chain_source.splitlines()  # type: ignore[attr-defined]
+    named = {lines[n - 1].split("  # ")[0].strip(): name for n, name in run.chain_nodes.items()}  # type: ignore[attr-defined]
+    sinks = {node.name for node in fused_nodes(source)[1]}
+    assert len(sinks) == 2
+    assert set(named.values()) == {"keep", "words", "s-", *sinks}, run.chain_source  # type: ignore[attr-defined]
+    for line, name in named.items():
+        assert line.startswith("end") if name in sinks else line.startswith(("if", "elif", "for")), named

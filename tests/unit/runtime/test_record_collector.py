@@ -3,6 +3,8 @@ handler, and transactions (offsets committed with the output, aborted on a dirty
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from streams_core import clients
@@ -151,3 +153,29 @@ async def test_a_fenced_delivery_is_a_task_migration_whatever_the_production_han
     with pytest.raises(clients.ProducerFenced):
         await collector.flush()
     assert collector.dropped_records == 0
+
+
+def test_the_aiokafka_port_fills_aiokafka_batches_in_order_and_counts_them() -> None:
+    from aiokafka.producer.message_accumulator import BatchBuilder
+    from aiokafka.record.default_records import DefaultRecordBatch
+
+    from streams_core.clients.aiokafka_supplier import AioKafkaProducer
+
+    class Stub:
+        def create_batch(self) -> BatchBuilder:
+            return BatchBuilder(1024, 0)
+
+    port = AioKafkaProducer(Stub())
+    records = [("out", b"k%d" % i, b"v" * (i % 7), 100 + i, (("h", b"%d" % i),) if i % 3 else (), None) for i in range(200)]
+    written: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes]]]] = []
+    index = batches = 0
+    while index < len(records):
+        batches += 1
+        batch: Any = port.create_batch()
+        filled = port.fill_batch(batch, records, index)
+        assert filled > index and batch.record_count() == filled - index
+        assert batch.closed() == (filled < len(records)), "a full batch is closed, the last one left open"
+        written += [(r.timestamp, r.key, r.value, list(r.headers)) for r in DefaultRecordBatch(batch._build())]
+        index = filled
+    assert written == [(t, k, v, list(h)) for _, k, v, t, h, _ in records]
+    assert batches > 3, "1 kB batches: the records span several"
