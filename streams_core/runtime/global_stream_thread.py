@@ -100,7 +100,7 @@ class GlobalStreamThread:
         self.processor.init_processors()
         topics = {tp.topic for tp in self.partitions}
         self._readers = {
-            topic: (self.processor.record_reader(topic, StreamTime()), self.processor.source_node(topic)) for topic in topics
+            topic: (self.processor.record_reader(topic, StreamTime(), extract_timestamps=False), self.processor.source_node(topic)) for topic in topics
         }
         consumer = self._consumer = self._clients.get_global_consumer(self._config)
         await consumer.start()

@@ -423,7 +423,7 @@ def _global_task(builder: Any, config: StreamsConfig, task_dir: Path, rows: Iter
     readers: dict[str, tuple[RecordReader, SourceNode]] = {}
     for row in rows:
         if row.topic not in readers:
-            readers[row.topic] = (task.record_reader(row.topic, StreamTime()), task.source_node(row.topic))
+            readers[row.topic] = (task.record_reader(row.topic, StreamTime(), extract_timestamps=False), task.source_node(row.topic))
         reader, source = readers[row.topic]
         record = reader(row)
         if record is not None:

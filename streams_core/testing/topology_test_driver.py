@@ -444,7 +444,7 @@ class TopologyTestDriver:
         assert task is not None
         topic = record.topic
         if topic not in self._global_readers:
-            self._global_readers[topic] = (task.record_reader(topic, StreamTime()), task.source_node(topic))
+            self._global_readers[topic] = (task.record_reader(topic, StreamTime(), extract_timestamps=False), task.source_node(topic))
         reader, source = self._global_readers[topic]
         read = reader(record)
         if read is not None:

@@ -257,7 +257,7 @@ class TaskProcessor:
             timestamp,
         )
 
-    def record_reader(self, topic: str, partition_time: StreamTime) -> RecordReader:
+    def record_reader(self, topic: str, partition_time: StreamTime, *, extract_timestamps: bool = True) -> RecordReader:
         """The pipeline of one partition, built once: raw bytes → the source's key and value serdes
         → the timestamp → the processor `Record`, one object per consumed record; None when skipped.
 
@@ -266,13 +266,14 @@ class TaskProcessor:
         ConsumerRecord and `partition_time.value`: Kafka Streams' partition time, the highest
         timestamp this reader extracted so far (UNKNOWN at first). The reader advances the cell
         only for those extractors: the other two never read it, and the default path stays as
-        cheap as it was.
+        cheap as it was. `extract_timestamps=False` keeps every record's own timestamp, with no
+        extractor and no negative-timestamp drop: a global store's update (GlobalStateUpdateTask).
         """
         source = self.source_node(topic)
         key_of = source.key_serde.deserialize
         value_of = source.value_serde.deserialize
         extract = source.extract_timestamp
-        own_timestamp = isinstance(getattr(extract, "__self__", None), _OWN_TIMESTAMP_EXTRACTORS)
+        own_timestamp = not extract_timestamps or isinstance(getattr(extract, "__self__", None), _OWN_TIMESTAMP_EXTRACTORS)
         on_error = self._deserializer.skip_or_raise
         drop = self._drop_negative_timestamp
 
@@ -284,7 +285,7 @@ class TaskProcessor:
                 on_error(exc, raw)
                 return None
             timestamp = raw.timestamp
-            if not own_timestamp or timestamp < 0:
+            if not own_timestamp or (timestamp < 0 and extract_timestamps):
                 consumed = ConsumerRecord(topic, raw.partition, raw.offset, timestamp, key, value, raw.headers)
                 timestamp = extract(consumed, partition_time.value)
                 if timestamp < 0:
