@@ -20,7 +20,7 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from streams_core import Consumed, Serdes, StreamsBuilder, StreamsConfig
 from streams_core.processor.task_id import TaskId
@@ -28,20 +28,9 @@ from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.stream_task import StreamTask
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.testing.fake_kafka_cluster import FakeRecord as Raw
 
 BATCH = 500
-
-
-class Raw(NamedTuple):
-    """A consumed record as bytes."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 class CountingCollector:
