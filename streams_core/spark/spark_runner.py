@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeVar
 from streams_core.clients.admin import InternalTopicManager, NewTopicSpec
 from streams_core.clients.kafka_clients import create_admin, create_restore_consumer, to_aiokafka
 from streams_core.config import StreamsConfig
+from streams_core.errors import StreamsError
 from streams_core.processor.topology import Topology
 from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
 from streams_core.runtime.topic_partition import TopicPartition
@@ -41,6 +42,12 @@ T = TypeVar("T")
 
 #: In the checkpoint directory: where each internal topic stood when this checkpoint lineage began.
 START_OFFSETS_FILE = "internal-topics-start.json"
+
+#: How the keyed stage lays out its Spark state (spark_stages.KeyedStage), written beside each keyed
+#: query's checkpoint (`<checkpoint>.state-format`). Checkpoints without it were written by the
+#: stage's first layout, one pickled dict of Python objects per key: refused, never misread.
+KEYED_STATE_FORMAT = "changelog-bytes-v2"
+_PICKLED_STATE_FORMAT = "pickled-v1"
 
 #: Options of Spark's Kafka source: everything from the earliest offset on the first run, headers
 #: included (processors see them; the runner's timestamp header rides in them).
@@ -120,6 +127,9 @@ class SparkRunner:
         self._starts = self._internal_start_offsets(plan, checkpoints, counts)
         self._stopped = False
         queries = [q for q in plan.queries if self._topics_of(q)]
+        for query in queries:
+            if query.stage == "keyed":
+                _check_state_format(checkpoints / _checkpoint_name(query))
         for query in (q for q in plan.queries if not self._topics_of(q)):
             log.warning("Query %s skipped: its patterns %s match no topic", query.subtopology_id, query.source_patterns)
         if mode == "available_now":
@@ -350,6 +360,22 @@ def _checkpoint_name(query: QueryPlan) -> str:
     """A native query keeps Spark's aggregation state: never the checkpoint of a Python stage of the same id."""
     prefix = "native-count" if query.native is not None else "subtopology"
     return f"{prefix}-{query.subtopology_id}"
+
+
+def _check_state_format(checkpoint: Path) -> None:
+    """Refuse a keyed query's checkpoint whose state another layout wrote; mark a new one as ours."""
+    marker = checkpoint.with_name(checkpoint.name + ".state-format")
+    found = marker.read_text().strip() if marker.exists() else None
+    if found == KEYED_STATE_FORMAT:
+        return
+    if found is not None or any(checkpoint.glob("offsets/*")):
+        raise StreamsError(
+            f"checkpoint {checkpoint} holds the keyed stage's state in format {found or _PICKLED_STATE_FORMAT!r}, "
+            f"and this version reads {KEYED_STATE_FORMAT!r} only (store entries as changelog bytes): delete the "
+            "checkpoint directory to reset the job (docs/spark.md, 'State as bytes')"
+        )
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(KEYED_STATE_FORMAT + "\n")
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
