@@ -7,7 +7,7 @@
   key-value stores; each key's rows of a micro-batch run in Kafka Streams' order (`kafka_order`)
   with the key's store entries loaded from, and saved back to, a map state holding them as their
   changelog (serde bytes, no Python objects, so a checkpoint outlives a change of code).
-- `TaskStage` (for `groupBy("partition").transformWithState`, RocksDB state): a sub-topology
+- `TaskStage` (for `groupBy("partition").transformWithStateInPandas`, RocksDB state): a sub-topology
   whose operators need the whole task (windowed aggregations, stream-stream joins): each Kafka
   Streams task (the partition number of its co-partitioned sources) runs a micro-batch's rows in
   Kafka Streams' order through the sub-topology's own stores, restored from the changelog the
@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pyspark.sql import Row
@@ -26,6 +26,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 from streams_core.errors import StreamsError
 from streams_core.spark.keyed_state_store import KeyedStateStore
 from streams_core.spark.subtopology_executor import (
+    InputRow,
     OutputRow,
     SubtopologyExecutor,
     SubtopologySpec,
@@ -156,10 +157,35 @@ def _output_rows(rows: list[OutputRow]) -> Iterator[Row]:
         )
 
 
+def frame_rows(frames: Iterable[Any]) -> Iterator[InputRow]:
+    """InputRows from pandas frames of the source's columns, a column at a time."""
+    for frame in frames:
+        columns = [frame[name].tolist() for name in ("topic", "partition", "offset", "timestamp", "key", "value")]
+        for (topic, partition, offset, timestamp, key, value), headers in zip(zip(*columns, strict=True), frame["headers"], strict=True):
+            yield InputRow(
+                topic, partition, offset, timestamp, key, value,
+                () if headers is None else tuple((h["key"], h["value"]) for h in headers),
+            )  # fmt: skip
+
+
+def _output_frame(rows: list[OutputRow]) -> Any:
+    """The rows as one pandas frame of the sink's columns (headers as lists of dicts)."""
+    import pandas as pd  # type: ignore[import-untyped]  # no stubs in the venv
+
+    return pd.DataFrame({
+        "topic": [r.topic for r in rows],
+        "key": [r.key for r in rows],
+        "value": [r.value for r in rows],
+        "headers": [[{"key": k, "value": v} for k, v in r.headers] for r in rows],
+        "partition": pd.array([r.partition for r in rows], dtype="Int32"),
+    })  # fmt: skip
+
+
 class TaskStage(StatefulProcessor):
-    """`transformWithState` processor grouped by task (source partition): the task's stores as a
-    changelog in a map state (changelog topic, key) -> value, its stream times and the origins it
-    applied in a value state."""
+    """`transformWithStateInPandas` processor grouped by task (source partition): the task's stores
+    as a changelog in a map state (changelog topic, key) -> value, its stream times and the origins
+    it applied in a value state. Its rows come and go as pandas frames (Arrow columns converted per
+    frame, not a `Row` built cell by cell per record as the Row API does)."""
 
     def __init__(self, spec: SubtopologySpec) -> None:
         self.spec = spec
@@ -168,14 +194,14 @@ class TaskStage(StatefulProcessor):
         self._changelog = handle.getMapState("changelog", _CHANGELOG_KEY_SCHEMA, _CHANGELOG_VALUE_SCHEMA)
         self._task = handle.getValueState("task", _TASK_SCHEMA)
 
-    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Row]:
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         (partition,) = key
         saved = self._task.get()
 
         def changelog() -> list[tuple[str, bytes, bytes]]:
             return [(k[0], k[1], v[0]) for k, v in self._changelog.iterator()] if saved else []
 
-        batch = run_task_batch(self.spec, int(partition), iter_rows(rows), saved[0] if saved else None, changelog)
+        batch = run_task_batch(self.spec, int(partition), frame_rows(rows), saved[0] if saved else None, changelog)
         for changelog_key, value in batch.changelog.items():
             if value is None:
                 self._changelog.removeKey(changelog_key)
@@ -183,7 +209,8 @@ class TaskStage(StatefulProcessor):
                 self._changelog.updateValue(changelog_key, (value,))
         self._task.update((batch.task,))
         log.debug("task %s of sub-topology %s: %d rows out", partition, self.spec.subtopology_id, len(batch.rows))
-        yield from _output_rows(batch.rows)
+        if batch.rows:
+            yield _output_frame(batch.rows)
 
     def close(self) -> None:
         """Each call builds and closes its own executor."""

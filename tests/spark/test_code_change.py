@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from streams_core import Grouped, Materialized, Produced, Serdes, StreamsBuilder, Topology
+from streams_core import Grouped, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows, Topology
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 from tests.spark.engines import BASE_TS, long_be, read_table, utf8
@@ -191,23 +191,34 @@ async def test_a_checkpoint_restores_after_the_user_functions_module_changed(
     assert await read_table(bootstrap_servers, tallies, utf8, utf8) == {w: f"{n}/{n * len(w)}" for w, n in Counter(words).items()}
 
 
-async def test_a_checkpoint_of_the_keyed_stages_pickled_state_is_refused(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
-    """The keyed stage's first layout (one pickled dict per key) is not misread as changelog bytes."""
+@pytest.mark.parametrize(("stage", "found", "expected"), [
+    ("keyed", "pickled-v1", "changelog-bytes-v2"), ("task", "row-changelog-v1", "pandas-changelog-v2"),
+])  # fmt: skip
+async def test_a_checkpoint_of_a_stages_first_state_layout_is_refused(
+    bootstrap_servers: str, spark: Any, tmp_path: Path, stage: str, found: str, expected: str
+) -> None:
+    """The keyed stage's first layout (one pickled dict per key) and the task stage's (the Row API)
+    are not misread: `run()` names the format before any query starts."""
     from streams_core.errors import StreamsError
 
-    suffix = unique_topic("old-state")
-    source, sink = f"lines-{suffix}", f"tallies-{suffix}"
+    suffix = unique_topic(f"old-{stage}")
+    source, sink = f"lines-{suffix}", f"out-{suffix}"
     for topic in (source, sink):
         await create_topic(bootstrap_servers, topic, partitions=1)
     builder = StreamsBuilder()
-    (builder.stream(source, key_serde=S, value_serde=S).group_by_key().reduce(lambda a, b: a + b)
-     .to_stream().to(sink, Produced.with_(S, S)))
+    grouped = builder.stream(source, key_serde=S, value_serde=S).group_by_key()
+    if stage == "keyed":
+        grouped.reduce(lambda a, b: a + b).to_stream().to(sink, Produced.with_(S, S))
+    else:
+        (grouped.windowed_by(TimeWindows.of_size_with_no_grace(60_000)).count().to_stream()
+         .map(lambda wk, n: (wk.key, str(n))).to(sink, Produced.with_(S, S)))
     runner = SparkRunner(builder.build(), {"application.id": f"old-{suffix}", "bootstrap.servers": bootstrap_servers},
                          spark=spark)  # fmt: skip
-    (keyed,) = [q for q in runner.plan().queries if q.stage == "keyed"]
-    old = tmp_path / "checkpoints" / f"subtopology-{keyed.subtopology_id}"
+    (query,) = [q for q in runner.plan().queries if q.stage == stage]
+    old = tmp_path / "checkpoints" / f"subtopology-{query.subtopology_id}"
     (old / "offsets").mkdir(parents=True)
     (old / "offsets" / "0").write_text("v1")  # a checkpoint with progress and no state-format mark
-    with pytest.raises(StreamsError, match="format 'pickled-v1'.*'changelog-bytes-v2'"):
+    with pytest.raises(StreamsError, match=f"format '{found}'.*'{expected}'"):
         await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
-    assert not (tmp_path / "checkpoints" / f"subtopology-{keyed.subtopology_id}.state-format").exists()
+    assert not (tmp_path / "checkpoints" / f"subtopology-{query.subtopology_id}.state-format").exists()
+    assert not (tmp_path / "checkpoints" / f"subtopology-{query.subtopology_id}" / "commits").exists(), "no query ran"
