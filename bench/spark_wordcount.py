@@ -3,6 +3,8 @@
     flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 1000000,10000000 \
         --engines spark,spark-hand --repeat 2                                   (the DSL against hand-written PySpark)
     flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 1000000,10000000   (against asyncio)
+    flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 1000000 \
+        --engines spark-windowed-count,spark-hand-windowed --repeat 2           (1-minute windows, both by Spark)
     flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 100000            (a quick run)
 
 One run starts its own local broker (LocalKafkaBroker in a temp dir, stopped at the end even on
@@ -21,6 +23,19 @@ own application id and output topic over the same input:
   spark-windowed  the same with `windowed=True`: the 1-minute windowed count beside the count
                makes the counting sub-topology a task stage (changelog in Spark state) instead
                of a keyed stage (not in the default --engines)
+  spark-windowed-count  a 1-minute tumbling window count alone on SparkRunner: flat_map_values ->
+               group_by(word) -> windowed_by(1 min, grace 1 h) -> count -> to_stream -> key
+               "word@window start" -> to (two queries: a fused stateless stage into the
+               repartition topic, then the task stage)
+  spark-hand-windowed  the same by hand on the same session: explode(split(value)) ->
+               groupBy(window(timestamp, "1 minute"), word).count() -> key "word@window start",
+               value the Long serde's bytes -> Kafka sink, update mode, availableNow
+               With a windowed engine the input records get timestamps spread evenly over
+               `--window-span-minutes` (record i of n at start + i * span / n, start an hour ago),
+               so both windowed outputs are checked against exact counts per word and window. The
+               grace period keeps every record: without it, which records are late depends on how
+               Spark's tasks interleave their writes to the repartition topic (each Kafka Streams
+               task's stream time), which no fixed expectation can follow.
   asyncio-1    one KafkaStreams instance in a process of its own (commit.interval.ms=100)
   asyncio-2    two instances, two processes, one consumer group: the runtime's scale-out
                timed from launching the process(es) until the group has committed every input and
@@ -163,14 +178,14 @@ async def check(bootstrap: str, output: str, expected: Counter[str]) -> int:
         await consumer.stop()
 
 
-def run_spark(spark: Any, bootstrap: str, input_topic: str, checkpoints: Path, windowed: bool = False) -> tuple[float, str]:
+def run_spark(spark: Any, bootstrap: str, input_topic: str, checkpoints: Path, build: Any) -> tuple[float, str]:
+    """`build(input, output)`'s topology on SparkRunner, available_now, to a new output topic."""
     from streams_core.spark import SparkRunner
 
     app_id = f"bench-spark-{uuid.uuid4().hex[:6]}"
     output = f"{app_id}-out"
     asyncio.run(create_topics(bootstrap, [output], PARTITIONS))
-    runner = SparkRunner(build_topology(input_topic, output, windowed=windowed),
-                         {"application.id": app_id, "bootstrap.servers": bootstrap}, spark=spark)
+    runner = SparkRunner(build(input_topic, output), {"application.id": app_id, "bootstrap.servers": bootstrap}, spark=spark)
     started = time.perf_counter()
     runner.run("available_now", checkpoints / app_id)
     return time.perf_counter() - started, output
@@ -180,26 +195,98 @@ def run_handwritten(spark: Any, bootstrap: str, input_topic: str, checkpoints: P
     """The word count as a Spark user writes it by hand, its counts as our Long serde's bytes."""
     from pyspark.sql import functions as F
 
-    app_id = f"bench-hand-{uuid.uuid4().hex[:6]}"
+    def count(lines: Any) -> Any:
+        words = lines.select(F.explode(F.split(F.col("value").cast("string"), " ")).alias("word"))
+        return words.groupBy("word").count().select(F.col("word").cast("binary").alias("key"), long_bytes("count"))
+
+    return run_hand_query(spark, bootstrap, input_topic, checkpoints, "bench-hand", count)
+
+
+def long_bytes(column: str) -> Any:
+    """The column as our Long serde's 8 big-endian bytes, as a Spark user would write it."""
+    from pyspark.sql import functions as F
+
+    return F.unhex(F.lpad(F.hex(column), 16, "0")).alias("value")
+
+
+def run_hand_query(spark: Any, bootstrap: str, input_topic: str, checkpoints: Path, prefix: str, job: Any) -> tuple[float, str]:
+    """`job(kafka rows)` (key and value columns) from the input's start to a new output topic, update
+    mode, availableNow; timed from building the query to the end of awaitTermination()."""
+    app_id = f"{prefix}-{uuid.uuid4().hex[:6]}"
     output = f"{app_id}-out"
     asyncio.run(create_topics(bootstrap, [output], PARTITIONS))
     started = time.perf_counter()
     lines = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
              .option("subscribe", input_topic).option("startingOffsets", "earliest").load())
-    words = lines.select(F.explode(F.split(F.col("value").cast("string"), " ")).alias("word"))
-    counts = words.groupBy("word").count().select(
-        F.col("word").cast("binary").alias("key"), F.unhex(F.lpad(F.hex("count"), 16, "0")).alias("value"))
-    query = (counts.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", output)
+    query = (job(lines).writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", output)
              .option("checkpointLocation", str(checkpoints / app_id)).outputMode("update")
              .trigger(availableNow=True).start())
     query.awaitTermination()
     return time.perf_counter() - started, output
 
 
+WINDOW_MS = 60_000
+WINDOWED_ENGINES = ("spark-windowed-count", "spark-hand-windowed")
+
+
+def windowed_count_topology(input_topic: str, output: str) -> Any:
+    """A 1-minute tumbling window count of the words, keyed "word@window start" (Long values)."""
+    from streams_core import Grouped, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows
+
+    s = Serdes.String()
+    builder = StreamsBuilder()
+    (builder.stream(input_topic, key_serde=s, value_serde=s).flat_map_values(lambda line: line.lower().split())
+     .group_by(lambda key, word: word, Grouped.with_(s, s))
+     .windowed_by(TimeWindows.of_size_and_grace(WINDOW_MS, 3_600_000))
+     .count(Materialized.with_(s, Serdes.Long()))
+     .to_stream().map(lambda wk, n: (f"{wk.key}@{wk.window.start}", n)).to(output, Produced.with_(s, Serdes.Long())))
+    return builder.build()
+
+
+def run_handwritten_windowed(spark: Any, bootstrap: str, input_topic: str, checkpoints: Path) -> tuple[float, str]:
+    """The 1-minute windowed word count by hand: window() + groupBy + count, update mode."""
+    from pyspark.sql import functions as F
+
+    def count(lines: Any) -> Any:
+        words = lines.select("timestamp", F.explode(F.split(F.col("value").cast("string"), " ")).alias("word"))
+        return words.groupBy(F.window("timestamp", "1 minute"), "word").count().select(
+            F.concat("word", F.lit("@"), F.unix_millis("window.start").cast("string")).cast("binary").alias("key"),
+            long_bytes("count"))
+
+    return run_hand_query(spark, bootstrap, input_topic, checkpoints, "bench-hand-win", count)
+
+
 def spark_run(engine: str, spark: Any, bootstrap: str, input_topic: str, checkpoints: Path) -> tuple[float, str]:
     if engine == "spark-hand":
         return run_handwritten(spark, bootstrap, input_topic, checkpoints)
-    return run_spark(spark, bootstrap, input_topic, checkpoints, windowed=engine == "spark-windowed")
+    if engine == "spark-hand-windowed":
+        return run_handwritten_windowed(spark, bootstrap, input_topic, checkpoints)
+    if engine == "spark-windowed-count":
+        return run_spark(spark, bootstrap, input_topic, checkpoints, windowed_count_topology)
+    windowed = engine == "spark-windowed"
+    return run_spark(spark, bootstrap, input_topic, checkpoints,
+                     lambda source, sink: build_topology(source, sink, windowed=windowed))
+
+
+def line_timestamps(count: int, span_minutes: int) -> list[int]:
+    """Record i of `count` at start + i * span / count, start an hour ago on a window boundary."""
+    start = (int(time.time() * 1000) - 3_600_000) // WINDOW_MS * WINDOW_MS
+    return [start + i * span_minutes * WINDOW_MS // count for i in range(count)]
+
+
+def windowed_counts(lines: list[bytes], timestamps: list[int]) -> Counter[str]:
+    """The expected final table of the windowed engines: "word@window start" -> count."""
+    return Counter(f"{w}@{ts - ts % WINDOW_MS}" for line, ts in zip(lines, timestamps, strict=True)
+                   for w in line.decode().split())
+
+
+def make_input(bootstrap: str, topic: str, lines: list[bytes], timed: bool, span_minutes: int) -> tuple[float, Counter[str] | None]:
+    """Create and fill the input topic; with `timed`, timestamps spread over the span and the windowed counts."""
+    asyncio.run(create_topics(bootstrap, [topic], PARTITIONS))
+    if not timed:
+        return asyncio.run(fill(bootstrap, topic, lines)), None
+    timestamps = line_timestamps(len(lines), span_minutes)
+    return asyncio.run(fill(bootstrap, topic, lines, timestamps)), windowed_counts(lines, timestamps)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engines", default="spark,asyncio-1,asyncio-2")
     parser.add_argument("--repeat", type=int, default=1, help="timed runs of each Spark engine per size (order alternating)")
     parser.add_argument("--warmup-words", type=int, default=100_000, help="untimed first run of each Spark engine")
+    parser.add_argument("--window-span-minutes", type=int, default=10,
+                        help="with a windowed engine: the input's timestamps span this many 1-minute windows")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--standalone-workers", type=int, default=0,
                         help="run on a standalone master with this many 1-core workers started on 127.0.0.1")
@@ -221,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # `timeout` unwinds: the broker stops
     engines = args.engines.split(",")
+    timed = any(engine in WINDOWED_ENGINES for engine in engines)
     sizes = [int(w) for w in args.words.split(",")]
     rows: list[tuple[int, str, float, str]] = []
     jvm_opts = [o for o in DEFAULT_JVM_OPTS if not o.startswith("-XX:TieredStopAtLevel")]
@@ -248,17 +338,15 @@ def main(argv: list[str] | None = None) -> int:
                     lines, expected = make_lines(args.warmup_words // args.words_per_line, args.words_per_line,
                                                  args.vocabulary, seed=7)
                     warm_topic = f"bench-warmup-{uuid.uuid4().hex[:6]}"
-                    asyncio.run(create_topics(bootstrap, [warm_topic], PARTITIONS))
-                    asyncio.run(fill(bootstrap, warm_topic, lines))
+                    _, windowed = make_input(bootstrap, warm_topic, lines, timed, args.window_span_minutes)
                     for engine in (e for e in engines if e.startswith("spark")):
                         seconds, output = spark_run(engine, spark, bootstrap, warm_topic, Path(tmp) / "checkpoints")
-                        asyncio.run(check(bootstrap, output, expected))
+                        asyncio.run(check(bootstrap, output, windowed if engine in WINDOWED_ENGINES else expected))
                         print(f"  warm-up (first run) {engine}: {args.warmup_words:,} words in {seconds:.1f} s", flush=True)
             for words in sizes:
                 lines, expected = make_lines(words // args.words_per_line, args.words_per_line, args.vocabulary)
                 input_topic = f"bench-lines-{uuid.uuid4().hex[:6]}"
-                asyncio.run(create_topics(bootstrap, [input_topic], PARTITIONS))
-                filled = asyncio.run(fill(bootstrap, input_topic, lines))
+                filled, windowed = make_input(bootstrap, input_topic, lines, timed, args.window_span_minutes)
                 total = sum(expected.values())
                 print(f"{input_topic}: {len(lines):,} lines, {total:,} words, filled in {filled:.1f} s", flush=True)
                 spark_engines = [e for e in engines if e.startswith("spark")]
@@ -273,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
                         instances = int(engine.split("-")[1])
                         seconds, first, output = asyncio.run(run_asyncio(bootstrap, input_topic, instances, Path(tmp)))
                         note = f"first commit after {first:.1f} s"
-                    records = asyncio.run(check(bootstrap, output, expected))
+                    records = asyncio.run(check(bootstrap, output, windowed if engine in WINDOWED_ENGINES else expected))
                     note = f"{note}; {records:,} output records".lstrip("; ")
                     rows.append((total, engine, seconds, note))
                     print(f"  {engine}: {total / seconds:,.0f} words/s ({seconds:.1f} s) {note}", flush=True)
@@ -289,11 +377,12 @@ def main(argv: list[str] | None = None) -> int:
     for total, engine, seconds, note in rows:
         print(f"| {total:,} | {engine} | {total / seconds:,.0f} | {seconds:.1f} | {note} |")
     for total in sorted({r[0] for r in rows}):
-        dsl = [r[2] for r in rows if r[0] == total and r[1] == "spark"]
-        hand = [r[2] for r in rows if r[0] == total and r[1] == "spark-hand"]
-        if dsl and hand:
-            print(f"\n{total:,} words: spark / spark-hand = {min(dsl) / min(hand):.2f} (best of each), "
-                  f"{sum(dsl) / sum(hand):.2f} (mean of each)")
+        for ours, theirs in (("spark", "spark-hand"), ("spark-windowed-count", "spark-hand-windowed")):
+            dsl = [r[2] for r in rows if r[0] == total and r[1] == ours]
+            hand = [r[2] for r in rows if r[0] == total and r[1] == theirs]
+            if dsl and hand:
+                print(f"\n{total:,} words: {ours} / {theirs} = {min(dsl) / min(hand):.2f} (best of each), "
+                      f"{sum(dsl) / sum(hand):.2f} (mean of each)")
     return 0
 
 

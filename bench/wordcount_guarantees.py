@@ -94,13 +94,16 @@ async def create_topics(bootstrap: str, names: list[str], partitions: int) -> No
         await admin.close()
 
 
-async def fill(bootstrap: str, topic: str, lines: list[bytes]) -> float:
-    """Produce the lines (keys line-<i>, so they spread over the partitions); returns seconds."""
+async def fill(bootstrap: str, topic: str, lines: list[bytes], timestamps: list[int] | None = None) -> float:
+    """Produce the lines (keys line-<i>, so they spread over the partitions), with `timestamps` if
+    given (else the producer's time); returns seconds."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20, max_batch_size=256 * 1024)
     await producer.start()
     started = time.perf_counter()
     try:
-        futures = [await producer.send(topic, value=line, key=b"line-%d" % i) for i, line in enumerate(lines)]
+        stamps = timestamps if timestamps is not None else [None] * len(lines)
+        futures = [await producer.send(topic, value=line, key=b"line-%d" % i, timestamp_ms=ts)
+                   for i, (line, ts) in enumerate(zip(lines, stamps, strict=True))]
         await producer.flush()
         for future in futures:
             future.result()

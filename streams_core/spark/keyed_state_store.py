@@ -1,34 +1,38 @@
-"""KeyedStateStore: a DSL key-value store holding one key's entry, kept in Spark state between batches.
+"""KeyedStateStore: the bytes store under a DSL key-value store of the keyed stage, one key's entries.
 
 The keyed stage groups records by key bytes, so every store access of a call is for that one
-key: the store is loaded from the key's Spark state before the call and dumped after it. It is
-both the store a processor gets and its timestamped view (`.timestamped`), holding
-`ValueAndTimestamp`s. It has no caching layer, so tables forward every update at once (Kafka
-Streams with caching off). An access to another key means a processor looks beyond its own key
-(e.g. a foreign-key lookup): that cannot be right here, so it raises.
+key: the store is loaded from the key's Spark state before the call and dumped after it. It sits
+where the store's own bytes store would (under the metered layer that applies the serdes), so
+what it holds, and what the stage saves, are the store's changelog records: key bytes to value
+bytes (a timestamped store's value-and-timestamp bytes). It has no caching layer, so tables
+forward every update at once (Kafka Streams with caching off). An access to another key means a
+processor looks beyond its own key (e.g. a foreign-key lookup): that cannot be right here, so it
+raises.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from streams_core.errors import StreamsError
-from streams_core.state.store import KeyValue
+from streams_core.spark.errors import UnsupportedOnSparkError
+from streams_core.state.internals.metered_key_value_store import MeteredKeyValueStore
+from streams_core.state.store import KeyValue, StateStore
 
-__all__ = ["KeyedStateStore"]
+__all__ = ["KeyedStateStore", "keyed_store"]
 
 
 class KeyedStateStore:
-    """An in-memory store scoped to the key being processed."""
+    """An in-memory bytes store scoped to the key being processed."""
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._entries: dict[Any, Any] = {}
-        self._key: Any = None
+        self._entries: dict[bytes, bytes] = {}
+        self._key: bytes | None = None
         self._scoped = False
 
-    # -- what the task and processors see -----------------------------------------------------
+    # -- what the store layers above see ------------------------------------------------------
 
     @property
     def name(self) -> str:
@@ -42,10 +46,6 @@ class KeyedStateStore:
     def is_open(self) -> bool:
         return True
 
-    @property
-    def timestamped(self) -> KeyedStateStore:
-        return self
-
     def init(self, context: Any, root: Any) -> None:
         context.register(root)
 
@@ -55,51 +55,84 @@ class KeyedStateStore:
     def close(self) -> None:
         self._entries.clear()
 
-    def get(self, key: Any) -> Any:
+    def get(self, key: bytes) -> bytes | None:
         self._check(key)
         return self._entries.get(key)
 
-    def put(self, key: Any, value: Any) -> None:
+    def put(self, key: bytes, value: bytes | None) -> None:
         self._check(key)
         if value is None:
             self._entries.pop(key, None)
         else:
             self._entries[key] = value
 
-    def put_if_absent(self, key: Any, value: Any) -> Any:
+    def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
         existing = self.get(key)
         if existing is None:
             self.put(key, value)
         return existing
 
-    def delete(self, key: Any) -> Any:
+    def put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def delete(self, key: bytes) -> bytes | None:
         self._check(key)
         return self._entries.pop(key, None)
 
-    def all(self) -> Iterator[KeyValue[Any, Any]]:
-        for key, value in list(self._entries.items()):
+    def all(self) -> Iterator[KeyValue[bytes, bytes]]:
+        for key, value in sorted(self._entries.items()):
             yield KeyValue(key, value)
+
+    def reverse_all(self) -> Iterator[KeyValue[bytes, bytes]]:
+        for key, value in sorted(self._entries.items(), reverse=True):
+            yield KeyValue(key, value)
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue[bytes, bytes]]:
+        raise self._across_keys("range")
+
+    def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue[bytes, bytes]]:
+        raise self._across_keys("reverse_range")
+
+    def prefix_scan(self, prefix: Any, prefix_serde: Any = None) -> Iterator[KeyValue[bytes, bytes]]:
+        raise self._across_keys("prefix_scan")
 
     def approximate_num_entries(self) -> int:
         return len(self._entries)
 
     # -- what the keyed stage uses ------------------------------------------------------------
 
-    def load(self, entries: dict[Any, Any]) -> None:
-        """Start a key's call with its saved entries."""
+    def load(self, entries: dict[bytes, bytes]) -> None:
+        """Start a key's call with its saved entries (changelog key -> value bytes)."""
         self._entries = entries
         self._key = next(iter(entries), None)
         self._scoped = bool(entries)
 
-    def dump(self) -> dict[Any, Any]:
+    def dump(self) -> dict[bytes, bytes]:
         """The key's entries at the end of its call."""
         return self._entries
 
-    def _check(self, key: Any) -> None:
+    def _check(self, key: bytes) -> None:
         if not self._scoped:
             self._key, self._scoped = key, True
         elif key != self._key:
-            raise StreamsError(
-                f"store {self._name!r} was asked for key {key!r} while processing key {self._key!r}: "
-                "the Spark runner keeps state per key and cannot serve lookups of other keys"
-            )
+            raise self._across_keys(f"key {key!r}")
+
+    def _across_keys(self, what: str) -> StreamsError:
+        return StreamsError(
+            f"store {self._name!r} was asked for {what} while processing key {self._key!r}: "
+            "the Spark runner keeps state per key and cannot serve lookups of other keys"
+        )
+
+
+def keyed_store(built: StateStore) -> tuple[StateStore, KeyedStateStore]:
+    """The store a processor of the keyed stage gets in place of `built` (a DSL key-value store, with
+    or without its timestamped view): the same serdes and view over a `KeyedStateStore`, no caching
+    or logging layer; and that `KeyedStateStore`."""
+    view: Any = built
+    metered = getattr(view, "timestamped", view)
+    if not isinstance(metered, MeteredKeyValueStore):
+        raise UnsupportedOnSparkError(type(metered).__name__, built.name, "the keyed stage runs key-value stores only")
+    inner = KeyedStateStore(built.name)
+    typed: Any = MeteredKeyValueStore(inner, metered.key_serde, metered.value_serde)
+    return (type(view)(typed) if metered is not view else typed), inner

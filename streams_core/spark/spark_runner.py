@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeVar
 from streams_core.clients.admin import InternalTopicManager, NewTopicSpec
 from streams_core.clients.kafka_clients import create_admin, create_restore_consumer, to_aiokafka
 from streams_core.config import StreamsConfig
+from streams_core.errors import StreamsError
 from streams_core.processor.topology import Topology
 from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
 from streams_core.runtime.topic_partition import TopicPartition
@@ -41,6 +42,17 @@ T = TypeVar("T")
 
 #: In the checkpoint directory: where each internal topic stood when this checkpoint lineage began.
 START_OFFSETS_FILE = "internal-topics-start.json"
+
+#: How the Python stateful stages lay out their Spark state, written beside each such query's
+#: checkpoint (`<checkpoint>.state-format`); a checkpoint without the mark was written by the
+#: stage's first layout (the second of each pair): refused, never misread. The keyed stage's
+#: first layout pickled a dict of Python objects per key; the task stage's first layout was
+#: the Row API's `transformWithState`, whose checkpoint Spark will not run as
+#: `transformWithStateInPandas`.
+STATE_FORMATS: Mapping[str, tuple[str, str]] = {
+    "keyed": ("changelog-bytes-v2", "pickled-v1"),
+    "task": ("pandas-changelog-v2", "row-changelog-v1"),
+}
 
 #: Options of Spark's Kafka source: everything from the earliest offset on the first run, headers
 #: included (processors see them; the runner's timestamp header rides in them).
@@ -120,6 +132,9 @@ class SparkRunner:
         self._starts = self._internal_start_offsets(plan, checkpoints, counts)
         self._stopped = False
         queries = [q for q in plan.queries if self._topics_of(q)]
+        for query in queries:
+            if query.stage in STATE_FORMATS:
+                _check_state_format(checkpoints / _checkpoint_name(query), query.stage)
         for query in (q for q in plan.queries if not self._topics_of(q)):
             log.warning("Query %s skipped: its patterns %s match no topic", query.subtopology_id, query.source_patterns)
         if mode == "available_now":
@@ -204,7 +219,7 @@ class SparkRunner:
             return rows.mapInArrow(StatelessStage(spec), OUTPUT_SCHEMA)
         if query.stage == "keyed":
             return rows.groupBy("key").transformWithState(KeyedStage(spec), OUTPUT_SCHEMA, "Update", "None")
-        return rows.groupBy("partition").transformWithState(TaskStage(spec), OUTPUT_SCHEMA, "Update", "None")
+        return rows.groupBy("partition").transformWithStateInPandas(TaskStage(spec), OUTPUT_SCHEMA, "Update", "None")
 
     def _start(self, query: QueryPlan, checkpoints: Path, *, available_now: bool) -> Any:
         out = self._frame(query)
@@ -350,6 +365,23 @@ def _checkpoint_name(query: QueryPlan) -> str:
     """A native query keeps Spark's aggregation state: never the checkpoint of a Python stage of the same id."""
     prefix = "native-count" if query.native is not None else "subtopology"
     return f"{prefix}-{query.subtopology_id}"
+
+
+def _check_state_format(checkpoint: Path, stage: str) -> None:
+    """Refuse a stateful query's checkpoint whose state another layout wrote; mark a new one as ours."""
+    expected, first = STATE_FORMATS[stage]
+    marker = checkpoint.with_name(checkpoint.name + ".state-format")
+    found = marker.read_text().strip() if marker.exists() else None
+    if found == expected:
+        return
+    if found is not None or any(checkpoint.glob("offsets/*")):
+        raise StreamsError(
+            f"checkpoint {checkpoint} holds the {stage} stage's state in format {found or first!r}, and this "
+            f"version reads {expected!r} only: delete the checkpoint directory to reset the job (docs/spark.md, "
+            "'State as bytes')"
+        )
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(expected + "\n")
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:

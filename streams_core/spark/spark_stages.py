@@ -5,8 +5,9 @@
   partition, in offset order, which is the order our runtime processes a partition in.
 - `KeyedStage` (for `groupBy("key").transformWithState`, RocksDB state): a sub-topology with
   key-value stores; each key's rows of a micro-batch run in Kafka Streams' order (`kafka_order`)
-  with the key's stores loaded from, and saved back to, one value state.
-- `TaskStage` (for `groupBy("partition").transformWithState`, RocksDB state): a sub-topology
+  with the key's store entries loaded from, and saved back to, a map state holding them as their
+  changelog (serde bytes, no Python objects, so a checkpoint outlives a change of code).
+- `TaskStage` (for `groupBy("partition").transformWithStateInPandas`, RocksDB state): a sub-topology
   whose operators need the whole task (windowed aggregations, stream-stream joins): each Kafka
   Streams task (the partition number of its co-partitioned sources) runs a micro-batch's rows in
   Kafka Streams' order through the sub-topology's own stores, restored from the changelog the
@@ -16,14 +17,16 @@
 from __future__ import annotations
 
 import logging
-import pickle
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pyspark.sql import Row
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
+from streams_core.errors import StreamsError
+from streams_core.spark.keyed_state_store import KeyedStateStore
 from streams_core.spark.subtopology_executor import (
+    InputRow,
     OutputRow,
     SubtopologyExecutor,
     SubtopologySpec,
@@ -31,6 +34,7 @@ from streams_core.spark.subtopology_executor import (
     kafka_order,
 )
 from streams_core.spark.task_batch import run_task_batch
+from streams_core.state.internals.store_names import store_changelog_topic
 
 __all__ = ["OUTPUT_SCHEMA", "KeyedStage", "StatelessStage", "TaskStage"]
 
@@ -38,9 +42,10 @@ log = logging.getLogger(__name__)
 
 #: The columns Spark's Kafka sink reads; no `partition` column, so the producer's murmur2 partitions.
 OUTPUT_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>, partition int"
-_STATE_SCHEMA = "stores binary"
 _CHANGELOG_KEY_SCHEMA = "topic string, key binary"
 _CHANGELOG_VALUE_SCHEMA = "value binary"
+_APPLIED_KEY_SCHEMA = "topic string, partition int"
+_APPLIED_VALUE_SCHEMA = "offset bigint, index int"
 _TASK_SCHEMA = "task binary"
 
 
@@ -96,30 +101,46 @@ class StatelessStage:
 
 
 class KeyedStage(StatefulProcessor):
-    """`transformWithState` processor: one key's rows per call; its stores and the origins it applied
-    (to skip records an upstream query wrote twice) in one value state."""
+    """`transformWithState` processor: one key's rows per call. Its stores' entries are kept as their
+    changelog, (changelog topic, key bytes) -> value bytes, in a map state; the origins it applied
+    (to skip records an upstream query wrote twice), origin partition -> position, in another."""
 
     def __init__(self, spec: SubtopologySpec) -> None:
         self.spec = spec
         self._executor: SubtopologyExecutor | None = None
+        self._stores: dict[str, KeyedStateStore] = {}
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self._state = handle.getValueState("stores", _STATE_SCHEMA)
+        self._changelog = handle.getMapState("changelog", _CHANGELOG_KEY_SCHEMA, _CHANGELOG_VALUE_SCHEMA)
+        self._applied = handle.getMapState("applied", _APPLIED_KEY_SCHEMA, _APPLIED_VALUE_SCHEMA)
         self._executor = SubtopologyExecutor(self.spec, _partition_id())
+        application_id = str(self.spec.props["application.id"])
+        self._stores = {store_changelog_topic(application_id, name): store for name, store in self._executor.stores.items()}
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Row]:
         executor = self._executor
         assert executor is not None, "init() runs first"
-        saved = self._state.get()  # None when the key has no state yet (one round trip, not two)
-        state: dict[str, Any] = pickle.loads(saved[0]) if saved else {"stores": {}, "applied": {}}
-        for name, store in executor.stores.items():
-            store.load(state["stores"].get(name, {}))
-        out = executor.process(kafka_order(iter_rows(rows)), state["applied"])
-        state["stores"] = {name: store.dump() for name, store in executor.stores.items() if store.dump()}
-        if state["stores"] or state["applied"]:
-            self._state.update((pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),))
-        else:
-            self._state.clear()
+        saved: dict[str, dict[bytes, bytes]] = {topic: {} for topic in self._stores}
+        for (topic, store_key), (value,) in self._changelog.iterator():
+            if topic not in saved:
+                raise StreamsError(f"the Spark state of key {key!r} holds changelog {topic!r}, which no store of "
+                                   f"sub-topology {self.spec.subtopology_id} writes: was the topology changed?")
+            saved[topic][bytes(store_key)] = bytes(value)
+        for topic, store in self._stores.items():
+            store.load(dict(saved[topic]))
+        applied = {(topic, partition): (offset, index) for (topic, partition), (offset, index) in self._applied.iterator()}
+        before = dict(applied)
+        out = executor.process(kafka_order(iter_rows(rows)), applied)
+        for topic, store in self._stores.items():
+            entries, old = store.dump(), saved[topic]
+            for store_key, value in entries.items():
+                if old.get(store_key) != value:
+                    self._changelog.updateValue((topic, store_key), (value,))
+            for store_key in old.keys() - entries.keys():
+                self._changelog.removeKey((topic, store_key))
+        for source, position in applied.items():
+            if before.get(source) != position:
+                self._applied.updateValue(source, position)
         yield from _output_rows(out)
 
     def close(self) -> None:
@@ -136,10 +157,35 @@ def _output_rows(rows: list[OutputRow]) -> Iterator[Row]:
         )
 
 
+def frame_rows(frames: Iterable[Any]) -> Iterator[InputRow]:
+    """InputRows from pandas frames of the source's columns, a column at a time."""
+    for frame in frames:
+        columns = [frame[name].tolist() for name in ("topic", "partition", "offset", "timestamp", "key", "value")]
+        for (topic, partition, offset, timestamp, key, value), headers in zip(zip(*columns, strict=True), frame["headers"], strict=True):
+            yield InputRow(
+                topic, partition, offset, timestamp, key, value,
+                () if headers is None else tuple((h["key"], h["value"]) for h in headers),
+            )  # fmt: skip
+
+
+def _output_frame(rows: list[OutputRow]) -> Any:
+    """The rows as one pandas frame of the sink's columns (headers as lists of dicts)."""
+    import pandas as pd  # type: ignore[import-untyped]  # no stubs in the venv
+
+    return pd.DataFrame({
+        "topic": [r.topic for r in rows],
+        "key": [r.key for r in rows],
+        "value": [r.value for r in rows],
+        "headers": [[{"key": k, "value": v} for k, v in r.headers] for r in rows],
+        "partition": pd.array([r.partition for r in rows], dtype="Int32"),
+    })  # fmt: skip
+
+
 class TaskStage(StatefulProcessor):
-    """`transformWithState` processor grouped by task (source partition): the task's stores as a
-    changelog in a map state (changelog topic, key) -> value, its stream times and the origins it
-    applied in a value state."""
+    """`transformWithStateInPandas` processor grouped by task (source partition): the task's stores
+    as a changelog in a map state (changelog topic, key) -> value, its stream times and the origins
+    it applied in a value state. Its rows come and go as pandas frames (Arrow columns converted per
+    frame, not a `Row` built cell by cell per record as the Row API does)."""
 
     def __init__(self, spec: SubtopologySpec) -> None:
         self.spec = spec
@@ -148,14 +194,14 @@ class TaskStage(StatefulProcessor):
         self._changelog = handle.getMapState("changelog", _CHANGELOG_KEY_SCHEMA, _CHANGELOG_VALUE_SCHEMA)
         self._task = handle.getValueState("task", _TASK_SCHEMA)
 
-    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Row]:
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         (partition,) = key
         saved = self._task.get()
 
         def changelog() -> list[tuple[str, bytes, bytes]]:
             return [(k[0], k[1], v[0]) for k, v in self._changelog.iterator()] if saved else []
 
-        batch = run_task_batch(self.spec, int(partition), iter_rows(rows), saved[0] if saved else None, changelog)
+        batch = run_task_batch(self.spec, int(partition), frame_rows(rows), saved[0] if saved else None, changelog)
         for changelog_key, value in batch.changelog.items():
             if value is None:
                 self._changelog.removeKey(changelog_key)
@@ -163,7 +209,8 @@ class TaskStage(StatefulProcessor):
                 self._changelog.updateValue(changelog_key, (value,))
         self._task.update((batch.task,))
         log.debug("task %s of sub-topology %s: %d rows out", partition, self.spec.subtopology_id, len(batch.rows))
-        yield from _output_rows(batch.rows)
+        if batch.rows:
+            yield _output_frame(batch.rows)
 
     def close(self) -> None:
         """Each call builds and closes its own executor."""

@@ -4,8 +4,9 @@ Spark calls Python with Kafka rows (fused stateless stage: one Arrow batch at a 
 one key's rows per call); the executor deserializes them with the sources' serdes, runs them
 depth-first through the very processors `KafkaStreams` would build (`TaskProcessor`), and returns
 what the sinks serialized. So filters, maps, branches, merges and custom stateless processors
-behave and encode exactly as on our runtime. Key-value stores are `KeyedStateStore`s: the one
-key's entries, loaded from and saved to Spark state around each call.
+behave and encode exactly as on our runtime. Key-value stores keep their serdes over a
+`KeyedStateStore`: the one key's changelog entries (bytes), loaded from and saved to Spark state
+around each call.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from streams_core.processor.processor import Headers, PunctuationType, Punctuato
 from streams_core.processor.task_id import TaskId
 from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
-from streams_core.spark.keyed_state_store import KeyedStateStore
+from streams_core.spark.keyed_state_store import KeyedStateStore, keyed_store
 from streams_core.state.internals.store_names import store_changelog_topic
 from streams_core.state.store import RestoreCallback, StateStore
 
@@ -271,9 +272,8 @@ class SubtopologyExecutor:
         built = builder.build_subtopology(spec.subtopology_id, config)
         self.stores: dict[str, KeyedStateStore] = {}
         if not spec.task_stores:
-            self.stores = {name: KeyedStateStore(name) for name in built.state_stores}
-            built.state_stores.clear()
-            built.state_stores.update(self.stores)
+            for name, store in list(built.state_stores.items()):
+                built.state_stores[name], self.stores[name] = keyed_store(store)
         self._nodes = built.nodes
         self._global = _global_task(builder, config, Path(self._tmp.name, "global"), spec.global_records)
         global_stores = {} if self._global is None else dict(self._global.topology.state_stores)
