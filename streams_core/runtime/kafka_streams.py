@@ -5,8 +5,8 @@ topics, then starts `num.stream.threads` stream threads whose consumers join the
 `application.id`. `state` follows Kafka Streams' state machine; `all_metadata()` and friends
 answer KIP-67 discovery from the assignment every member receives. `run()` blocks until
 SIGINT/SIGTERM. `add_stream_thread()` / `remove_stream_thread()` change the number of threads
-while it runs (KIP-663). CPU parallelism comes from more instances (processes), as in Kafka
-Streams' scale-out: stream threads share one event loop.
+while it runs (KIP-663). With `stream.threads.mode=process` each stream thread is a worker
+process (thread_mode.py), so one instance uses as many cores as it has threads.
 """
 
 from __future__ import annotations
@@ -37,15 +37,15 @@ from streams_core.runtime.assignment import (
     StreamsMetadataState,
 )
 from streams_core.runtime.global_stream_thread import GlobalStreamThread
+from streams_core.runtime.instance_thread import InstanceThread, ThreadCallbacks
 from streams_core.runtime.run_mode import run_mode
 from streams_core.runtime.shutdown_request import broadcast_shutdown_request
 from streams_core.runtime.signal_runner import run_until_signal
 from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
 from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider, StoreQuery
-from streams_core.runtime.stream_thread import StreamThread, ThreadCallbacks
-from streams_core.runtime.stream_thread_factory import StreamThreadFactory
 from streams_core.runtime.stream_threads import StreamThreads
 from streams_core.runtime.thread_metadata import ThreadMetadata
+from streams_core.runtime.thread_mode import in_process, remote_global_stores, thread_factory
 from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topic_preparation import prepare_topics, watch_pattern_topics
@@ -136,18 +136,22 @@ class KafkaStreams:
         self._pattern_watcher: asyncio.Task[None] | None = None
         self._errors: list[BaseException] = []
         self._run_mode = run_mode(self.config, self._clients, self.process_id)
-        thread_factory = StreamThreadFactory(
+        self._inline = in_process(self.config, self.metadata)
+        factory = thread_factory(
             self.metadata,
             self.config,
+            inline=self._inline,
             process_id=self.process_id,
             client_supplier=self._clients,
             global_stores=self._global_stores,
             run_mode=self._run_mode,
+            partition_counts=lambda: self._partition_counts,
+            key_serde=lambda store: self.describe_store(store).key_serde,
             callbacks=ThreadCallbacks(
                 self._on_thread_state, self._on_thread_assignment, self._on_thread_error, self._on_batch_finished
             ),
         )
-        self._threads = StreamThreads(thread_factory, self.config, global_thread=bool(self.metadata.global_topics))
+        self._threads = StreamThreads(factory, self.config, global_thread=bool(self.metadata.global_topics) and self._inline)
         self._global_thread: GlobalStreamThread | None = None
         self._store_provider = QueryableStoreProvider(
             lambda: [t.store_provider for t in self._threads.all()], self._check_queryable, self._global_stores
@@ -231,7 +235,7 @@ class KafkaStreams:
             log.info("stream-client [%s] closed while starting; no stream thread started", self.application_id)
             return
         self._set_state(State.REBALANCING)
-        if self.metadata.global_topics:
+        if self.metadata.global_topics and self._inline:  # a worker process runs its own
             cache = self._threads.cache_size_per_thread(self.config["num.stream.threads"])
             self._global_thread = GlobalStreamThread(
                 self.metadata, self.config, self._clients, self._partition_counts, self._on_thread_error, cache_max_bytes=cache
@@ -273,7 +277,7 @@ class KafkaStreams:
                 break
             await self._track_thread_start(thread)
 
-    def _track_thread_start(self, thread: StreamThread) -> asyncio.Task[None]:
+    def _track_thread_start(self, thread: InstanceThread) -> asyncio.Task[None]:
         """Start a thread in a task that a concurrent close() waits for before stopping the threads."""
         task = asyncio.get_running_loop().create_task(self._threads.start(thread))
         self._thread_starts.add(task)
@@ -288,7 +292,7 @@ class KafkaStreams:
         finally:
             await admin.close()
 
-    def _on_batch_finished(self, thread: StreamThread) -> None:
+    def _on_batch_finished(self, thread: InstanceThread) -> None:
         """A thread finished its batch: when every live thread has, the instance closes (and may end the run)."""
         live = [t for t in self._threads.all() if t.alive]
         if self._closing is None and live and all(t.batch_finished and t.state is ThreadState.RUNNING for t in live):
@@ -354,7 +358,8 @@ class KafkaStreams:
 
     def clean_up_state(self) -> list[Any]:
         """Remove the state of tasks not owned here and idle for `state.cleanup.delay.ms` (done periodically)."""
-        owned = {t for thread in self._threads.all() for t in (*thread.task_manager.tasks, *thread.task_manager.standby_tasks)}
+        threads = [thread.metadata() for thread in self._threads.all()]
+        owned = {task.task_id for thread in threads for task in (*thread.active_tasks, *thread.standby_tasks)}
         app_dir = Path(self.config["state.dir"]) / self.application_id
         return clean_removed_tasks(app_dir, owned, self.config["state.cleanup.delay.ms"])
 
@@ -391,7 +396,7 @@ class KafkaStreams:
 
     # -- thread callbacks ---------------------------------------------------------------------
 
-    def _on_thread_state(self, thread: StreamThread, old: ThreadState, new: ThreadState) -> None:
+    def _on_thread_state(self, thread: InstanceThread, old: ThreadState, new: ThreadState) -> None:
         if self._state not in (State.RUNNING, State.REBALANCING):
             return
         """Kafka Streams' rule: RUNNING once each thread runs or is dead (a removed one stopping holds none back)."""
@@ -402,14 +407,14 @@ class KafkaStreams:
         elif all(s is ThreadState.RUNNING or (s is ThreadState.PENDING_SHUTDOWN and running) for s in states):
             self._set_state(State.RUNNING)
 
-    def _on_thread_assignment(self, thread: StreamThread) -> None:
-        info = thread.assignor.assignment
+    def _on_thread_assignment(self, thread: InstanceThread) -> None:
+        info = thread.assignment
         if info is not None:
             self.metadata_state.on_change(
                 info.partitions_by_host, info.standby_partitions_by_host, self._partition_counts
             )
 
-    def _on_thread_error(self, thread: StreamThread | GlobalStreamThread, error: BaseException) -> None:
+    def _on_thread_error(self, thread: InstanceThread | GlobalStreamThread, error: BaseException) -> None:
         """A thread died: the uncaught-exception handler chooses the response. A dead global thread
         closes the client to ERROR whatever it says (Kafka Streams: "Global thread has died")."""
         self._errors.append(error)
@@ -501,8 +506,10 @@ class KafkaStreams:
         return self._store_provider.position(store_name, partition)
 
     def _global_stores(self) -> dict[str, Any]:
-        """The instance's global stores by name (none before the global thread started)."""
-        return {} if self._global_thread is None else self._global_thread.stores
+        """The instance's global stores by name (none before the global thread started); a worker's in process mode."""
+        if self._global_thread is not None:
+            return self._global_thread.stores
+        return {} if self._inline else remote_global_stores(self._threads.all(), self.metadata.global_store_names)
 
     def _require_store(self, store_name: str) -> None:
         if store_name not in self.metadata.store_source_topics and store_name not in self.metadata.global_store_names:
@@ -577,7 +584,7 @@ class KafkaStreams:
     # -- introspection ------------------------------------------------------------------------
 
     @property
-    def threads(self) -> list[StreamThread]:
+    def threads(self) -> list[InstanceThread]:
         return self._threads.all()
 
     def metadata_for_local_threads(self) -> set[ThreadMetadata]:

@@ -24,7 +24,7 @@ from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.state.queryable_store_types import QueryableStoreType
 
-__all__ = ["LagInfo", "QueryableStoreProvider", "StoreQuery", "StreamThreadStateStoreProvider", "ThreadStores"]
+__all__ = ["LagInfo", "QueryableStoreProvider", "StoreQuery", "StreamThreadStateStoreProvider", "ThreadStoreProvider", "ThreadStores"]
 
 T = TypeVar("T")
 
@@ -142,6 +142,16 @@ class StreamThreadStateStoreProvider:
         return lags
 
 
+class ThreadStoreProvider(Protocol):
+    """The local copies of stores in one stream thread (in this process or a worker process)."""
+
+    def stores(self, store_name: str, store_type: QueryableStoreType[Any], query: StoreQuery = ...) -> Sequence[Any]: ...
+
+    def position(self, store_name: str, partition: int) -> dict[TopicPartition, int] | None: ...
+
+    async def lags(self) -> dict[str, dict[int, LagInfo]]: ...
+
+
 class _WrappingStoreProvider:
     """KIP-67's WrappingStoreProvider: every thread's instances, after checking the instance may be queried."""
 
@@ -160,7 +170,7 @@ class QueryableStoreProvider:
 
     def __init__(
         self,
-        providers: Callable[[], Sequence[StreamThreadStateStoreProvider]],
+        providers: Callable[[], Sequence[ThreadStoreProvider]],
         check_queryable: Callable[[str, bool], None],
         global_stores: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
+from streams_core.runtime.assignment import AssignmentInfo
+from streams_core.runtime.instance_thread import ThreadCallbacks
 from streams_core.runtime.processing_guarantee import ProcessingGuarantee
 from streams_core.runtime.run_mode import ThreadRunMode
 from streams_core.runtime.standby_updater import StandbyUpdater
@@ -26,12 +26,13 @@ from streams_core.runtime.streams_partition_assignor import StreamsPartitionAssi
 from streams_core.runtime.streams_rebalance_listener import StreamsRebalanceListener
 from streams_core.runtime.task_manager import TaskManager
 from streams_core.runtime.thread_clients import ThreadClients
+from streams_core.runtime.thread_metadata import TaskMetadata, ThreadMetadata, thread_metadata
 from streams_core.runtime.thread_metrics import ThreadMetrics
 from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
-__all__ = ["StreamThread", "ThreadCallbacks"]
+__all__ = ["StreamThread"]
 
 log = logging.getLogger(__name__)
 
@@ -53,16 +54,6 @@ async def _let_others_run() -> None:
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadCallbacks:
-    """What a thread tells its instance: state changes, a new assignment, its death, a finished batch."""
-
-    on_state_change: Callable[[StreamThread, ThreadState, ThreadState], None]
-    on_assignment: Callable[[StreamThread], None]
-    on_error: Callable[[StreamThread, BaseException], None]
-    on_batch_finished: Callable[[StreamThread], None]
 
 
 class StreamThread:
@@ -353,3 +344,28 @@ class StreamThread:
     def metrics(self) -> dict[str, Any]:
         """This thread's entry in `KafkaStreams.metrics()` (docs/metrics.md)."""
         return self._metrics.snapshot(self.name, self.state.name)
+
+    @property
+    def assignment(self) -> AssignmentInfo | None:
+        """The group's assignment as this thread last received it (every host's partitions, for discovery)."""
+        return self.assignor.assignment
+
+    def metadata(self) -> ThreadMetadata:
+        """This thread's `ThreadMetadata` now (KIP-663's `metadataForLocalThreads` entry)."""
+        tm = self.task_manager
+        active = frozenset(
+            TaskMetadata(
+                task_id,
+                task.partitions,
+                task.committed_offsets,
+                {tp: end for tp in task.partitions if (end := self.highwater(tp)) is not None},
+                task.partition_group.idle_start_ms,
+            )
+            for task_id, task in tm.tasks.items()
+        )
+        assignment = self.assignor.assignment
+        standby_partitions = assignment.standby_tasks if assignment is not None else {}
+        standby = frozenset(
+            TaskMetadata(task_id, frozenset(standby_partitions.get(task_id, ()))) for task_id in tm.standby_tasks
+        )
+        return thread_metadata(self.config, self.index, self.name, self.state.name, active, standby)

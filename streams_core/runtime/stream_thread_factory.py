@@ -21,10 +21,11 @@ from streams_core.config import StreamsConfig
 from streams_core.processor.internals.record_deserializer import resolve_deserialization_handler
 from streams_core.runtime.dead_letter_sink import DeadLetterSink
 from streams_core.runtime.flow_control import FlowControl
+from streams_core.runtime.instance_thread import ThreadCallbacks
 from streams_core.runtime.processing_guarantee import processing_guarantee
 from streams_core.runtime.run_mode import RunMode
 from streams_core.runtime.standby_updater import StandbyUpdater
-from streams_core.runtime.stream_thread import StreamThread, ThreadCallbacks
+from streams_core.runtime.stream_thread import StreamThread
 from streams_core.runtime.streams_partition_assignor import StreamsPartitionAssignor
 from streams_core.runtime.task_manager import TaskManager
 from streams_core.runtime.thread_clients import ThreadClients

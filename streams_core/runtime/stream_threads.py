@@ -14,11 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from streams_core import clients
 from streams_core.config import StreamsConfig
-from streams_core.runtime.stream_thread import StreamThread
-from streams_core.runtime.stream_thread_factory import StreamThreadFactory
-from streams_core.runtime.thread_metadata import TaskMetadata, ThreadMetadata
+from streams_core.runtime.instance_thread import InstanceThread, ThreadFactory
+from streams_core.runtime.thread_metadata import ThreadMetadata
 from streams_core.runtime.thread_state import ThreadState
 from streams_core.state.internals.thread_cache import ThreadCache
 
@@ -30,25 +28,25 @@ _NOT_LIVE = frozenset({ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD})
 
 
 class StreamThreads:
-    """The instance's stream threads in the order they were added, made by its `StreamThreadFactory`."""
+    """The instance's stream threads (in-process or worker processes) in the order they were added, made by its `ThreadFactory`."""
 
     __slots__ = ("_config", "_factory", "_global_share", "_threads", "_total_cache_bytes", "global_cache")
 
-    def __init__(self, factory: StreamThreadFactory, config: StreamsConfig, *, global_thread: bool) -> None:
+    def __init__(self, factory: ThreadFactory, config: StreamsConfig, *, global_thread: bool) -> None:
         """`global_thread`: the topology has global stores, whose thread takes a share of the cache."""
         self._factory = factory
         self._config = config
         self._total_cache_bytes: int = config["statestore.cache.max.bytes"]
         self._global_share = 1 if global_thread else 0
-        self._threads: list[StreamThread] = []
+        self._threads: list[InstanceThread] = []
         self.global_cache: ThreadCache | None = None
         """The global thread's cache, once it exists: resized with the stream threads'."""
 
-    def all(self) -> list[StreamThread]:
+    def all(self) -> list[InstanceThread]:
         """Every thread not yet trimmed (dead ones included until an index is needed), by index."""
         return sorted(self._threads, key=lambda t: t.index)
 
-    def live(self) -> list[StreamThread]:
+    def live(self) -> list[InstanceThread]:
         """The threads that count for the cache: neither asked to stop nor shutting down or dead."""
         return [t for t in self._threads if not t.stopping and t.state not in _NOT_LIVE]
 
@@ -63,7 +61,7 @@ class StreamThreads:
         thread (Kafka's `cacheSizePerThread`: all of it without stream threads)."""
         return self._total_cache_bytes if threads == 0 else self._total_cache_bytes // (threads + self._global_share)
 
-    def add(self) -> StreamThread:
+    def add(self) -> InstanceThread:
         """Make a thread (not started) with the lowest free index, and shrink the others' caches to make room."""
         index = self.next_index()
         live = len(self.live()) + 1
@@ -77,7 +75,7 @@ class StreamThreads:
         self._threads.append(thread)
         return thread
 
-    async def start(self, thread: StreamThread) -> None:
+    async def start(self, thread: InstanceThread) -> None:
         """Start a thread made by `add`; one that fails to start is DEAD and gives its cache share back."""
         try:
             await thread.start()
@@ -119,33 +117,4 @@ class StreamThreads:
 
     def metadata(self) -> set[ThreadMetadata]:
         """`ThreadMetadata` of every thread not DEAD (Kafka's `metadataForLocalThreads`)."""
-        return {self._thread_metadata(t) for t in self._threads if t.state is not ThreadState.DEAD}
-
-    def _thread_metadata(self, thread: StreamThread) -> ThreadMetadata:
-        config, index = self._config, thread.index
-        tm = thread.task_manager
-        active = frozenset(
-            TaskMetadata(
-                task_id,
-                task.partitions,
-                task.committed_offsets,
-                {tp: end for tp in task.partitions if (end := thread.highwater(tp)) is not None},
-                task.partition_group.idle_start_ms,
-            )
-            for task_id, task in tm.tasks.items()
-        )
-        assignment = thread.assignor.assignment
-        standby_partitions = assignment.standby_tasks if assignment is not None else {}
-        standby = frozenset(
-            TaskMetadata(task_id, frozenset(standby_partitions.get(task_id, ()))) for task_id in tm.standby_tasks
-        )
-        return ThreadMetadata(
-            thread_name=thread.name,
-            thread_state=thread.state.name,
-            consumer_client_id=clients.default_client_id(config, "main.consumer", index),
-            restore_consumer_client_id=clients.default_client_id(config, "restore.consumer", index),
-            producer_client_ids=frozenset({clients.default_client_id(config, "producer", index)}),
-            admin_client_id=clients.default_client_id(config, "admin"),
-            active_tasks=active,
-            standby_tasks=standby,
-        )
+        return {t.metadata() for t in self._threads if t.state is not ThreadState.DEAD}

@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from streams_core import clients
+from streams_core.config import StreamsConfig
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.topic_partition import TopicPartition
 
-__all__ = ["TaskMetadata", "ThreadMetadata"]
+__all__ = ["TaskMetadata", "ThreadMetadata", "thread_metadata"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,3 +44,24 @@ class ThreadMetadata:
     admin_client_id: str
     active_tasks: frozenset[TaskMetadata]
     standby_tasks: frozenset[TaskMetadata]
+
+
+def thread_metadata(
+    config: StreamsConfig,
+    index: int,
+    name: str,
+    state: str,
+    active: frozenset[TaskMetadata] = frozenset(),
+    standby: frozenset[TaskMetadata] = frozenset(),
+) -> ThreadMetadata:
+    """The metadata of stream thread `index`, with the client ids Kafka Streams gives its clients."""
+    return ThreadMetadata(
+        thread_name=name,
+        thread_state=state,
+        consumer_client_id=clients.default_client_id(config, "main.consumer", index),
+        restore_consumer_client_id=clients.default_client_id(config, "restore.consumer", index),
+        producer_client_ids=frozenset({clients.default_client_id(config, "producer", index)}),
+        admin_client_id=clients.default_client_id(config, "admin"),
+        active_tasks=active,
+        standby_tasks=standby,
+    )

@@ -300,10 +300,8 @@ def stateful_topology(source: str, sink: str, store_name: str = "counts") -> Top
 
 
 def instance_tasks(streams: KafkaStreams) -> frozenset[TaskId]:
-    """The active tasks of every stream thread of an instance."""
-    return frozenset(
-        task for thread in streams.threads if thread.task_manager is not None for task in thread.task_manager.tasks
-    )
+    """The active tasks of every stream thread of an instance (in-process or worker processes)."""
+    return frozenset(task.task_id for thread in streams.metadata_for_local_threads() for task in thread.active_tasks)
 
 
 def partition_groups(streams: KafkaStreams) -> dict[TaskId, PartitionGroup[Any]]:

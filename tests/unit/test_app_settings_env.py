@@ -26,6 +26,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "application.server": ("wc-0.wc:7070", "wc-0.wc:7070"),
     "state.dir": ("/var/lib/streams", "/var/lib/streams"),
     "num.stream.threads": ("3", 3),
+    "stream.threads.mode": ("process", "process"),
     "num.standby.replicas": ("1", 1),
     "acceptable.recovery.lag": ("500", 500),
     "max.warmup.replicas": ("3", 3),

@@ -9,8 +9,8 @@ from pathlib import Path
 from streams_core import StreamsConfig
 from streams_core.runtime.autostop_metadata import metadata_topic_name
 from streams_core.runtime.flow_control import FlowControl
+from streams_core.runtime.instance_thread import ThreadCallbacks
 from streams_core.runtime.run_mode import RunUntilClosed, StopAtEndOfLog, run_mode
-from streams_core.runtime.stream_thread import ThreadCallbacks
 from streams_core.runtime.stream_thread_factory import StreamThreadFactory
 from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topic_partition import TopicPartition

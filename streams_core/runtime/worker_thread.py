@@ -1,0 +1,268 @@
+"""WorkerThread: a stream thread that runs in a worker process, as its instance sees it.
+
+`stream.threads.mode=process` (docs/runtime.md): the instance's `StreamThreads` registry holds
+these instead of in-process `StreamThread`s, made by `WorkerThreadFactory`. The instance keeps
+its own state machine, uncaught-exception handler, REST server and discovery; the worker runs
+the thread (`stream_worker.py`). A worker's state, metadata, metrics and store copies are what it
+last reported on its control channel; its stores are read through its query channel
+(`RemoteStoreProvider`).
+
+A worker that ends without saying how (a kill -9, an interpreter crash) is a thread that died
+with `WorkerDiedError`: the uncaught-exception handler decides (REPLACE_THREAD starts a new worker
+with the same index). Its task directory locks are `flock`s, gone with its process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from streams_core import clients
+from streams_core.config import StreamsConfig
+from streams_core.errors import StreamsError
+from streams_core.processor.internals import topology_shipping
+from streams_core.runtime.assignment import AssignmentInfo
+from streams_core.runtime.instance_thread import ThreadCallbacks
+from streams_core.runtime.remote_store_provider import RemoteStoreProvider
+from streams_core.runtime.stream_worker import WorkerSpec, WorkerStatus
+from streams_core.runtime.thread_metadata import ThreadMetadata, thread_metadata
+from streams_core.runtime.thread_state import ThreadState
+from streams_core.runtime.topology_metadata import TopologyMetadata
+from streams_core.runtime.worker_channel import ChannelClosedError, QueryChannel, read_frame, write_frame
+
+__all__ = ["WorkerDiedError", "WorkerThread", "WorkerThreadFactory"]
+
+log = logging.getLogger(__name__)
+
+
+_WORKER_MAIN = "import sys; from streams_core.runtime.stream_worker import main; main(sys.argv[1:])"
+"""Not `-m`: a module run as `__main__` would pickle its classes under that name."""
+
+
+class WorkerDiedError(StreamsError):
+    """A stream thread's worker process ended without a clean stop (killed, or crashed)."""
+
+
+class WorkerThread:
+    """A stream thread in a worker process: start it, stop it, read its last report and its stores."""
+
+    batch_finished = False
+    """Batch runs (KIP-95) keep their threads in the instance's process."""
+
+    def __init__(
+        self,
+        index: int,
+        name: str,
+        spec: bytes,
+        callbacks: ThreadCallbacks,
+        key_serde: Callable[[str], Any],
+        fallback_metadata: ThreadMetadata,
+    ) -> None:
+        self.index = index
+        self.name = name
+        self.log_prefix = f"stream-thread [{name}] "
+        self.state = ThreadState.CREATED
+        self._spec = spec
+        self._callbacks = callbacks
+        self._status: WorkerStatus | None = None
+        self._fallback_metadata = fallback_metadata
+        self._stopping = False
+        self._killed = False
+        self._process: asyncio.subprocess.Process | None = None
+        self._control: asyncio.StreamWriter | None = None
+        self._query: QueryChannel | None = None
+        self._listener: asyncio.Task[None] | None = None
+        self.store_provider = RemoteStoreProvider(self, key_serde)
+
+    def __repr__(self) -> str:
+        pid = None if self._process is None else self._process.pid
+        return f"WorkerThread({self.name}, {self.state.name}, pid={pid})"
+
+    @property
+    def pid(self) -> int | None:
+        """The worker process's id once started."""
+        return None if self._process is None else self._process.pid
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the worker and wait until its thread started (clients up, subscribed); a worker that
+        fails to start is DEAD and its error raised here."""
+        self._set_state(ThreadState.STARTING)
+        control, child_control = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        query, child_query = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            fds = (child_control.fileno(), child_query.fileno())
+            self._process = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", _WORKER_MAIN, *map(str, fds), pass_fds=fds
+            )
+        finally:
+            child_control.close()
+            child_query.close()
+        log.info("%sstarted worker process %d", self.log_prefix, self._process.pid)
+        reader, self._control = await asyncio.open_connection(sock=control)
+        self._query = QueryChannel(query)
+        write_frame(self._control, (sys.path, self._spec))
+        try:
+            reply = await read_frame(reader)
+        except ChannelClosedError:
+            reply = ("start-failed", WorkerDiedError(f"worker process {self._process.pid} ended while starting"))
+        if reply[0] == "start-failed":
+            await self._process.wait()
+            self._close_channels()
+            self._set_state(ThreadState.DEAD)
+            raise reply[1]
+        self._status = reply[1]
+        self._listener = asyncio.create_task(self._listen(reader), name=f"{self.name}-listener")
+
+    async def _listen(self, reader: asyncio.StreamReader) -> None:
+        """Follow the worker's reports until it ends; then DEAD, and the error if it died."""
+        error: BaseException | None = None
+        clean = False
+        try:
+            while True:
+                message = await read_frame(reader)
+                kind = message[0]
+                if kind == "state":
+                    _, _old, new, self._status = message
+                    self._set_state(new)
+                elif kind == "assignment":
+                    self._status = message[1]
+                    self._callbacks.on_assignment(self)
+                elif kind == "status":
+                    self._status = message[1]
+                elif kind == "stopped":
+                    _, error, self._status = message
+                    clean = True
+                    break
+        except ChannelClosedError:
+            pass
+        assert self._process is not None
+        code = await self._process.wait()
+        self._close_channels()
+        if not clean and not self._killed:
+            error = WorkerDiedError(f"{self.name}: worker process {self._process.pid} ended with exit code {code}")
+        if self.state is not ThreadState.DEAD:
+            if self.state is not ThreadState.PENDING_SHUTDOWN:
+                self._set_state(ThreadState.PENDING_SHUTDOWN)
+            self._set_state(ThreadState.DEAD)
+        if error is not None:
+            self._callbacks.on_error(self, error)
+
+    def _close_channels(self) -> None:
+        if self._query is not None:
+            self._query.close()
+            self._query = None
+        if self._control is not None:
+            self._control.close()
+
+    def shutdown(self) -> None:
+        """Ask the worker to stop after its current batch; `stop` waits for it."""
+        self._stopping = True
+        if self._control is not None and not self._control.is_closing():
+            write_frame(self._control, ("stop",))
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    async def stop(self) -> None:
+        """Ask the worker to stop cleanly (commit, close tasks, leave the group) and wait until it ended."""
+        self.shutdown()
+        if self._listener is not None:
+            await asyncio.shield(self._listener)
+
+    async def kill(self) -> None:
+        """End the worker at once (SIGKILL: no commit), for closes that ran out of time."""
+        self._stopping = self._killed = True
+        if self._process is not None and self._process.returncode is None:
+            self._process.kill()
+        if self._listener is not None:
+            await asyncio.shield(self._listener)
+
+    @property
+    def alive(self) -> bool:
+        return self._listener is not None and not self._listener.done()
+
+    def _set_state(self, new: ThreadState) -> None:
+        old, self.state = self.state, new
+        if old is not new:
+            log.info("%sstate %s -> %s", self.log_prefix, old.name, new.name)
+            self._callbacks.on_state_change(self, old, new)
+
+    # -- what the instance reads ----------------------------------------------------------------
+
+    def resize_cache(self, max_bytes: int) -> None:
+        if self._control is not None and not self._control.is_closing():
+            write_frame(self._control, ("resize", max_bytes))
+
+    @property
+    def assignment(self) -> AssignmentInfo | None:
+        return None if self._status is None else self._status.assignment
+
+    def metadata(self) -> ThreadMetadata:
+        """The worker's last reported metadata, with its current state."""
+        found = self._fallback_metadata if self._status is None else self._status.metadata
+        return ThreadMetadata(
+            found.thread_name, self.state.name, found.consumer_client_id, found.restore_consumer_client_id,
+            found.producer_client_ids, found.admin_client_id, found.active_tasks, found.standby_tasks,
+        )
+
+    def metrics(self) -> dict[str, Any]:
+        found = {} if self._status is None else dict(self._status.metrics)
+        return {**found, "name": self.name, "state": self.state.name, "pid": self.pid}
+
+    def copies(self) -> Mapping[str, frozenset[tuple[int, bool]]]:
+        return {} if self._status is None or self.state is ThreadState.DEAD else self._status.copies
+
+    def query_channel(self) -> QueryChannel | None:
+        return self._query
+
+    async def resubscribe(self) -> None:
+        raise StreamsError("pattern subscriptions keep their stream threads in the instance's process")
+
+
+class WorkerThreadFactory:
+    """Makes the worker threads of one instance (the process-mode `StreamThreadFactory`)."""
+
+    __slots__ = ("_callbacks", "_clients", "_config", "_key_serde", "_metadata", "_partition_counts", "_process_id")
+
+    def __init__(
+        self,
+        metadata: TopologyMetadata,
+        config: StreamsConfig,
+        *,
+        process_id: str,
+        client_supplier: clients.KafkaClientSupplier,
+        partition_counts: Callable[[], Mapping[str, int]],
+        key_serde: Callable[[str], Any],
+        callbacks: ThreadCallbacks,
+    ) -> None:
+        self._metadata = metadata
+        self._config = config
+        self._process_id = process_id
+        self._clients = client_supplier
+        self._partition_counts = partition_counts
+        self._key_serde = key_serde
+        self._callbacks = callbacks
+
+    def create(self, index: int, cache_max_bytes: int) -> WorkerThread:
+        """A worker for `<application.id>-StreamThread-<index>` (not started), its cache `cache_max_bytes`."""
+        config = self._config
+        spec = WorkerSpec(
+            self._metadata,
+            config.explicit(),
+            self._clients,
+            self._process_id,
+            index,
+            cache_max_bytes,
+            dict(self._partition_counts()),
+            logging.getLogger("streams_core").getEffectiveLevel(),
+        )
+        name = f"{config['application.id']}-StreamThread-{index}"
+        fallback = thread_metadata(config, index, name, ThreadState.CREATED.name)
+        return WorkerThread(index, name, topology_shipping.ship(spec), self._callbacks, self._key_serde, fallback)
