@@ -272,10 +272,9 @@ class KafkaStreams:
                     self._resubscribe_threads,
                 )
             )
-        for thread in [self._threads.add() for _ in range(self.config["num.stream.threads"])]:
-            if self._closing is not None:
-                break
-            await self._track_thread_start(thread)
+        threads = [self._threads.add() for _ in range(self.config["num.stream.threads"])]
+        if self._closing is None:  # together, so the consumers join the group in one rebalance
+            await asyncio.gather(*(self._track_thread_start(thread) for thread in threads))
 
     def _track_thread_start(self, thread: InstanceThread) -> asyncio.Task[None]:
         """Start a thread in a task that a concurrent close() waits for before stopping the threads."""

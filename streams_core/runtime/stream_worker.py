@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import socket
 import sys
 from collections.abc import Mapping
@@ -45,8 +46,11 @@ __all__ = ["WorkerSpec", "WorkerStatus", "main"]
 
 log = logging.getLogger(__name__)
 
-STATUS_INTERVAL_S = 1.0
-"""How often a worker reports its metrics and metadata without a state change."""
+ORPHAN_GRACE_S = 30.0
+"""How long a worker whose instance is gone may take to stop cleanly (its broker may be gone too)."""
+
+STATUS_INTERVAL_S = 0.25
+"""How often a worker reports its metrics and metadata without a state change (cheap: one small frame)."""
 
 
 @dataclass(frozen=True)
@@ -166,8 +170,9 @@ class StreamWorker:
                 elif command[0] == "resize":
                     self.thread.resize_cache(command[1])
         except ChannelClosedError:
-            log.warning("%sthe instance is gone; stopping", self.thread.log_prefix)
+            log.warning("%sthe instance is gone; stopping (at most %s s)", self.thread.log_prefix, ORPHAN_GRACE_S)
             self.thread.shutdown()
+            asyncio.get_running_loop().call_later(ORPHAN_GRACE_S, os._exit, 1)
 
     async def _serve_queries(self, sock: socket.socket) -> None:
         reader, writer = await asyncio.open_connection(sock=sock)

@@ -108,7 +108,8 @@ class WorkerThread:
         self._query = QueryChannel(query)
         write_frame(self._control, (sys.path, self._spec))
         try:
-            reply = await read_frame(reader)
+            while (reply := await read_frame(reader))[0] not in ("started", "start-failed"):
+                self._take(reply)
         except ChannelClosedError:
             reply = ("start-failed", WorkerDiedError(f"worker process {self._process.pid} ended while starting"))
         if reply[0] == "start-failed":
@@ -119,26 +120,27 @@ class WorkerThread:
         self._status = reply[1]
         self._listener = asyncio.create_task(self._listen(reader), name=f"{self.name}-listener")
 
+    def _take(self, message: tuple[Any, ...]) -> None:
+        """Apply one report: a state change, an assignment, or a periodic status."""
+        kind = message[0]
+        if kind == "state":
+            _, _old, new, self._status = message
+            self._set_state(new)
+        elif kind == "assignment":
+            self._status = message[1]
+            self._callbacks.on_assignment(self)
+        elif kind == "status":
+            self._status = message[1]
+
     async def _listen(self, reader: asyncio.StreamReader) -> None:
         """Follow the worker's reports until it ends; then DEAD, and the error if it died."""
         error: BaseException | None = None
         clean = False
         try:
-            while True:
-                message = await read_frame(reader)
-                kind = message[0]
-                if kind == "state":
-                    _, _old, new, self._status = message
-                    self._set_state(new)
-                elif kind == "assignment":
-                    self._status = message[1]
-                    self._callbacks.on_assignment(self)
-                elif kind == "status":
-                    self._status = message[1]
-                elif kind == "stopped":
-                    _, error, self._status = message
-                    clean = True
-                    break
+            while (message := await read_frame(reader))[0] != "stopped":
+                self._take(message)
+            _, error, self._status = message
+            clean = True
         except ChannelClosedError:
             pass
         assert self._process is not None
@@ -214,7 +216,7 @@ class WorkerThread:
 
     def metrics(self) -> dict[str, Any]:
         found = {} if self._status is None else dict(self._status.metrics)
-        return {**found, "name": self.name, "state": self.state.name, "pid": self.pid}
+        return {**found, "thread": self.name, "state": self.state.name, "pid": self.pid}
 
     def copies(self) -> Mapping[str, frozenset[tuple[int, bool]]]:
         return {} if self._status is None or self.state is ThreadState.DEAD else self._status.copies

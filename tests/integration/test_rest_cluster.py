@@ -28,7 +28,7 @@ import pytest
 from app.wordcount import STORE, WINDOWED_STORE
 from streams_core import State
 from streams_core.runtime.partitioner import default_partition
-from tests.integration.rest_cluster import Client, WordCountCluster, make_text, quoted, wait_until
+from tests.integration.rest_cluster import FAST_CONFIG, Client, WordCountCluster, make_text, quoted, wait_until
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 
 pytestmark = pytest.mark.broker
@@ -46,7 +46,13 @@ def _in_key_order(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 async def _start_cluster(
-    bootstrap_servers: str, tmp_path: Path, suffix: str, n_instances: int, input_topic: str, output_topic: str
+    bootstrap_servers: str,
+    tmp_path: Path,
+    suffix: str,
+    n_instances: int,
+    input_topic: str,
+    output_topic: str,
+    extra: dict[str, Any] | None = None,
 ) -> WordCountCluster:
     """n running instances, preferably all hosting part of the word-count store.
 
@@ -60,6 +66,7 @@ async def _start_cluster(
         cluster = WordCountCluster(
             bootstrap_servers, tmp_path / f"attempt-{attempt}", f"rest-{suffix}-{attempt}",
             input_topic=input_topic, output_topic=output_topic, window_ms=WINDOW_MS,
+            config={**FAST_CONFIG, **(extra or {})},
         )  # fmt: skip
         try:
             await cluster.start_in_process(*(f"i{i}" for i in range(n_instances)))
@@ -87,9 +94,13 @@ async def _same_everywhere(client: Client, cluster: WordCountCluster, path: str)
     return answers[0]
 
 
-@pytest.mark.parametrize("n_instances", [2, 3])
+WORKERS = {"num.stream.threads": 2, "stream.threads.mode": "process"}
+"""Each instance's two stream threads in worker processes: the REST server reads their stores."""
+
+
+@pytest.mark.parametrize(("n_instances", "extra"), [(2, None), (3, None), (2, WORKERS)], ids=["2", "3", "2x2-workers"])
 async def test_every_instance_answers_every_route_for_every_key(
-    bootstrap_servers: str, tmp_path: Path, n_instances: int
+    bootstrap_servers: str, tmp_path: Path, n_instances: int, extra: dict[str, Any] | None
 ) -> None:
     suffix = unique_topic("rest")
     input_topic, output_topic = f"lines-{suffix}", f"counts-{suffix}"
@@ -102,7 +113,7 @@ async def test_every_instance_answers_every_route_for_every_key(
     lines_2, truth_2 = make_text(rnd, words=40, lines=60)
     truth = truth_1 + truth_2
 
-    cluster = await _start_cluster(bootstrap_servers, tmp_path, suffix, n_instances, input_topic, output_topic)
+    cluster = await _start_cluster(bootstrap_servers, tmp_path, suffix, n_instances, input_topic, output_topic, extra)
     client = Client()
     try:
         first = cluster.live()[0]

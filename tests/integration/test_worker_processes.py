@@ -45,7 +45,7 @@ def keyed(prefix: str, count: int) -> list[tuple[bytes, bytes]]:
 
 
 def worker_pids(streams: KafkaStreams) -> dict[str, int]:
-    return {t["name"]: t["pid"] for t in streams.metrics()["threads"] if t.get("pid") is not None}
+    return {t["thread"]: t["pid"] for t in streams.metrics()["threads"] if t.get("pid") is not None}
 
 
 def tasks_per_thread(streams: KafkaStreams) -> dict[str, int]:
