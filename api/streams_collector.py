@@ -85,6 +85,15 @@ class StreamsCollector(Collector):
             tasks.add_metric([thread.get("thread", ""), "active"], len(thread.get("tasks", [])))
             tasks.add_metric([thread.get("thread", ""), "standby"], len(thread.get("standby_tasks", [])))
         yield tasks
+        workers = [t for t in threads if t.get("pid") is not None]
+        if workers:  # stream.threads.mode=process: each thread is a worker process
+            cpu = CounterMetricFamily("streams_thread_worker_cpu_seconds", "CPU time of the thread's worker process.", labels=_THREAD)
+            pid = GaugeMetricFamily("streams_thread_worker_pid", "Process id of the thread's worker process.", labels=_THREAD)
+            for thread in workers:
+                cpu.add_metric([thread.get("thread", "")], thread.get("worker_cpu_seconds", 0.0))
+                pid.add_metric([thread.get("thread", "")], thread["pid"])
+            yield cpu
+            yield pid
 
     @staticmethod
     def _latencies(threads: list[dict[str, Any]]) -> Iterator[Metric]:

@@ -1,5 +1,6 @@
-"""`make demo`: a local broker, two word-count instances, sample text, the queries to try and
-the dashboard of each instance.
+"""`make demo`: a local broker, two word-count instances (the second with two stream threads as
+worker processes, so it uses two cores), sample text, the queries to try and the dashboard of each
+instance.
 
 Everything lives under `.cache/demo/` (fresh each run); instance logs go to files there. Ctrl-C
 stops the instances (SIGTERM: they commit and leave the group) and then the broker.
@@ -38,6 +39,11 @@ SAMPLE_TEXT = [
     "hello world hello python",
     "streams of streams of streams",
 ]
+
+
+_INSTANCE_ENV: list[dict[str, str]] = [{}, {"STREAMS_NUM_STREAM_THREADS": "2", "STREAMS_STREAM_THREADS_MODE": "process"}]
+"""Instance 2 runs its two stream threads as worker processes (docs/runtime.md)."""
+_INSTANCE_WHAT = ["one stream thread", "two stream threads, each a worker process"]
 
 
 def _say(text: str = "") -> None:
@@ -162,16 +168,16 @@ def run_demo(*, base_port: int = 7071, once: bool = False, screenshot: Path | No
         asyncio.run(_produce_sample(bootstrap))
         _say(f"Produced {len(SAMPLE_TEXT)} lines to {INPUT_TOPIC}")
         ports = [base_port, base_port + 1]
-        for i, port in enumerate(ports):
+        for i, (port, env, what) in enumerate(zip(ports, _INSTANCE_ENV, _INSTANCE_WHAT, strict=True)):
             log_file = open(root / f"wordcount-{i + 1}.log", "wb")
             instances.append(
                 subprocess.Popen(
                     [sys.executable, "-m", "app", "wordcount", "--bootstrap-servers", bootstrap,
                      "--application-server", f"127.0.0.1:{port}", "--state-dir", str(root / f"state-{i + 1}")],
-                    stdout=log_file, stderr=subprocess.STDOUT,
+                    stdout=log_file, stderr=subprocess.STDOUT, env={**os.environ, **env},
                 )
             )
-            _say(f"Started word-count instance {i + 1} on http://127.0.0.1:{port} (log: {root}/wordcount-{i + 1}.log)")
+            _say(f"Started word-count instance {i + 1} ({what}) on http://127.0.0.1:{port} (log: {root}/wordcount-{i + 1}.log)")
         for port in ports:
             _wait_for(f"http://127.0.0.1:{port}/ready", 90)
         first = f"http://127.0.0.1:{ports[0]}"
@@ -192,6 +198,7 @@ def run_demo(*, base_port: int = 7071, once: bool = False, screenshot: Path | No
         ):
             _show(url)
         _say(f"  curl -s {first}/metrics | head")
+        _say(f"  curl -s http://127.0.0.1:{ports[1]}/metrics | grep -i thread   (instance 2: a worker process per thread)")
         _say("\nThe dashboard (topology, instances with their tasks and lags, throughput, key lookup), on every instance:")
         for port in ports:
             _say(f"  http://127.0.0.1:{port}/ui")

@@ -18,7 +18,7 @@ from streams_core.errors import InvalidStateStoreError
 from streams_core.runtime.state_store_providers import ALL_ACTIVE, LagInfo, StoreQuery
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.worker_channel import ChannelClosedError, QueryChannel
-from streams_core.state.queryable_store_types import QueryableStoreType
+from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
 
 __all__ = ["RemoteStore", "RemoteStoreProvider", "WorkerQueries"]
 
@@ -48,6 +48,14 @@ def ask(worker: WorkerQueries, request: tuple[Any, ...]) -> Any:
     return iter(result) if rows else result
 
 
+def _wire_type(store_type: QueryableStoreType[Any] | None) -> Any:
+    """A built-in store type by its name (one short string per request); a user's own type as itself."""
+    kind = getattr(store_type, "kind", None)
+    if isinstance(kind, str) and getattr(QueryableStoreTypes, kind, None) is not None:
+        return kind
+    return store_type
+
+
 class RemoteStore:
     """The copies of one store in one worker that a query may read, as one read-only store.
 
@@ -65,7 +73,7 @@ class RemoteStore:
     ) -> None:
         """`store_type` None: `name` is a global store, read as the store itself."""
         self._worker = worker
-        self._request = ("read", name, store_type, query.partition, query.stale, query.max_lag)
+        self._request = ("read", name, _wire_type(store_type), query.partition, query.stale, query.max_lag)
         self.name = name
         self.key_serde = key_serde
 

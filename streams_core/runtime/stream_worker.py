@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -112,7 +113,8 @@ class StreamWorker:
 
     def status(self) -> WorkerStatus:
         thread = self.thread
-        return WorkerStatus(thread.state, thread.metadata(), local_copies(thread), thread.metrics(), thread.assignment)
+        metrics = {**thread.metrics(), "worker_cpu_seconds": time.process_time()}
+        return WorkerStatus(thread.state, thread.metadata(), local_copies(thread), metrics, thread.assignment)
 
     def _send(self, message: tuple[Any, ...]) -> None:
         if not self._control.is_closing():

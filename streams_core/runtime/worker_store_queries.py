@@ -9,7 +9,7 @@ an iterator is materialized before it goes back.
 
 Requests (tuples, see `remote_store_provider.py` for the instance's side):
 - `("read", store, store_type, partition, stale, max_lag, method, args)`: `method(*args)` of the view
-  (`store_type` None: of the global store `store`);
+  (`store_type` a built-in type's name, a user's own type, or None: the global store `store`);
 - `("position", store, partition)`: the active copy's input position (IQv2 Position);
 - `("lags",)`: the local copies' changelog lags (KIP-535).
 
@@ -28,6 +28,7 @@ from streams_core.errors import InvalidStateStoreError, StreamsError
 from streams_core.runtime.state_store_providers import QueryableStoreProvider, StoreQuery
 from streams_core.runtime.stream_thread import StreamThread
 from streams_core.runtime.thread_state import ThreadState
+from streams_core.state.queryable_store_types import QueryableStoreTypes
 
 __all__ = ["WorkerStoreQueries", "local_copies"]
 
@@ -52,11 +53,12 @@ def local_copies(thread: StreamThread) -> dict[str, frozenset[tuple[int, bool]]]
 class WorkerStoreQueries:
     """Answers the query channel's requests from one worker's stream thread and global stores."""
 
-    __slots__ = ("_global_stores", "_provider", "_thread")
+    __slots__ = ("_global_stores", "_provider", "_thread", "_views")
 
     def __init__(self, thread: StreamThread, global_stores: Callable[[], Mapping[str, Any]]) -> None:
         self._thread = thread
         self._global_stores = global_stores
+        self._views: dict[tuple[Any, ...], Any] = {}
         self._provider = QueryableStoreProvider(lambda: [thread.store_provider], self._check_queryable, global_stores)
 
     def _check_queryable(self, store_name: str, stale: bool) -> None:
@@ -81,16 +83,26 @@ class WorkerStoreQueries:
     async def _answer(self, request: tuple[Any, ...]) -> Any:
         op = request[0]
         if op == "read":
-            _, name, store_type, partition, stale, max_lag, method, args = request
-            if store_type is None:
-                return getattr(self._global_store(name), method)(*args)
-            view = self._provider.get_store(name, store_type, StoreQuery(partition, stale, max_lag))
-            return getattr(view, method)(*args)
+            method, args = request[6], request[7]
+            if request[2] is None:
+                return getattr(self._global_store(request[1]), method)(*args)
+            return getattr(self._view(request[1:6]), method)(*args)
         if op == "position":
             return self._provider.position(request[1], request[2])
         if op == "lags":
             return await self._provider.lags()
         raise StreamsError(f"unknown worker query {op!r}")
+
+    def _view(self, key: tuple[Any, ...]) -> Any:
+        """The read-only view of `(store, store_type, partition, stale, max_lag)`, made once: a view
+        asks the provider for the copies on every call."""
+        view = self._views.get(key)
+        if view is None:
+            name, store_type, partition, stale, max_lag = key
+            if isinstance(store_type, str):
+                store_type = getattr(QueryableStoreTypes, store_type)()
+            view = self._views[key] = self._provider.get_store(name, store_type, StoreQuery(partition, stale, max_lag))
+        return view
 
     def _global_store(self, name: str) -> Any:
         store = self._global_stores().get(name)

@@ -226,7 +226,9 @@ class WordCountCluster:
         standby_replicas: int = 0,
         config: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
+        instance_config: dict[str, dict[str, Any]] | None = None,
     ) -> None:
+        """`instance_config`: more config for the in-process instances of those names."""
         self.bootstrap_servers = bootstrap_servers
         self.tmp_path = tmp_path
         self.application_id = application_id
@@ -236,6 +238,7 @@ class WordCountCluster:
         self.standby_replicas = standby_replicas
         self.config = dict(FAST_CONFIG if config is None else config)
         self.env = dict(env or {})
+        self.instance_config = dict(instance_config or {})
         self.instances: dict[str, Instance] = {}
 
     def live(self) -> list[Instance]:
@@ -269,6 +272,7 @@ class WordCountCluster:
                 "state.dir": str(self._state_dir(name)),
                 "num.standby.replicas": self.standby_replicas,
                 **self.config,
+                **self.instance_config.get(name, {}),
             }
             streams = KafkaStreams(build_topology(self.input_topic, self.output_topic, self.window_ms), config)
             try:

@@ -53,7 +53,10 @@ async def test_metric_names_exist_and_move_under_load(bootstrap_servers: str, tm
     input_topic, output_topic = f"lines-{suffix}", f"counts-{suffix}"
     await create_topic(bootstrap_servers, input_topic, PARTITIONS)
     await create_topic(bootstrap_servers, output_topic, PARTITIONS)
-    cluster = WordCountCluster(bootstrap_servers, tmp_path, f"metrics-{suffix}", input_topic=input_topic, output_topic=output_topic)
+    cluster = WordCountCluster(
+        bootstrap_servers, tmp_path, f"metrics-{suffix}", input_topic=input_topic, output_topic=output_topic,
+        instance_config={"b": {"num.stream.threads": 2, "stream.threads.mode": "process"}},  # b's threads: workers
+    )  # fmt: skip
     try:
         await cluster.start_in_process("a", "b")
         await cluster.wait_running()

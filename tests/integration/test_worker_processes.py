@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from api.streams_collector import StreamsCollector
 from streams_core import KafkaStreams, Serdes, Stores, Topology
 from streams_core.runtime.kafka_streams import State, StreamThreadExceptionResponse
 from streams_core.runtime.thread_state import ThreadState
@@ -95,6 +96,10 @@ async def test_two_workers_share_the_tasks_and_answer_queries(bootstrap_servers:
         lags = await streams.all_local_store_partition_lags()
         assert set(lags["counts"]) == set(range(PARTITIONS))
         assert kit.metric_total(streams, "processed_records") == len(records)
+        families = {family.name: family for family in StreamsCollector(streams).collect()}
+        busy = {s.labels["thread"]: s.value for s in families["streams_thread_worker_cpu_seconds"].samples}
+        assert set(busy) == {first, second} and all(seconds > 0 for seconds in busy.values()), busy
+        assert {s.value for s in families["streams_thread_worker_pid"].samples} == set(pids.values())
 
         await app.close_all()
         assert streams.state is State.NOT_RUNNING and streams.errors == []
