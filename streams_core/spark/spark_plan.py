@@ -80,6 +80,8 @@ _STAGES: Mapping[str, str] = {
     "keyed": "groupBy(key).transformWithState (keyed Python stage, RocksDB state)",
     "task": "groupBy(partition).transformWithState (task Python stage: stores as changelog in RocksDB state)",
     "native": "mapInArrow (fused stateless chain, partial counts) -> groupBy(key).sum() (Spark's streaming aggregation)",
+    "native-window": "mapInArrow (fused stateless chain, partial counts per task and window) -> groupBy(task)"
+                     ".transformWithStateInPandas (stream time) -> groupBy(key, window start).sum() -> mapInArrow (tail)",
 }
 
 #: How each stage runs the processors it does not run natively.
@@ -118,6 +120,16 @@ class QueryPlan:
         how = [(name, "python: fused stateless chain in mapInArrow, once per Arrow batch") for name in native.fused]
         how.extend((name, f"native: Spark's shuffle (groupBy key) replaces topic {native.bypassed_topic}")
                    for name in native.shuffled)  # fmt: skip
+        window = native.window
+        if window is not None:
+            count, to_stream, *tail = native.native
+            tasks = f"partitions of {window.partitions_of}" if window.partitions_of else "source partitions"
+            how.append((count, "native: windows on time per task (" + tasks + ") in mapInArrow, closed windows dropped "
+                               "by the task's stream time in groupBy(task).transformWithStateInPandas (state: one long), "
+                               "groupBy(key, window start).sum() (Spark's streaming aggregation: key, start, count)"))
+            how.append((to_stream, "native: Spark's update mode, one record per changed window and micro-batch"))
+            how.extend((name, "python: fused stateless chain in mapInArrow over the updated windows") for name in tail)
+            return tuple(how)
         count, *rest = native.native
         how.append((count, "native: groupBy(key).sum() of the chain's partial counts per Spark partition, "
                            "Spark's streaming aggregation (state: key, count)"))
@@ -125,7 +137,7 @@ class QueryPlan:
         return tuple(how)
 
     def describe(self) -> str:
-        how = _STAGES[self.stage]
+        how = _STAGES["native-window" if self.native is not None and self.native.window is not None else self.stage]
         lines = [
             f"Query {self.subtopology_id}: sub-topology {self.subtopology_id}"
             + (f", after {', '.join(map(str, self.after))}" if self.after else ""),
