@@ -156,3 +156,29 @@ async def test_other_key_serdes_and_a_windowed_serde_over_two_tasks(bootstrap_se
             key = (len(word), (at(i * 7) // 60_000 * 60_000 - W0) // 1000)
             expected[key] = expected.get(key, 0) + 1
     assert tables["spark"] == expected
+
+
+async def test_a_tasks_stream_time_survives_a_restart_from_the_checkpoint(bootstrap_servers: str, spark: Any,
+                                                                          tmp_path: Path) -> None:  # fmt: skip
+    """A second `available_now` run from the same checkpoint drops a record late for the stream
+    time the first run left in Spark state, and keeps counting the open windows."""
+    suffix = unique_topic("native-window-rerun")
+    events, output = f"events-{suffix}", f"out-{suffix}"
+    for topic in (events, output):
+        await create_topic(bootstrap_servers, topic, partitions=1)
+    builder = StreamsBuilder()
+    (builder.stream(events, key_serde=S, value_serde=S).group_by_key()
+     .windowed_by(TimeWindows.of_size_and_grace(10_000, 5_000)).count()
+     .to_stream().map(lambda wk, n: (f"{wk.key}@{(wk.window.start - W0) // 1000}", str(n)))
+     .to(output, key_serde=S, value_serde=S))
+    runner = SparkRunner(builder.build(), {"application.id": f"rerun-{suffix}", "bootstrap.servers": bootstrap_servers},
+                         spark=spark)  # fmt: skip
+    native_query(runner.topology)
+    await produce(bootstrap_servers, events, [Rec(b"a", b"x", partition=0, timestamp_ms=at(t)) for t in (1, 2, 21)])
+    runner.run("available_now", tmp_path / "checkpoints")
+    assert await read_table(bootstrap_servers, output, bytes.decode, bytes.decode) == {"a@0": "2", "a@20": "1"}
+    # Stream time 21 s closed [0, 10) (end + grace 15 s) and left [10, 20) open (25 s).
+    await produce(bootstrap_servers, events, [Rec(b"a", b"x", partition=0, timestamp_ms=at(t)) for t in (3, 12, 22)])
+    runner.run("available_now", tmp_path / "checkpoints")
+    assert await read_table(bootstrap_servers, output, bytes.decode, bytes.decode) == {
+        "a@0": "2", "a@10": "1", "a@20": "2"}
