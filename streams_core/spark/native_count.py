@@ -26,7 +26,7 @@ from typing import Any
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
 from streams_core.kstream.internals.dsl_serde import InferredSerde
-from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate
+from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
 from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streams_core.kstream.internals.ktable_processors import KTableToStream
 from streams_core.kstream.internals.stateless_chain import Emit, compose, fused_nodes
@@ -89,6 +89,8 @@ class NativeCount:
     key_serde: Any = field(default=None, compare=False, repr=False)
     #: For a windowed count: its windows, tail and tasks (None for a count).
     window: WindowCount | None = None
+    #: A `reduce()` (opted in as associative: partial reductions per Spark partition), not a count.
+    reduce: bool = False
 
 
 def resolved(serde: Any) -> Any:
@@ -108,10 +110,10 @@ def same_serde(serde: Any, other: Any) -> bool:
 
 
 def _count_tail(agg: ProcessorNode) -> SinkNode | None:
-    """The sink of `count() -> to_stream() -> to(topic)` below `agg`, None if `agg` is not that."""
+    """The sink of `count() -> to_stream() -> to(topic)` (or `reduce()`'s) below `agg`, None if `agg` is not that."""
     processor = agg.processor
-    if not (isinstance(processor, KStreamAggregate) and processor._initializer is _zero
-            and processor._aggregator is _count_add and len(agg.children) == 1):  # fmt: skip
+    count = isinstance(processor, KStreamAggregate) and processor._initializer is _zero and processor._aggregator is _count_add
+    if not ((count or isinstance(processor, KStreamReduce)) and len(agg.children) == 1):
         return None
     (to_stream,) = agg.children
     if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor._key_mapper is None
@@ -120,7 +122,7 @@ def _count_tail(agg: ProcessorNode) -> SinkNode | None:
     (sink,) = to_stream.children
     if not isinstance(sink, SinkNode) or sink.topic is None or sink.partitioner is not None:
         return None
-    if not same_serde(sink.value_serde, Serdes.Long()):
+    if count and not same_serde(sink.value_serde, Serdes.Long()):
         return None
     return sink
 
@@ -139,13 +141,16 @@ def _chains_into(built: ProcessorTopology, end: ProcessorNode) -> tuple[str, ...
 
 
 def find_native_count(
-    sid: int, built: ProcessorTopology, builder: Any, config: StreamsConfig, readback: frozenset[str]
-) -> NativeCount | None:
-    """`NativeCount` when sub-topology `sid` counts a stateless chain as Spark can natively, else None.
+    sid: int, built: ProcessorTopology, builder: Any, config: StreamsConfig, readback: frozenset[str],
+    associative_reducers: bool = False,
+) -> NativeCount | None:  # fmt: skip
+    """`NativeCount` when sub-topology `sid` counts (or, with `associative_reducers`, reduces) a
+    stateless chain as Spark can natively, else None.
 
     `readback` are the topics the topology both writes and reads; the outputs must not be one.
     """
-    aggregates = [n for n in built.processors if isinstance(n.processor, (KStreamAggregate, KStreamWindowAggregate))]
+    kinds = (KStreamAggregate, KStreamWindowAggregate, *((KStreamReduce,) if associative_reducers else ()))
+    aggregates = [n for n in built.processors if isinstance(n.processor, kinds)]
     if len(aggregates) != 1:
         return None
     (agg,) = aggregates
@@ -166,17 +171,17 @@ def find_native_count(
     if chain is None:
         return None
     chain_sid, chain_built, end, bypassed, fused, shuffled, key_serde = chain
+    if (window is not None or isinstance(agg.processor, KStreamReduce)) and len(
+            [t for s in chain_built.sources for t in s.topics]) != 1:  # fmt: skip
+        return None  # one task per partition of one topic: its records in offset order (docs/spark.md)
     if window is not None:
-        topics = [t for s in chain_built.sources for t in s.topics]
-        if len(topics) != 1:
-            return None  # one task per partition of one topic: its records in offset order (docs/spark.md)
         window = replace(window, partitions_of=bypassed)
         output = window.topics[0]
     else:
         output = str(built.sinks[0].topic)
         key_serde = built.sinks[0].key_serde
     return NativeCount(chain_sid, end, sid, output, bypassed, same_serde(key_serde, Serdes.String()), fused, native,
-                       shuffled, key_serde, window)  # fmt: skip
+                       shuffled, key_serde, window, isinstance(agg.processor, KStreamReduce))  # fmt: skip
 
 
 def window_count_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowCount | None:
