@@ -182,3 +182,60 @@ async def test_a_tasks_stream_time_survives_a_restart_from_the_checkpoint(bootst
     runner.run("available_now", tmp_path / "checkpoints")
     assert await read_table(bootstrap_servers, output, bytes.decode, bytes.decode) == {
         "a@0": "2", "a@10": "1", "a@20": "2"}
+
+
+async def test_through_two_tasks_each_task_drops_what_kafka_streams_drops_in_the_named_interleaving(
+    bootstrap_servers: str, spark: Any, tmp_path: Path
+) -> None:
+    """A replaced repartition topic of two partitions, late records: the native query's table is
+    what Kafka Streams' own window aggregate (the TopologyTestDriver, one per task) computes when
+    each task reads its writers' records merged by their running largest timestamp (docs/spark.md)."""
+    import heapq
+
+    from streams_core import TopologyTestDriver
+    from streams_core.runtime.partitioner import default_partition
+
+    suffix = unique_topic("native-window-tasks")
+    lines, output = f"lines-{suffix}", f"out-{suffix}"
+    for topic in (lines, output):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    # Partition 0 runs ahead (to 60 s) early; partition 1 lags, with records late for its own order.
+    records = {
+        0: [("p q r", 1), ("p s", 30), ("q t", 61), ("p r", 12), ("s t u", 44), ("q", 2)],
+        1: [("r s", 3), ("t u p", 8), ("q", 27), ("p u", 5), ("r t", 33), ("s", 9), ("u q", 20)],
+    }
+    await produce(bootstrap_servers, lines, [Rec(b"k", line.encode(), partition=p, timestamp_ms=at(t))
+                                             for p, rows in records.items() for line, t in rows])  # fmt: skip
+    windows = TimeWindows.of_size_and_grace(10_000, 6_000)
+
+    def build(source: str, sink: str, by_word: bool) -> Topology:
+        builder = StreamsBuilder()
+        stream = builder.stream(source, key_serde=S, value_serde=S)
+        grouped = stream.flat_map_values(str.split).group_by(lambda k, w: w, Grouped.with_(S, S)) if by_word else stream.group_by_key()
+        (grouped.windowed_by(windows).count().to_stream()
+         .map(lambda wk, n: (f"{wk.key}@{(wk.window.start - W0) // 1000}", str(n))).to(sink, key_serde=S, value_serde=S))
+        return builder.build()
+
+    runner = SparkRunner(build(lines, output, True), {"application.id": f"tasks-{suffix}", "bootstrap.servers": bootstrap_servers},
+                         spark=spark)  # fmt: skip
+    assert native_query(runner.topology).native.window.partitions_of is not None
+    runner.run("available_now", tmp_path / "checkpoints")
+    table = await read_table(bootstrap_servers, output, bytes.decode, bytes.decode)
+
+    expected: dict[str, str] = {}
+    for task in (0, 1):
+        writers = []
+        for rows in records.values():
+            words = [(w, at(t)) for line, t in rows for w in line.split() if default_partition(w.encode(), 2) == task]
+            running = [max(ts for _, ts in words[: i + 1]) for i in range(len(words))]
+            writers.append([(m, i, w, ts) for i, ((w, ts), m) in enumerate(zip(words, running, strict=True))])
+        with TopologyTestDriver(build("task", "out", False), {"application.id": "oracle"}) as driver:
+            source = driver.create_input_topic("task", S, S)
+            for _, _, word, ts in heapq.merge(*writers, key=lambda r: r[0]):
+                source.pipe_input(word, word, ts)
+            expected.update(driver.create_output_topic("out", S, S).read_key_values_to_map())
+    assert table == expected
+    everything = {f"{w}@{(at(t) - W0) // 10_000 * 10}" for rows in records.values() for line, t in rows for w in line.split()}
+    counted = sum(int(n) for n in table.values())
+    assert counted < sum(len(line.split()) for rows in records.values() for line, _ in rows), "records were dropped"
+    assert set(table) <= everything
