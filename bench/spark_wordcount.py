@@ -25,8 +25,8 @@ own application id and output topic over the same input:
                of a keyed stage (not in the default --engines)
   spark-windowed-count  a 1-minute tumbling window count alone on SparkRunner: flat_map_values ->
                group_by(word) -> windowed_by(1 min, grace 1 h) -> count -> to_stream -> key
-               "word@window start" -> to (two queries: a fused stateless stage into the
-               repartition topic, then the task stage)
+               "word@window start" -> to (one native query: docs/spark.md, "The windowed count
+               natively")
   spark-hand-windowed  the same by hand on the same session: explode(split(value)) ->
                groupBy(window(timestamp, "1 minute"), word).count() -> key "word@window start",
                value the Long serde's bytes -> Kafka sink, update mode, availableNow

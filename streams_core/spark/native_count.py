@@ -20,23 +20,26 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
 from streams_core.kstream.internals.dsl_serde import InferredSerde
-from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate
+from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
+from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streams_core.kstream.internals.ktable_processors import KTableToStream
 from streams_core.kstream.internals.stateless_chain import Emit, compose, fused_nodes
 from streams_core.kstream.kgrouped_stream import _count_add, _zero
+from streams_core.kstream.time_windowed_kstream import _count_add as _window_count_add
+from streams_core.kstream.time_windowed_kstream import _zero as _window_zero
 from streams_core.processor.consumer_record import ConsumerRecord
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
 from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
 from streams_core.serde import Serdes
 
-__all__ = ["CountKeys", "NativeCount", "find_native_count"]
+__all__ = ["CountKeys", "NativeCount", "WindowCount", "built_shipped", "find_native_count", "key_column", "window_count_tail"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +47,22 @@ _OWN_TIMESTAMP = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp)
 
 #: A partial count goes to Spark once it holds this many keys (else once per Spark partition).
 _MAX_PARTIAL_KEYS = 200_000
+
+
+@dataclass(frozen=True)
+class WindowCount:
+    """A windowed count's windows and what follows it: `to_stream()`, fused operators, sinks."""
+
+    size: int
+    advance: int
+    grace: int
+    to_stream: str
+    #: The fused stateless nodes between `to_stream()` and the sinks (run on the updated windows).
+    tail: tuple[str, ...]
+    sinks: tuple[str, ...]
+    topics: tuple[str, ...]
+    #: The repartition topic whose partitions are the count's tasks; None: the source's partitions.
+    partitions_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,8 +84,13 @@ class NativeCount:
     native: tuple[str, ...]
     #: The repartition sink and source Spark's shuffle replaces.
     shuffled: tuple[str, ...] = ()
-    #: The output sink's key serde (keys other than String are serialized in Python).
+    #: The grouping key's serde: the output sink's for a count, the repartition (or source) topic's
+    #: for a windowed count (keys other than String are serialized in Python).
     key_serde: Any = field(default=None, compare=False, repr=False)
+    #: For a windowed count: its windows, tail and tasks (None for a count).
+    window: WindowCount | None = None
+    #: A `reduce()` (opted in as associative: partial reductions per Spark partition), not a count.
+    reduce: bool = False
 
 
 def resolved(serde: Any) -> Any:
@@ -86,10 +110,10 @@ def same_serde(serde: Any, other: Any) -> bool:
 
 
 def _count_tail(agg: ProcessorNode) -> SinkNode | None:
-    """The sink of `count() -> to_stream() -> to(topic)` below `agg`, None if `agg` is not that."""
+    """The sink of `count() -> to_stream() -> to(topic)` (or `reduce()`'s) below `agg`, None if `agg` is not that."""
     processor = agg.processor
-    if not (isinstance(processor, KStreamAggregate) and processor._initializer is _zero
-            and processor._aggregator is _count_add and len(agg.children) == 1):  # fmt: skip
+    count = isinstance(processor, KStreamAggregate) and processor._initializer is _zero and processor._aggregator is _count_add
+    if not ((count or isinstance(processor, KStreamReduce)) and len(agg.children) == 1):
         return None
     (to_stream,) = agg.children
     if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor._key_mapper is None
@@ -98,7 +122,7 @@ def _count_tail(agg: ProcessorNode) -> SinkNode | None:
     (sink,) = to_stream.children
     if not isinstance(sink, SinkNode) or sink.topic is None or sink.partitioner is not None:
         return None
-    if not same_serde(sink.value_serde, Serdes.Long()):
+    if count and not same_serde(sink.value_serde, Serdes.Long()):
         return None
     return sink
 
@@ -117,33 +141,98 @@ def _chains_into(built: ProcessorTopology, end: ProcessorNode) -> tuple[str, ...
 
 
 def find_native_count(
-    sid: int, built: ProcessorTopology, builder: Any, config: StreamsConfig, readback: frozenset[str]
-) -> NativeCount | None:
-    """`NativeCount` when sub-topology `sid` counts a stateless chain as Spark can natively, else None.
+    sid: int, built: ProcessorTopology, builder: Any, config: StreamsConfig, readback: frozenset[str],
+    associative_reducers: bool = False,
+) -> NativeCount | None:  # fmt: skip
+    """`NativeCount` when sub-topology `sid` counts (or, with `associative_reducers`, reduces) a
+    stateless chain as Spark can natively, else None.
 
-    `readback` are the topics the topology both writes and reads; the output must not be one.
+    `readback` are the topics the topology both writes and reads; the outputs must not be one.
     """
-    aggregates = [n for n in built.processors if isinstance(n.processor, KStreamAggregate)]
+    kinds = (KStreamAggregate, KStreamWindowAggregate, *((KStreamReduce,) if associative_reducers else ()))
+    aggregates = [n for n in built.processors if isinstance(n.processor, kinds)]
     if len(aggregates) != 1:
         return None
     (agg,) = aggregates
-    sink = _count_tail(agg)
-    if sink is None or sink.topic in readback or len(built.sinks) != 1:
-        return None
     (store,) = agg.store_names
     if not builder.store_builder(store).caching_enabled:
-        return None  # caching off: every update is emitted, as the keyed stage does
-    native = (agg.name, *(c.name for c in agg.children))
-    string_keys = same_serde(sink.key_serde, Serdes.String())
+        return None  # caching off: every update is emitted, as the keyed and task stages do
+    window = window_count_tail(agg, readback) if isinstance(agg.processor, KStreamWindowAggregate) else None
+    if window is not None:
+        sinks, native, output_key_serde = window.sinks, (agg.name, window.to_stream, *window.tail), None
+    else:
+        sink = _count_tail(agg)
+        if sink is None or sink.topic in readback:
+            return None
+        sinks, native, output_key_serde = (sink.name,), (agg.name, *(c.name for c in agg.children)), sink.key_serde
+    if sorted(s.name for s in built.sinks) != sorted(sinks):
+        return None
+    chain = _chain_into(sid, built, builder, config, readback, agg, set(native), output_key_serde)
+    if chain is None:
+        return None
+    chain_sid, chain_built, end, bypassed, fused, shuffled, key_serde = chain
+    if (window is not None or isinstance(agg.processor, KStreamReduce)) and len(
+            [t for s in chain_built.sources for t in s.topics]) != 1:  # fmt: skip
+        return None  # one task per partition of one topic: its records in offset order (docs/spark.md)
+    if window is not None:
+        window = replace(window, partitions_of=bypassed)
+        output = window.topics[0]
+    else:
+        output = str(built.sinks[0].topic)
+        key_serde = built.sinks[0].key_serde
+    return NativeCount(chain_sid, end, sid, output, bypassed, same_serde(key_serde, Serdes.String()), fused, native,
+                       shuffled, key_serde, window, isinstance(agg.processor, KStreamReduce))  # fmt: skip
+
+
+def window_count_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowCount | None:
+    """What follows a windowed `count()` (emitting per update) when it is `to_stream()`, fused stateless
+    operators and sinks to fixed topics without a custom partitioner; else None."""
+    processor = agg.processor
+    if not (isinstance(processor, KStreamWindowAggregate) and processor._initializer is _window_zero
+            and processor._aggregator is _window_count_add and not processor._emit_strategy.emits_on_close
+            and len(agg.children) == 1):  # fmt: skip
+        return None
+    (to_stream,) = agg.children
+    if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor._key_mapper is None):
+        return None
+    tail: list[str] = []
+    sinks: list[SinkNode] = []
+    for child in to_stream.children:
+        nodes, terminals = fused_nodes(child)
+        tail.extend(n.name for n in nodes if n.name not in tail)
+        for end in terminals:
+            if not isinstance(end, SinkNode) or end.topic is None or end.partitioner is not None or end.topic in readback:
+                return None
+            sinks.append(end)
+    if not sinks:
+        return None
+    return WindowCount(processor._size, processor._advance, processor._grace, to_stream.name, tuple(tail),
+                       tuple(dict.fromkeys(s.name for s in sinks)), tuple(dict.fromkeys(str(s.topic) for s in sinks)))  # fmt: skip
+
+
+_Chain = tuple[int, ProcessorTopology, str, "str | None", tuple[str, ...], tuple[str, ...], Any]
+
+
+def _chain_into(
+    sid: int, built: ProcessorTopology, builder: Any, config: StreamsConfig, readback: frozenset[str],
+    agg: ProcessorNode, native: set[str], output_key_serde: Any,
+) -> _Chain | None:  # fmt: skip
+    """The stateless chain feeding `agg`, in its own sub-topology or through a repartition topic.
+
+    (chain sub-topology id, its built topology, node the chain ends at, repartition topic Spark's
+    shuffle replaces or None, fused node names, replaced sink and source, the grouping key's
+    serde); None when anything else hangs off the chain. With `output_key_serde`, the
+    repartition topic's key serde must be it (the output keys are the grouping bytes).
+    """
     internal_source = any(set(s.topics) & builder.internal_topics for s in built.sources)
     fused = None if internal_source else _chains_into(built, agg)
     everything = {n.name for n in built.processors}
     if fused is not None:
         if any(set(s.topics) & readback for s in built.sources) or everything != {*fused, *native}:
             return None
-        return NativeCount(sid, agg.name, sid, str(sink.topic), None, string_keys, fused, native, key_serde=sink.key_serde)
+        return sid, built, agg.name, None, fused, (), built.sources[0].key_serde
     (source,) = built.sources if len(built.sources) == 1 else (None,)
-    if source is None or source.children != (agg,) or len(source.topics) != 1 or everything != set(native):
+    if source is None or source.children != (agg,) or len(source.topics) != 1 or everything != native:
         return None
     (topic,) = source.topics
     if topic not in builder.internal_topics:
@@ -159,15 +248,17 @@ def find_native_count(
     if len(repartition_sinks) != 1 or len(writer.sinks) != 1:
         return None
     (repartition_sink,) = repartition_sinks
-    if not same_serde(repartition_sink.key_serde, sink.key_serde) or repartition_sink.partitioner is not None:
+    if repartition_sink.partitioner is not None:
+        return None
+    if output_key_serde is not None and not same_serde(repartition_sink.key_serde, output_key_serde):
         return None
     if any(set(s.topics) & readback for s in writer.sources):
         return None
     chain = _chains_into(writer, repartition_sink)
     if chain is None:
         return None
-    return NativeCount(writers[0], repartition_sink.name, sid, str(sink.topic), topic, string_keys, chain, native,
-                       (repartition_sink.name, source.name), sink.key_serde)  # fmt: skip
+    return (writers[0], writer, repartition_sink.name, topic, chain, (repartition_sink.name, source.name),
+            repartition_sink.key_serde)  # fmt: skip
 
 
 class CountKeys:
@@ -189,19 +280,10 @@ class CountKeys:
         """The source columns it reads (the topic only to pick the chain of a query reading several)."""
         return ["timestamp", "key", "value", *(["topic"] if len(source_topics) > 1 else [])]
 
-    def _chains(self, keys: list[Any]) -> dict[str, tuple[SourceNode, Emit]]:
-        from streams_core.spark.subtopology_executor import load_topology
-
-        builder = load_topology(self.topology).internal_topology_builder
-        config = StreamsConfig(self.props)
-        builder.set_application_id(config["application.id"])
-        built = builder.build_subtopology(self.native.chain_subtopology, config)
+    def _chains(self, counted: Emit) -> dict[str, tuple[SourceNode, Emit]]:
+        """Each source topic's chain, ending in `counted` (the records the count receives)."""
+        built = built_shipped(self.topology, self.props, self.native.chain_subtopology)
         end = self.native.chain_end
-        append = keys.append
-
-        def counted(key: Any, value: Any, timestamp: int, headers: Any) -> None:
-            if key is not None and value is not None:
-                append(key)
 
         def terminal(node: ProcessorNode) -> Emit:
             if node.name != end:
@@ -213,16 +295,18 @@ class CountKeys:
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         """Count each batch's keys in Python (a map-side partial count, C-speed `Counter`); Spark sums them."""
         keys: list[Any] = []
-        chains = self._chains(keys)
+        append = keys.append
+
+        def counted(key: Any, value: Any, timestamp: int, headers: Any) -> None:
+            if key is not None and value is not None:
+                append(key)
+
+        chains = self._chains(counted)
         counts: Counter[Any] = Counter()
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            if "topic" not in batch.schema.names:  # the query reads one topic
-                topic, (source, run) = next(iter(chains.items()))
-                self._run(source, topic, run, batch)
-            else:
-                self._run_topics(chains, batch)
+            self._run_batch(chains, batch)
             counts.update(keys if self.native.string_keys else self._serialized(keys))
             keys.clear()
             if len(counts) >= _MAX_PARTIAL_KEYS:
@@ -230,6 +314,14 @@ class CountKeys:
                 counts.clear()
         if counts:
             yield self._partial(counts)
+
+    def _run_batch(self, chains: Mapping[str, tuple[SourceNode, Emit]], batch: Any) -> None:
+        """Every record of `batch` through its topic's chain."""
+        if "topic" not in batch.schema.names:  # the query reads one topic
+            topic, (source, run) = next(iter(chains.items()))
+            self._run(source, topic, run, batch)
+        else:
+            self._run_topics(chains, batch)
 
     def _run(self, source: SourceNode, topic: str, run: Emit, batch: Any) -> None:
         ks = _deserialized(batch.column("key"), source.key_serde, topic)
@@ -260,16 +352,8 @@ class CountKeys:
     def _partial(self, counts: Counter[Any]) -> Any:
         import pyarrow as pa
 
-        keys, ns = list(counts), list(counts.values())
-        if self.native.string_keys:
-            try:
-                column = pa.array(keys, pa.string())
-            except (pa.ArrowTypeError, pa.ArrowInvalid):
-                Serdes.String().serialize(self.native.output_topic, next(k for k in keys if not isinstance(k, str)))
-                raise
-        else:
-            column = pa.array(keys, pa.binary())
-        return pa.RecordBatch.from_arrays([column, pa.array(ns, pa.int64())], names=["key", "n"])
+        column = key_column(list(counts), self.native.string_keys, self.native.output_topic)
+        return pa.RecordBatch.from_arrays([column, pa.array(list(counts.values()), pa.int64())], names=["key", "n"])
 
     def _with_extractor(self, source: SourceNode, topic: str, ks: list[Any], vs: list[Any], timestamps: list[int],
                         batch: Any, run: Emit) -> None:  # fmt: skip
@@ -282,6 +366,30 @@ class CountKeys:
                     log.warning("dropping a record of %s at offset %s: negative timestamp %d", topic, offset, timestamp)
                     continue
             run(key, value, timestamp, ())
+
+
+def built_shipped(topology: bytes, props: Mapping[str, Any], subtopology: int) -> ProcessorTopology:
+    """Sub-topology `subtopology` of a shipped topology, built on this executor."""
+    from streams_core.spark.subtopology_executor import load_topology
+
+    builder = load_topology(topology).internal_topology_builder
+    config = StreamsConfig(props)
+    builder.set_application_id(config["application.id"])
+    return builder.build_subtopology(subtopology, config)
+
+
+def key_column(keys: list[Any], string_keys: bool, topic: str) -> Any:
+    """The grouping keys as an Arrow column: strings (what the String serde would refuse fails as
+    it would fail), else the serde's bytes."""
+    import pyarrow as pa
+
+    if not string_keys:
+        return pa.array(keys, pa.binary())
+    try:
+        return pa.array(keys, pa.string())
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        Serdes.String().serialize(topic, next(k for k in keys if not isinstance(k, str)))
+        raise
 
 
 def _extract(source: SourceNode, topic: str, key: Any, value: Any, timestamp: int, offset: int) -> int:

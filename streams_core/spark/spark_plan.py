@@ -80,6 +80,10 @@ _STAGES: Mapping[str, str] = {
     "keyed": "groupBy(key).transformWithState (keyed Python stage, RocksDB state)",
     "task": "groupBy(partition).transformWithState (task Python stage: stores as changelog in RocksDB state)",
     "native": "mapInArrow (fused stateless chain, partial counts) -> groupBy(key).sum() (Spark's streaming aggregation)",
+    "native-reduce": "mapInArrow (fused stateless chain, partial reductions per Spark partition) -> groupBy(key)"
+                     ".transformWithStateInPandas (the reducer over stored value and partials)",
+    "native-window": "mapInArrow (fused stateless chain, partial counts per task and window) -> groupBy(task)"
+                     ".transformWithStateInPandas (stream time) -> groupBy(key, window start).sum() -> mapInArrow (tail)",
 }
 
 #: How each stage runs the processors it does not run natively.
@@ -118,6 +122,22 @@ class QueryPlan:
         how = [(name, "python: fused stateless chain in mapInArrow, once per Arrow batch") for name in native.fused]
         how.extend((name, f"native: Spark's shuffle (groupBy key) replaces topic {native.bypassed_topic}")
                    for name in native.shuffled)  # fmt: skip
+        window = native.window
+        if window is not None:
+            count, to_stream, *tail = native.native
+            tasks = f"partitions of {window.partitions_of}" if window.partitions_of else "source partitions"
+            how.append((count, "native: windows on time per task (" + tasks + ") in mapInArrow, closed windows dropped "
+                               "by the task's stream time in groupBy(task).transformWithStateInPandas (state: one long), "
+                               "groupBy(key, window start).sum() (Spark's streaming aggregation: key, start, count)"))
+            how.append((to_stream, "native: Spark's update mode, one record per changed window and micro-batch"))
+            how.extend((name, "python: fused stateless chain in mapInArrow over the updated windows") for name in tail)
+            return tuple(how)
+        if native.reduce:
+            reduce, *rest = native.native
+            how.append((reduce, "python: the reducer per Spark partition in mapInArrow (partial reductions), then over the "
+                                "stored value and the partials in groupBy(key).transformWithStateInPandas (state: value bytes)"))
+            how.extend((name, "native: Spark's update mode, one record per changed key and micro-batch") for name in rest)
+            return tuple(how)
         count, *rest = native.native
         how.append((count, "native: groupBy(key).sum() of the chain's partial counts per Spark partition, "
                            "Spark's streaming aggregation (state: key, count)"))
@@ -125,7 +145,9 @@ class QueryPlan:
         return tuple(how)
 
     def describe(self) -> str:
-        how = _STAGES[self.stage]
+        native = self.native
+        how = _STAGES[self.stage if native is None else "native-window" if native.window else "native-reduce" if native.reduce
+                      else self.stage]  # fmt: skip
         lines = [
             f"Query {self.subtopology_id}: sub-topology {self.subtopology_id}"
             + (f", after {', '.join(map(str, self.after))}" if self.after else ""),
@@ -160,8 +182,12 @@ class SparkPlan:
         return self.describe()
 
 
-def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
-    """Check every node of `topology` and lay out its queries; UnsupportedOnSparkError if one cannot run."""
+def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_reducers: bool = False) -> SparkPlan:
+    """Check every node of `topology` and lay out its queries; UnsupportedOnSparkError if one cannot run.
+
+    `associative_reducers`: the user vouches that every `reduce()`'s reducer is associative, so a
+    stateless chain into one may reduce partially per Spark partition (native_reduce.py).
+    """
     config = StreamsConfig(props)
     application_id: str = config["application.id"]
     builder = topology.internal_topology_builder
@@ -179,7 +205,7 @@ def plan_topology(topology: Topology, props: Mapping[str, Any]) -> SparkPlan:
         config = config.with_overrides({"state.dir": state_dir})
         for sid, info in groups.items():
             built = builder.build_subtopology(sid, config)
-            native = find_native_count(sid, built, builder, config, readback_written)
+            native = find_native_count(sid, built, builder, config, readback_written, associative_reducers)
             if native is not None:
                 natives.append(native)
             processors: list[str] = []

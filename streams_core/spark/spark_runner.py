@@ -29,6 +29,7 @@ from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.spark.errors import UnsupportedOnSparkError
+from streams_core.spark.native_count import NativeCount
 from streams_core.spark.spark_plan import QueryPlan, SparkPlan, plan_topology
 from streams_core.spark.spark_session import build_session
 from streams_core.spark.subtopology_executor import InputRow
@@ -64,7 +65,9 @@ class SparkRunner:
 
     Without `spark`, a session is built (`local[*]`, UI off, bound to 127.0.0.1, the Kafka
     connector jars from `make setup`); `spark.*` keys of `config` configure it. `source_options`
-    are extra options of Spark's Kafka source (e.g. `maxOffsetsPerTrigger`). After a run,
+    are extra options of Spark's Kafka source (e.g. `maxOffsetsPerTrigger`). `associative_reducers`:
+    the user vouches that every `reduce()`'s reducer is associative, so a stateless chain into
+    one reduces partially per Spark partition first (docs/spark.md). After a run,
     `progress[sub-topology id]` holds its query's progress reports (rows read per micro-batch).
     """
 
@@ -75,6 +78,7 @@ class SparkRunner:
         spark: Any = None,
         *,
         source_options: Mapping[str, str] | None = None,
+        associative_reducers: bool = False,
     ) -> None:
         split = sorted(set(source_options or {}) & {"minPartitions", "maxRecordsPerPartition"})
         if split:
@@ -83,6 +87,7 @@ class SparkRunner:
                 "no longer be processed in offset order as in Kafka Streams"
             )
         self._source_options = {**_SOURCE_OPTIONS, **(source_options or {})}
+        self._associative_reducers = associative_reducers
         self.progress: dict[int, list[dict[str, Any]]] = {}
         self._spark_conf = {k: v for k, v in config.items() if k.startswith("spark.")}
         self._props = {k: v for k, v in config.items() if not k.startswith("spark.")}
@@ -112,7 +117,7 @@ class SparkRunner:
     def plan(self) -> SparkPlan:
         """The queries `run` will start; raises UnsupportedOnSparkError for what cannot run faithfully."""
         if self._plan is None:
-            self._plan = plan_topology(self.topology, self._props)
+            self._plan = plan_topology(self.topology, self._props, associative_reducers=self._associative_reducers)
         return self._plan
 
     def run(self, mode: Mode = "available_now", checkpoint_dir: str | os.PathLike[str] | None = None) -> None:
@@ -204,6 +209,10 @@ class SparkRunner:
         rows = reader.option("subscribe", ",".join(self._topics_of(query))).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
         )
+        if query.native is not None and query.native.window is not None:
+            return self._window_count(query, query.native, rows)
+        if query.native is not None and query.native.reduce:
+            return self._reduce(query, query.native, rows)
         if query.native is not None:
             native = query.native
             stage = CountKeys(query.spec.topology, query.spec.props, native)
@@ -220,6 +229,40 @@ class SparkRunner:
         if query.stage == "keyed":
             return rows.groupBy("key").transformWithState(KeyedStage(spec), OUTPUT_SCHEMA, "Update", "None")
         return rows.groupBy("partition").transformWithStateInPandas(TaskStage(spec), OUTPUT_SCHEMA, "Update", "None")
+
+    def _window_count(self, query: QueryPlan, native: NativeCount, rows: Any) -> Any:
+        """The native windowed count's query (native_window_count.py)."""
+        from pyspark.sql import functions as F
+
+        from streams_core.spark.native_window_count import StreamTimeFilter, WindowKeys, WindowOutput
+
+        window = native.window
+        assert window is not None
+        spec = query.spec
+        partitions = self._counts.get(window.partitions_of, 0) if window.partitions_of else 0
+        keys = WindowKeys(spec.topology, spec.props, native, partitions)
+        on_time = rows.select(*keys.columns(query.source_topics)).mapInArrow(keys, keys.schema).groupBy("task")
+        key_type = "string" if native.string_keys else "binary"
+        counts = on_time.transformWithStateInPandas(
+            StreamTimeFilter(window.size + window.grace), f"key {key_type}, start bigint, n bigint", "Update", "None"
+        ).groupBy("key", "start").agg(F.sum("n").alias("count"))
+        output = WindowOutput(spec.topology, spec.props, native, window.partitions_of or query.source_topics[0])
+        return counts.mapInArrow(output, output.schema)
+
+    def _reduce(self, query: QueryPlan, native: NativeCount, rows: Any) -> Any:
+        """The native reduce's query (native_reduce.py)."""
+        from pyspark.sql import functions as F
+
+        from streams_core.spark.native_reduce import ReduceKeys, ReduceStage
+
+        spec = query.spec
+        keys = ReduceKeys(spec.topology, spec.props, native)
+        key_type = "string" if native.string_keys else "binary"
+        reduced = rows.select(*keys.columns(query.source_topics)).mapInArrow(keys, keys.schema).groupBy("key")
+        out = reduced.transformWithStateInPandas(ReduceStage(spec.topology, spec.props, native),
+                                                 f"key {key_type}, value binary", "Update", "None")  # fmt: skip
+        key_column = F.col("key").cast("binary") if native.string_keys else F.col("key")
+        return out.select(F.lit(native.output_topic).alias("topic"), key_column.alias("key"), "value")
 
     def _start(self, query: QueryPlan, checkpoints: Path, *, available_now: bool) -> Any:
         out = self._frame(query)
@@ -282,7 +325,10 @@ class SparkRunner:
         partitioned = {t for q in plan.queries for t in q.partitioned_sinks}
         patterns = any(q.source_patterns for q in plan.queries)
         global_topics = builder.global_topics
-        if not (plan.internal_topics or builder.copartition_groups() or partitioned or patterns or global_topics):
+        # A native windowed count's tasks are the partitions of the repartition topic it replaces.
+        replaced = {q.native.window.partitions_of for q in plan.queries
+                    if q.native is not None and q.native.window is not None and q.native.window.partitions_of}  # fmt: skip
+        if not (plan.internal_topics or builder.copartition_groups() or partitioned or patterns or global_topics or replaced):
             return {}
         internal = set(plan.internal_topics)
         named = sorted(({t for q in plan.queries for t in q.source_topics} | global_topics) - internal)
@@ -306,7 +352,7 @@ class SparkRunner:
                 sizes = builder.internal_topic_partition_counts(known)
                 if internal:
                     await manager.ensure_topics([NewTopicSpec(t, sizes[t]) for t in sorted(internal)])
-                return {**known, **{t: sizes[t] for t in internal}}
+                return {**known, **{t: sizes[t] for t in internal | replaced}}
             finally:
                 await admin.close()
 
@@ -363,7 +409,9 @@ class SparkRunner:
 
 def _checkpoint_name(query: QueryPlan) -> str:
     """A native query keeps Spark's aggregation state: never the checkpoint of a Python stage of the same id."""
-    prefix = "native-count" if query.native is not None else "subtopology"
+    native = query.native
+    prefix = ("subtopology" if native is None else "native-window-count" if native.window else "native-reduce" if native.reduce
+              else "native-count")  # fmt: skip
     return f"{prefix}-{query.subtopology_id}"
 
 
