@@ -43,7 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.wordcount import STORE, build_topology
-from bench.wordcount_guarantees import create_topics, fill, make_lines
+from bench.wordcount_guarantees import create_topics, filled_input
 from streams_core.runtime.kafka_streams import KafkaStreams, State
 from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 
@@ -135,16 +135,7 @@ async def run_variant(
 
 
 async def main_async(args: argparse.Namespace, bootstrap: str, broker_pid: int) -> None:
-    variants = [v for v in args.variants.split(",") if v]
-    unknown = set(variants) - set(VARIANTS)
-    if unknown:
-        raise SystemExit(f"unknown variants {sorted(unknown)}; choose from {list(VARIANTS)}")
-    topic = f"bench-threads-lines-{uuid.uuid4().hex[:8]}"
-    await create_topics(bootstrap, [topic], args.partitions)
-    lines, expected = make_lines(args.lines, args.words_per_line, args.vocabulary)
-    seconds = await fill(bootstrap, topic, lines)
-    print(f"filled {topic}: {args.lines:,} lines, {sum(expected.values()):,} words, {args.partitions} partitions, "
-          f"in {seconds:.1f} s", flush=True)
+    variants, topic, expected = await filled_input(args, bootstrap, VARIANTS, "bench-threads-lines")
     runs: dict[str, list[Result]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory(prefix="bench-threads-state-") as state_dir:
         for round_ in range(args.repeat):

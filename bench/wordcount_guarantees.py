@@ -46,7 +46,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -216,18 +216,26 @@ async def pyinstrument(path: Path | None) -> AsyncIterator[None]:
         print(f"pyinstrument profile: {path.name}.txt/.html", flush=True)
 
 
-async def main_async(args: argparse.Namespace, bootstrap: str) -> None:
+async def filled_input(
+    args: argparse.Namespace, bootstrap: str, known: Iterable[str], prefix: str
+) -> tuple[list[str], str, Counter[str]]:
+    """The variants asked for (`--variants`, checked against `known`), and an input topic filled with
+    `--lines` lines (`--words-per-line`, `--vocabulary`, `--partitions`) with the expected counts."""
     variants = [v for v in args.variants.split(",") if v]
-    unknown = set(variants) - set(VARIANTS)
+    unknown = set(variants) - set(known)
     if unknown:
-        raise SystemExit(f"unknown variants {sorted(unknown)}; choose from {list(VARIANTS)}")
-    input_topic = f"bench-wc-lines-{uuid.uuid4().hex[:8]}"
+        raise SystemExit(f"unknown variants {sorted(unknown)}; choose from {list(known)}")
+    input_topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
     await create_topics(bootstrap, [input_topic], args.partitions)
     lines, expected = make_lines(args.lines, args.words_per_line, args.vocabulary)
     seconds = await fill(bootstrap, input_topic, lines)
-    words = sum(expected.values())
-    print(f"filled {input_topic}: {args.lines:,} lines, {words:,} words ({len(expected):,} distinct), "
+    print(f"filled {input_topic}: {args.lines:,} lines, {sum(expected.values()):,} words ({len(expected):,} distinct), "
           f"{args.partitions} partitions, in {seconds:.1f} s", flush=True)
+    return variants, input_topic, expected
+
+
+async def main_async(args: argparse.Namespace, bootstrap: str) -> None:
+    variants, input_topic, expected = await filled_input(args, bootstrap, VARIANTS, "bench-wc-lines")
     runs: dict[str, list[Result]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory(prefix="bench-wc-state-") as state_dir:
         for round_ in range(args.repeat):

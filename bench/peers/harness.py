@@ -94,6 +94,8 @@ class System:
                     str(COMMIT_MS), self.name.removeprefix("aiokafka-")]
         if self.name == "ours-alos":
             return ours
+        if self.name == "ours-alos-2w":
+            return [*ours, "--workers", "2"]
         if self.name == "ours-eos":
             return [*ours, "--guarantee", "exactly_once_v2"]
         if self.name == "spark":
@@ -111,6 +113,7 @@ SYSTEMS = {s.name: s for s in (
     System("aiokafka-naive", ("passthrough",), exits_itself=True),
     System("aiokafka-batch", ("passthrough",), exits_itself=True),
     System("ours-alos", WORKLOADS),
+    System("ours-alos-2w", WORKLOADS),  # two stream threads as worker processes (stream.threads.mode=process)
     System("ours-eos", WORKLOADS, transactional=True),
     System("kstreams", WORKLOADS),
     System("quix", ("passthrough", "wc", "windowed")),

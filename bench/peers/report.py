@@ -6,7 +6,7 @@ import statistics
 from typing import Any
 
 MEASURES = ("from_start", "from_first_write", "output_span")
-OURS = ("ours-alos", "ours-eos")
+OURS = ("ours-alos", "ours-alos-2w", "ours-eos")
 UNIT = {"passthrough": "records/s"}
 
 

@@ -1,11 +1,11 @@
 """Our runtime in the bench/peers harness: one KafkaStreams instance (or SparkRunner) in this process.
 
     .venv/bin/python bench/peers/run_ours.py BOOTSTRAP APP_ID INPUT OUTPUT WORKLOAD STATE_DIR COMMIT_MS
-        [--cache-bytes N] [--guarantee at_least_once|exactly_once_v2] [--engine asyncio|spark]
+        [--cache-bytes N] [--guarantee at_least_once|exactly_once_v2] [--engine asyncio|spark] [--workers N]
 
 Workloads: `passthrough` (bytes in, bytes out), `wc` (app/wordcount.py's DSL count, without its
 windowed part), `windowed` (1-minute tumbling windows, grace 10 s, key `word@window-start`). The
-asyncio engine runs until SIGTERM; the Spark engine (wc only) runs `available_now` and returns.
+asyncio engine runs until SIGTERM (`--workers N`: N stream threads as worker processes, docs/runtime.md); the Spark engine (wc only) runs `available_now` and returns.
 The environment variable PEERS_OURS_CONFIG (a JSON object) adds to or overrides the configuration.
 """
 
@@ -80,12 +80,15 @@ def main() -> int:
     parser.add_argument("--cache-bytes", type=int, default=10 * 1024 * 1024)
     parser.add_argument("--guarantee", default="at_least_once")
     parser.add_argument("--engine", choices=("asyncio", "spark"), default="asyncio")
+    parser.add_argument("--workers", type=int, default=0, help="stream threads as worker processes (0: one inline thread)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("aiokafka").setLevel(logging.ERROR)
     config = {"application.id": args.app_id, "bootstrap.servers": args.bootstrap, "state.dir": args.state_dir,
               "commit.interval.ms": args.commit_ms, "statestore.cache.max.bytes": args.cache_bytes,
               "processing.guarantee": args.guarantee, **PRODUCER}
+    if args.workers:
+        config |= {"num.stream.threads": args.workers, "stream.threads.mode": "process"}
     config |= json.loads(os.environ.get("PEERS_OURS_CONFIG", "{}"))  # for experiments, e.g. fetch or linger settings
     topo = topology(args.workload, args.input, args.output)
     if args.engine == "spark":

@@ -11,11 +11,8 @@ around each call.
 
 from __future__ import annotations
 
-import copyreg
 import heapq
-import io
 import logging
-import pickle
 import struct
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -26,7 +23,7 @@ from typing import Any, NamedTuple
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
 from streams_core.kstream.internals.stateless_chain import Emit, compose, fused_nodes
-from streams_core.processor.internals.node_factories import ProcessorNodeFactory
+from streams_core.processor.internals import topology_shipping
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
 from streams_core.processor.internals.punctuation_queue import PunctuationSchedule
 from streams_core.processor.internals.stream_time import StreamTime
@@ -97,38 +94,13 @@ class OutputRow(NamedTuple):
     partition: int | None = None
 
 
-def _reduce_struct(packer: struct.Struct) -> tuple[Any, tuple[str]]:
-    return struct.Struct, (packer.format,)
-
-
-# Serdes hold precompiled `struct.Struct`s, which pickle cannot copy: rebuild them from their format.
-copyreg.pickle(struct.Struct, _reduce_struct)
-
-
 def ship_topology(topology: Topology) -> bytes:
-    """The topology as cloudpickle bytes for executors, without processors built so far.
-
-    A processor factory remembers the last processor it built (to refuse suppliers that return
-    the same instance twice); that processor and its task stay behind.
-    """
-    from pyspark import cloudpickle
-
-    base: Any = cloudpickle.Pickler
-
-    class _Pickler(base):  # type: ignore[misc]
-        def reducer_override(self, obj: Any) -> Any:
-            if type(obj) is ProcessorNodeFactory:
-                return ProcessorNodeFactory, (obj.name, obj.parents, obj.make_processor, obj.store_names, None)
-            return super().reducer_override(obj)
-
-    buffer = io.BytesIO()
-    pickler: Any = _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dump(topology)
-    return buffer.getvalue()
+    """The topology as bytes for executors (`topology_shipping.ship`: user code by value)."""
+    return topology_shipping.ship(topology)
 
 
 def load_topology(payload: bytes) -> Topology:
-    topology: Topology = pickle.loads(payload)
+    topology: Topology = topology_shipping.load(payload)
     return topology
 
 
