@@ -16,8 +16,8 @@ dir over the same input:
   process-1    num.stream.threads=1 as one worker process
 
 Timing counts start-up, as a user waits for it: from `start()` until every record is processed
-(the threads' `processed_records` reach lines + words; polled every 20 ms; a worker reports its
-metrics every 250 ms, so a process variant's end is seen up to that much late). The store is
+(the threads' `processed_records` reach lines + words; polled every 20 ms; a worker answers the
+poll between its processing slices). The store is
 then checked against the expected counts with a get per word (not timed). CPU is the instance
 process's plus each worker's (from /proc, read before close), over the timed span; CPU/wall says
 how many cores the instance kept busy.

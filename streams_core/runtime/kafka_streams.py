@@ -136,7 +136,7 @@ class KafkaStreams:
         self._pattern_watcher: asyncio.Task[None] | None = None
         self._errors: list[BaseException] = []
         self._run_mode = run_mode(self.config, self._clients, self.process_id)
-        self._inline = in_process(self.config, self.metadata)
+        self._inline = in_process(self.config, self.metadata, own_supplier=client_supplier is not None)
         factory = thread_factory(
             self.metadata,
             self.config,

@@ -6,11 +6,13 @@ cache, and, when the topology has global stores, its own global stream thread, s
 cores. They share the instance's process id, `application.server` and state directory, so the
 group's assignor sees one client with N consumers, as for Kafka Streams' threads.
 
-The worker receives a `WorkerSpec` (the topology shipped by value) on its control channel, builds
+The worker receives the `WorkerApplication` (the topology shipped by value) and its `WorkerSpec` on
+its control channel, builds
 its stream thread with the same `StreamThreadFactory` an in-process thread uses, and then:
 - reports each state change, each assignment and, every second, a `WorkerStatus` (metadata, the
   store copies it holds, metrics) on the control channel;
-- answers store queries on its query channel (`WorkerStoreQueries`), between processing slices;
+- answers store queries on its query channel (`WorkerStoreQueries`), between processing slices,
+  and `("status",)` there with its status now (for `metrics()` and `metadata_for_local_threads()`);
 - stops cleanly (commit, close tasks, leave the group) when asked or when the instance's end of
   the control channel closes, so a worker never outlives its instance.
 """
@@ -43,7 +45,7 @@ from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.runtime.worker_channel import ChannelClosedError, read_frame, write_frame
 from streams_core.runtime.worker_store_queries import WorkerStoreQueries, local_copies
 
-__all__ = ["WorkerSpec", "WorkerStatus", "main"]
+__all__ = ["WorkerApplication", "WorkerSpec", "WorkerStatus", "main"]
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +57,19 @@ STATUS_INTERVAL_S = 0.25
 
 
 @dataclass(frozen=True)
-class WorkerSpec:
-    """What a worker needs to build its stream thread (shipped with cloudpickle: user code by value)."""
+class WorkerApplication:
+    """What every worker of an instance shares (shipped once, with cloudpickle: user code by value)."""
 
     metadata: TopologyMetadata
     props: Mapping[str, Any]
     client_supplier: clients.KafkaClientSupplier
     process_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """One worker's own part: its thread's index, its cache share, the topics' partition counts."""
+
     index: int
     cache_max_bytes: int
     partition_counts: Mapping[str, int]
@@ -83,22 +91,22 @@ class WorkerStatus:
 class StreamWorker:
     """One worker: its stream thread (and global thread), the control and query channels."""
 
-    def __init__(self, spec: WorkerSpec, control: asyncio.StreamWriter) -> None:
-        config = StreamsConfig(spec.props, required=("application.id", "bootstrap.servers"))
+    def __init__(self, app: WorkerApplication, spec: WorkerSpec, control: asyncio.StreamWriter) -> None:
+        config = StreamsConfig(app.props, required=("application.id", "bootstrap.servers"))
         self._control = control
         self._global = (
             GlobalStreamThread(
-                spec.metadata, config, spec.client_supplier, spec.partition_counts, self._on_global_error,
+                app.metadata, config, app.client_supplier, spec.partition_counts, self._on_global_error,
                 cache_max_bytes=spec.cache_max_bytes,
             )
-            if spec.metadata.global_topics
+            if app.metadata.global_topics
             else None
         )
         factory = StreamThreadFactory(
-            spec.metadata,
+            app.metadata,
             config,
-            process_id=spec.process_id,
-            client_supplier=spec.client_supplier,
+            process_id=app.process_id,
+            client_supplier=app.client_supplier,
             global_stores=self._global_stores,
             run_mode=RunUntilClosed(config["application.id"]),
             callbacks=ThreadCallbacks(self._on_state, self._on_assignment, self._on_error, lambda _thread: None),
@@ -180,7 +188,9 @@ class StreamWorker:
         reader, writer = await asyncio.open_connection(sock=sock)
         try:
             while True:
-                write_frame(writer, await self._queries.answer(await read_frame(reader)))
+                request = await read_frame(reader)
+                reply = (True, self.status(), False) if request[0] == "status" else await self._queries.answer(request)
+                write_frame(writer, reply)
         except ChannelClosedError:
             return
         finally:
@@ -194,12 +204,12 @@ class StreamWorker:
 
 async def _main(control_fd: int, query_fd: int) -> None:
     reader, writer = await asyncio.open_connection(sock=socket.socket(fileno=control_fd))
-    sys.path[:], payload = await read_frame(reader)  # the instance's, so user modules import by reference
-    spec: WorkerSpec = topology_shipping.load(payload)
+    sys.path[:], payload, spec = await read_frame(reader)  # the instance's path: user modules import by reference
+    app: WorkerApplication = topology_shipping.load(payload)
     logging.basicConfig(
         level=spec.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s [worker %(process)d] %(name)s: %(message)s"
     )
-    worker = StreamWorker(spec, writer)
+    worker = StreamWorker(app, spec, writer)
     await worker.run(reader, socket.socket(fileno=query_fd))
     writer.close()
 

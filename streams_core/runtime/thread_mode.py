@@ -1,5 +1,6 @@
 """Where the stream threads run, chosen once from `stream.threads.mode` (docs/runtime.md).
 
+- `auto` (the default): `process` for two threads or more, `inline` for one (see `in_process`).
 - `inline`: each stream thread is an asyncio task on the instance's event loop (`StreamThread`),
   which the instance's global thread and REST server share: one core, whatever
   `num.stream.threads` says.
@@ -30,10 +31,21 @@ from streams_core.runtime.worker_thread import WorkerThread, WorkerThreadFactory
 __all__ = ["in_process", "remote_global_stores", "thread_factory"]
 
 
-def in_process(config: StreamsConfig, metadata: TopologyMetadata) -> bool:
-    """Whether the threads run on the instance's loop; ConfigError for what process mode cannot run."""
-    if config["stream.threads.mode"] == "inline":
+def in_process(config: StreamsConfig, metadata: TopologyMetadata, *, own_supplier: bool) -> bool:
+    """Whether the threads run on the instance's loop; ConfigError for what process mode cannot run.
+
+    `auto` (the default) runs several threads as workers and one inline (a worker gains a lone
+    thread nothing: bench/README.md), and keeps threads inline for batch runs, pattern
+    subscriptions and a client supplier of the user's own (`own_supplier`: it may hold state of
+    this process, as the tests' fake supplier does); `process` asks for workers in any case.
+    """
+    mode = config["stream.threads.mode"]
+    if mode == "inline":
         return True
+    if mode == "auto":
+        return (
+            config["num.stream.threads"] == 1 or own_supplier or config["autostop.at"] is not None or metadata.has_patterns
+        )
     if config["autostop.at"] is not None:
         raise ConfigError("stream.threads.mode", "'process' does not run batch runs (autostop.at): use 'inline'")
     if metadata.has_patterns:

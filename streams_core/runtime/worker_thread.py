@@ -23,12 +23,12 @@ from typing import Any
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
-from streams_core.errors import StreamsError
+from streams_core.errors import ConfigError, InvalidStateStoreError, StreamsError
 from streams_core.processor.internals import topology_shipping
 from streams_core.runtime.assignment import AssignmentInfo
 from streams_core.runtime.instance_thread import ThreadCallbacks
-from streams_core.runtime.remote_store_provider import RemoteStoreProvider
-from streams_core.runtime.stream_worker import WorkerSpec, WorkerStatus
+from streams_core.runtime.remote_store_provider import RemoteStoreProvider, ask
+from streams_core.runtime.stream_worker import WorkerApplication, WorkerSpec, WorkerStatus
 from streams_core.runtime.thread_metadata import ThreadMetadata, thread_metadata
 from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topology_metadata import TopologyMetadata
@@ -57,7 +57,8 @@ class WorkerThread:
         self,
         index: int,
         name: str,
-        spec: bytes,
+        application: bytes,
+        spec: WorkerSpec,
         callbacks: ThreadCallbacks,
         key_serde: Callable[[str], Any],
         fallback_metadata: ThreadMetadata,
@@ -66,6 +67,7 @@ class WorkerThread:
         self.name = name
         self.log_prefix = f"stream-thread [{name}] "
         self.state = ThreadState.CREATED
+        self._application = application
         self._spec = spec
         self._callbacks = callbacks
         self._status: WorkerStatus | None = None
@@ -106,7 +108,7 @@ class WorkerThread:
         log.info("%sstarted worker process %d", self.log_prefix, self._process.pid)
         reader, self._control = await asyncio.open_connection(sock=control)
         self._query = QueryChannel(query)
-        write_frame(self._control, (sys.path, self._spec))
+        write_frame(self._control, (sys.path, self._application, self._spec))
         try:
             while (reply := await read_frame(reader))[0] not in ("started", "start-failed"):
                 self._take(reply)
@@ -206,8 +208,18 @@ class WorkerThread:
     def assignment(self) -> AssignmentInfo | None:
         return None if self._status is None else self._status.assignment
 
+    def _refresh(self) -> None:
+        """Ask the running worker for its status now (a snapshot when asked, as Kafka Streams' are);
+        the last report stands when it cannot answer."""
+        if self._query is not None and self.state is not ThreadState.DEAD:
+            try:
+                self._status = ask(self, ("status",))
+            except (InvalidStateStoreError, ConnectionError):
+                log.debug("%sno status from the worker; its last report stands", self.log_prefix)
+
     def metadata(self) -> ThreadMetadata:
-        """The worker's last reported metadata, with its current state."""
+        """The worker's metadata now, with the thread's state as the instance follows it."""
+        self._refresh()
         found = self._fallback_metadata if self._status is None else self._status.metadata
         return ThreadMetadata(
             found.thread_name, self.state.name, found.consumer_client_id, found.restore_consumer_client_id,
@@ -215,6 +227,8 @@ class WorkerThread:
         )
 
     def metrics(self) -> dict[str, Any]:
+        """The worker's metrics now (its last report once it cannot answer), with its pid."""
+        self._refresh()
         found = {} if self._status is None else dict(self._status.metrics)
         return {**found, "thread": self.name, "state": self.state.name, "pid": self.pid}
 
@@ -229,9 +243,13 @@ class WorkerThread:
 
 
 class WorkerThreadFactory:
-    """Makes the worker threads of one instance (the process-mode `StreamThreadFactory`)."""
+    """Makes the worker threads of one instance (the process-mode `StreamThreadFactory`).
 
-    __slots__ = ("_callbacks", "_clients", "_config", "_key_serde", "_metadata", "_partition_counts", "_process_id")
+    The application (topology, config, client supplier) is shipped once, here: what cannot be
+    shipped fails the instance's construction with a ConfigError, not a thread's start.
+    """
+
+    __slots__ = ("_application", "_callbacks", "_config", "_key_serde", "_partition_counts")
 
     def __init__(
         self,
@@ -244,27 +262,27 @@ class WorkerThreadFactory:
         key_serde: Callable[[str], Any],
         callbacks: ThreadCallbacks,
     ) -> None:
-        self._metadata = metadata
         self._config = config
-        self._process_id = process_id
-        self._clients = client_supplier
         self._partition_counts = partition_counts
         self._key_serde = key_serde
         self._callbacks = callbacks
+        try:
+            self._application = topology_shipping.ship(
+                WorkerApplication(metadata, config.explicit(), client_supplier, process_id)
+            )
+        except Exception as exc:
+            raise ConfigError(
+                "stream.threads.mode",
+                f"the topology, config or client supplier cannot be shipped to a worker process ({exc!r}); "
+                "use 'inline' or make it picklable",
+            ) from exc
 
     def create(self, index: int, cache_max_bytes: int) -> WorkerThread:
         """A worker for `<application.id>-StreamThread-<index>` (not started), its cache `cache_max_bytes`."""
         config = self._config
-        spec = WorkerSpec(
-            self._metadata,
-            config.explicit(),
-            self._clients,
-            self._process_id,
-            index,
-            cache_max_bytes,
-            dict(self._partition_counts()),
-            logging.getLogger("streams_core").getEffectiveLevel(),
-        )
         name = f"{config['application.id']}-StreamThread-{index}"
+        spec = WorkerSpec(
+            index, cache_max_bytes, dict(self._partition_counts()), logging.getLogger("streams_core").getEffectiveLevel()
+        )
         fallback = thread_metadata(config, index, name, ThreadState.CREATED.name)
-        return WorkerThread(index, name, topology_shipping.ship(spec), self._callbacks, self._key_serde, fallback)
+        return WorkerThread(index, name, self._application, spec, self._callbacks, self._key_serde, fallback)

@@ -20,7 +20,7 @@ EXPECTED_DEFAULTS: dict[str, Any] = {
     "application.server": "",
     "state.dir": os.path.join(tempfile.gettempdir(), "kafka-streams"),
     "num.stream.threads": 1,
-    "stream.threads.mode": "inline",
+    "stream.threads.mode": "auto",
     "num.standby.replicas": 0,
     "acceptable.recovery.lag": 10_000,
     "max.warmup.replicas": 2,
