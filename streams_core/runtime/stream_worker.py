@@ -12,7 +12,8 @@ its stream thread with the same `StreamThreadFactory` an in-process thread uses,
 - reports each state change, each assignment and, every second, a `WorkerStatus` (metadata, the
   store copies it holds, metrics) on the control channel;
 - answers store queries on its query channel (`WorkerStoreQueries`), between processing slices,
-  and `("status",)` there with its status now (for `metrics()` and `metadata_for_local_threads()`);
+  and `("metrics",)` / `("metadata",)` there with its thread's now (for `metrics()` and
+  `metadata_for_local_threads()`);
 - stops cleanly (commit, close tasks, leave the group) when asked or when the instance's end of
   the control channel closes, so a worker never outlives its instance.
 """
@@ -119,10 +120,12 @@ class StreamWorker:
     def _global_stores(self) -> Mapping[str, Any]:
         return {} if self._global is None else self._global.stores
 
+    def metrics(self) -> dict[str, Any]:
+        return {**self.thread.metrics(), "worker_cpu_seconds": time.process_time()}
+
     def status(self) -> WorkerStatus:
         thread = self.thread
-        metrics = {**thread.metrics(), "worker_cpu_seconds": time.process_time()}
-        return WorkerStatus(thread.state, thread.metadata(), local_copies(thread), metrics, thread.assignment)
+        return WorkerStatus(thread.state, thread.metadata(), local_copies(thread), self.metrics(), thread.assignment)
 
     def _send(self, message: tuple[Any, ...]) -> None:
         if not self._control.is_closing():
@@ -189,7 +192,12 @@ class StreamWorker:
         try:
             while True:
                 request = await read_frame(reader)
-                reply = (True, self.status(), False) if request[0] == "status" else await self._queries.answer(request)
+                if request[0] == "metrics":
+                    reply: tuple[bool, Any, bool] = (True, self.metrics(), False)
+                elif request[0] == "metadata":
+                    reply = (True, self.thread.metadata(), False)
+                else:
+                    reply = await self._queries.answer(request)
                 write_frame(writer, reply)
         except ChannelClosedError:
             return

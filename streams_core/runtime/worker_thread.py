@@ -208,19 +208,22 @@ class WorkerThread:
     def assignment(self) -> AssignmentInfo | None:
         return None if self._status is None else self._status.assignment
 
-    def _refresh(self) -> None:
-        """Ask the running worker for its status now (a snapshot when asked, as Kafka Streams' are);
-        the last report stands when it cannot answer."""
-        if self._query is not None and self.state is not ThreadState.DEAD:
-            try:
-                self._status = ask(self, ("status",))
-            except (InvalidStateStoreError, ConnectionError):
-                log.debug("%sno status from the worker; its last report stands", self.log_prefix)
+    def _ask_now(self, what: str) -> Any:
+        """The running worker's `what` now (a snapshot when asked, as Kafka Streams' are); None when it
+        cannot answer (its last report stands)."""
+        if self._query is None or self.state is ThreadState.DEAD:
+            return None
+        try:
+            return ask(self, (what,))
+        except (InvalidStateStoreError, ConnectionError):
+            log.debug("%sno %s from the worker; its last report stands", self.log_prefix, what)
+            return None
 
     def metadata(self) -> ThreadMetadata:
         """The worker's metadata now, with the thread's state as the instance follows it."""
-        self._refresh()
-        found = self._fallback_metadata if self._status is None else self._status.metadata
+        found = self._ask_now("metadata")
+        if found is None:
+            found = self._fallback_metadata if self._status is None else self._status.metadata
         return ThreadMetadata(
             found.thread_name, self.state.name, found.consumer_client_id, found.restore_consumer_client_id,
             found.producer_client_ids, found.admin_client_id, found.active_tasks, found.standby_tasks,
@@ -228,8 +231,9 @@ class WorkerThread:
 
     def metrics(self) -> dict[str, Any]:
         """The worker's metrics now (its last report once it cannot answer), with its pid."""
-        self._refresh()
-        found = {} if self._status is None else dict(self._status.metrics)
+        found = self._ask_now("metrics")
+        if found is None:
+            found = {} if self._status is None else dict(self._status.metrics)
         return {**found, "thread": self.name, "state": self.state.name, "pid": self.pid}
 
     def copies(self) -> Mapping[str, frozenset[tuple[int, bool]]]:
