@@ -107,7 +107,7 @@ class WorkerThread:
             child_query.close()
         log.info("%sstarted worker process %d", self.log_prefix, self._process.pid)
         reader, self._control = await asyncio.open_connection(sock=control)
-        self._query = QueryChannel(query)
+        channel = QueryChannel(query)  # asked only once the worker serves it: a blocking call would stall this loop
         write_frame(self._control, (sys.path, self._application, self._spec))
         try:
             while (reply := await read_frame(reader))[0] not in ("started", "start-failed"):
@@ -116,10 +116,12 @@ class WorkerThread:
             reply = ("start-failed", WorkerDiedError(f"worker process {self._process.pid} ended while starting"))
         if reply[0] == "start-failed":
             await self._process.wait()
+            channel.close()
             self._close_channels()
             self._set_state(ThreadState.DEAD)
             raise reply[1]
         self._status = reply[1]
+        self._query = channel
         self._listener = asyncio.create_task(self._listen(reader), name=f"{self.name}-listener")
 
     def _take(self, message: tuple[Any, ...]) -> None:
