@@ -16,7 +16,7 @@ dir over the same input:
   process-1    num.stream.threads=1 as one worker process
 
 Timing counts start-up, as a user waits for it: from `start()` until every record is processed
-(the threads' `processed_records` reach lines + words; polled every 20 ms; a worker answers the
+(the threads' `processed_records` reach lines + words; polled every `--poll-ms`, 20 ms; a worker answers the
 poll between its processing slices). The store is
 then checked against the expected counts with a get per word (not timed). CPU is the instance
 process's plus each worker's (from /proc, read before close), over the timed span; CPU/wall says
@@ -53,6 +53,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "process-2": {"num.stream.threads": 2, "stream.threads.mode": "process"},
     "process-1": {"num.stream.threads": 1, "stream.threads.mode": "process"},
 }
+POLL_S = 0.02
+"""How often the threads' metrics are read to see the end (`--poll-ms`)."""
 CLIENT_OVERRIDES: dict[str, Any] = {}
 """Given to every variant alike (`--linger-ms`); empty: the library's client defaults."""
 _TICK_S = os.sysconf("SC_CLK_TCK")
@@ -115,7 +117,7 @@ async def run_variant(
                 first = time.perf_counter() - started
             if streams.errors:
                 raise RuntimeError(f"{variant} failed: {streams.errors[0]!r}")
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(POLL_S)
         seconds = time.perf_counter() - started
         pids = [t["pid"] for t in streams.metrics()["threads"] if t.get("pid")]
         workers = [process_cpu(pid) for pid in pids]
@@ -174,7 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="inline-1,process-2,inline-2")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--linger-ms", type=int, default=None, help="producer linger.ms of every variant (default: the library's)")
+    parser.add_argument("--poll-ms", type=int, default=20, help="how often the end is checked (default 20)")
     args = parser.parse_args(argv)
+    global POLL_S
+    POLL_S = args.poll_ms / 1000
     if args.linger_ms is not None:
         CLIENT_OVERRIDES["linger.ms"] = args.linger_ms
     signal.signal(signal.SIGTERM, signal.default_int_handler)

@@ -1,12 +1,10 @@
 """KafkaStreams: a running application instance (the client of KIP-28), on asyncio and aiokafka.
 
-`await start()` checks the source topics (existence, co-partitioning), creates the internal
-topics, then starts `num.stream.threads` stream threads whose consumers join the group
-`application.id`. `state` follows Kafka Streams' state machine; `all_metadata()` and friends
-answer KIP-67 discovery from the assignment every member receives. `run()` blocks until
-SIGINT/SIGTERM. `add_stream_thread()` / `remove_stream_thread()` change the number of threads
-while it runs (KIP-663). With `stream.threads.mode=process` each stream thread is a worker
-process (thread_mode.py), so one instance uses as many cores as it has threads.
+`await start()` checks the source topics, creates the internal topics, then starts
+`num.stream.threads` stream threads (worker processes for two or more: thread_mode.py) whose
+consumers join the group `application.id`. `state` follows Kafka Streams' state machine;
+`all_metadata()` and friends answer KIP-67 discovery; `run()` blocks until SIGINT/SIGTERM;
+`add_stream_thread()` / `remove_stream_thread()` change the threads while it runs (KIP-663).
 """
 
 from __future__ import annotations
@@ -273,7 +271,8 @@ class KafkaStreams:
                 )
             )
         threads = [self._threads.add() for _ in range(self.config["num.stream.threads"])]
-        if self._closing is None:  # together, so the consumers join the group in one rebalance
+        if self._closing is None:  # prepared, then started together: their consumers join in one rebalance
+            await asyncio.gather(*(thread.prepare() for thread in threads))
             await asyncio.gather(*(self._track_thread_start(thread) for thread in threads))
 
     def _track_thread_start(self, thread: InstanceThread) -> asyncio.Task[None]:
@@ -486,17 +485,14 @@ class KafkaStreams:
         Queries raise `InvalidStateStoreError` (retriable) while the instance is not RUNNING or
         the store is closed or migrating, never answering partially. `stale=True` also reads
         standby copies whose lag is known and at most `max_lag` (any, when None) and answers while
-        rebalancing (KIP-535); `partition` limits the view to
-        one partition's task. Unknown names raise `UnknownStateStoreError`. The view comes from
-        the `QueryableStoreProvider` over every stream thread's `StreamThreadStateStoreProvider`.
+        rebalancing (KIP-535); `partition` limits the view to one partition's task. Unknown names
+        raise `UnknownStateStoreError`. The view is over every stream thread's store provider.
         """
         self._require_started()
         self._require_store(store_name)
-        kind = store_type or QueryableStoreTypes.key_value_store()
-        provider = self._store_provider
-        query = StoreQuery(partition, stale, max_lag)
-        provider.local_stores(store_name, kind, query)
-        return provider.get_store(store_name, kind, query)
+        kind, query = store_type or QueryableStoreTypes.key_value_store(), StoreQuery(partition, stale, max_lag)
+        self._store_provider.local_stores(store_name, kind, query)
+        return self._store_provider.get_store(store_name, kind, query)
 
     def store_position(self, store_name: str, partition: int) -> dict[TopicPartition, int] | None:
         """How far the local active copy of a store's partition has processed its input: per source

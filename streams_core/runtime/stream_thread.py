@@ -108,6 +108,9 @@ class StreamThread:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
+    async def prepare(self) -> None:
+        """Nothing to do before `start` for a thread on the instance's loop."""
+
     async def start(self) -> None:
         """Start the clients, subscribe, and start the processing loop; a thread that fails to start is
         DEAD (its clients stopped), so it holds neither the client in REBALANCING nor its index."""

@@ -7,7 +7,8 @@ cores. They share the instance's process id, `application.server` and state dire
 group's assignor sees one client with N consumers, as for Kafka Streams' threads.
 
 The worker receives the `WorkerApplication` (the topology shipped by value) and its `WorkerSpec` on
-its control channel, builds
+its control channel, says it is ready, starts when the instance says go (so the workers an
+instance starts together join the group together, in one rebalance), builds
 its stream thread with the same `StreamThreadFactory` an in-process thread uses, and then:
 - reports each state change, each assignment and, every second, a `WorkerStatus` (metadata, the
   store copies it holds, metrics) on the control channel;
@@ -218,6 +219,9 @@ async def _main(control_fd: int, query_fd: int) -> None:
         level=spec.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s [worker %(process)d] %(name)s: %(message)s"
     )
     worker = StreamWorker(app, spec, writer)
+    write_frame(writer, ("ready",))
+    if (await read_frame(reader))[0] != "go":  # the instance starts its workers' threads together
+        return
     await worker.run(reader, socket.socket(fileno=query_fd))
     writer.close()
 

@@ -77,6 +77,9 @@ class WorkerThread:
         self._process: asyncio.subprocess.Process | None = None
         self._control: asyncio.StreamWriter | None = None
         self._query: QueryChannel | None = None
+        """The query channel once the worker serves it (`_channel` from the worker's start)."""
+        self._channel: QueryChannel | None = None
+        self._reader: asyncio.StreamReader | None = None
         self._listener: asyncio.Task[None] | None = None
         self.store_provider = RemoteStoreProvider(self, key_serde)
 
@@ -91,9 +94,11 @@ class WorkerThread:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Start the worker and wait until its thread started (clients up, subscribed); a worker that
-        fails to start is DEAD and its error raised here."""
+    async def prepare(self) -> None:
+        """Start the worker process and wait until it loaded the application (the slow part of a
+        start: a new interpreter and its imports); a worker that fails here is DEAD, its error raised."""
+        if self._process is not None:
+            return
         self._set_state(ThreadState.STARTING)
         control, child_control = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         query, child_query = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -106,23 +111,38 @@ class WorkerThread:
             child_control.close()
             child_query.close()
         log.info("%sstarted worker process %d", self.log_prefix, self._process.pid)
-        reader, self._control = await asyncio.open_connection(sock=control)
-        channel = QueryChannel(query)  # asked only once the worker serves it: a blocking call would stall this loop
+        self._reader, self._control = await asyncio.open_connection(sock=control)
+        self._channel = QueryChannel(query)  # asked only once the worker serves it: a blocking call would stall this loop
         write_frame(self._control, (sys.path, self._application, self._spec))
+        await self._until("ready")
+
+    async def start(self) -> None:
+        """Start the worker's thread (preparing the worker first if needed) and wait until it started
+        (clients up, subscribed); a worker that fails to start is DEAD and its error raised here."""
+        await self.prepare()
+        assert self._control is not None and self._reader is not None
+        write_frame(self._control, ("go",))
+        self._status = (await self._until("started"))[1]
+        self._query = self._channel
+        self._listener = asyncio.create_task(self._listen(self._reader), name=f"{self.name}-listener")
+
+    async def _until(self, step: str) -> tuple[Any, ...]:
+        """The worker's message `step`, applying reports meanwhile; its failure raised (DEAD)."""
+        assert self._process is not None and self._reader is not None
+        reply: tuple[Any, ...]
         try:
-            while (reply := await read_frame(reader))[0] not in ("started", "start-failed"):
+            while (reply := await read_frame(self._reader))[0] not in (step, "start-failed"):
                 self._take(reply)
         except ChannelClosedError:
             reply = ("start-failed", WorkerDiedError(f"worker process {self._process.pid} ended while starting"))
         if reply[0] == "start-failed":
             await self._process.wait()
-            channel.close()
+            if self._channel is not None:
+                self._channel.close()
             self._close_channels()
             self._set_state(ThreadState.DEAD)
             raise reply[1]
-        self._status = reply[1]
-        self._query = channel
-        self._listener = asyncio.create_task(self._listen(reader), name=f"{self.name}-listener")
+        return reply
 
     def _take(self, message: tuple[Any, ...]) -> None:
         """Apply one report: a state change, an assignment, or a periodic status."""
