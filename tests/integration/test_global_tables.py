@@ -48,7 +48,9 @@ async def start_all(instances: list[KafkaStreams]) -> None:
     await asyncio.gather(*(s.wait_for_state(State.RUNNING, timeout=TIMEOUT) for s in instances))
 
 
-async def test_a_global_table_enriches_every_order_on_two_instances(bootstrap_servers: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("threads", [1, 2], ids=["inline", "2-workers"])
+async def test_a_global_table_enriches_every_order_on_two_instances(bootstrap_servers: str, tmp_path: Path, threads: int) -> None:
+    """With two threads each instance runs two worker processes, each with its own global thread."""
     bootstrap = bootstrap_servers
     app_id, orders, products, out = (unique_topic(p) for p in ("global-app", "orders", "products", "enriched"))
     await create_topic(bootstrap, orders, 4)
@@ -68,7 +70,16 @@ async def test_a_global_table_enriches_every_order_on_two_instances(bootstrap_se
 
     ports = [free_port(), free_port()]
     instances = [
-        KafkaStreams(topology(), streams_config(bootstrap, app_id, tmp_path / f"i{n}", application_server=f"127.0.0.1:{port}"))
+        KafkaStreams(
+            topology(),
+            streams_config(
+                bootstrap,
+                app_id,
+                tmp_path / f"i{n}",
+                application_server=f"127.0.0.1:{port}",
+                extra={"num.stream.threads": threads},
+            ),
+        )
         for n, port in enumerate(ports)
     ]
     servers = [await serve(streams, "127.0.0.1", port) for streams, port in zip(instances, ports, strict=True)]

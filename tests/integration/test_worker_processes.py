@@ -3,13 +3,16 @@
 One instance with two stream threads runs two worker processes: the group's assignor spreads the
 tasks over them as over two threads of one client, queries through `KafkaStreams.store()` read
 both workers' stores, and a worker killed with SIGKILL under exactly-once is replaced
-(REPLACE_THREAD) without a record lost or counted twice.
+(REPLACE_THREAD) without a record lost or counted twice, the store answering the right count or
+"retry" meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ import pytest
 
 from api.streams_collector import StreamsCollector
 from streams_core import KafkaStreams, Serdes, Stores, Topology
+from streams_core.errors import InvalidStateStoreError
 from streams_core.runtime.kafka_streams import State, StreamThreadExceptionResponse
 from streams_core.runtime.thread_state import ThreadState
 from tests.integration import streams_testkit as kit
@@ -59,6 +63,25 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+async def asked_while(done: Any, streams: KafkaStreams, keys: list[bytes], timeout: float = 60) -> Counter[str]:
+    """Ask the store for `keys` (each counted once) over and over until `done()`, tallying the answers:
+    the count, "retry" (InvalidStateStoreError, a 503 over REST), absent (a count the crash took back
+    with its uncommitted transaction, until it is processed again) or wrong (any other value)."""
+    answers: Counter[str] = Counter()
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not done():
+        assert asyncio.get_running_loop().time() < deadline, f"not done in {timeout} s: {answers}"
+        for key in keys[::10]:
+            try:
+                value = streams.store("counts").get(key)
+            except InvalidStateStoreError:
+                answers["retry"] += 1
+                continue
+            answers["right" if value == 1 else "absent" if value is None else "wrong"] += 1
+        await asyncio.sleep(0.05)
+    return answers
 
 
 async def setup_topics(bootstrap_servers: str) -> tuple[str, str]:
@@ -127,11 +150,14 @@ async def test_a_killed_worker_is_replaced_and_nothing_is_lost_or_doubled(bootst
         victim = worker_pids(streams)[first]
 
         os.kill(victim, signal.SIGKILL)
-        await kit.wait_until(lambda: len(errors) == 1, 15, message="the dead worker reached the handler")
+        answers = await asked_while(lambda: len(errors) == 1, streams, [k for k, _ in before])
         await produce(bootstrap_servers, source, after)
+        answers += await asked_while(
+            lambda: worker_pids(streams).get(first) not in (None, victim), streams, [k for k, _ in before]
+        )
+        assert answers["right"] > 0 and answers["wrong"] == 0, answers
         await kit.wait_until(
-            lambda: worker_pids(streams).get(first) not in (None, victim)
-            and all(m.thread_state == ThreadState.RUNNING.name for m in streams.metadata_for_local_threads()),
+            lambda: all(m.thread_state == ThreadState.RUNNING.name for m in streams.metadata_for_local_threads()),
             60,
             message=lambda: f"replacement of {first}: {worker_pids(streams)} {streams.state.name}",
         )
