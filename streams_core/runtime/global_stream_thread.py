@@ -55,9 +55,11 @@ class GlobalStreamThread:
         on_error: GlobalThreadErrorCallback | None = None,
         *,
         cache_max_bytes: int | None = None,
+        directory: str = "global",
     ) -> None:
         """`on_error` is called, on the event loop, with the exception that ended the thread after start;
-        `cache_max_bytes` is the global stores' share of `statestore.cache.max.bytes` (all of it when None)."""
+        `cache_max_bytes` is the global stores' share of `statestore.cache.max.bytes` (all of it when None);
+        `directory` is the stores' directory under the application's (a worker process has one of its own)."""
         self._config = config
         self._on_error = on_error
         self._clients = client_supplier
@@ -67,7 +69,7 @@ class GlobalStreamThread:
         if topology is None:
             raise ValueError("the topology has no global store")
         task_id = TaskId(topology.subtopology_id, 0)
-        state_dir = Path(config["state.dir"]) / metadata.application_id / "global"
+        state_dir = Path(config["state.dir"]) / metadata.application_id / directory
         self._state = ProcessorStateManager(
             task_id,
             metadata.application_id,

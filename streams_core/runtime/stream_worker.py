@@ -99,7 +99,7 @@ class StreamWorker:
         self._global = (
             GlobalStreamThread(
                 app.metadata, config, app.client_supplier, spec.partition_counts, self._on_global_error,
-                cache_max_bytes=spec.cache_max_bytes,
+                cache_max_bytes=spec.cache_max_bytes, directory=f"global-{spec.index}",
             )
             if app.metadata.global_topics
             else None
@@ -218,7 +218,12 @@ async def _main(control_fd: int, query_fd: int) -> None:
     logging.basicConfig(
         level=spec.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s [worker %(process)d] %(name)s: %(message)s"
     )
-    worker = StreamWorker(app, spec, writer)
+    try:
+        worker = StreamWorker(app, spec, writer)
+    except Exception as exc:  # e.g. its global stores' directory is locked: the instance gets the reason
+        write_frame(writer, ("start-failed", exc))
+        await writer.drain()
+        raise
     write_frame(writer, ("ready",))
     if (await read_frame(reader))[0] != "go":  # the instance starts its workers' threads together
         return
