@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
 import os
-import platform
 import signal
 import sys
 import tempfile
@@ -43,7 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.wordcount import STORE, build_topology
-from bench.wordcount_guarantees import create_topics, filled_input
+from bench.wordcount_guarantees import create_topics, filled_input, run_line
 from streams_core.runtime.kafka_streams import KafkaStreams, State
 from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 
@@ -148,12 +146,7 @@ async def main_async(args: argparse.Namespace, bootstrap: str, broker_pid: int) 
                       f"({result.seconds:.2f} s from start(), first record at {result.startup:.2f} s, CPU {result.cpu:.1f} s = {result.cpu / result.seconds:.2f} "
                       f"cores; workers {', '.join(f'{w:.1f}' for w in result.worker_cpu) or '-'} s; broker {result.broker_cpu:.1f} s)", flush=True)
     chosen = {v: sorted(rs, key=lambda r: r.seconds)[len(rs) // 2] for v, rs in runs.items()}
-    print(
-        f"\n{datetime.date.today()} {platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores; "
-        f"--lines {args.lines} --words-per-line {args.words_per_line} --vocabulary {args.vocabulary} "
-        f"--partitions {args.partitions} --repeat {args.repeat}; load average {LOAD_AT_START:.2f} at the start, "
-        f"{os.getloadavg()[0]:.2f} at the end\n"
-    )
+    print(run_line(args, f"client overrides {CLIENT_OVERRIDES or 'none'}", LOAD_AT_START))
     base = chosen.get("inline-1")
     print("| variant | words/s (median) | seconds from start() | of which start-up | CPU s | cores busy (CPU/wall) "
           "| vs inline-1 (from start() / from first record) | rounds, s |")

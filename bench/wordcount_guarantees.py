@@ -216,6 +216,16 @@ async def pyinstrument(path: Path | None) -> AsyncIterator[None]:
         print(f"pyinstrument profile: {path.name}.txt/.html", flush=True)
 
 
+def run_line(args: argparse.Namespace, settings: str, load_at_start: float) -> str:
+    """The line under a run's table: date, Python, cores, the input's flags, `settings`, load averages."""
+    return (
+        f"\n{datetime.date.today()} {platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} cores; --lines {args.lines} --words-per-line {args.words_per_line} "
+        f"--vocabulary {args.vocabulary} --partitions {args.partitions} --repeat {args.repeat}; {settings}; "
+        f"load average {load_at_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end\n"
+    )
+
+
 async def filled_input(
     args: argparse.Namespace, bootstrap: str, known: Iterable[str], prefix: str
 ) -> tuple[list[str], str, Counter[str]]:
@@ -252,13 +262,7 @@ async def main_async(args: argparse.Namespace, bootstrap: str) -> None:
                       f"+commit {commit}; start {result.startup:.1f} s; {result.extra})", flush=True)
 
     chosen = {v: sorted(rs, key=lambda r: r.rate)[len(rs) // 2] for v, rs in runs.items()}
-    print(
-        f"\n{datetime.date.today()} {platform.python_implementation()} {platform.python_version()}, "
-        f"{os.cpu_count()} cores; --lines {args.lines} --words-per-line {args.words_per_line} "
-        f"--vocabulary {args.vocabulary} --partitions {args.partitions} --repeat {args.repeat}; "
-        f"client overrides {CLIENT_OVERRIDES or 'none (linger.ms=100, acks=all)'}; "
-        f"load average {LOAD_AT_START:.2f} at the start, {os.getloadavg()[0]:.2f} at the end\n"
-    )
+    print(run_line(args, f"client overrides {CLIENT_OVERRIDES or 'none (linger.ms=100, acks=all)'}", LOAD_AT_START))
     print("| variant | commit.interval.ms | lines/s | words/s | seconds | +commit s | CPU s | commits | rounds, lines/s |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for variant, r in chosen.items():
