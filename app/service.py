@@ -17,7 +17,7 @@ from typing import Any
 
 from api import BindError, serve_until_signal
 from app.settings import ServiceSettings
-from streams_core import KafkaStreams, State, Topology, clients
+from streams_core import KafkaStreams, State, StreamThreadExceptionResponse, Topology, WorkerDiedError, clients
 from streams_core.testing.broker import LocalKafkaBroker
 from streams_core.tools.topics import KafkaUnreachableError, admin_client
 
@@ -52,6 +52,15 @@ async def _ensure_topics(config: Mapping[str, Any], topics: Mapping[str, int], t
         log.info("created topics %s", created)
 
 
+def replace_dead_workers(error: BaseException) -> StreamThreadExceptionResponse:
+    """The service's uncaught-exception handler: a stream thread whose worker process died (killed,
+    out of memory) is replaced; any other error shuts the client down, Kafka Streams' default (a
+    processing error would only come back in a new thread)."""
+    if isinstance(error, WorkerDiedError):
+        return StreamThreadExceptionResponse.REPLACE_THREAD
+    return StreamThreadExceptionResponse.SHUTDOWN_CLIENT
+
+
 async def _serve(
     settings: ServiceSettings,
     topology_factory: Callable[[], Topology],
@@ -72,6 +81,7 @@ async def _serve(
     }
     await _ensure_topics(config, topics, timeout=15)
     streams = KafkaStreams(topology_factory(), config)
+    streams.set_uncaught_exception_handler(replace_dead_workers)
     try:
         await serve_until_signal(streams, settings.bind_host, settings.port)
     except BindError as exc:

@@ -123,8 +123,15 @@ async def run_variant(
         broker_cpu = process_cpu(broker_pid) - broker_before
         await streams.wait_for_state(State.RUNNING)
         tasks = {m.thread_name[-14:]: sorted(str(t.task_id) for t in m.active_tasks) for m in streams.metadata_for_local_threads()}
-        per_thread = {t["thread"][-14:]: t.get("processed_records") for t in streams.metrics()["threads"]}
-        print(f"  {variant}: tasks {tasks}; processed {per_thread}", flush=True)
+        per_thread = {
+            t["thread"][-14:]: (
+                t.get("processed_records"),
+                f"poll {t.get('poll_latency_ms_total', 0) / 1000:.1f} s, process {t.get('process_latency_ms_total', 0) / 1000:.1f} s, "
+                f"commit {t.get('commit_latency_ms_avg', 0) * t.get('commit_count', 0) / 1000:.1f} s",
+            )
+            for t in streams.metrics()["threads"]
+        }
+        print(f"  {variant}: tasks {tasks}; processed, time in poll/process/commit {per_thread}", flush=True)
         store = streams.store(STORE)
         wrong = {w: (n, store.get(w)) for w, n in expected.items() if store.get(w) != n}
         if wrong:

@@ -19,6 +19,7 @@ from streams_core.errors import (
     TaskMigratedError,
     TopologyError,
     UnknownStateStoreError,
+    WorkerDiedError,
 )
 from streams_core.kstream import (
     Branched,
@@ -227,4 +228,5 @@ __all__ = [
     "Windowed",
     "WindowedSerdes",
     "Windows",
+    "WorkerDiedError",
 ]

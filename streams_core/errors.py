@@ -88,3 +88,15 @@ class MissingSinkTopicError(StreamsError):
     def __init__(self, topics: list[str]) -> None:
         super().__init__(f"sink topics do not exist: {', '.join(topics)} (create them before starting)")
         self.topics = topics
+
+
+class WorkerDiedError(StreamsError):
+    """A stream thread's worker process ended without a clean stop (killed, or crashed).
+
+    The uncaught-exception handler receives it; REPLACE_THREAD starts a new worker.
+    """
+
+
+class TaskDirectoryLockedError(ProcessorStateError):
+    """A task's state directory is locked by another process: another instance sharing the state
+    directory, or a stream thread of this instance (a worker) that has not given the task up yet."""

@@ -271,8 +271,9 @@ class KafkaStreams:
                 )
             )
         threads = [self._threads.add() for _ in range(self.config["num.stream.threads"])]
-        if self._closing is None:  # prepared, then started together: their consumers join in one rebalance
+        if not self._inline and self._closing is None:  # workers prepared, then started together: one rebalance
             await asyncio.gather(*(thread.prepare() for thread in threads))
+        if self._closing is None:
             await asyncio.gather(*(self._track_thread_start(thread) for thread in threads))
 
     def _track_thread_start(self, thread: InstanceThread) -> asyncio.Task[None]:

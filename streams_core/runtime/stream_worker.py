@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
+import signal
 import socket
 import sys
 import time
@@ -50,6 +52,8 @@ from streams_core.runtime.worker_store_queries import WorkerStoreQueries, local_
 __all__ = ["WorkerApplication", "WorkerSpec", "WorkerStatus", "main"]
 
 log = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
 
 ORPHAN_GRACE_S = 30.0
 """How long a worker whose instance is gone may take to stop cleanly (its broker may be gone too)."""
@@ -231,7 +235,19 @@ async def _main(control_fd: int, query_fd: int) -> None:
     writer.close()
 
 
+def _die_with_instance(instance_pid: int) -> None:
+    """Linux: SIGKILL this worker when its instance's process dies (a kill -9 of the instance ends
+    its workers too, as a JVM's threads end with it, and frees their task directories at once).
+    A clean close of the instance stops its workers first; elsewhere the closed control channel
+    stops a worker (within `ORPHAN_GRACE_S`)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != instance_pid:  # the instance died before the call: too late for the signal
+            os._exit(1)
+
+
 def main(argv: list[str]) -> None:
-    """`<control fd> <query fd>`: the socket-pair ends the instance passed to this process."""
+    """`<control fd> <query fd> <instance pid>`: the socket-pair ends the instance passed to this process."""
+    _die_with_instance(int(argv[2]))
     asyncio.run(_main(int(argv[0]), int(argv[1])))
 

@@ -8,14 +8,17 @@ back to this instance. Standby tasks replicate other instances' stores from the 
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from time import perf_counter
 from typing import Any
 
 from streams_core.config import StreamsConfig
-from streams_core.errors import TaskCorruptedError
+from streams_core.errors import TaskCorruptedError, TaskDirectoryLockedError
 from streams_core.processor.internals.record_deserializer import DeserializationHandler
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.flow_control import FlowControl
@@ -32,7 +35,14 @@ from streams_core.state.internals.processor_state_manager import ProcessorStateM
 from streams_core.state.internals.thread_cache import ThreadCache
 from streams_core.state.store import StateStore
 
-__all__ = ["PROCESS_CHUNK", "TaskManager", "local_task_dirs"]
+__all__ = ["PROCESS_CHUNK", "TASK_LOCK_WAIT_S", "TaskManager", "local_task_dirs"]
+
+TASK_LOCK_WAIT_S = 10.0
+"""How long a new task waits for a directory another process still holds (see `_once_unlocked`)."""
+
+
+async def _now(create: Callable[[TaskId], object], task_id: TaskId) -> None:
+    create(task_id)
 
 log = logging.getLogger(__name__)
 
@@ -108,11 +118,27 @@ class TaskManager:
             self.close_standby(task_id)
         for task_id, partitions in sorted(active.items()):
             if task_id not in self.tasks:
-                await self._create_task(task_id, frozenset(partitions))
+                await self._once_unlocked(task_id, partial(self._create_task, task_id, frozenset(partitions)))
         for task_id in sorted(standby):
             if task_id not in self.standby_tasks and self.topology.changelog_partitions(task_id):
-                self._create_standby(task_id)
+                await self._once_unlocked(task_id, partial(_now, self._create_standby, task_id))
         self.prev_active = frozenset(self.tasks)
+
+    async def _once_unlocked(self, task_id: TaskId, create: Callable[[], Awaitable[object]]) -> None:
+        """`create()`, retried while another process holds the task's directory, for at most
+        `TASK_LOCK_WAIT_S`: a worker that lost the task in a rebalance it took no part in (it was busy
+        in the previous one's callback) gives it up at its next poll, as Kafka Streams retries a
+        directory another thread still holds. Then the TaskDirectoryLockedError is raised."""
+        deadline = time.monotonic() + TASK_LOCK_WAIT_S
+        while True:
+            try:
+                await create()
+                return
+            except TaskDirectoryLockedError as exc:
+                if time.monotonic() >= deadline:
+                    raise
+                log.info("%stask %s: %s; retrying", self._log_prefix, task_id, exc, extra={"task": str(task_id)})
+                await asyncio.sleep(0.1)
 
     def _open_state(self, task_id: TaskId, *, active: bool) -> ProcessorStateManager:
         """Lock the task's directory and let the guarantee load, keep or wipe what it holds."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import sys
 from collections.abc import Callable, Mapping
@@ -23,7 +24,7 @@ from typing import Any
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
-from streams_core.errors import ConfigError, InvalidStateStoreError, StreamsError
+from streams_core.errors import ConfigError, InvalidStateStoreError, StreamsError, WorkerDiedError
 from streams_core.processor.internals import topology_shipping
 from streams_core.runtime.assignment import AssignmentInfo
 from streams_core.runtime.instance_thread import ThreadCallbacks
@@ -34,17 +35,13 @@ from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.runtime.worker_channel import ChannelClosedError, QueryChannel, read_frame, write_frame
 
-__all__ = ["WorkerDiedError", "WorkerThread", "WorkerThreadFactory"]
+__all__ = ["WorkerThread", "WorkerThreadFactory"]
 
 log = logging.getLogger(__name__)
 
 
 _WORKER_MAIN = "import sys; from streams_core.runtime.stream_worker import main; main(sys.argv[1:])"
 """Not `-m`: a module run as `__main__` would pickle its classes under that name."""
-
-
-class WorkerDiedError(StreamsError):
-    """A stream thread's worker process ended without a clean stop (killed, or crashed)."""
 
 
 class WorkerThread:
@@ -105,7 +102,7 @@ class WorkerThread:
         try:
             fds = (child_control.fileno(), child_query.fileno())
             self._process = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", _WORKER_MAIN, *map(str, fds), pass_fds=fds
+                sys.executable, "-c", _WORKER_MAIN, *map(str, fds), str(os.getpid()), pass_fds=fds
             )
         finally:
             child_control.close()
@@ -201,6 +198,12 @@ class WorkerThread:
         self.shutdown()
         if self._listener is not None:
             await asyncio.shield(self._listener)
+        elif self._process is not None:  # prepared, never started: it ends on the stop
+            await self._process.wait()
+            self._close_channels()
+            if self._channel is not None:
+                self._channel.close()
+            self._set_state(ThreadState.DEAD)
 
     async def kill(self) -> None:
         """End the worker at once (SIGKILL: no commit), for closes that ran out of time."""

@@ -75,7 +75,7 @@ class Fault:
     at: float
     """Seconds after the input started."""
     kind: str
-    """kill (SIGKILL), term (SIGTERM) or stall (the broker SIGSTOPped)."""
+    """kill (SIGKILL), term (SIGTERM), kill-worker (SIGKILL of one worker process) or stall (the broker SIGSTOPped)."""
     draw: float
     """Which live instance: index = int(draw * number of live instances)."""
     restart_after: float
@@ -90,7 +90,7 @@ class FaultPlan:
         window = scenario.window
         faults = [
             Fault(rnd.uniform(0.1, 0.9) * window, kind, rnd.random(), rnd.uniform(*scenario.restart_delay))
-            for kind in ["kill"] * scenario.kills + ["term"] * scenario.terms
+            for kind in ["kill"] * scenario.kills + ["term"] * scenario.terms + ["kill-worker"] * scenario.worker_kills
         ]
         if scenario.stall_seconds:
             faults.append(Fault(rnd.uniform(0.3, 0.6) * window, "stall", 0.0, 0.0))
@@ -112,6 +112,7 @@ class ChaosReport:
     occurrences: int = 0
     """Words in the input (the updates an exactly-once output holds)."""
     kills: int = 0
+    worker_kills: int = 0
     terms: int = 0
     restarts: int = 0
     skipped_faults: int = 0
@@ -141,7 +142,7 @@ class ChaosReport:
         return {
             "scenario": self.scenario.name, "guarantee": self.scenario.guarantee, "seed": self.seed,
             "instances": self.scenario.instances, "records": self.records, "words": self.words,
-            "kills": self.kills, "terms": self.terms, "restarts": self.restarts, "skipped faults": self.skipped_faults,
+            "kills": self.kills, "worker kills": self.worker_kills, "terms": self.terms, "restarts": self.restarts, "skipped faults": self.skipped_faults,
             "broker stall s": round(self.stall_seconds, 1), "output records": self.output_records,
             "wrong counts": self.wrong_counts, "duplicates": self.duplicates, "below truth": self.below_truth,
             "store answers wrong": self.store_wrong, "input s": round(self.produce_seconds, 1),
@@ -213,6 +214,21 @@ class Fleet:
     def kill(self, name: str) -> None:
         self.cluster.kill(name)
         self.report.kills += 1
+
+    def kill_worker(self, name: str, draw: float) -> bool:
+        """SIGKILL one worker process of instance `name` (its children); False when it has none now."""
+        process = self.cluster.instances[name].process
+        assert process is not None
+        try:
+            workers = sorted(int(p) for p in Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split())
+        except OSError:
+            return False
+        if not workers:
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(workers[int(draw * len(workers))], signal.SIGKILL)
+        self.report.worker_kills += 1
+        return True
 
     async def term(self, name: str) -> None:
         await self.cluster.stop(name)
@@ -324,6 +340,10 @@ async def run_faults(
             continue
         victim = alive[int(fault.draw * len(alive))]
         log.info("chaos: %s %s at %.1f s", fault.kind, victim, time.monotonic() - began)
+        if fault.kind == "kill-worker":  # the instance replaces its worker: no restart
+            if not fleet.kill_worker(victim, fault.draw):
+                report.skipped_faults += 1
+            continue
         if fault.kind == "kill":
             fleet.kill(victim)
         else:
@@ -349,6 +369,7 @@ async def run_scenario(
         "STREAMS_STATESTORE_CACHE_MAX_BYTES": "0",  # every count update reaches the output: 1, 2, ..., N
         "STREAMS_SESSION_TIMEOUT_MS": "4000",  # a killed member leaves the group soon
         "STREAMS_HEARTBEAT_INTERVAL_MS": "500",
+        "STREAMS_NUM_STREAM_THREADS": str(scenario.threads),
     }
     if scenario.autostop:
         env["STREAMS_AUTOSTOP_AT"] = "eol"

@@ -31,6 +31,11 @@ class Scenario:
     """kill -9 of a random live instance, each restarted after `restart_delay` seconds."""
     terms: int = 0
     """SIGTERM (clean shutdown) of a random live instance, restarted likewise."""
+    threads: int = 1
+    """Stream threads per instance: two or more run as worker processes (stream.threads.mode=auto)."""
+    worker_kills: int = 0
+    """kill -9 of a random worker process of a random live instance (threads >= 2); the instance
+    replaces it (the service's handler: REPLACE_THREAD for a dead worker) and is not restarted."""
     stall_seconds: float = 0.0
     """SIGSTOP of the broker for this long (then SIGCONT), once, in the middle of the input."""
     autostop: bool = False
@@ -58,6 +63,7 @@ SMALL: dict[str, Scenario] = {
     "eos": Scenario("eos", lines=1_500, produce_seconds=6.0, kills=3),
     "alos": Scenario("alos", guarantee="at_least_once", lines=1_500, produce_seconds=6.0, kills=2, terms=1),
     "stall": Scenario("stall", lines=1_000, produce_seconds=6.0, stall_seconds=3.0),
+    "workers": Scenario("workers", instances=2, lines=1_500, produce_seconds=8.0, threads=2, kills=1, worker_kills=2),
     "autostop": Scenario(
         "autostop", lines=3_000, produce_seconds=0.0, kills=3, autostop=True, fault_seconds=3.0, restart_delay=(0.2, 1.0)
     ),
@@ -75,6 +81,10 @@ FULL: dict[str, Scenario] = {
         settle_timeout=900.0,
     ),
     "stall": Scenario("stall", lines=200_000, words=5_000, produce_seconds=90.0, stall_seconds=20.0, settle_timeout=600.0),
+    "workers": Scenario(
+        "workers", instances=2, lines=300_000, words=5_000, produce_seconds=120.0, threads=2, kills=4, worker_kills=10,
+        settle_timeout=900.0,
+    ),
     "autostop": Scenario(
         "autostop",
         lines=300_000,

@@ -36,6 +36,16 @@ async def test_exactly_once_under_kill_9_counts_exactly_and_never_twice(bootstra
     assert report.output_records == report.occurrences, "every committed update is one word occurrence"
 
 
+async def test_worker_processes_killed_under_exactly_once_are_replaced_and_count_exactly(
+    bootstrap_servers: str, tmp_path: Path
+) -> None:
+    """Two instances of two worker processes each: kill -9s of single workers (the instance replaces
+    them) and of a whole instance (its workers die with it; restarted): counts exact, never twice."""
+    report = await _run("workers", bootstrap_servers, tmp_path)
+    assert report.worker_kills >= 1, f"seed {report.seed}: no worker was killed"
+    assert report.output_records == report.occurrences, "every committed update is one word occurrence"
+
+
 async def test_at_least_once_under_kill_9_and_sigterm_never_counts_below_the_truth(
     bootstrap_servers: str, tmp_path: Path
 ) -> None:

@@ -113,7 +113,7 @@ SECOND = ["SPARK join", "Kafka table TABLE"]
 @pytest.fixture
 def user_module(tmp_path: Path) -> Iterator[Any]:
     """`load(source)` writes the user's module and (re)imports it, registered to ship by value."""
-    from pyspark import cloudpickle
+    import cloudpickle  # the package the runner ships topologies with (not PySpark's vendored copy)
 
     name = f"user_functions_{unique_topic('m').replace('-', '_')}"
     path = tmp_path / f"{name}.py"

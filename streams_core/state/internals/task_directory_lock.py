@@ -14,7 +14,7 @@ import logging
 import os
 from pathlib import Path
 
-from streams_core.errors import ProcessorStateError, StreamsError
+from streams_core.errors import ProcessorStateError, StreamsError, TaskDirectoryLockedError
 
 __all__ = ["LOCK_FILE_NAME", "DirectoryLock", "TaskDirectoryLock"]
 
@@ -78,7 +78,8 @@ class TaskDirectoryLock(DirectoryLock):
     """An exclusive, non-blocking lock on a task directory."""
 
     def locked_error(self, holder: str) -> StreamsError:
-        return ProcessorStateError(
-            f"state directory {self._path.parent} is locked by another process (pid {holder}); "
-            "two instances with the same application.id must not share a state.dir"
+        return TaskDirectoryLockedError(
+            f"state directory {self._path.parent} is locked by another process (pid {holder}): another "
+            "stream thread of this instance that has not given the task up yet, or another instance with "
+            "the same application.id on this state.dir (two must not share one)"
         )

@@ -3,10 +3,17 @@ creation with restore, stale fetches, commit offsets and checkpoints, closing, s
 
 from __future__ import annotations
 
+import asyncio
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from streams_core import StreamsConfig, TaskId
+from streams_core.errors import TaskDirectoryLockedError
+from streams_core.runtime import task_manager
 from streams_core.runtime.flow_control import FlowControl
 from streams_core.runtime.processing_guarantee import processing_guarantee
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
@@ -232,3 +239,45 @@ async def test_a_standby_with_damaged_state_is_wiped_and_starts_from_the_beginni
     assert h2.tm.corrupted_tasks == 1
     assert h2.tm.standby_start_offsets() == {CL0: None}, "not from the checkpoint of a lost file"
     await h2.tm.close_all()
+
+
+async def _hold_lock(directory: Path, seconds: float) -> asyncio.subprocess.Process:
+    """Another process holding the task directory's lock for `seconds` (a worker yet to give the task up)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    script = (
+        "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+        "fcntl.flock(fd, fcntl.LOCK_EX); os.pwrite(fd, f'{os.getpid()}\\n'.encode(), 0); "
+        "print('held', flush=True); time.sleep(float(sys.argv[2]))"
+    )
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, str(directory / ".lock"), str(seconds), stdout=asyncio.subprocess.PIPE
+    )
+    assert holder.stdout is not None and await holder.stdout.readline() == b"held\n"
+    return holder
+
+
+async def test_a_task_whose_directory_another_process_still_holds_is_created_once_it_is_released(tmp_path: Path) -> None:
+    h = Harness(new_cluster(), tmp_path)
+    await h.start()
+    holder = await _hold_lock(h.task_dir, 0.5)
+    began = time.monotonic()
+    await h.tm.handle_assignment({T00: [IN0]})
+    assert T00 in h.tm.tasks and time.monotonic() - began >= 0.3, "waited for the holder, then created it"
+    await holder.wait()
+    await h.tm.close_all()
+
+
+async def test_a_directory_held_past_the_wait_fails_the_assignment_naming_the_holder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(task_manager, "TASK_LOCK_WAIT_S", 0.3)
+    h = Harness(new_cluster(), tmp_path)
+    await h.start()
+    holder = await _hold_lock(h.task_dir, 5.0)
+    try:
+        with pytest.raises(TaskDirectoryLockedError, match=rf"locked by another process \(pid {holder.pid}\)"):
+            await h.tm.handle_assignment({T00: [IN0]})
+        assert T00 not in h.tm.tasks
+    finally:
+        holder.kill()
+        await holder.wait()
