@@ -219,8 +219,17 @@ function readMetrics(samples, active) {
     const task = `${sub}_${s.labels.partition}`;
     if (sub !== undefined && !active.has(task)) standby.add(task);
   }
+  const pids = new Map(named(samples, "streams_thread_worker_pid").map((s) => [s.labels.thread, s.value]));
+  const threads = named(samples, "streams_thread_tasks")
+    .filter((s) => s.labels.kind === "active")
+    .map((s) => {
+      const short = s.labels.thread.replace(/^.*-(StreamThread-\d+)$/, "$1");
+      return pids.has(s.labels.thread) ? `${short} (worker ${pids.get(s.labels.thread)})` : short;
+    })
+    .sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
   return {
     state: state ? state.labels.state : "unknown",
+    threads,
     recordsLag: total(samples, "streams_partition_records_lag"),
     storeLag: total(samples, "streams_store_lag_records"),
     processed: total(samples, "streams_thread_process_records_total"),
@@ -265,6 +274,7 @@ function renderInstances(rows) {
     cell(tr, r.metrics ? String(r.metrics.recordsLag) : "?", "num");
     cell(tr, r.metrics ? String(r.metrics.storeLag) : "?", "num");
     cell(tr, r.rate === null ? "…" : r.rate.toFixed(1), "num");
+    cell(tr, r.metrics ? r.metrics.threads.join(", ") || "–" : "?");
   }
 }
 

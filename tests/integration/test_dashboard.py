@@ -10,6 +10,7 @@ test counted it independently. Skipped only when no chromium executable is found
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -55,8 +56,9 @@ async def test_dashboard_shows_both_instances_and_looks_up_a_key(bootstrap_serve
     lines, truth = make_text(random.Random(17), words=30, lines=40)
 
     cluster = WordCountCluster(
-        bootstrap_servers, tmp_path, f"ui-{suffix}", input_topic=input_topic, output_topic=output_topic, standby_replicas=1
-    )
+        bootstrap_servers, tmp_path, f"ui-{suffix}", input_topic=input_topic, output_topic=output_topic, standby_replicas=1,
+        instance_config={"b": {"num.stream.threads": 2}},  # b's two threads are worker processes
+    )  # fmt: skip
     client = Client()
     try:
         await cluster.start_in_process("a", "b")
@@ -100,6 +102,10 @@ async def test_dashboard_shows_both_instances_and_looks_up_a_key(bootstrap_serve
                 for member in members:
                     expected = _active_tasks(member, input_topic, output_topic, cluster.application_id)
                     assert rows[f"{member['host']}:{member['port']}"][2] == expected, member
+                assert rows[first.server][9] == "StreamThread-1", "one thread, on the instance's loop"
+                assert re.fullmatch(
+                    r"StreamThread-1 \(worker \d+\), StreamThread-2 \(worker \d+\)", rows[second.server][9]
+                ), rows[second.server]
 
                 # Each keeps a standby of the other's stateful tasks, read from its relayed metrics.
                 standby_members = [f"{m['host']}:{m['port']}" for m in members if m["standbyStoreNames"]]
