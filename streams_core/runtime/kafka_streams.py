@@ -200,7 +200,6 @@ class KafkaStreams:
         condition = self._state_changed
         if condition is None:
             return
-
         async def wake() -> None:
             async with condition:
                 condition.notify_all()
@@ -576,8 +575,6 @@ class KafkaStreams:
             return key
         serde = key_serializer or self.config["default.key.serde"]
         return serde.serialize(None, key)
-
-    # -- introspection ------------------------------------------------------------------------
 
     @property
     def threads(self) -> list[InstanceThread]:
