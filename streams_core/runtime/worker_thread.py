@@ -15,6 +15,7 @@ with the same index). Its task directory locks are `flock`s, gone with its proce
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import socket
@@ -73,9 +74,10 @@ class WorkerThread:
         self._killed = False
         self._process: asyncio.subprocess.Process | None = None
         self._control: asyncio.StreamWriter | None = None
-        self._query: QueryChannel | None = None
-        """The query channel once the worker serves it (`_channel` from the worker's start)."""
         self._channel: QueryChannel | None = None
+        self._serving = False
+        """The worker serves its query channel (it started): only then is it asked, as a blocking call
+        to a worker still starting would stall this loop."""
         self._reader: asyncio.StreamReader | None = None
         self._listener: asyncio.Task[None] | None = None
         self.store_provider = RemoteStoreProvider(self, key_serde)
@@ -109,7 +111,7 @@ class WorkerThread:
             child_query.close()
         log.info("%sstarted worker process %d", self.log_prefix, self._process.pid)
         self._reader, self._control = await asyncio.open_connection(sock=control)
-        self._channel = QueryChannel(query)  # asked only once the worker serves it: a blocking call would stall this loop
+        self._channel = QueryChannel(query)
         write_frame(self._control, (sys.path, self._application, self._spec))
         await self._until("ready")
 
@@ -120,7 +122,7 @@ class WorkerThread:
         assert self._control is not None and self._reader is not None
         write_frame(self._control, ("go",))
         self._status = (await self._until("started"))[1]
-        self._query = self._channel
+        self._serving = True
         self._listener = asyncio.create_task(self._listen(self._reader), name=f"{self.name}-listener")
 
     async def _until(self, step: str) -> tuple[Any, ...]:
@@ -133,10 +135,7 @@ class WorkerThread:
         except ChannelClosedError:
             reply = ("start-failed", WorkerDiedError(f"worker process {self._process.pid} ended while starting"))
         if reply[0] == "start-failed":
-            await self._process.wait()
-            if self._channel is not None:
-                self._channel.close()
-            self._close_channels()
+            await self._ended()
             self._set_state(ThreadState.DEAD)
             raise reply[1]
         return reply
@@ -164,11 +163,9 @@ class WorkerThread:
             clean = True
         except ChannelClosedError:
             pass
-        assert self._process is not None
-        code = await self._process.wait()
-        self._close_channels()
+        code = await self._ended()
         if not clean and not self._killed:
-            error = WorkerDiedError(f"{self.name}: worker process {self._process.pid} ended with exit code {code}")
+            error = WorkerDiedError(f"{self.name}: worker process {self.pid} ended with exit code {code}")
         if self.state is not ThreadState.DEAD:
             if self.state is not ThreadState.PENDING_SHUTDOWN:
                 self._set_state(ThreadState.PENDING_SHUTDOWN)
@@ -176,12 +173,17 @@ class WorkerThread:
         if error is not None:
             self._callbacks.on_error(self, error)
 
-    def _close_channels(self) -> None:
-        if self._query is not None:
-            self._query.close()
-            self._query = None
+    async def _ended(self) -> int:
+        """Wait for the worker process to end, close its channels; its exit code."""
+        assert self._process is not None
+        code = await self._process.wait()
+        self._serving = False
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
         if self._control is not None:
             self._control.close()
+        return code
 
     def shutdown(self) -> None:
         """Ask the worker to stop after its current batch; `stop` waits for it."""
@@ -199,10 +201,7 @@ class WorkerThread:
         if self._listener is not None:
             await asyncio.shield(self._listener)
         elif self._process is not None:  # prepared, never started: it ends on the stop
-            await self._process.wait()
-            self._close_channels()
-            if self._channel is not None:
-                self._channel.close()
+            await self._ended()
             self._set_state(ThreadState.DEAD)
 
     async def kill(self) -> None:
@@ -236,7 +235,7 @@ class WorkerThread:
     def _ask_now(self, what: str) -> Any:
         """The running worker's `what` now (a snapshot when asked, as Kafka Streams' are); None when it
         cannot answer (its last report stands)."""
-        if self._query is None or self.state is ThreadState.DEAD:
+        if not self._serving:
             return None
         try:
             return ask(self, (what,))
@@ -246,13 +245,10 @@ class WorkerThread:
 
     def metadata(self) -> ThreadMetadata:
         """The worker's metadata now, with the thread's state as the instance follows it."""
-        found = self._ask_now("metadata")
+        found: ThreadMetadata | None = self._ask_now("metadata")
         if found is None:
             found = self._fallback_metadata if self._status is None else self._status.metadata
-        return ThreadMetadata(
-            found.thread_name, self.state.name, found.consumer_client_id, found.restore_consumer_client_id,
-            found.producer_client_ids, found.admin_client_id, found.active_tasks, found.standby_tasks,
-        )
+        return dataclasses.replace(found, thread_state=self.state.name)
 
     def metrics(self) -> dict[str, Any]:
         """The worker's metrics now (its last report once it cannot answer), with its pid."""
@@ -265,7 +261,7 @@ class WorkerThread:
         return {} if self._status is None or self.state is ThreadState.DEAD else self._status.copies
 
     def query_channel(self) -> QueryChannel | None:
-        return self._query
+        return self._channel if self._serving else None
 
     async def resubscribe(self) -> None:
         raise StreamsError("pattern subscriptions keep their stream threads in the instance's process")
