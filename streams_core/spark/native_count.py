@@ -89,8 +89,13 @@ class NativeCount:
     key_serde: Any = field(default=None, compare=False, repr=False)
     #: For a windowed count: its windows, tail and tasks (None for a count).
     window: WindowCount | None = None
-    #: A `reduce()` (opted in as associative: partial reductions per Spark partition), not a count.
-    reduce: bool = False
+    #: Not a count: "partial" for a `reduce()` opted in as associative (partial reductions per Spark
+    #: partition), "ordered" for a `reduce()` or `aggregate()` applied per key in Kafka Streams' order
+    #: (native_reduce.py); "" for a count.
+    fold: str = ""
+    #: With `fold` "ordered": the values reaching it are strings (the replaced repartition topic's
+    #: value serde is String), handed to Spark as an Arrow string column.
+    string_values: bool = False
 
 
 def resolved(serde: Any) -> Any:
@@ -109,11 +114,14 @@ def same_serde(serde: Any, other: Any) -> bool:
     return type(a) is type(b) and type(a) in builtin and repr(a) == repr(b)
 
 
-def _count_tail(agg: ProcessorNode) -> SinkNode | None:
-    """The sink of `count() -> to_stream() -> to(topic)` (or `reduce()`'s) below `agg`, None if `agg` is not that."""
-    processor = agg.processor
-    count = isinstance(processor, KStreamAggregate) and processor._initializer is _zero and processor._aggregator is _count_add
-    if not ((count or isinstance(processor, KStreamReduce)) and len(agg.children) == 1):
+def _is_count(processor: object) -> bool:
+    return isinstance(processor, KStreamAggregate) and processor._initializer is _zero and processor._aggregator is _count_add
+
+
+def _fold_tail(agg: ProcessorNode) -> SinkNode | None:
+    """The sink of `count()`/`aggregate()`/`reduce()` -> `to_stream()` -> `to(topic)` below `agg`, None
+    if `agg` is not that."""
+    if not (isinstance(agg.processor, (KStreamAggregate, KStreamReduce)) and len(agg.children) == 1):
         return None
     (to_stream,) = agg.children
     if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor._key_mapper is None
@@ -121,8 +129,6 @@ def _count_tail(agg: ProcessorNode) -> SinkNode | None:
         return None
     (sink,) = to_stream.children
     if not isinstance(sink, SinkNode) or sink.topic is None or sink.partitioner is not None:
-        return None
-    if count and not same_serde(sink.value_serde, Serdes.Long()):
         return None
     return sink
 
@@ -144,12 +150,12 @@ def find_native_count(
     sid: int, built: ProcessorTopology, builder: Any, config: StreamsConfig, readback: frozenset[str],
     associative_reducers: bool = False,
 ) -> NativeCount | None:  # fmt: skip
-    """`NativeCount` when sub-topology `sid` counts (or, with `associative_reducers`, reduces) a
-    stateless chain as Spark can natively, else None.
+    """`NativeCount` when sub-topology `sid` counts, reduces or aggregates a stateless chain as Spark
+    can natively (a reduce partially with `associative_reducers`), else None.
 
     `readback` are the topics the topology both writes and reads; the outputs must not be one.
     """
-    kinds = (KStreamAggregate, KStreamWindowAggregate, *((KStreamReduce,) if associative_reducers else ()))
+    kinds = (KStreamAggregate, KStreamWindowAggregate, KStreamReduce)
     aggregates = [n for n in built.processors if isinstance(n.processor, kinds)]
     if len(aggregates) != 1:
         return None
@@ -158,12 +164,17 @@ def find_native_count(
     if not builder.store_builder(store).caching_enabled:
         return None  # caching off: every update is emitted, as the keyed and task stages do
     window = window_count_tail(agg, readback) if isinstance(agg.processor, KStreamWindowAggregate) else None
+    fold = ""
     if window is not None:
         sinks, native, output_key_serde = window.sinks, (agg.name, window.to_stream, *window.tail), None
     else:
-        sink = _count_tail(agg)
+        sink = _fold_tail(agg)
         if sink is None or sink.topic in readback:
             return None
+        if isinstance(agg.processor, KStreamReduce):
+            fold = "partial" if associative_reducers else "ordered"
+        elif not (_is_count(agg.processor) and same_serde(sink.value_serde, Serdes.Long())):
+            fold = "ordered"  # an aggregate, or a count written with another serde than Spark's count's
         sinks, native, output_key_serde = (sink.name,), (agg.name, *(c.name for c in agg.children)), sink.key_serde
     if sorted(s.name for s in built.sinks) != sorted(sinks):
         return None
@@ -171,17 +182,20 @@ def find_native_count(
     if chain is None:
         return None
     chain_sid, chain_built, end, bypassed, fused, shuffled, key_serde = chain
-    if (window is not None or isinstance(agg.processor, KStreamReduce)) and len(
-            [t for s in chain_built.sources for t in s.topics]) != 1:  # fmt: skip
+    if (window is not None or fold) and len([t for s in chain_built.sources for t in s.topics]) != 1:
         return None  # one task per partition of one topic: its records in offset order (docs/spark.md)
+    string_values = False
     if window is not None:
         window = replace(window, partitions_of=bypassed)
         output = window.topics[0]
     else:
         output = str(built.sinks[0].topic)
         key_serde = built.sinks[0].key_serde
+        if fold == "ordered" and bypassed is not None:
+            (repartition,) = [s for s in chain_built.sinks if s.name == end]
+            string_values = same_serde(repartition.value_serde, Serdes.String())
     return NativeCount(chain_sid, end, sid, output, bypassed, same_serde(key_serde, Serdes.String()), fused, native,
-                       shuffled, key_serde, window, isinstance(agg.processor, KStreamReduce))  # fmt: skip
+                       shuffled, key_serde, window, fold, string_values)  # fmt: skip
 
 
 def window_count_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowCount | None:

@@ -1,61 +1,201 @@
-"""A stateless chain into `reduce()`, with a map-side partial reduction (opted in as associative).
+"""A stateless chain into `reduce()` or `aggregate()`: the user's function per key in a vectorized stage.
 
-`SparkRunner(..., associative_reducers=True)`: `stream(...)` → fused stateless operators →
-`group_by`/`group_by_key` → `reduce(reducer)` (caching on) → `to_stream()` → `to(topic)` becomes
-one query:
+`stream(...)` → fused stateless operators → `group_by`/`group_by_key` → `reduce(reducer)` or
+`aggregate(initializer, aggregator)` (caching on) → `to_stream()` → `to(topic)` becomes one query:
 
-    Kafka source → mapInArrow(ReduceKeys: the chain per record; each key's values reduced per
-                   Spark partition in offset order, the partial result as the sink's value bytes)
-                 → groupBy(key).transformWithStateInPandas(ReduceStage: the key's stored value,
-                   then its partials in Kafka partition order, through the reducer; state: the
-                   value's bytes) → Kafka sink, update mode
+    Kafka source → mapInArrow(FoldValues: the chain per record; every value reaching the reduce or
+                   aggregate as bytes, with its Kafka partition, place in offset order and timestamp)
+                 → groupBy(key).transformWithStateInPandas(FoldStage: the key's stored value, then
+                   its values in Kafka Streams' order through the user's function; state: the
+                   value's serde bytes) → Kafka sink, update mode (one record per changed key)
 
-Reducing a partition's values first and the partials after equals Kafka Streams' record-by-record
-reduction, in the order where each writer's records of the micro-batch arrive together, only
-when the reducer is associative: hence the opt-in (docs/spark.md).
+With `SparkRunner(..., associative_reducers=True)` a reduce reduces partially first: `ReduceKeys`
+reduces each key's values per Spark partition in offset order, and the stage reduces the
+partials Kafka partition by partition. That equals Kafka Streams' record-by-record reduction, in
+the order where each writer's records of the micro-batch arrive together, only when the reducer
+is associative: hence the opt-in (docs/spark.md).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+import pickle
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from streams_core.errors import StreamsError
-from streams_core.kstream.internals.kstream_aggregate import KStreamReduce
+from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
 from streams_core.processor.internals.processor_node import SinkNode
 from streams_core.serde import Serde, Serdes
 from streams_core.spark.native_count import CountKeys, NativeCount, built_shipped, key_column, same_serde
+from streams_core.spark.subtopology_executor import kafka_order
 
-__all__ = ["ReduceKeys", "ReduceStage"]
+__all__ = ["FoldStage", "FoldValues", "ReduceKeys"]
 
 log = logging.getLogger(__name__)
 
 #: Partial results held per Spark partition before they go to Spark.
 _MAX_PARTIAL_KEYS = 200_000
 
+Step = Callable[[Any, Any, Any], Any]
 
-def _reducer_and_serde(topology: bytes, props: Mapping[str, Any], native: NativeCount) -> tuple[Any, Serde[Any]]:
-    """The user's reducer and the output sink's value serde, from the shipped topology."""
+
+@dataclass(frozen=True)
+class _Fold:
+    """The user's function as one step `(key, aggregate or None, value) -> new aggregate`, and its serdes."""
+
+    step: Step
+    #: The store's value serde: what Kafka Streams' store holds, and so Spark state.
+    store_serde: Serde[Any]
+    sink_serde: Serde[Any]
+
+
+def _fold(topology: bytes, props: Mapping[str, Any], native: NativeCount) -> _Fold:
+    """The reduce or aggregate of the shipped topology as a step, with its store's and sink's value serdes."""
     built = built_shipped(topology, props, native.count_subtopology)
-    (reduce,) = [n for n in built.processors if n.name == native.native[0]]
+    (node,) = [n for n in built.processors if n.name == native.native[0]]
     (sink,) = built.sinks
-    if not isinstance(reduce.processor, KStreamReduce):
-        raise StreamsError(f"{reduce.name!r} is not a reduce")
-    return reduce.processor._reducer, sink.value_serde
+    (store,) = node.store_names
+    store_serde = built.state_stores[store].timestamped.value_serde.inner
+    processor = node.processor
+    if isinstance(processor, KStreamReduce):
+        reducer = processor._reducer
+
+        def reduce(key: Any, aggregate: Any, value: Any) -> Any:
+            return value if aggregate is None else reducer(aggregate, value)
+
+        return _Fold(reduce, store_serde, sink.value_serde)
+    if not isinstance(processor, KStreamAggregate):
+        raise StreamsError(f"{node.name!r} is neither a reduce nor an aggregate")
+    initializer, aggregator = processor._initializer, processor._aggregator
+
+    def aggregate(key: Any, aggregate: Any, value: Any) -> Any:
+        return aggregator(key, value, initializer() if aggregate is None else aggregate)
+
+    return _Fold(aggregate, store_serde, sink.value_serde)
 
 
-def _reduced(reducer: Any, aggregate: Any, value: Any) -> Any:
-    new = reducer(aggregate, value)
-    if new is None:
-        raise StreamsError("the reducer returned None (a delete): partial reductions cannot follow it; "
-                           "run without associative_reducers")  # fmt: skip
-    return new
+def _no_delete(step: Step) -> Step:
+    """`step` for partial reductions, which cannot follow a delete."""
+
+    def checked(key: Any, aggregate: Any, value: Any) -> Any:
+        new = step(key, aggregate, value)
+        if new is None:
+            raise StreamsError("the reducer returned None (a delete): partial reductions cannot follow it; "
+                               "run without associative_reducers")  # fmt: skip
+        return new
+
+    return checked
 
 
-class ReduceKeys(CountKeys):
+class _Pickled:
+    """Values crossing Spark's shuffle where Kafka Streams hands them over in memory (no repartition
+    topic): pickled (cloudpickle for classes only shipped by value), never kept in state."""
+
+    @staticmethod
+    def serialize(topic: str, value: Any) -> bytes:
+        try:
+            return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, AttributeError):
+            import cloudpickle
+
+            data: bytes = cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            return data
+
+    @staticmethod
+    def deserialize(topic: str, data: bytes) -> Any:
+        return pickle.loads(data)
+
+
+def _repartition_value_serde(topology: bytes, props: Mapping[str, Any], native: NativeCount) -> Serde[Any] | None:
+    """The replaced repartition topic's value serde (None without one)."""
+    if native.bypassed_topic is None:
+        return None
+    built = built_shipped(topology, props, native.chain_subtopology)
+    (sink,) = [s for s in built.sinks if s.name == native.chain_end]
+    assert isinstance(sink, SinkNode)
+    return sink.value_serde
+
+
+def _transport(topology: bytes, props: Mapping[str, Any], native: NativeCount) -> Serde[Any] | _Pickled | None:
+    """How `FoldValues` hands values to `FoldStage`: as Arrow strings (None), as the replaced
+    repartition topic's bytes (Kafka Streams' round trip), else pickled."""
+    if native.string_values:
+        return None
+    return _repartition_value_serde(topology, props, native) or _Pickled()
+
+
+class _GroupedValues(CountKeys):
+    """`mapInArrow` functions whose chain ends in a reduce or aggregate: the partition column read,
+    keys grouped as the count's (strings, or the output key serde's bytes)."""
+
+    def columns(self, source_topics: tuple[str, ...]) -> list[str]:  # type: ignore[override]
+        return ["partition", *CountKeys.columns(source_topics)]
+
+    def _key_serializer(self) -> Callable[[str, Any], Any] | None:
+        """Serializes the keys other than strings (grouped by their bytes); None for strings."""
+        return None if self.native.string_keys else self.native.key_serde.serialize
+
+
+class FoldValues(_GroupedValues):
+    """`mapInArrow` function: Kafka rows in; every record reaching the reduce or aggregate out, as
+    (key, partition, seq, timestamp, value): `seq` its place in the partition's offset order, `value`
+    the replaced repartition topic's serde bytes (a string for the String serde), else pickled."""
+
+    def __init__(self, topology: bytes, props: Mapping[str, Any], native: NativeCount) -> None:
+        super().__init__(topology, props, native)
+        key, value = ("string" if s else "binary" for s in (native.string_keys, native.string_values))
+        self.schema = f"key {key}, partition int, seq bigint, timestamp bigint, value {value}"
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        serde = _transport(self.topology, self.props, self.native)
+        encode = None if serde is None else serde.serialize
+        topic, output = self.native.bypassed_topic or "", self.native.output_topic
+        serialize_key = self._key_serializer()
+        keys: list[Any] = []
+        values: list[Any] = []
+        timestamps: list[int] = []
+
+        def received(key: Any, value: Any, timestamp: int, headers: Any) -> None:
+            if key is None or value is None:
+                return
+            if encode is not None:
+                value = encode(topic, value)
+                if value is None:  # read back as None from the repartition topic: the aggregate skips it
+                    return
+            keys.append(key if serialize_key is None else serialize_key(output, key))
+            values.append(value)
+            timestamps.append(timestamp)
+
+        chains = self._chains(received)
+        seq = 0
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            partition = batch.column("partition")[0].as_py()
+            self._run_batch(chains, batch)
+            if not keys:
+                continue
+            n = len(keys)
+            yield pa.RecordBatch.from_arrays(
+                [key_column(keys, self.native.string_keys, output), pa.array([partition] * n, pa.int32()),
+                 pa.array(range(seq, seq + n), pa.int64()), pa.array(timestamps, pa.int64()),
+                 key_column(values, encode is None, topic)],
+                names=["key", "partition", "seq", "timestamp", "value"],
+            )  # fmt: skip
+            seq += n
+            keys.clear()
+            values.clear()
+            timestamps.clear()
+
+
+class ReduceKeys(_GroupedValues):
     """`mapInArrow` function: Kafka rows in; per key its values reduced, in offset order, as the
     rows (key, partition, part, value bytes): `part` numbers a key's partials of one partition."""
 
@@ -63,14 +203,14 @@ class ReduceKeys(CountKeys):
         super().__init__(topology, props, native)
         self.schema = f"key {'string' if native.string_keys else 'binary'}, partition int, part int, value binary"
 
-    def columns(self, source_topics: tuple[str, ...]) -> list[str]:  # type: ignore[override]
-        return ["partition", *CountKeys.columns(source_topics)]
-
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        reducer, value_serde = _reducer_and_serde(self.topology, self.props, self.native)
-        round_trip = self._repartition_value_serde()
+        fold = _fold(self.topology, self.props, self.native)
+        reduce = _no_delete(fold.step)
+        round_trip = _repartition_value_serde(self.topology, self.props, self.native)
+        if round_trip is not None and same_serde(round_trip, Serdes.String()):
+            round_trip = None  # strings come back as they went
         topic, output = self.native.bypassed_topic or "", self.native.output_topic
-        serialize_key = None if self.native.string_keys else self.native.key_serde.serialize
+        serialize_key = self._key_serializer()
         reduced: dict[Any, Any] = {}
         get = reduced.get
 
@@ -79,10 +219,9 @@ class ReduceKeys(CountKeys):
                 return
             if round_trip is not None:  # the value as the reduce reads it back from the repartition topic
                 value = round_trip.deserialize(topic, round_trip.serialize(topic, value))
-            if serialize_key is not None:  # other keys are grouped by their bytes
+            if serialize_key is not None:
                 key = serialize_key(output, key)
-            old = get(key)
-            reduced[key] = value if old is None else _reduced(reducer, old, value)
+            reduced[key] = reduce(key, get(key), value)
 
         chains = self._chains(received)
         part, partition = 0, -1
@@ -92,20 +231,11 @@ class ReduceKeys(CountKeys):
             partition = batch.column("partition")[0].as_py()
             self._run_batch(chains, batch)
             if len(reduced) >= _MAX_PARTIAL_KEYS:
-                yield self._partials(reduced, value_serde, partition, part)
+                yield self._partials(reduced, fold.store_serde, partition, part)
                 reduced.clear()
                 part += 1
         if reduced:
-            yield self._partials(reduced, value_serde, partition, part)
-
-    def _repartition_value_serde(self) -> Serde[Any] | None:
-        """The replaced repartition topic's value serde (None without one, or for strings: no change)."""
-        if self.native.bypassed_topic is None:
-            return None
-        built = built_shipped(self.topology, self.props, self.native.chain_subtopology)
-        (sink,) = [s for s in built.sinks if s.name == self.native.chain_end]
-        assert isinstance(sink, SinkNode)
-        return None if same_serde(sink.value_serde, Serdes.String()) else sink.value_serde
+            yield self._partials(reduced, fold.store_serde, partition, part)
 
     def _partials(self, reduced: dict[Any, Any], value_serde: Serde[Any], partition: int, part: int) -> Any:
         import pyarrow as pa
@@ -121,9 +251,11 @@ class ReduceKeys(CountKeys):
         )  # fmt: skip
 
 
-class ReduceStage(StatefulProcessor):
-    """Per key: its stored value, then the micro-batch's partials (Kafka partition by partition, each
-    in order) through the reducer; the new value's bytes kept in Spark state and written out."""
+class FoldStage(StatefulProcessor):
+    """Per key: its stored value, then the micro-batch's values (`FoldValues`: in Kafka Streams'
+    order) or partial reductions (`ReduceKeys`: Kafka partition by partition) through the user's
+    function, each new aggregate through the store's serde as Kafka Streams' store does; the last
+    one's bytes kept in Spark state and written out (a tombstone when it was deleted)."""
 
     def __init__(self, topology: bytes, props: Mapping[str, Any], native: NativeCount) -> None:
         self.topology = topology
@@ -132,21 +264,55 @@ class ReduceStage(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self._value = handle.getValueState("value", "value binary")
-        self._reducer, self._serde = _reducer_and_serde(self.topology, self.props, self.native)
+        fold = _fold(self.topology, self.props, self.native)
+        native = self.native
+        if native.fold == "partial":
+            self._step, self._values = _no_delete(fold.step), self._partials
+            self._incoming: Serde[Any] | _Pickled | None = fold.store_serde
+        else:
+            self._step, self._values = fold.step, self._in_kafka_order
+            self._incoming = _transport(self.topology, self.props, native)
+        self._store, self._sink = fold.store_serde, fold.sink_serde
+        self._same_serde = same_serde(fold.store_serde, fold.sink_serde)
+        self._deserialize_key = None if native.string_keys else native.key_serde.deserialize
+
+    @staticmethod
+    def _partials(frame: Any) -> list[Any]:
+        return frame.sort_values(["partition", "part"], kind="stable")["value"].tolist()  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _in_kafka_order(frame: Any) -> list[Any]:
+        """Offset order per Kafka partition; across partitions the head with the lowest timestamp
+        first, on equal timestamps the lower partition (PartitionGroup's choice)."""
+        frame = frame.sort_values(["partition", "seq"], kind="stable")
+        rows = zip(frame["partition"].tolist(), frame["seq"].tolist(), frame["timestamp"].tolist(), frame["value"].tolist(),
+                   strict=True)  # fmt: skip
+        return [row[3] for row in kafka_order(rows, itemgetter(0), itemgetter(1), itemgetter(2))]
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         import pandas as pd  # type: ignore[import-untyped]  # no stubs in the venv
 
-        frame = pd.concat(list(rows), ignore_index=True).sort_values(["partition", "part"], kind="stable")
-        topic, serde, reducer = self.native.output_topic, self._serde, self._reducer
+        frame = pd.concat(list(rows), ignore_index=True)
+        topic, store, step = self.native.output_topic, self._store, self._step
+        incoming = None if self._incoming is None else self._incoming.deserialize
+        grouped = key[0]
+        user_key = grouped if self._deserialize_key is None else self._deserialize_key(topic, bytes(grouped))
         stored = self._value.get() if self._value.exists() else None
-        aggregate = None if stored is None else serde.deserialize(topic, bytes(stored[0]))
-        for data in frame["value"]:
-            value = serde.deserialize(topic, bytes(data))
-            aggregate = value if aggregate is None else _reduced(reducer, aggregate, value)
-        out = serde.serialize(topic, aggregate)
-        self._value.update((out,))
-        yield pd.DataFrame({"key": [key[0]], "value": [out]})
+        data: bytes | None = None if stored is None else bytes(stored[0])
+        aggregate = None if data is None else store.deserialize(topic, data)
+        for value in self._values(frame):
+            if incoming is not None:
+                value = incoming(topic, bytes(value))
+            data = store.serialize(topic, step(user_key, aggregate, value))
+            aggregate = None if data is None else store.deserialize(topic, data)
+        if data is None:  # deleted: a tombstone unless it was created and deleted within the micro-batch
+            self._value.clear()
+            if stored is not None:
+                yield pd.DataFrame({"key": [grouped], "value": [None]})
+            return
+        self._value.update((data,))
+        out = data if self._same_serde else self._sink.serialize(topic, aggregate)
+        yield pd.DataFrame({"key": [grouped], "value": [out]})
 
     def close(self) -> None:
         """Nothing to release."""

@@ -80,8 +80,10 @@ _STAGES: Mapping[str, str] = {
     "keyed": "groupBy(key).transformWithState (keyed Python stage, RocksDB state)",
     "task": "groupBy(partition).transformWithState (task Python stage: stores as changelog in RocksDB state)",
     "native": "mapInArrow (fused stateless chain, partial counts) -> groupBy(key).sum() (Spark's streaming aggregation)",
-    "native-reduce": "mapInArrow (fused stateless chain, partial reductions per Spark partition) -> groupBy(key)"
-                     ".transformWithStateInPandas (the reducer over stored value and partials)",
+    "native-partial": "mapInArrow (fused stateless chain, partial reductions per Spark partition) -> groupBy(key)"
+                      ".transformWithStateInPandas (the reducer over stored value and partials)",
+    "native-ordered": "mapInArrow (fused stateless chain, every value as bytes) -> groupBy(key)"
+                      ".transformWithStateInPandas (the reducer or aggregator per key in Kafka Streams' order)",
     "native-window": "mapInArrow (fused stateless chain, partial counts per task and window) -> groupBy(task)"
                      ".transformWithStateInPandas (stream time) -> groupBy(key, window start).sum() -> mapInArrow (tail)",
 }
@@ -132,10 +134,15 @@ class QueryPlan:
             how.append((to_stream, "native: Spark's update mode, one record per changed window and micro-batch"))
             how.extend((name, "python: fused stateless chain in mapInArrow over the updated windows") for name in tail)
             return tuple(how)
-        if native.reduce:
-            reduce, *rest = native.native
-            how.append((reduce, "python: the reducer per Spark partition in mapInArrow (partial reductions), then over the "
-                                "stored value and the partials in groupBy(key).transformWithStateInPandas (state: value bytes)"))
+        if native.fold:
+            fold, *rest = native.native
+            if native.fold == "partial":
+                how.append((fold, "python: the reducer per Spark partition in mapInArrow (partial reductions), then over the "
+                                  "stored value and the partials in groupBy(key).transformWithStateInPandas (state: value bytes)"))
+            else:
+                how.append((fold, "vectorized: the user's function over each key's stored value and values, Arrow in and out "
+                                  "per key in groupBy(key).transformWithStateInPandas, in Kafka Streams' order (per Kafka "
+                                  "partition offset order; across partitions the lowest timestamp first) (state: value bytes)"))
             how.extend((name, "native: Spark's update mode, one record per changed key and micro-batch") for name in rest)
             return tuple(how)
         count, *rest = native.native
@@ -146,8 +153,8 @@ class QueryPlan:
 
     def describe(self) -> str:
         native = self.native
-        how = _STAGES[self.stage if native is None else "native-window" if native.window else "native-reduce" if native.reduce
-                      else self.stage]  # fmt: skip
+        how = _STAGES[self.stage if native is None else "native-window" if native.window else f"native-{native.fold}"
+                      if native.fold else self.stage]  # fmt: skip
         lines = [
             f"Query {self.subtopology_id}: sub-topology {self.subtopology_id}"
             + (f", after {', '.join(map(str, self.after))}" if self.after else ""),

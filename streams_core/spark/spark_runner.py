@@ -211,8 +211,8 @@ class SparkRunner:
         )
         if query.native is not None and query.native.window is not None:
             return self._window_count(query, query.native, rows)
-        if query.native is not None and query.native.reduce:
-            return self._reduce(query, query.native, rows)
+        if query.native is not None and query.native.fold:
+            return self._fold(query, query.native, rows)
         if query.native is not None:
             native = query.native
             stage = CountKeys(query.spec.topology, query.spec.props, native)
@@ -249,18 +249,18 @@ class SparkRunner:
         output = WindowOutput(spec.topology, spec.props, native, window.partitions_of or query.source_topics[0])
         return counts.mapInArrow(output, output.schema)
 
-    def _reduce(self, query: QueryPlan, native: NativeCount, rows: Any) -> Any:
-        """The native reduce's query (native_reduce.py)."""
+    def _fold(self, query: QueryPlan, native: NativeCount, rows: Any) -> Any:
+        """The query of a reduce or aggregate in the vectorized stage (native_reduce.py)."""
         from pyspark.sql import functions as F
 
-        from streams_core.spark.native_reduce import ReduceKeys, ReduceStage
+        from streams_core.spark.native_reduce import FoldStage, FoldValues, ReduceKeys
 
         spec = query.spec
-        keys = ReduceKeys(spec.topology, spec.props, native)
+        keys = (ReduceKeys if native.fold == "partial" else FoldValues)(spec.topology, spec.props, native)
         key_type = "string" if native.string_keys else "binary"
-        reduced = rows.select(*keys.columns(query.source_topics)).mapInArrow(keys, keys.schema).groupBy("key")
-        out = reduced.transformWithStateInPandas(ReduceStage(spec.topology, spec.props, native),
-                                                 f"key {key_type}, value binary", "Update", "None")  # fmt: skip
+        values = rows.select(*keys.columns(query.source_topics)).mapInArrow(keys, keys.schema).groupBy("key")
+        out = values.transformWithStateInPandas(FoldStage(spec.topology, spec.props, native),
+                                                f"key {key_type}, value binary", "Update", "None")  # fmt: skip
         key_column = F.col("key").cast("binary") if native.string_keys else F.col("key")
         return out.select(F.lit(native.output_topic).alias("topic"), key_column.alias("key"), "value")
 
@@ -410,8 +410,8 @@ class SparkRunner:
 def _checkpoint_name(query: QueryPlan) -> str:
     """A native query keeps Spark's aggregation state: never the checkpoint of a Python stage of the same id."""
     native = query.native
-    prefix = ("subtopology" if native is None else "native-window-count" if native.window else "native-reduce" if native.reduce
-              else "native-count")  # fmt: skip
+    prefix = ("subtopology" if native is None else "native-window-count" if native.window else "native-reduce"
+              if native.fold == "partial" else "native-fold" if native.fold else "native-count")  # fmt: skip
     return f"{prefix}-{query.subtopology_id}"
 
 

@@ -1,5 +1,5 @@
 """`reduce()` with partial reductions per Spark partition (`associative_reducers=True`), against
-KafkaStreams on the same input; without the opt-in it stays in the keyed Python stage."""
+KafkaStreams on the same input; without the opt-in it reduces record by record (test_native_fold.py)."""
 
 from __future__ import annotations
 
@@ -34,10 +34,10 @@ def joined(source: str, output: str) -> Topology:
 
 
 def test_a_reduce_is_partial_only_when_the_user_vouches_for_its_reducer() -> None:
-    (keyed,) = [q for q in SparkRunner(summed("in", "out"), CONFIG).plan().queries if q.stage != "stateless"]
-    assert keyed.stage == "keyed" and keyed.native is None
+    (ordered,) = SparkRunner(summed("in", "out"), CONFIG).plan().queries
+    assert ordered.native is not None and ordered.native.fold == "ordered", "record by record (test_native_fold.py)"
     (query,) = SparkRunner(summed("in", "out"), CONFIG, associative_reducers=True).plan().queries
-    assert query.native is not None and query.native.reduce and query.native.bypassed_topic is not None
+    assert query.native is not None and query.native.fold == "partial" and query.native.bypassed_topic is not None
     how = dict(query.operators())
     (reduce,) = [name for name in how if "REDUCE" in name]
     assert how[reduce].startswith("python: the reducer per Spark partition")
