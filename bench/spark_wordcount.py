@@ -5,6 +5,8 @@
     flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 1000000,10000000   (against asyncio)
     flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 1000000 \
         --engines spark-windowed-count,spark-hand-windowed --repeat 2           (1-minute windows, both by Spark)
+    flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 1000000 \
+        --engines spark-aggregate,spark-aggregate-keyed                         (reduce/aggregate: vectorized vs keyed stage)
     flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 100000            (a quick run)
 
 One run starts its own local broker (LocalKafkaBroker in a temp dir, stopped at the end even on
@@ -36,6 +38,11 @@ own application id and output topic over the same input:
                grace period keeps every record: without it, which records are late depends on how
                Spark's tasks interleave their writes to the repartition topic (each Kafka Streams
                task's stream time), which no fixed expectation can follow.
+  spark-aggregate  the word count with `aggregate(lambda: 0, lambda word, _, n: n + 1)` (user functions,
+               Long serde) instead of `count()` on SparkRunner: the vectorized stage of native_reduce.py
+               (mapInArrow -> groupBy(word).transformWithStateInPandas, one output per word and micro-batch)
+  spark-aggregate-keyed  the same topology planned as before that stage (the keyed stage:
+               groupBy(key).transformWithState, Row API, every update written)
   asyncio-1    one KafkaStreams instance in a process of its own (commit.interval.ms=100)
   asyncio-2    two instances, two processes, one consumer group: the runtime's scale-out
                timed from launching the process(es) until the group has committed every input and
@@ -256,7 +263,43 @@ def run_handwritten_windowed(spark: Any, bootstrap: str, input_topic: str, check
     return run_hand_query(spark, bootstrap, input_topic, checkpoints, "bench-hand-win", count)
 
 
+def aggregate_count_topology(input_topic: str, output: str) -> Any:
+    """The word count with `aggregate(initializer, aggregator)` (user functions) instead of `count()`."""
+    from streams_core import Grouped, Materialized, Produced, Serdes, StreamsBuilder
+
+    s = Serdes.String()
+    builder = StreamsBuilder()
+    (builder.stream(input_topic, key_serde=s, value_serde=s).flat_map_values(lambda line: line.lower().split())
+     .group_by(lambda key, word: word, Grouped.with_(s, s))
+     .aggregate(lambda: 0, lambda word, _, n: n + 1, Materialized.with_(s, Serdes.Long()))
+     .to_stream().to(output, Produced.with_(s, Serdes.Long())))
+    return builder.build()
+
+
+@contextlib.contextmanager
+def keyed_folds() -> Any:
+    """Plans reduce/aggregate as before the vectorized stage: in the keyed stage (transformWithState, Row API)."""
+    from streams_core.spark import spark_plan
+
+    compiled = spark_plan.find_native_count
+
+    def without_folds(*args: Any, **kwargs: Any) -> Any:
+        native = compiled(*args, **kwargs)
+        return None if native is not None and native.fold else native
+
+    spark_plan.find_native_count = without_folds  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        spark_plan.find_native_count = compiled
+
+
 def spark_run(engine: str, spark: Any, bootstrap: str, input_topic: str, checkpoints: Path) -> tuple[float, str]:
+    if engine == "spark-aggregate":
+        return run_spark(spark, bootstrap, input_topic, checkpoints, aggregate_count_topology)
+    if engine == "spark-aggregate-keyed":
+        with keyed_folds():
+            return run_spark(spark, bootstrap, input_topic, checkpoints, aggregate_count_topology)
     if engine == "spark-hand":
         return run_handwritten(spark, bootstrap, input_topic, checkpoints)
     if engine == "spark-hand-windowed":
@@ -377,7 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     for total, engine, seconds, note in rows:
         print(f"| {total:,} | {engine} | {total / seconds:,.0f} | {seconds:.1f} | {note} |")
     for total in sorted({r[0] for r in rows}):
-        for ours, theirs in (("spark", "spark-hand"), ("spark-windowed-count", "spark-hand-windowed")):
+        for ours, theirs in (("spark", "spark-hand"), ("spark-windowed-count", "spark-hand-windowed"),
+                             ("spark-aggregate", "spark-aggregate-keyed")):
             dsl = [r[2] for r in rows if r[0] == total and r[1] == ours]
             hand = [r[2] for r in rows if r[0] == total and r[1] == theirs]
             if dsl and hand:

@@ -15,11 +15,10 @@ import heapq
 import logging
 import struct
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
@@ -50,8 +49,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-R = TypeVar("R")
 
 new_record = tuple.__new__
 
@@ -127,23 +124,17 @@ class SubtopologySpec:
     global_records: tuple[InputRow, ...] = ()
 
 
-def kafka_order(
-    rows: Iterable[R],
-    partition: Callable[[R], Any] = attrgetter("topic", "partition"),
-    offset: Callable[[R], Any] = attrgetter("offset"),
-    timestamp: Callable[[R], Any] = attrgetter("timestamp"),
-) -> list[R]:  # fmt: skip
+def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
     """Rows in the order a Kafka Streams task takes them: offset order per partition, and across
-    partitions the head with the lowest timestamp first (PartitionGroup's choice; on equal
-    timestamps the partition seen first). `InputRow`s by default; other rows name their fields."""
-    by_partition: dict[Any, list[R]] = {}
+    partitions the head with the lowest timestamp first (PartitionGroup's choice)."""
+    by_partition: dict[tuple[str, int], list[InputRow]] = {}
     for row in rows:
-        by_partition.setdefault(partition(row), []).append(row)
+        by_partition.setdefault((row.topic, row.partition), []).append(row)
     if len(by_partition) == 1:
         (only,) = by_partition.values()
-        return sorted(only, key=offset)
-    queues = [sorted(part, key=offset) for part in by_partition.values()]
-    return list(heapq.merge(*queues, key=timestamp))
+        return sorted(only, key=lambda r: r.offset)
+    queues = [sorted(part, key=lambda r: r.offset) for part in by_partition.values()]
+    return list(heapq.merge(*queues, key=lambda r: r.timestamp))
 
 
 class _StateManager:

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from streams_core import Grouped, Materialized, Produced, Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
+from streams_core.spark.native_reduce import kafka_order_of
+from streams_core.spark.subtopology_executor import InputRow, kafka_order
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 from tests.spark.engines import BASE_TS, long_be, read_table, run_asyncio_to_end, utf8
 
@@ -64,6 +69,19 @@ def test_reduce_and_aggregate_compile_to_the_vectorized_stage() -> None:
         assert fold.startswith("vectorized: the user's function") and "transformWithStateInPandas" in fold
     uncached = SparkRunner(nested("in", "out"), {**CONFIG, "statestore.cache.max.bytes": 0}).plan()
     assert [q.stage for q in uncached.queries] == ["stateless", "keyed"], "caching off: every update, keyed stage"
+
+
+def test_the_vectorized_order_is_kafka_streams_partition_group_order() -> None:
+    """`kafka_order_of` (numpy, the stage's) takes rows as `kafka_order` (the keyed and task stages')
+    does, on random partitions, offsets in any order, and repeated timestamps (ties: the lower partition)."""
+    rng = random.Random(23)
+    for _ in range(2_000):
+        rows = [InputRow("t", partition, offset, BASE_TS + rng.randint(0, 6), None, None, ())
+                for partition in rng.sample(range(6), rng.randint(1, 4)) for offset in rng.sample(range(20), rng.randint(0, 6))]
+        rng.shuffle(rows)
+        column = [np.array([getattr(r, f) for r in rows], np.int64) for f in ("partition", "offset", "timestamp")]
+        # kafka_order breaks a tie for the partition it saw first: here the lower one, as the stage does
+        assert [rows[i] for i in kafka_order_of(*column)] == kafka_order(sorted(rows, key=lambda r: r.partition))
 
 
 def _batches(progress: list[dict[str, Any]], topic: str) -> list[dict[int, tuple[int, int]]]:
