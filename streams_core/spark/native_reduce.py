@@ -32,7 +32,7 @@ from streams_core.processor.internals.processor_node import SinkNode
 from streams_core.serde import Serde, Serdes
 from streams_core.spark.native_count import CountKeys, NativeCount, built_shipped, key_column, same_serde
 
-__all__ = ["FoldStage", "FoldValues", "ReduceKeys", "kafka_order_of"]
+__all__ = ["NOTHING", "FoldStage", "FoldValues", "ReduceKeys", "kafka_order_of"]
 
 log = logging.getLogger(__name__)
 
@@ -269,6 +269,10 @@ class ReduceKeys(_GroupedValues):
         )  # fmt: skip
 
 
+#: `FoldStage.fold`'s output when nothing is written (a key created and deleted within a micro-batch).
+NOTHING = object()
+
+
 class FoldStage(StatefulProcessor):
     """Per key: its stored value, then the micro-batch's values (`FoldValues`: in Kafka Streams'
     order) or partial reductions (`ReduceKeys`: Kafka partition by partition) through the user's
@@ -282,6 +286,10 @@ class FoldStage(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self._value = handle.getValueState("value", "value binary")
+        self.prepare()
+
+    def prepare(self) -> None:
+        """The user's function and serdes, from the shipped topology (once per Python worker)."""
         fold = _fold(self.topology, self.props, self.native)
         native = self.native
         if native.fold == "partial":
@@ -303,17 +311,13 @@ class FoldStage(StatefulProcessor):
         order = kafka_order_of(frame["partition"].to_numpy(), frame["seq"].to_numpy(), frame["timestamp"].to_numpy())
         return frame["value"].to_numpy()[order].tolist()  # type: ignore[no-any-return]
 
-    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-        import pandas as pd  # type: ignore[import-untyped]  # no stubs in the venv
-
-        frames = list(rows)
-        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    def fold(self, grouped: Any, frame: Any, stored: bytes | None) -> tuple[bytes | None, Any]:
+        """One key's micro-batch: (the state's new bytes, None to delete it; the output value: bytes,
+        None for a tombstone, or `NOTHING`)."""
         topic, store, step = self.native.output_topic, self._store, self._step
         incoming = None if self._incoming is None else self._incoming.deserialize
-        grouped = key[0]
         user_key = grouped if self._deserialize_key is None else self._deserialize_key(topic, bytes(grouped))
-        stored = self._value.get() if self._value.exists() else None
-        data: bytes | None = None if stored is None else bytes(stored[0])
+        data = stored
         aggregate = None if data is None else store.deserialize(topic, data)
         for value in self._values(frame):
             if incoming is not None:
@@ -321,13 +325,22 @@ class FoldStage(StatefulProcessor):
             data = store.serialize(topic, step(user_key, aggregate, value))
             aggregate = None if data is None else store.deserialize(topic, data)
         if data is None:  # deleted: a tombstone unless it was created and deleted within the micro-batch
+            return None, NOTHING if stored is None else None
+        return data, data if self._same_serde else self._sink.serialize(topic, aggregate)
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+        import pandas as pd  # type: ignore[import-untyped]  # no stubs in the venv
+
+        frames = list(rows)
+        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        stored = self._value.get()
+        data, out = self.fold(key[0], frame, None if stored is None else bytes(stored[0]))
+        if data is not None:
+            self._value.update((data,))
+        elif stored is not None:
             self._value.clear()
-            if stored is not None:
-                yield pd.DataFrame({"key": [grouped], "value": [None]})
-            return
-        self._value.update((data,))
-        out = data if self._same_serde else self._sink.serialize(topic, aggregate)
-        yield pd.DataFrame({"key": [grouped], "value": [out]})
+        if out is not NOTHING:
+            yield pd.DataFrame({"key": [key[0]], "value": [out]})
 
     def close(self) -> None:
         """Nothing to release."""
