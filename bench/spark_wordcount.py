@@ -40,11 +40,12 @@ own application id and output topic over the same input:
                task's stream time), which no fixed expectation can follow.
   spark-aggregate  the word count with `aggregate(lambda: 0, lambda word, _, n: n + 1)` (user functions,
                Long serde) instead of `count()` on SparkRunner: the vectorized stage of native_reduce.py
-               (mapInArrow -> groupBy(word).transformWithStateInPandas, one output per word and micro-batch)
+               (mapInArrow -> groupBy(word).applyInPandasWithState, one output per word and micro-batch)
   spark-aggregate-keyed  the same topology planned as before that stage (the keyed stage:
                groupBy(key).transformWithState, Row API, every update written)
-  spark-aggregate-row, spark-aggregate-v1  spark-aggregate with its per-key stage on another Spark
-               API: transformWithState (Row API) or applyInPandasWithState (see `fold_api`)
+  spark-aggregate-tws, spark-aggregate-row  spark-aggregate with its per-key stage on another Spark
+               API than applyInPandasWithState: transformWithStateInPandas or transformWithState (Row
+               API) (see `fold_api`)
   asyncio-1    one KafkaStreams instance in a process of its own (commit.interval.ms=100)
   asyncio-2    two instances, two processes, one consumer group: the runtime's scale-out
                timed from launching the process(es) until the group has committed every input and
@@ -299,8 +300,8 @@ def keyed_folds() -> Any:
 @contextlib.contextmanager
 def fold_api(api: str) -> Any:
     """SparkRunner's vectorized reduce/aggregate query with its per-key stage (`FoldStage.fold`) on
-    another Spark API than the library's transformWithStateInPandas: "row" (transformWithState, Row
-    API) or "v1" (applyInPandasWithState: the state travels with the group, no call per state access)."""
+    another Spark API than the library's applyInPandasWithState: "tws" (transformWithStateInPandas,
+    a call to the state server per state access) or "row" (transformWithState, Row API)."""
     import pandas as pd
     from pyspark.sql import Row
     from pyspark.sql import functions as F
@@ -333,24 +334,6 @@ def fold_api(api: str) -> Any:
         def close(self) -> None:
             pass
 
-    def v1(stage: FoldStage) -> Any:
-        prepared: list[bool] = []
-
-        def fold(key: Any, frames: Any, state: Any) -> Any:
-            if not prepared:
-                stage.prepare()
-                prepared.append(True)
-            frame = pd.concat(list(frames), ignore_index=True)
-            data, out = stage.fold(key[0], frame, bytes(state.get[0]) if state.exists else None)
-            if data is not None:
-                state.update((data,))
-            elif state.exists:
-                state.remove()
-            if out is not NOTHING:
-                yield pd.DataFrame({"key": [key[0]], "value": [out]})
-
-        return fold
-
     def query(self: Any, query: Any, native: Any, rows: Any) -> Any:
         spec = query.spec
         keys = FoldValues(spec.topology, spec.props, native)
@@ -360,7 +343,7 @@ def fold_api(api: str) -> Any:
         if api == "row":
             out = values.transformWithState(RowFold(stage), schema, "Update", "None")
         else:
-            out = values.applyInPandasWithState(v1(stage), schema, "value binary", "Update", "NoTimeout")
+            out = values.transformWithStateInPandas(stage, schema, "Update", "None")
         return out.select(F.lit(native.output_topic).alias("topic"), F.col("key").cast("binary").alias("key"), "value")
 
     library = SparkRunner._fold
@@ -374,7 +357,7 @@ def fold_api(api: str) -> Any:
 def spark_run(engine: str, spark: Any, bootstrap: str, input_topic: str, checkpoints: Path) -> tuple[float, str]:
     if engine == "spark-aggregate":
         return run_spark(spark, bootstrap, input_topic, checkpoints, aggregate_count_topology)
-    if engine in ("spark-aggregate-row", "spark-aggregate-v1"):
+    if engine in ("spark-aggregate-tws", "spark-aggregate-row"):
         with fold_api(engine.rsplit("-", 1)[1]):
             return run_spark(spark, bootstrap, input_topic, checkpoints, aggregate_count_topology)
     if engine == "spark-aggregate-keyed":
@@ -501,8 +484,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {total:,} | {engine} | {total / seconds:,.0f} | {seconds:.1f} | {note} |")
     for total in sorted({r[0] for r in rows}):
         for ours, theirs in (("spark", "spark-hand"), ("spark-windowed-count", "spark-hand-windowed"),
-                             ("spark-aggregate", "spark-aggregate-keyed"), ("spark-aggregate-row", "spark-aggregate"),
-                             ("spark-aggregate-v1", "spark-aggregate")):
+                             ("spark-aggregate", "spark-aggregate-keyed"), ("spark-aggregate-tws", "spark-aggregate"),
+                             ("spark-aggregate-row", "spark-aggregate")):
             dsl = [r[2] for r in rows if r[0] == total and r[1] == ours]
             hand = [r[2] for r in rows if r[0] == total and r[1] == theirs]
             if dsl and hand:

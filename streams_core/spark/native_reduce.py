@@ -5,13 +5,14 @@
 
     Kafka source → mapInArrow(FoldValues: the chain per record; every value reaching the reduce or
                    aggregate as bytes, with its Kafka partition, place in offset order and timestamp)
-                 → groupBy(key).transformWithStateInPandas(FoldStage: the key's stored value, then
-                   its values in Kafka Streams' order through the user's function; state: the
-                   value's serde bytes) → Kafka sink, update mode (one record per changed key)
+                 → groupBy(key).applyInPandasWithState(FoldGroups → FoldStage.fold: the key's stored
+                   value, then its values in Kafka Streams' order through the user's function;
+                   state: the value's serde bytes) → Kafka sink, update mode (one record per
+                   changed key)
 
 With `SparkRunner(..., associative_reducers=True)` a reduce reduces partially first: `ReduceKeys`
-reduces each key's values per Spark partition in offset order, and the stage reduces the
-partials Kafka partition by partition. That equals Kafka Streams' record-by-record reduction, in
+reduces each key's values per Spark partition in offset order, and `FoldStage` (there the
+transformWithStateInPandas processor) reduces the partials Kafka partition by partition. That equals Kafka Streams' record-by-record reduction, in
 the order where each writer's records of the micro-batch arrive together, only when the reducer
 is associative: hence the opt-in (docs/spark.md).
 """
@@ -32,7 +33,7 @@ from streams_core.processor.internals.processor_node import SinkNode
 from streams_core.serde import Serde, Serdes
 from streams_core.spark.native_count import CountKeys, NativeCount, built_shipped, key_column, same_serde
 
-__all__ = ["NOTHING", "FoldStage", "FoldValues", "ReduceKeys", "kafka_order_of"]
+__all__ = ["NOTHING", "FoldGroups", "FoldStage", "FoldValues", "ReduceKeys", "kafka_order_of"]
 
 log = logging.getLogger(__name__)
 
@@ -344,3 +345,30 @@ class FoldStage(StatefulProcessor):
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+class FoldGroups:
+    """`applyInPandasWithState` function running `FoldStage.fold` per key: the key's state (the
+    value's bytes) travels with its rows, no call to the state server per access, which made it the
+    fastest of the stateful APIs measured for this stage (bench/LOG.md)."""
+
+    def __init__(self, stage: FoldStage) -> None:
+        self.stage = stage
+        self._prepared = False
+
+    def __call__(self, key: Any, frames: Iterator[Any], state: Any) -> Iterator[Any]:
+        import pandas as pd
+
+        if not self._prepared:
+            self.stage.prepare()
+            self._prepared = True
+        parts = list(frames)
+        frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+        stored = bytes(state.get[0]) if state.exists else None
+        data, out = self.stage.fold(key[0], frame, stored)
+        if data is not None:
+            state.update((data,))
+        elif stored is not None:
+            state.remove()
+        if out is not NOTHING:
+            yield pd.DataFrame({"key": [key[0]], "value": [out]})

@@ -83,7 +83,7 @@ _STAGES: Mapping[str, str] = {
     "native-partial": "mapInArrow (fused stateless chain, partial reductions per Spark partition) -> groupBy(key)"
                       ".transformWithStateInPandas (the reducer over stored value and partials)",
     "native-ordered": "mapInArrow (fused stateless chain, every value as bytes) -> groupBy(key)"
-                      ".transformWithStateInPandas (the reducer or aggregator per key in Kafka Streams' order)",
+                      ".applyInPandasWithState (the reducer or aggregator per key in Kafka Streams' order)",
     "native-window": "mapInArrow (fused stateless chain, partial counts per task and window) -> groupBy(task)"
                      ".transformWithStateInPandas (stream time) -> groupBy(key, window start).sum() -> mapInArrow (tail)",
 }
@@ -141,7 +141,7 @@ class QueryPlan:
                                   "stored value and the partials in groupBy(key).transformWithStateInPandas (state: value bytes)"))
             else:
                 how.append((fold, "vectorized: the user's function over each key's stored value and values, Arrow in and out "
-                                  "per key in groupBy(key).transformWithStateInPandas, in Kafka Streams' order (per Kafka "
+                                  "per key in groupBy(key).applyInPandasWithState, in Kafka Streams' order (per Kafka "
                                   "partition offset order; across partitions the lowest timestamp first) (state: value bytes)"))
             how.extend((name, "native: Spark's update mode, one record per changed key and micro-batch") for name in rest)
             return tuple(how)

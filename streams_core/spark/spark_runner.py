@@ -253,14 +253,18 @@ class SparkRunner:
         """The query of a reduce or aggregate in the vectorized stage (native_reduce.py)."""
         from pyspark.sql import functions as F
 
-        from streams_core.spark.native_reduce import FoldStage, FoldValues, ReduceKeys
+        from streams_core.spark.native_reduce import FoldGroups, FoldStage, FoldValues, ReduceKeys
 
         spec = query.spec
-        keys = (ReduceKeys if native.fold == "partial" else FoldValues)(spec.topology, spec.props, native)
-        key_type = "string" if native.string_keys else "binary"
+        partial = native.fold == "partial"
+        keys = (ReduceKeys if partial else FoldValues)(spec.topology, spec.props, native)
+        schema = f"key {'string' if native.string_keys else 'binary'}, value binary"
         values = rows.select(*keys.columns(query.source_topics)).mapInArrow(keys, keys.schema).groupBy("key")
-        out = values.transformWithStateInPandas(FoldStage(spec.topology, spec.props, native),
-                                                f"key {key_type}, value binary", "Update", "None")  # fmt: skip
+        stage = FoldStage(spec.topology, spec.props, native)
+        if partial:  # its checkpoints hold transformWithState's state
+            out = values.transformWithStateInPandas(stage, schema, "Update", "None")
+        else:
+            out = values.applyInPandasWithState(FoldGroups(stage), schema, "value binary", "Update", "NoTimeout")
         key_column = F.col("key").cast("binary") if native.string_keys else F.col("key")
         return out.select(F.lit(native.output_topic).alias("topic"), key_column.alias("key"), "value")
 

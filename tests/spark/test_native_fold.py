@@ -66,7 +66,7 @@ def test_reduce_and_aggregate_compile_to_the_vectorized_stage() -> None:
         assert query.stage == "native" and query.native is not None and query.native.fold == "ordered"
         assert query.native.bypassed_topic is not None and query.native.string_values
         (fold,) = [how for name, how in query.operators() if "REDUCE-0" in name or "AGGREGATE-0" in name]
-        assert fold.startswith("vectorized: the user's function") and "transformWithStateInPandas" in fold
+        assert fold.startswith("vectorized: the user's function") and "applyInPandasWithState" in fold
     uncached = SparkRunner(nested("in", "out"), {**CONFIG, "statestore.cache.max.bytes": 0}).plan()
     assert [q.stage for q in uncached.queries] == ["stateless", "keyed"], "caching off: every update, keyed stage"
 
@@ -170,9 +170,8 @@ async def test_a_non_associative_reduce_with_deletes_matches_kafka_streams_acros
     assert (table["o"], table["b"], table["p"], "n" in table) == ("(oat olive)", "((berry blue) bean)", "(pear plum)", False)
     assert await _output_records(bootstrap_servers, on_spark, lambda v: v.decode()) == records, "one record per key and micro-batch"
     assert records["n", None] == 1, "a delete of a stored key is a tombstone"
-    state = spark.read.format("statestore").option("stateVarName", "value").load(
-        str(tmp_path / "checkpoints" / "native-fold-0")).collect()  # fmt: skip
-    assert {r.key.key: bytes(r.value.value).decode() for r in state} == table, "state: the store serde's bytes"
+    state = spark.read.format("statestore").load(str(tmp_path / "checkpoints" / "native-fold-0")).collect()
+    assert {r.key.key: bytes(r.value.groupState.value).decode() for r in state} == table, "state: the store serde's bytes"
 
 
 async def test_an_aggregate_with_a_json_serde_takes_each_keys_values_in_the_documented_order(
