@@ -173,6 +173,21 @@ async def test_process_prepare_commit_and_checkpoint(tmp_path: Path) -> None:
     await h.consumer.stop()
 
 
+async def test_the_committed_partition_time_counts_only_the_records_processed(tmp_path: Path) -> None:
+    """Records still buffered lie past the committed offset: their timestamps are not in its
+    partition time (Kafka's RecordQueue raises it as a record is polled)."""
+    cluster = new_cluster()
+    h = Harness(cluster, tmp_path)
+    await h.start()
+    await h.tm.handle_assignment({T00: [IN0]})
+    h.tm.add_records(IN0, [cluster.produce("in", w, w, timestamp=t, partition=0) for w, t in (("a", 7), ("b", 9), ("c", 8))])
+    assert h.tm.process(1, 0) == 1
+    assert [offsets for _, offsets in h.tm.prepare_commit()] == [{IN0: OffsetAndMetadata(1, encode_partition_time(7))}]
+    assert h.tm.process(2, 0) == 2
+    assert [offsets for _, offsets in h.tm.prepare_commit()] == [{IN0: OffsetAndMetadata(3, encode_partition_time(9))}]
+    await h.tm.close_all()
+
+
 async def test_an_unassigned_task_is_closed_and_its_state_checkpointed(tmp_path: Path) -> None:
     cluster = new_cluster()
     h = Harness(cluster, tmp_path)
