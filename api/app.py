@@ -16,12 +16,11 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 from api.errors import TARGET_RESPONSES, install_error_handlers
-from api.forwarding import Forwarder, instance_name
+from api.forwarding import Forwarder, instance_name, peer_transport
 from api.instance import StreamsInstance
 from api.key_gets import KeyGetFastPath
 from api.metrics import StreamsMetrics
 from api.middleware import QueryTimingMiddleware, RequestTargetGuard, ServedByMiddleware, TrailingSlashMiddleware
-from api.peer_transport import PeerTransport
 from api.routes import health, instances, state, topology, ui
 from api.settings import ApiSettings
 from streams_core import HostInfo
@@ -67,7 +66,7 @@ def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with settings.transport or PeerTransport() as transport:
+        async with settings.transport or peer_transport() as transport:
             app.state.forwarder = Forwarder(
                 transport, settings.timeout(), this_host, settings.scheme, on_forward=app.state.metrics.forwarded
             )

@@ -13,7 +13,7 @@ __all__ = ["ApiSettings"]
 class ApiSettings:
     """Timeouts of forwarded queries, the `Retry-After` of a 503, and the forwarding transport.
 
-    `transport` replaces the network transport of forwarded queries (`api.peer_transport`);
+    `transport` replaces the network transport of forwarded queries (`api.forwarding.peer_transport()`);
     tests route `host:port` to in-process apps with it.
     """
 

@@ -17,6 +17,11 @@ a time; the figure is the serving process's CPU time (user + system, from /proc)
   local via app   the same with `?stale=false`, which takes FastAPI's route (the same answer)
   proxied get     asked of A for a <w> that B owns: A forwards it, B answers; both in the process
   range, gathered GET /state/keyvalues/counts/all of A: A's part and B's, merged (`--keys` keys)
+
+`--without fast-path,peer-transport,httptools` serves without the REST layer's three CPU savers
+(docs/rest-api.md, "What a query costs"): the key-get fast path (every get through FastAPI), the
+lean peer transport (httpx's own `AsyncHTTPTransport` forwards), httptools (uvicorn's h11
+protocol, the floor's too): what each still saves, measured against a run with all three.
 """
 
 from __future__ import annotations
@@ -40,8 +45,32 @@ FLOOR_URL = f"http://127.0.0.1:{FLOOR_PORT}/"
 FLOOR_BODY = b'{"key":"word","value":5}'
 
 
-def _serve_floor() -> None:
+WITHOUT = ("fast-path", "peer-transport", "httptools")
+
+
+def _leave_out(without: list[str]) -> None:
+    """Serve as if the REST layer had not the named savers (this process only)."""
+    import api.app
+    import api.server
+
+    if "httptools" in without:
+        api.server.StreamsHttpProtocol = "h11"  # type: ignore[assignment,misc]
+    if "fast-path" in without:
+
+        class Through:
+            def __init__(self, app: Any, **_: Any) -> None:
+                self.app = app
+
+            async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+                await self.app(scope, receive, send)
+
+        api.app.KeyGetFastPath = Through  # type: ignore[assignment,misc]
+
+
+def _serve_floor(without: list[str]) -> None:
     from api.server import bind, serve_asgi
+
+    _leave_out(without)
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -62,21 +91,31 @@ def _serve_floor() -> None:
     asyncio.run(main())
 
 
-def start_floor() -> subprocess.Popen[bytes]:
+def start_floor(without: list[str]) -> subprocess.Popen[bytes]:
     """The floor's bare app in a process of its own (this script, `--serve floor`), once it listens."""
-    floor = subprocess.Popen([sys.executable, __file__, "--serve", "floor"], stdout=subprocess.PIPE, cwd=ROOT)
+    floor = subprocess.Popen([sys.executable, __file__, "--serve", "floor", *_without_args(without)],
+                             stdout=subprocess.PIPE, cwd=ROOT)  # fmt: skip
     assert floor.stdout is not None
     floor.stdout.readline()
     return floor
 
 
-def _serve_cluster(keys: int) -> None:
+def _without_args(without: list[str]) -> list[str]:
+    return ["--without", ",".join(without)] if without else []
+
+
+def _serve_cluster(keys: int, without: list[str]) -> None:
+    import httpx
+
     from api import serve
     from api.settings import ApiSettings
     from tests.api.fakes import COUNTS, HOST_A, HOST_B, Cluster
 
+    _leave_out(without)
+
     async def main() -> None:
-        cluster = Cluster(ApiSettings())
+        transport = httpx.AsyncHTTPTransport() if "peer-transport" in without else None
+        cluster = Cluster(ApiSettings(transport=transport))
         for i in range(keys):
             cluster.put(COUNTS, f"word{i:05d}", i)
         async with cluster.running():
@@ -116,17 +155,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--keys", type=int, default=100, help="keys of the store (the gathered range answers all)")
+    parser.add_argument("--without", type=lambda text: [w for w in text.split(",") if w], default=[],
+                        help=f"serve without these, comma-separated: {', '.join(WITHOUT)}")  # fmt: skip
     parser.add_argument("--serve", choices=("floor", "cluster"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if unknown := set(args.without) - set(WITHOUT):
+        parser.error(f"--without: unknown {', '.join(sorted(unknown))}; choose from {', '.join(WITHOUT)}")
     if args.serve == "floor":
-        _serve_floor()
+        _serve_floor(args.without)
         return 0
     if args.serve == "cluster":
-        _serve_cluster(args.keys)
+        _serve_cluster(args.keys, args.without)
         return 0
-    floor = start_floor()
+    floor = start_floor(args.without)
     cluster = subprocess.Popen(
-        [sys.executable, __file__, "--keys", str(args.keys), "--serve", "cluster"], stdout=subprocess.PIPE, cwd=ROOT
+        [sys.executable, __file__, "--keys", str(args.keys), "--serve", "cluster", *_without_args(args.without)],
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
     )
     try:
         assert cluster.stdout is not None
@@ -139,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             ("proxied get", cluster.pid, f"{a}/state/keyvalue/counts/{remote}"),
             (f"range, gathered ({args.keys} keys)", cluster.pid, f"{a}/state/keyvalues/counts/all"),
         ]
-        print(f"server CPU per request, {args.requests} keep-alive requests each, one at a time")
+        print(f"server CPU per request, {args.requests} keep-alive requests each, one at a time; "
+              f"without: {', '.join(args.without) or 'nothing'}")  # fmt: skip
         print("| query | CPU µs / request | x floor | wall ms / request |")
         print("|---|---:|---:|---:|")
         floor_us = 0.0

@@ -7,6 +7,8 @@
         --engines spark-windowed-count,spark-hand-windowed --repeat 2           (1-minute windows, both by Spark)
     flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 1000000 \
         --engines spark-aggregate,spark-aggregate-keyed                         (reduce/aggregate: vectorized vs keyed stage)
+    flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 10000000 \
+        --engines spark,spark-hand --repeat 2 --master 'local[1]' --spark-cpus 1   (one core: the scaling figure)
     flock /tmp/bench.lock .venv/bin/python bench/spark_wordcount.py --words 100000            (a quick run)
 
 One run starts its own local broker (LocalKafkaBroker in a temp dir, stopped at the end even on
@@ -408,6 +410,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--standalone-workers", type=int, default=0,
                         help="run on a standalone master with this many 1-core workers started on 127.0.0.1")
+    parser.add_argument("--spark-cpus", type=lambda text: {int(c) for c in text.split(",")},
+                        help="CPU ids (e.g. 1) the Spark session runs on, its JVM and Python workers: set after "
+                             "the broker started, which keeps every CPU")
     parser.add_argument("--asyncio-worker", nargs=5, metavar=("BOOTSTRAP", "APP_ID", "INPUT", "OUTPUT", "STATE_DIR"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -423,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp, contextlib.ExitStack() as cluster:
         broker = LocalKafkaBroker(Path(tmp) / "broker", jvm_opts=jvm_opts)
         broker.start()
+        if args.spark_cpus:
+            os.sched_setaffinity(0, args.spark_cpus)  # inherited by the JVM and the Python workers it forks
         spark = None
         try:
             bootstrap = broker.bootstrap_servers

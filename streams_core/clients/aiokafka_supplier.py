@@ -36,6 +36,7 @@ from streams_core.clients.stable_offsets import fetch_stable_offsets, read_commi
 from streams_core.clients.streams_assignor_adapter import StreamsAssignorAdapter
 from streams_core.config import StreamsConfig
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 
 __all__ = ["AioKafkaAdmin", "AioKafkaClientSupplier", "AioKafkaConsumer", "AioKafkaProducer"]
 
@@ -147,6 +148,16 @@ class AioKafkaConsumer:
         offset = await self._consumer.committed(_kafka(partition))
         return None if offset is None else int(offset)
 
+    async def committed_with_metadata(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
+        """aiokafka's `committed()` drops the metadata: its group coordinator's fetch (the one
+        `committed()` makes, made stable by `read_committed_stably`) keeps it."""
+        found = await self._consumer._coordinator.fetch_committed_offsets([_kafka(tp) for tp in partitions])
+        return {
+            _ours(tp): OffsetAndMetadata(int(committed.offset), committed.metadata or "")
+            for tp, committed in found.items()
+            if committed.offset >= 0
+        }
+
     def highwater(self, partition: TopicPartition) -> int | None:
         value = self._consumer.highwater(_kafka(partition))
         return None if value is None else int(value)
@@ -155,8 +166,8 @@ class AioKafkaConsumer:
         ends = await self._consumer.end_offsets([_kafka(tp) for tp in partitions])
         return {_ours(tp): offset for tp, offset in ends.items()}
 
-    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        await self._consumer.commit({_kafka(tp): offset for tp, offset in offsets.items()})
+    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        await self._consumer.commit({_kafka(tp): tuple(committed) for tp, committed in offsets.items()})
 
     def enforce_rebalance(self) -> None:
         """aiokafka has no public call for it: ask its group coordinator to rejoin (as a failed heartbeat would)."""
@@ -218,8 +229,8 @@ class AioKafkaProducer:
     async def begin_transaction(self) -> None:
         await self._producer.begin_transaction()
 
-    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
-        await self._producer.send_offsets_to_transaction({_kafka(tp): o for tp, o in offsets.items()}, group_id)
+    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], group_id: str) -> None:
+        await self._producer.send_offsets_to_transaction({_kafka(tp): tuple(o) for tp, o in offsets.items()}, group_id)
 
     async def commit_transaction(self) -> None:
         await self._producer.commit_transaction()

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from streams_core.clients.admin import NewTopicSpec
     from streams_core.config import StreamsConfig
     from streams_core.runtime.topic_partition import TopicPartition
+    from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 
 __all__ = [
     "Admin",
@@ -130,13 +131,18 @@ class Consumer(Protocol):
         """The group's committed offset of `partition`, asked of the broker now (KIP-447's stable read)."""
         ...
 
+    async def committed_with_metadata(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets of `partitions` with their metadata, asked of the broker now
+        (stable, as `committed`); a partition without one is left out (Kafka's `committed(Set)`)."""
+        ...
+
     def highwater(self, partition: TopicPartition) -> int | None:
         """The partition's end offset as of the last fetch (None before one); for the records-lag metric."""
         ...
 
     async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
 
-    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None: ...
+    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None: ...
 
     def enforce_rebalance(self) -> None:
         """Rejoin the group at the next poll (Kafka's `Consumer.enforceRebalance`): tasks migrated."""
@@ -181,7 +187,9 @@ class Producer(Protocol):
 
     async def begin_transaction(self) -> None: ...
 
-    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None: ...
+    async def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], group_id: str
+    ) -> None: ...
 
     async def commit_transaction(self) -> None: ...
 

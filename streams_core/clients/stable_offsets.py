@@ -121,7 +121,7 @@ async def fetch_stable_offsets(
         return {}
     deadline = time.monotonic() + timeout_s
     request = StableOffsetFetchRequest(group_id, wanted)
-    found: dict[TopicPartition, int]
+    found: dict[TopicPartition, tuple[int, str]]
     while True:
         try:
             coordinator = await admin.find_coordinator(group_id)
@@ -133,7 +133,7 @@ async def fetch_stable_offsets(
         else:
             code, found = _read(response)
         if code == _NONE:
-            return {tp: found.get(tp) for tp in wanted}
+            return {tp: found[tp][0] if tp in found else None for tp in wanted}
         if code not in _RETRIABLE:
             raise for_code(code)(f"offset fetch for group {group_id!r}")
         if time.monotonic() > deadline:
@@ -141,16 +141,17 @@ async def fetch_stable_offsets(
         await asyncio.sleep(_BACKOFF_S)
 
 
-def _read(response: Response) -> tuple[int, dict[TopicPartition, int]]:
-    """The first error code of the answer (group-level first) and the offsets it holds (>= 0)."""
+def _read(response: Response) -> tuple[int, dict[TopicPartition, tuple[int, str]]]:
+    """The first error code of the answer (group-level first) and the offsets it holds (>= 0),
+    each with its metadata."""
     code: int = response.error_code
-    found: dict[TopicPartition, int] = {}
+    found: dict[TopicPartition, tuple[int, str]] = {}
     for topic, partitions, _ in response.topics:
-        for partition, offset, _epoch, _metadata, error_code, _ in partitions:
+        for partition, offset, _epoch, metadata, error_code, _ in partitions:
             if error_code and error_code != _UNKNOWN_TOPIC_OR_PARTITION and not code:
                 code = error_code
             if offset >= 0:
-                found[TopicPartition(topic, partition)] = offset
+                found[TopicPartition(topic, partition)] = (offset, metadata or "")
     return code, found
 
 
@@ -187,6 +188,6 @@ def read_committed_stably(consumer: AIOKafkaConsumer) -> None:
             raise UnstableOffsetCommitError(f"a transaction holds back committed offsets of {wanted}")
         if code != _NONE:
             raise for_code(code)(f"offset fetch for group {coordinator.group_id!r}")
-        return {KafkaTopicPartition(tp.topic, tp.partition): OffsetAndMetadata(o, "") for tp, o in found.items()}
+        return {KafkaTopicPartition(tp.topic, tp.partition): OffsetAndMetadata(*committed) for tp, committed in found.items()}
 
     coordinator._do_fetch_commit_offsets = fetch

@@ -157,6 +157,12 @@ class PartitionGroup(Generic[R]):
     def partition_time(self, partition: TopicPartition) -> int:
         return self._queues[partition].partition_time
 
+    def set_partition_time(self, partition: TopicPartition, partition_time: int) -> None:
+        """A partition continues from a committed partition time; stream time rises to it (Kafka's
+        `PartitionGroup.setPartitionTime`, when a task starts)."""
+        self._queues[partition].set_partition_time(partition_time)
+        self._clock.advance(partition_time)
+
     def num_buffered(self, partition: TopicPartition | None = None) -> int:
         """Records buffered in one partition, or in all of them."""
         return self._total_buffered if partition is None else len(self._queues[partition])

@@ -27,6 +27,7 @@ from streams_core.processor.task_id import TaskId
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.stream_task import StreamTask
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 
 __all__ = ["AtLeastOnce", "ExactlyOnce", "ProcessingGuarantee", "processing_guarantee"]
@@ -36,8 +37,8 @@ log = logging.getLogger(__name__)
 _PRODUCER_START_TIMEOUT_S = 60.0
 _PRODUCER_START_BACKOFF_S = 0.5
 
-PreparedCommit = Sequence[tuple[StreamTask, dict[TopicPartition, int]]]
-"""Tasks whose stores were flushed, each with the consumed offsets to commit."""
+PreparedCommit = Sequence[tuple[StreamTask, dict[TopicPartition, OffsetAndMetadata]]]
+"""Tasks whose stores were flushed, each with the consumed offsets to commit (and their partition times)."""
 
 
 class ProcessingGuarantee(Protocol):
@@ -65,6 +66,11 @@ class ProcessingGuarantee(Protocol):
         sought there (the offsets it was sought to); empty when its own start is right."""
         ...
 
+    async def committed_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The committed offsets of a new task's partitions with their metadata, read once its stores
+        are restored (after `resume_positions`); a partition without one is left out."""
+        ...
+
     async def send_pending(self, tasks: Iterable[StreamTask]) -> None:
         """Hand every queued output record to its producer (between batches)."""
         ...
@@ -74,7 +80,16 @@ class ProcessingGuarantee(Protocol):
         ...
 
 
-class AtLeastOnce:
+class _GroupOffsets:
+    """What both guarantees read of the group's committed offsets through the main consumer."""
+
+    _consumer: clients.Consumer
+
+    async def committed_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
+        return await self._consumer.committed_with_metadata(partitions)
+
+
+class AtLeastOnce(_GroupOffsets):
     """One producer per thread; offsets committed after the producer flushed."""
 
     checkpoint_on_commit = True
@@ -118,7 +133,7 @@ class AtLeastOnce:
         return True
 
 
-class ExactlyOnce:
+class ExactlyOnce(_GroupOffsets):
     """A transactional producer per task; output, changelog writes and offsets commit together."""
 
     checkpoint_on_commit = False

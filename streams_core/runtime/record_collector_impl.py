@@ -28,6 +28,7 @@ from streams_core.errors import ConfigError, StreamsError
 from streams_core.processor.processor import Headers
 from streams_core.runtime.partitioner import murmur2
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 
 __all__ = ["ProductionError", "RecordCollectorImpl"]
 
@@ -179,7 +180,7 @@ class RecordCollectorImpl:
         await self.producer.begin_transaction()
         self._in_transaction = True
 
-    async def commit_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+    async def commit_transaction(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], group_id: str) -> None:
         """Send what is queued, add the consumed `offsets` to the transaction, and commit it."""
         if not self._pending and not offsets and not self._in_transaction:
             return

@@ -53,7 +53,10 @@ class RecordQueue(Generic[R]):
     `extracted_time` is the cell the record deserializer reads (what its timestamp extractor
     receives) and advances: Kafka Streams' partition time, the highest timestamp extracted from
     this partition so far (UNKNOWN before the first), kept for the extractors that read it. The
-    queue only resets it (`clear`).
+    queue only resets it (`clear`) and sets it (`set_partition_time`).
+
+    `polled_time` is Kafka Streams' partition time as of the records polled (the highest
+    timestamp polled so far): what a commit stores with the offset of the queue's head.
     """
 
     __slots__ = (
@@ -64,6 +67,7 @@ class RecordQueue(Generic[R]):
         "_partition_time",
         "extracted_time",
         "partition",
+        "polled_time",
         "skipped_records",
         "source",
     )
@@ -84,6 +88,7 @@ class RecordQueue(Generic[R]):
         self._offsets: deque[int] = deque()
         self._minima: deque[R] = deque()
         self._partition_time = UNKNOWN
+        self.polled_time = UNKNOWN
 
     def __repr__(self) -> str:
         return f"RecordQueue({self.partition}, size={len(self._fifo)}, partition_time={self._partition_time})"
@@ -133,6 +138,9 @@ class RecordQueue(Generic[R]):
             return None
         record = fifo.popleft()
         self._offsets.popleft()
+        timestamp = record.timestamp
+        if timestamp > self.polled_time:
+            self.polled_time = timestamp
         minima = self._minima
         if minima[0] is record:
             minima.popleft()
@@ -171,4 +179,11 @@ class RecordQueue(Generic[R]):
         self._offsets.clear()
         self._minima.clear()
         self._partition_time = UNKNOWN
+        self.polled_time = UNKNOWN
         self.extracted_time.reset()
+
+    def set_partition_time(self, partition_time: int) -> None:
+        """Continue from a partition time committed earlier (Kafka's `RecordQueue.setPartitionTime`):
+        the next record's extractor receives it, and a commit stores it until a later record is polled."""
+        self.polled_time = partition_time
+        self.extracted_time.value = partition_time

@@ -23,6 +23,7 @@ from streams_core.runtime.partition_group import PartitionGroup, RecordInfo
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.record_queue import RecordQueue
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata, decode_partition_time, encode_partition_time
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 
 __all__ = ["StreamTask"]
@@ -211,11 +212,29 @@ class StreamTask:
         """The offsets of the task's last commit (the next offset to read per partition)."""
         return dict(self._committed_offsets)
 
-    def prepare_commit(self) -> dict[TopicPartition, int]:
-        """Flush the stores; returns the offsets to commit (next offset to read per partition)."""
+    def prepare_commit(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Flush the stores; returns the offsets to commit (next offset to read per partition), each
+        with its partition's time as metadata (Kafka's `committableOffsetsAndMetadata`)."""
         self.processor.prepare_commit()
         self._prepared_offsets = self.committable_offsets()
-        return dict(self._prepared_offsets)
+        group = self.partition_group
+        return {
+            tp: OffsetAndMetadata(offset, encode_partition_time(group.queue(tp).polled_time))
+            for tp, offset in self._prepared_offsets.items()
+        }
+
+    def initialize_partition_times(self, committed: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """Continue each partition's time, and stream time, from the metadata of its committed
+        offset (Kafka's `initializeTaskTimeAndProcessorMetadata`): after restoration, before the
+        processors start. A partition without a committed offset starts at UNKNOWN."""
+        for tp in sorted(self.partitions):
+            found = committed.get(tp)
+            if found is None:
+                log.debug("task %s: no committed offset for %s, so no partition time", self.id, tp)
+                continue
+            partition_time = decode_partition_time(found.metadata)
+            self.partition_group.set_partition_time(tp, partition_time)
+            log.debug("task %s: partition time of %s set to the committed %d", self.id, tp, partition_time)
 
     def post_commit(self, produced_offsets: Mapping[TopicPartition, int]) -> None:
         """After a commit: the state manager notes the changelog offsets written, and checkpoints

@@ -29,6 +29,7 @@ from streams_core.runtime.store_changelog_reader import StoreChangelogReader
 from streams_core.runtime.stream_task import StreamTask
 from streams_core.runtime.streams_partition_assignor import TaskStates
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
@@ -205,6 +206,7 @@ class TaskManager:
                 result = await self._reader.restore(str(task_id), to_restore)
                 task.restored_records = result.total
                 state_manager.update_changelog_offsets(result.end_offsets)
+            task.initialize_partition_times(await self._guarantee.committed_offsets(partitions))
             task.processor.init_processors()
         except BaseException:
             if task is not None:
@@ -413,7 +415,7 @@ class TaskManager:
     def commit_requested(self) -> bool:
         return any(task.commit_requested for task in self.tasks.values())
 
-    def prepare_commit(self) -> list[tuple[StreamTask, dict[TopicPartition, int]]]:
+    def prepare_commit(self) -> list[tuple[StreamTask, dict[TopicPartition, OffsetAndMetadata]]]:
         """Step 1 of a commit: flush the stores of tasks that processed; each one's offsets to commit."""
         return [
             (task, task.prepare_commit())

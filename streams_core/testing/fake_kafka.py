@@ -30,6 +30,7 @@ from streams_core.clients.ports import (
 )
 from streams_core.config import StreamsConfig
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 from streams_core.testing.fake_kafka_cluster import (
     ClusterEvent,
     FakeKafkaCluster,
@@ -211,7 +212,7 @@ class FakeConsumer:
         self._raise_fault("end_offsets")
         return {tp: self.cluster._end_offset(tp, self.read_committed) for tp in partitions}
 
-    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int]) -> None:
         self._raise_fault("commit")
         if self.group_id is None:
             raise clients.IllegalStateError("commit() needs a group id")
@@ -222,6 +223,12 @@ class FakeConsumer:
 
     async def committed(self, partition: TopicPartition) -> int | None:
         return self.cluster.committed(self.group_id).get(partition) if self.group_id is not None else None
+
+    async def committed_with_metadata(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
+        if self.group_id is None:
+            raise clients.IllegalStateError("committed offsets need a group id")
+        committed = self.cluster.committed_with_metadata(self.group_id)
+        return {tp: committed[tp] for tp in partitions if tp in committed}
 
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None

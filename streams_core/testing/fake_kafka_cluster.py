@@ -24,8 +24,21 @@ from streams_core import clients
 from streams_core.clients.ports import GroupAssignor
 from streams_core.runtime.partitioner import default_partition
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 
-__all__ = ["ClusterEvent", "FakeKafkaCluster", "FakeRecord", "FakeRecordMetadata", "GroupMember"]
+__all__ = ["ClusterEvent", "FakeKafkaCluster", "FakeRecord", "FakeRecordMetadata", "GroupMember", "as_committed"]
+
+
+def as_committed(offsets: Mapping[TopicPartition, OffsetAndMetadata | int]) -> dict[TopicPartition, OffsetAndMetadata]:
+    """Offsets to commit as aiokafka's commit calls take them: an offset alone has empty metadata."""
+    return {
+        tp: OffsetAndMetadata(*committed) if isinstance(committed, tuple) else OffsetAndMetadata(committed)
+        for tp, committed in offsets.items()
+    }
+
+
+def _offsets(committed: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[TopicPartition, int]:
+    return {tp: c.offset for tp, c in committed.items()}
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +86,7 @@ class _Txn:
         self.transactional_id = transactional_id
         self.state = "open"
         self.first_offsets: dict[TopicPartition, int] = {}
-        self.offsets: dict[str, dict[TopicPartition, int]] = {}
+        self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         self.deadline = time.monotonic() + timeout_ms / 1000
 
 
@@ -136,7 +149,7 @@ class _Group:
         self.generation = 0
         self.synced: dict[str, int] = {}
         """Generation each member last received an assignment in."""
-        self.committed: dict[TopicPartition, int] = {}
+        self.committed: dict[TopicPartition, OffsetAndMetadata] = {}
         self.pending = False
         self.rebalancing = False
         self.task: asyncio.Task[None] | None = None
@@ -354,7 +367,7 @@ class FakeKafkaCluster:
         detail: dict[str, Any] = {
             "transactional_id": txn.transactional_id,
             "partitions": sorted(txn.first_offsets),
-            "offsets": {g: dict(o) for g, o in txn.offsets.items()},
+            "offsets": {g: _offsets(o) for g, o in txn.offsets.items()},
         }
         if reason:
             detail["reason"] = reason
@@ -377,6 +390,11 @@ class FakeKafkaCluster:
 
     def committed(self, group_id: str) -> dict[TopicPartition, int]:
         """The group's committed offsets (next offset to read per partition)."""
+        group = self._groups.get(group_id)
+        return _offsets(group.committed) if group else {}
+
+    def committed_with_metadata(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets with the metadata each was committed with."""
         group = self._groups.get(group_id)
         return dict(group.committed) if group else {}
 
@@ -491,9 +509,10 @@ class FakeKafkaCluster:
                 raise clients.RebalanceInProgressError(f"group {group_id} is rebalancing")
             raise clients.CommitFailedError()
 
-    def _commit(self, group_id: str, offsets: Mapping[TopicPartition, int], client: str) -> None:
-        self._group(group_id).committed.update(offsets)
-        self.log_event("commit", client, group=group_id, offsets=dict(offsets))
+    def _commit(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata | int], client: str) -> None:
+        committed = as_committed(offsets)
+        self._group(group_id).committed.update(committed)
+        self.log_event("commit", client, group=group_id, offsets=_offsets(committed))
 
     # -- faults -----------------------------------------------------------------------------
 

@@ -19,11 +19,13 @@ from streams_core.clients.ports import (
     RecordMetadata,
 )
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 from streams_core.testing.fake_kafka_cluster import (
     FakeKafkaCluster,
     FakeRecordMetadata,
     Headers,
     _Txn,
+    as_committed,
 )
 
 __all__ = ["FakeBatch", "FakeProducer"]
@@ -193,14 +195,18 @@ class FakeProducer:
         self._txn = self.cluster._begin(self.transactional_id, self.transaction_timeout_ms)
         self._txn_error = None
 
-    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+    async def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int], group_id: str
+    ) -> None:
         txn = self._check_transactional(in_transaction=True)
         self._raise_fault("send_offsets_to_transaction")
         assert txn is not None
-        txn.offsets.setdefault(group_id, {}).update(offsets)
+        committed = as_committed(offsets)
+        txn.offsets.setdefault(group_id, {}).update(committed)
         self.cluster.log_event(
-            "txn_offsets", self.client_id, transactional_id=self.transactional_id, group=group_id, offsets=dict(offsets)
-        )
+            "txn_offsets", self.client_id, transactional_id=self.transactional_id, group=group_id,
+            offsets={tp: c.offset for tp, c in committed.items()},
+        )  # fmt: skip
 
     async def commit_transaction(self) -> None:
         """Deliver the transaction's batches, then write the commit markers and commit its offsets."""

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from streams_core.clients import KafkaError
 from streams_core.clients.group_admin import GroupAdmin
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
@@ -71,9 +72,7 @@ async def reset_application(args: argparse.Namespace) -> ResetPlan:
     async with GroupAdmin(config) as admin:
         members = await admin.active_members()
         if members:
-            raise StreamsError(
-                f"application {app!r} still has active members; stop them before resetting: {', '.join(members)}"
-            )
+            raise StreamsError(f"application {app!r} still has active members; stop them before resetting: {', '.join(members)}")
         topics = await admin.list_topics()
         if only_stop_offsets:
             plan.topics_to_delete = [t for t in topics if t == metadata_topic_name(app)]
@@ -118,13 +117,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--application-id", required=True, help="the application.id (consumer group) to reset")
     parser.add_argument("--bootstrap-servers", required=True, help="host:port of the Kafka cluster")
-    parser.add_argument("--input-topics", nargs="*", default=[], metavar="T", help="input topics: offsets to the start (or --to-*)")
     parser.add_argument(
-        "--intermediate-topics", nargs="*", default=[], metavar="T", help="user topics written and read by the app: offsets to the end"
+        "--input-topics", nargs="*", default=[], metavar="T", help="input topics: offsets to the start (or --to-*)"
+    )
+    parser.add_argument(
+        "--intermediate-topics",
+        nargs="*",
+        default=[],
+        metavar="T",
+        help="user topics written and read by the app: offsets to the end",
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--to-earliest", action="store_true", help="input offsets to the earliest offset (the default)")
-    where.add_argument("--to-datetime", type=_datetime_ms, metavar="ISO", help="input offsets to the first record at or after ISO")
+    where.add_argument(
+        "--to-datetime", type=_datetime_ms, metavar="ISO", help="input offsets to the first record at or after ISO"
+    )
     where.add_argument("--to-offset", type=int, metavar="N", help="input offsets to N (clamped to each partition's log)")
     parser.add_argument("--delete-stopoffsets", action="store_true", help="delete the KIP-95 stop offsets (alone: only that)")
     parser.add_argument("--state-dir", help="also wipe <state-dir>/<application-id>, the local state")
@@ -138,6 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = asyncio.run(reset_application(args))
     except StreamsError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KafkaError as exc:
+        print(f"error: Kafka refused the request: {exc}", file=sys.stderr)  # its str names the error
         return 1
     prefix = "would " if args.dry_run else ""
     for line in plan.describe():

@@ -93,15 +93,27 @@ def _parser() -> argparse.ArgumentParser:
     create = commands.add_parser("create", help="create topics")
     create.add_argument("names", nargs="+", metavar="NAME", help="the topic name(s)")
     create.add_argument("--partitions", type=int, required=True, metavar="N", help="partitions of each topic")
-    create.add_argument("--replication-factor", type=int, default=None, metavar="R",
-                        help="replicas of each partition (default: the broker's default.replication.factor)")
-    create.add_argument("--config", type=_config_entry, action="append", default=[], metavar="KEY=VALUE",
-                        help="a topic config, e.g. cleanup.policy=compact (repeatable)")
+    create.add_argument(
+        "--replication-factor",
+        type=int,
+        default=None,
+        metavar="R",
+        help="replicas of each partition (default: the broker's default.replication.factor)",
+    )
+    create.add_argument(
+        "--config",
+        type=_config_entry,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a topic config, e.g. cleanup.policy=compact (repeatable)",
+    )
     create.add_argument("--if-not-exists", action="store_true", help="leave existing topics as they are")
     listing = commands.add_parser("list", help="list the topics with their partition counts")
     for command in (create, listing):
-        command.add_argument("--bootstrap-servers", "--bootstrap-server", required=True, metavar="B",
-                             help="host:port of the Kafka cluster")
+        command.add_argument(
+            "--bootstrap-servers", "--bootstrap-server", required=True, metavar="B", help="host:port of the Kafka cluster"
+        )
     return parser
 
 
@@ -112,12 +124,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, count in asyncio.run(list_topics(args.bootstrap_servers)).items():
                 print(f"{name}\t{count}")
             return 0
-        specs = [
-            clients.NewTopicSpec(name, args.partitions, dict(args.config), args.replication_factor) for name in args.names
-        ]
+        specs = [clients.NewTopicSpec(name, args.partitions, dict(args.config), args.replication_factor) for name in args.names]
         created, existing = asyncio.run(create_topics(args.bootstrap_servers, specs, if_not_exists=args.if_not_exists))
     except (StreamsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except clients.KafkaError as exc:
+        print(f"error: Kafka refused the request: {exc}", file=sys.stderr)  # its str names the error
         return 1
     for name in created:
         print(f"created topic {name} ({args.partitions} partitions)")

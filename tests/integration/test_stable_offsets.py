@@ -14,6 +14,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from streams_core.clients.aiokafka_supplier import AioKafkaConsumer
 from streams_core.clients.stable_offsets import fetch_stable_offsets
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 from tests.kafka_utils import create_topic, produce, unique_topic
 
 pytestmark = pytest.mark.broker
@@ -128,5 +129,33 @@ async def test_a_group_consumer_starts_after_the_pending_transaction(
         assert not position.done(), f"started at {position.result() if not position.cancelled() else None} while the commit was pending"
         await producer.commit_transaction()
         assert await asyncio.wait_for(position, 10) == 7
+    finally:
+        await consumer.stop()
+
+
+async def test_the_consumer_port_commits_and_reads_offsets_with_their_metadata(
+    bootstrap_servers: str, producer: AIOKafkaProducer
+) -> None:
+    """What a task's commit writes and a new task reads (its partition time): the metadata goes
+    with the offset both ways, a transaction's too, and is read stably (after the pending commit)."""
+    topic, group = unique_topic("stable-in"), unique_topic("stable-group")
+    await create_topic(bootstrap_servers, topic, 2)
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    consumer = AioKafkaConsumer(AIOKafkaConsumer(bootstrap_servers=bootstrap_servers, group_id=group, enable_auto_commit=False))
+    await consumer.start()
+    try:
+        consumer.assign([tp0, tp1])
+        assert await consumer.committed_with_metadata([tp0, tp1]) == {}
+        await consumer.commit({tp0: OffsetAndMetadata(5, "AgAAAAAAAABk"), tp1: OffsetAndMetadata(2)})
+        assert await consumer.committed_with_metadata([tp0, tp1]) == {
+            tp0: OffsetAndMetadata(5, "AgAAAAAAAABk"), tp1: OffsetAndMetadata(2, ""),
+        }
+        await producer.begin_transaction()
+        await producer.send_offsets_to_transaction({KafkaTopicPartition(topic, 0): (7, "AgAAAAAAAADI")}, group)
+        read = asyncio.create_task(consumer.committed_with_metadata([tp0]))
+        await asyncio.sleep(0.5)
+        assert not read.done(), f"answered {read.result() if not read.cancelled() else None} while the commit was pending"
+        await producer.commit_transaction()
+        assert await asyncio.wait_for(read, 10) == {tp0: OffsetAndMetadata(7, "AgAAAAAAAADI")}
     finally:
         await consumer.stop()

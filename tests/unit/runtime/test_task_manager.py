@@ -20,6 +20,7 @@ from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.store_changelog_reader import StoreChangelogReader
 from streams_core.runtime.task_manager import PROCESS_CHUNK, TaskManager
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata, encode_partition_time
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streams_core.testing import FakeKafkaCluster
@@ -158,16 +159,33 @@ async def test_process_prepare_commit_and_checkpoint(tmp_path: Path) -> None:
     assert h.tm.processed_records == 3
     await h.guarantee.send_pending(h.tm.tasks.values())
     prepared = h.tm.prepare_commit()
-    assert [offsets for _, offsets in prepared] == [{IN0: 3}]
+    assert [offsets for _, offsets in prepared] == [{IN0: OffsetAndMetadata(3, encode_partition_time(2))}], (
+        "the next offset, with the highest timestamp processed as the partition time"
+    )
     h.consumer.subscribe(["in"], NoRebalanceListener())  # a group member, so that its commits are accepted
     await h.consumer.start()
     await cluster.wait_stable(APP)
     assert await h.guarantee.commit(prepared)
-    assert cluster.committed(APP) == {IN0: 3}
+    assert cluster.committed_with_metadata(APP) == {IN0: OffsetAndMetadata(3, "AgAAAAAAAAAC")}
     assert OffsetCheckpoint(h.task_dir / CHECKPOINT_FILE_NAME).read() == {(CHANGELOG, 0): 3}
     assert h.tm.prepare_commit() == [], "nothing new to commit"
     await h.tm.close_all()
     await h.consumer.stop()
+
+
+async def test_the_committed_partition_time_counts_only_the_records_processed(tmp_path: Path) -> None:
+    """Records still buffered lie past the committed offset: their timestamps are not in its
+    partition time (Kafka's RecordQueue raises it as a record is polled)."""
+    cluster = new_cluster()
+    h = Harness(cluster, tmp_path)
+    await h.start()
+    await h.tm.handle_assignment({T00: [IN0]})
+    h.tm.add_records(IN0, [cluster.produce("in", w, w, timestamp=t, partition=0) for w, t in (("a", 7), ("b", 9), ("c", 8))])
+    assert h.tm.process(1, 0) == 1
+    assert [offsets for _, offsets in h.tm.prepare_commit()] == [{IN0: OffsetAndMetadata(1, encode_partition_time(7))}]
+    assert h.tm.process(2, 0) == 2
+    assert [offsets for _, offsets in h.tm.prepare_commit()] == [{IN0: OffsetAndMetadata(3, encode_partition_time(9))}]
+    await h.tm.close_all()
 
 
 async def test_an_unassigned_task_is_closed_and_its_state_checkpointed(tmp_path: Path) -> None:
