@@ -149,7 +149,7 @@ async def test_a_non_associative_reduce_with_deletes_matches_kafka_streams_acros
     source, on_spark, on_asyncio = f"lines-{suffix}", f"spark-{suffix}", f"asyncio-{suffix}"
     for topic in (source, on_spark, on_asyncio):
         await create_topic(bootstrap_servers, topic, partitions=2)
-    first = [["apple avocado", "banana", "apricot b!", "berry almond"], ["nut olive", "orange", "nectar", "o! oat"]]
+    first = [["apple avocado", "banana", "apricot b!", "berry almond dog d!"], ["nut olive", "orange", "nectar", "o! oat"]]
     second = [["cherry", "blue bean", "acorn cocoa", "ant"], ["pear nut", "plum", "olive", "nut!"]]
     lines: list[Line] = []
     batches: list[dict[int, tuple[int, int]]] = []
@@ -170,6 +170,7 @@ async def test_a_non_associative_reduce_with_deletes_matches_kafka_streams_acros
     assert (table["o"], table["b"], table["p"], "n" in table) == ("(oat olive)", "((berry blue) bean)", "(pear plum)", False)
     assert await _output_records(bootstrap_servers, on_spark, lambda v: v.decode()) == records, "one record per key and micro-batch"
     assert records["n", None] == 1, "a delete of a stored key is a tombstone"
+    assert not [k for k, _ in records if k == "d"], "a key created and deleted within a micro-batch: nothing written"
     state = spark.read.format("statestore").load(str(tmp_path / "checkpoints" / "native-fold-0")).collect()
     assert {r.key.key: bytes(r.value.groupState.value).decode() for r in state} == table, "state: the store serde's bytes"
 
