@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from streams_core.config import StreamsConfig
+from streams_core.processor.internals.processor_metadata import ProcessorMetadata
 from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.processor.internals.record_deserializer import DeserializationHandler
 from streams_core.processor.internals.stream_time import StreamTime
@@ -23,7 +24,7 @@ from streams_core.runtime.partition_group import PartitionGroup, RecordInfo
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.record_queue import RecordQueue
 from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata, decode_partition_time, encode_partition_time
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata, TopicPartitionMetadata
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 
 __all__ = ["StreamTask"]
@@ -214,27 +215,35 @@ class StreamTask:
 
     def prepare_commit(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """Flush the stores; returns the offsets to commit (next offset to read per partition), each
-        with its partition's time as metadata (Kafka's `committableOffsetsAndMetadata`)."""
+        with its partition's time and the task's processor metadata as metadata (Kafka's
+        `committableOffsetsAndMetadata`)."""
         self.processor.prepare_commit()
         self._prepared_offsets = self.committable_offsets()
         group = self.partition_group
+        processor_metadata = self.processor.context.processor_metadata
         return {
-            tp: OffsetAndMetadata(offset, encode_partition_time(group.queue(tp).polled_time))
+            tp: OffsetAndMetadata(offset, TopicPartitionMetadata(group.queue(tp).polled_time, processor_metadata).encode())
             for tp, offset in self._prepared_offsets.items()
         }
 
     def initialize_partition_times(self, committed: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Continue each partition's time, and stream time, from the metadata of its committed
-        offset (Kafka's `initializeTaskTimeAndProcessorMetadata`): after restoration, before the
-        processors start. A partition without a committed offset starts at UNKNOWN."""
+        offset, and the processor metadata from all of them, the largest value of each key (Kafka's
+        `initializeTaskTimeAndProcessorMetadata`): after restoration, before the processors start.
+        A partition without a committed offset starts at UNKNOWN."""
+        processor_metadata = ProcessorMetadata()
         for tp in sorted(self.partitions):
             found = committed.get(tp)
             if found is None:
                 log.debug("task %s: no committed offset for %s, so no partition time", self.id, tp)
                 continue
-            partition_time = decode_partition_time(found.metadata)
-            self.partition_group.set_partition_time(tp, partition_time)
-            log.debug("task %s: partition time of %s set to the committed %d", self.id, tp, partition_time)
+            decoded = TopicPartitionMetadata.decode(found.metadata)
+            self.partition_group.set_partition_time(tp, decoded.partition_time)
+            processor_metadata.update(decoded.processor_metadata)
+            log.debug("task %s: partition time of %s set to the committed %d", self.id, tp, decoded.partition_time)
+        self.processor.context.processor_metadata = processor_metadata
+        if len(processor_metadata):
+            log.debug("task %s: committed processor metadata %s", self.id, processor_metadata)
 
     def post_commit(self, produced_offsets: Mapping[TopicPartition, int]) -> None:
         """After a commit: the state manager notes the changelog offsets written, and checkpoints

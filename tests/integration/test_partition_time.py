@@ -13,6 +13,7 @@ window and expired the late one (Kafka's `InMemoryWindowStore`): the count start
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +92,13 @@ async def run_once(
     return extractor.partition_times, seen
 
 
-async def assert_committed(bootstrap_servers: str, group: str, topic: str, expected: tuple[int, int]) -> None:
-    """The group's committed (offset, decoded partition time) of partition 0 becomes `expected`, read
-    with aiokafka's admin client (not a stable read: a transaction's markers may land a moment late)."""
-    found: tuple[int, int] | None = None
+async def assert_committed(
+    bootstrap_servers: str, group: str, topic: str, expected: tuple[int, Any], decode: Callable[[str], Any] = decode_partition_time
+) -> None:
+    """The group's committed (offset, `decode`d metadata: the partition time) of partition 0 becomes
+    `expected`, read with aiokafka's admin client (not a stable read: a transaction's markers may
+    land a moment late)."""
+    found: tuple[int, Any] | None = None
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
     await admin.start()
 
@@ -102,7 +106,7 @@ async def assert_committed(bootstrap_servers: str, group: str, topic: str, expec
         nonlocal found
         offsets = await admin.list_consumer_group_offsets(group)
         mine = offsets.get(KafkaTopicPartition(topic, 0))
-        found = None if mine is None else (mine.offset, decode_partition_time(mine.metadata))
+        found = None if mine is None else (mine.offset, decode(mine.metadata))
         return found == expected
 
     try:
@@ -111,11 +115,11 @@ async def assert_committed(bootstrap_servers: str, group: str, topic: str, expec
         await admin.close()
 
 
-@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
-async def test_partition_and_stream_time_continue_after_a_restart(
-    bootstrap_servers: str, tmp_path: Path, guarantee: str
-) -> None:
-    suffix = unique_topic("ptime")
+async def one_partition_app(
+    bootstrap_servers: str, name: str, tmp_path: Path, guarantee: str
+) -> tuple[str, str, str, dict[str, Any]]:
+    """A new application's id, its source and sink topics (one partition each, created) and its config."""
+    suffix = unique_topic(name)
     app_id, source, sink = f"app-{suffix}", f"in-{suffix}", f"out-{suffix}"
     for topic in (source, sink):
         await create_topic(bootstrap_servers, topic, partitions=1)
@@ -125,8 +129,16 @@ async def test_partition_and_stream_time_continue_after_a_restart(
         "bootstrap.servers": bootstrap_servers,
         "state.dir": str(tmp_path / "state"),
         "processing.guarantee": guarantee,
-        "statestore.cache.max.bytes": 0,
     }
+    return app_id, source, sink, config
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+async def test_partition_and_stream_time_continue_after_a_restart(
+    bootstrap_servers: str, tmp_path: Path, guarantee: str
+) -> None:
+    app_id, source, sink, config = await one_partition_app(bootstrap_servers, "ptime", tmp_path, guarantee)
+    config["statestore.cache.max.bytes"] = 0
     base = (int(time.time() * 1000) // 60_000 - 10) * 60_000  # ten minutes ago: inside the topic's retention
     first = [Rec(b"k", b"v", timestamp_ms=base + t) for t in (1_000, 30_000, 2_000)]
     partition_times, seen = await run_once(config, source, sink, first, bootstrap_servers)

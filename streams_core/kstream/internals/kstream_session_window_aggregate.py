@@ -62,7 +62,12 @@ class KStreamSessionWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
         self._context = context
         self._store = store
         self._forward, self._emitter = init_window_forwarding(
-            context, _SessionEndStamped(store), self._emit_strategy, self._emit_bounds, self._closed_sessions
+            context,
+            self._store_name,
+            _SessionEndStamped(store),
+            self._emit_strategy,
+            self._emit_bounds,
+            self._closed_sessions,
         )
 
     @staticmethod

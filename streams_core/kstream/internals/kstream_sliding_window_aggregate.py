@@ -72,7 +72,7 @@ class KStreamSlidingWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
         self._context = context
         self._store: WindowStore[K, ValueAndTimestamp[VR]] = view.timestamped
         self._forward, self._emitter = init_window_forwarding(
-            context, view, self._emit_strategy, self._emit_bounds, timestamped_windows(self._store)
+            context, self._store_name, view, self._emit_strategy, self._emit_bounds, timestamped_windows(self._store)
         )
 
     def close(self) -> None:

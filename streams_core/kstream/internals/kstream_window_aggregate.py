@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Generic, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, cast
 
 from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.internals.carried_state import ObservedStreamTime
@@ -21,7 +21,13 @@ from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.forwarding import ChangeForwarder
 from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
-from streams_core.kstream.internals.window_close_emitter import NO_TIMESTAMP, Bounds, Fetch, WindowCloseEmitter
+from streams_core.kstream.internals.window_close_emitter import (
+    NO_TIMESTAMP,
+    Bounds,
+    EmitContext,
+    Fetch,
+    WindowCloseEmitter,
+)
 from streams_core.processor.processor import ProcessorContext, Record
 from streams_core.processor.topic_name_extractor import RecordContext
 from streams_core.state.window_store import WindowStore
@@ -61,11 +67,18 @@ def window_aggregate_drop(
 
 
 def init_window_forwarding(
-    context: ProcessorContext[K, Change[VR]], store: object, emit_strategy: EmitStrategy, bounds: Bounds, fetch: Fetch
+    context: ProcessorContext[K, Change[VR]],
+    store_name: str,
+    store: object,
+    emit_strategy: EmitStrategy,
+    bounds: Bounds,
+    fetch: Fetch,
 ) -> tuple[Callable[[Record[K, Change[VR]]], None] | None, WindowCloseEmitter | None]:
-    """How a windowed aggregation forwards: per update (None when the cache forwards), or the close emitter."""
+    """How a windowed aggregation forwards: per update (None when the cache forwards), or the close
+    emitter, which keeps its last close time in the task's processor metadata under `store_name`
+    (the task's context is its `EmitContext`, as Java casts to its internal context)."""
     if emit_strategy.emits_on_close:
-        return None, WindowCloseEmitter(context.forward, bounds, fetch)
+        return None, WindowCloseEmitter(cast(EmitContext, context), store_name, bounds, fetch)
     return ChangeForwarder(context, store).forward, None
 
 
@@ -104,7 +117,7 @@ class KStreamWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
         self._context = context
         self._store: WindowStore[K, ValueAndTimestamp[VR]] = view.timestamped
         self._forward, self._emitter = init_window_forwarding(
-            context, view, self._emit_strategy, self._emit_bounds, timestamped_windows(self._store)
+            context, self._store_name, view, self._emit_strategy, self._emit_bounds, timestamped_windows(self._store)
         )
 
     def _starts(self, timestamp: int) -> range:

@@ -3,6 +3,7 @@
 It is the `ProcessorContext` processors see and the `StateStoreContext` stores are initialised
 with (as in Kafka Streams). The task sets the current node and the record metadata around every
 call into user code; `forward` walks the children depth-first, making each the current node.
+It also holds the task's `ProcessorMetadata`, which the runtime commits with the offsets.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError, TopologyError
+from streams_core.processor.internals.processor_metadata import ProcessorMetadata
 from streams_core.processor.internals.processor_node import ProcessorNode
 from streams_core.processor.internals.record_collector import RecordCollector
 from streams_core.processor.processor import (
@@ -60,6 +62,7 @@ class ProcessorContextImpl:
         "input_partition",
         "input_topic",
         "node",
+        "processor_metadata",
         "punctuation_time",
         "record",
         "record_collector",
@@ -85,6 +88,9 @@ class ProcessorContextImpl:
         self.input_partition: int | None = None
         self.input_offset: int | None = None
         self.punctuation_time: int | None = None
+        self.processor_metadata = ProcessorMetadata()
+        """The task's processor metadata; the runtime's task replaces it with the committed one before
+        the processors start (Kafka's `setProcessorMetadata`) and commits it with each offset."""
 
     # -- identity and configuration -----------------------------------------------------------
 
@@ -232,6 +238,14 @@ class ProcessorContextImpl:
         if node is None:
             raise StreamsError(_outside_scope(what, None, "init(), process() or a punctuation"))
         return node
+
+    def add_processor_metadata_key_value(self, key: str, value: int) -> None:
+        """Keep `value` under `key` in the task's processor metadata, committed with the next offsets."""
+        self.processor_metadata.put(key, value)
+
+    def processor_metadata_for_key(self, key: str) -> int | None:
+        """The value kept under `key` (committed by this task's previous owner too), or None."""
+        return self.processor_metadata.get(key)
 
     # -- StateStoreContext --------------------------------------------------------------------
 
