@@ -94,11 +94,6 @@ def _build_fetched_records(consumer: AIOKafkaConsumer) -> None:
             records._consumer_record = _fetched_record
 
 
-BUSY_FETCH_MAX_WAIT_MS = 20
-"""Longest time the broker holds a main consumer's fetch while that consumer is returning records
-(docs/runtime.md, "Fetching"); an idle one's fetches wait the full `fetch.max.wait.ms`."""
-
-
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
     def __init__(self, listener: RebalanceListener, paused: set[TopicPartition]) -> None:
         self._listener = listener
@@ -120,22 +115,15 @@ class AioKafkaConsumer:
     records and leaves it out of the next fetch, so that a resumed partition waits for a fetch held
     up to `fetch.max.wait.ms` by the others. aiokafka keeps at most one fetch response per
     partition it has not returned, which bounds the memory a paused partition holds.
-
-    `busy_fetch_wait_ms` (the main consumer's): while the caller does not wait (it has records to
-    process) or `getmany` returns records, fetches wait at most that long at the broker, since aiokafka has one fetch in flight per broker and leaves out
-    of it the partitions it still holds records of: a fetch of partitions at their end, held for
-    `fetch.max.wait.ms`, would keep those partitions from being fetched again once drained.
     """
 
-    __slots__ = ("_busy_fetch_wait_ms", "_consumer", "_idle_fetch_wait_ms", "_paused", "_started", "_subscription")
+    __slots__ = ("_consumer", "_paused", "_started", "_subscription")
 
-    def __init__(self, consumer: AIOKafkaConsumer, *, busy_fetch_wait_ms: int | None = None) -> None:
+    def __init__(self, consumer: AIOKafkaConsumer) -> None:
         self._consumer = consumer
         self._paused: set[TopicPartition] = set()
         self._started = False
         self._subscription: tuple[list[str], _Listener] | None = None
-        self._busy_fetch_wait_ms = busy_fetch_wait_ms
-        self._idle_fetch_wait_ms: int | None = None
 
     async def start(self) -> None:
         """Start, make committed-offset reads stable, then subscribe (a subscription made before the
@@ -170,9 +158,6 @@ class AioKafkaConsumer:
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
     ) -> Mapping[TopicPartition, Sequence[RawRecord]]:
-        busy_wait = self._busy_fetch_wait_ms is not None
-        if busy_wait and not timeout_ms:
-            self._set_fetch_wait(busy=True)  # a caller that does not wait has records to process
         paused = self._paused
         if paused:
             wanted = partitions or self.assignment()
@@ -183,19 +168,7 @@ class AioKafkaConsumer:
         consumer = self._consumer
         _build_fetched_records(consumer)
         batch = await consumer.getmany(*(_kafka(tp) for tp in partitions), timeout_ms=timeout_ms, max_records=max_records)
-        if busy_wait and timeout_ms:
-            self._set_fetch_wait(busy=bool(batch))
         return {TopicPartition(tp.topic, tp.partition): records for tp, records in batch.items()}
-
-    def _set_fetch_wait(self, *, busy: bool) -> None:
-        """The broker wait of the fetches aiokafka builds from now on (it reads it per request)."""
-        fetcher = getattr(self._consumer, "_fetcher", None)
-        if fetcher is None:
-            return
-        idle = self._idle_fetch_wait_ms
-        if idle is None:
-            idle = self._idle_fetch_wait_ms = int(fetcher._fetch_max_wait_ms)
-        fetcher._fetch_max_wait_ms = min(idle, self._busy_fetch_wait_ms or idle) if busy else idle
 
     def pause(self, *partitions: TopicPartition) -> None:
         self._paused.update(partitions)
@@ -349,7 +322,7 @@ class AioKafkaClientSupplier:
         consumer = create_main_consumer(
             config, assignor=StreamsAssignorAdapter(assignor), thread_index=thread_index, client_id=client_id
         )
-        return AioKafkaConsumer(consumer, busy_fetch_wait_ms=BUSY_FETCH_MAX_WAIT_MS)
+        return AioKafkaConsumer(consumer)
 
     def get_restore_consumer(self, config: StreamsConfig, *, thread_index: int = 1) -> AioKafkaConsumer:
         return AioKafkaConsumer(create_restore_consumer(config, thread_index=thread_index))

@@ -53,35 +53,3 @@ def test_results_with_a_deserializer_keep_aiokafkas_records() -> None:
 
 def test_a_consumer_before_start_has_nothing_to_change() -> None:
     _build_fetched_records(SimpleNamespace())
-
-
-class _Aiokafka:
-    """What the port reads of an AIOKafkaConsumer: its fetcher's wait, and getmany answering `answer`."""
-
-    def __init__(self) -> None:
-        self._fetcher = SimpleNamespace(_fetch_max_wait_ms=500, _records={})
-        self.answer: dict[Any, list[Any]] = {}
-        self.waits: list[int] = []
-
-    async def getmany(self, *partitions: Any, timeout_ms: int = 0, max_records: int | None = None) -> dict[Any, list[Any]]:
-        self.waits.append(self._fetcher._fetch_max_wait_ms)
-        return self.answer
-
-
-async def test_a_busy_main_consumer_fetches_without_long_broker_waits() -> None:
-    """Fetches built while the thread has records to process wait 20 ms at most at the broker, so a
-    fetch of partitions at their end does not hold back the ones being drained; idle, the full wait."""
-    from streams_core.clients.aiokafka_supplier import BUSY_FETCH_MAX_WAIT_MS, AioKafkaConsumer
-
-    inner = _Aiokafka()
-    port = AioKafkaConsumer(inner, busy_fetch_wait_ms=BUSY_FETCH_MAX_WAIT_MS)  # type: ignore[arg-type]
-    await port.getmany(timeout_ms=0)
-    assert inner.waits == [20], "a caller that does not wait has records to process"
-    await port.getmany(timeout_ms=100)
-    assert inner._fetcher._fetch_max_wait_ms == 500, "it waited and got nothing: idle, fetch.max.wait.ms again"
-    inner.answer = {TP: [object()]}
-    await port.getmany(timeout_ms=100)
-    assert inner._fetcher._fetch_max_wait_ms == 20, "records came: busy again"
-    restore = _Aiokafka()
-    await AioKafkaConsumer(restore).getmany(timeout_ms=0)  # type: ignore[arg-type]
-    assert restore._fetcher._fetch_max_wait_ms == 500, "other consumers keep their setting"
