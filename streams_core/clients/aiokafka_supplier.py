@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from streams_core.clients.admin import InternalTopicManager, NewTopicSpec
 from streams_core.clients.kafka_clients import (
@@ -38,7 +38,7 @@ from streams_core.config import StreamsConfig
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 
-__all__ = ["AioKafkaAdmin", "AioKafkaClientSupplier", "AioKafkaConsumer", "AioKafkaProducer", "FetchedRecord"]
+__all__ = ["AioKafkaAdmin", "AioKafkaClientSupplier", "AioKafkaConsumer", "AioKafkaProducer"]
 
 
 _NO_HEADERS: list[tuple[str, bytes]] = []
@@ -51,47 +51,6 @@ def _kafka(tp: TopicPartition) -> KafkaTopicPartition:
 
 def _ours(tp: Any) -> TopicPartition:
     return TopicPartition(tp.topic, tp.partition)
-
-
-class FetchedRecord(NamedTuple):
-    """A fetched record as the consumer port returns it: aiokafka's `ConsumerRecord` fields but its
-    checksum and serialized sizes, which nothing reads, built with `tuple.__new__` (a third of the cost)."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes], ...]
-
-
-def _fetched_record(tp: Any, record: Any, new: Any = tuple.__new__) -> FetchedRecord:
-    headers = record.headers
-    fields = (tp.topic, tp.partition, record.offset, record.timestamp, record.timestamp_type, record.key, record.value,
-              tuple(headers) if headers else ())
-    fetched: FetchedRecord = new(FetchedRecord, fields)
-    return fetched
-
-
-def _build_fetched_records(consumer: AIOKafkaConsumer) -> None:
-    """Make the fetch results aiokafka has not started to read build `FetchedRecord`s.
-
-    aiokafka builds a `ConsumerRecord` dataclass per record in `PartitionRecords._consumer_record`;
-    an instance attribute of that name takes its place for this consumer's results only (ours have
-    no deserializers, which that method would apply). A result that arrives while `getmany` waits
-    is read at once, with aiokafka's records: they have the same fields.
-    """
-    for result in getattr(getattr(consumer, "_fetcher", None), "_records", {}).values():
-        records = getattr(result, "_partition_records", None)
-        if (
-            records is not None
-            and "_consumer_record" not in records.__dict__
-            and records._key_deserializer is None
-            and records._value_deserializer is None
-        ):
-            records._consumer_record = _fetched_record
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
@@ -165,9 +124,9 @@ class AioKafkaConsumer:
             if not partitions:  # everything is paused: nothing to return, as aiokafka would after the timeout
                 await asyncio.sleep(timeout_ms / 1000)
                 return {}
-        consumer = self._consumer
-        _build_fetched_records(consumer)
-        batch = await consumer.getmany(*(_kafka(tp) for tp in partitions), timeout_ms=timeout_ms, max_records=max_records)
+        batch = await self._consumer.getmany(
+            *(_kafka(tp) for tp in partitions), timeout_ms=timeout_ms, max_records=max_records
+        )
         return {TopicPartition(tp.topic, tp.partition): records for tp, records in batch.items()}
 
     def pause(self, *partitions: TopicPartition) -> None:
