@@ -24,7 +24,7 @@ from streams_core.runtime.partition_group import PartitionGroup, RecordInfo
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.record_queue import RecordQueue
 from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata, TopicPartitionMetadata
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata, TopicPartitionMetadata, encode_serialized
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 
 __all__ = ["StreamTask"]
@@ -220,13 +220,13 @@ class StreamTask:
         self.processor.prepare_commit()
         self._prepared_offsets = self.committable_offsets()
         group = self.partition_group
-        processor_metadata = self.processor.context.processor_metadata
+        processor_metadata = self.processor.context.processor_metadata.serialize()
         return {
-            tp: OffsetAndMetadata(offset, TopicPartitionMetadata(group.queue(tp).polled_time, processor_metadata).encode())
+            tp: OffsetAndMetadata(offset, encode_serialized(group.queue(tp).polled_time, processor_metadata))
             for tp, offset in self._prepared_offsets.items()
         }
 
-    def initialize_partition_times(self, committed: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+    def initialize_task_time_and_processor_metadata(self, committed: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Continue each partition's time, and stream time, from the metadata of its committed
         offset, and the processor metadata from all of them, the largest value of each key (Kafka's
         `initializeTaskTimeAndProcessorMetadata`): after restoration, before the processors start.

@@ -206,7 +206,7 @@ class TaskManager:
                 result = await self._reader.restore(str(task_id), to_restore)
                 task.restored_records = result.total
                 state_manager.update_changelog_offsets(result.end_offsets)
-            task.initialize_partition_times(await self._guarantee.committed_offsets(partitions))
+            task.initialize_task_time_and_processor_metadata(await self._guarantee.committed_offsets(partitions))
             task.processor.init_processors()
         except BaseException:
             if task is not None:

@@ -27,6 +27,7 @@ __all__ = [
     "TopicPartitionMetadata",
     "decode_partition_time",
     "encode_partition_time",
+    "encode_serialized",
 ]
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,7 @@ class TopicPartitionMetadata(NamedTuple):
 
     def encode(self) -> str:
         """The base64 text committed with the offset (Kafka's version 2)."""
-        header = bytes((LATEST_MAGIC_BYTE,)) + _TIME.pack(self.partition_time)
-        return base64.b64encode(header + self.processor_metadata.serialize()).decode("ascii")
+        return encode_serialized(self.partition_time, self.processor_metadata.serialize())
 
     @classmethod
     def decode(cls, metadata: str | None) -> TopicPartitionMetadata:
@@ -82,6 +82,13 @@ class TopicPartitionMetadata(NamedTuple):
         except (ValueError, struct.error) as exc:
             log.warning("Unsupported offset metadata found: %r (processor metadata: %s)", metadata, exc)
             return cls(partition_time, ProcessorMetadata())
+
+
+def encode_serialized(partition_time: int, processor_metadata: bytes) -> str:
+    """`TopicPartitionMetadata.encode` with the processor metadata already serialized (a commit
+    serializes the task's once for all its partitions)."""
+    header = bytes((LATEST_MAGIC_BYTE,)) + _TIME.pack(partition_time)
+    return base64.b64encode(header + processor_metadata).decode("ascii")
 
 
 def encode_partition_time(partition_time: int, processor_metadata: ProcessorMetadata | None = None) -> str:
