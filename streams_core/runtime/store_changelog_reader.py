@@ -60,28 +60,37 @@ class StoreChangelogReader:
         consumer = self._consumer
         began = time.monotonic()
         by_tp = {p.partition: p for p in partitions}
-        consumer.assign(list(by_tp))
-        try:
-            ends = await consumer.end_offsets(list(by_tp))
-            remaining: set[TopicPartition] = set()
-            for ktp, cp in by_tp.items():
-                end = ends[ktp]
-                start = cp.start_offset
-                if start is not None and start > end:
-                    raise TaskCorruptedError(
-                        f"task {task_name}: checkpoint {start} of {cp.partition} is beyond the changelog end {end}"
-                    )
-                if start is None:
-                    await consumer.seek_to_beginning(ktp)
-                else:
-                    consumer.seek(ktp, start)
-                result.end_offsets[cp.partition] = end
-                result.restored[cp.partition] = 0
-                if end > 0 and (start is None or start < end):
-                    remaining.add(ktp)
-            await self._replay(task_name, by_tp, ends, remaining, result)
-        finally:
+        if consumer.assignment():
+            # the standby changelogs it reads are at their end: a fetch the broker holds for fetch.max.wait.ms,
+            # which the end-offset request below would wait behind; restoring comes first, standbys resume after
             consumer.assign([])
+        ends = await consumer.end_offsets(list(by_tp))
+        remaining: set[TopicPartition] = set()
+        for ktp, cp in by_tp.items():
+            end = ends[ktp]
+            start = cp.start_offset
+            if start is not None and start > end:
+                raise TaskCorruptedError(
+                    f"task {task_name}: checkpoint {start} of {cp.partition} is beyond the changelog end {end}"
+                )
+            result.end_offsets[cp.partition] = end
+            result.restored[cp.partition] = 0
+            if end > 0 and (start is None or start < end):
+                remaining.add(ktp)
+        if remaining:
+            # only what has records to replay is assigned: an assigned partition at its end is fetched, and the
+            # broker holds that fetch for fetch.max.wait.ms, which the next task's offset request waits behind
+            consumer.assign(remaining)
+            try:
+                for ktp in remaining:
+                    start = by_tp[ktp].start_offset
+                    if start is None:
+                        await consumer.seek_to_beginning(ktp)
+                    else:
+                        consumer.seek(ktp, start)
+                await self._replay(task_name, by_tp, ends, remaining, result)
+            finally:
+                consumer.assign([])
         self.total_restored += result.total
         if result.total:
             log.info(

@@ -264,3 +264,60 @@ async def test_reader_propagates_other_fetch_errors() -> None:
     with pytest.raises(clients.KafkaConnectionError):
         await reader.restore("0_0", [ChangelogPartition("counts", CL0, None, Sink())])
     assert consumer.assignment() == frozenset()
+
+
+async def test_reader_assigns_only_changelogs_with_records_to_replay() -> None:
+    """An assigned changelog at its end is fetched, and a broker holds that fetch for `fetch.max.wait.ms`
+    with the next task's offset request queued behind it: a changelog with nothing to replay is not assigned."""
+    cluster = cluster_with_changelog(("a", 1), ("b", 2))
+    cluster.create_topic("empty-changelog")
+    assigned: list[frozenset[TopicPartition]] = []
+
+    class Recording(FakeConsumer):
+        def assign(self, partitions: Iterable[TopicPartition]) -> None:
+            partitions = frozenset(partitions)
+            assigned.append(partitions)
+            super().assign(partitions)
+
+    consumer = Recording(cluster, client_id="restore", group_id=None, auto_offset_reset="none")
+    reader = StoreChangelogReader(consumer)
+    empty = TopicPartition("empty-changelog", 0)
+    result = await reader.restore(
+        "0_0", [ChangelogPartition("counts", CL0, 2, Sink()), ChangelogPartition("other", empty, None, Sink())]
+    )
+    assert result.total == 0 and result.end_offsets == {CL0: 2, empty: 0}
+    assert assigned == [], "nothing to replay: the restore consumer is not assigned anything"
+    sink = Sink()
+    result = await reader.restore(
+        "0_0", [ChangelogPartition("counts", CL0, 1, sink), ChangelogPartition("other", empty, None, Sink())]
+    )
+    assert sink.applied == [(b"b", long(2))] and result.end_offsets == {CL0: 2, empty: 0}
+    assert assigned == [frozenset({CL0}), frozenset()], "only the changelog with a record to replay, then released"
+
+
+async def test_reader_drops_the_standby_changelogs_before_asking_end_offsets() -> None:
+    """Standby changelogs at their end are fetched, and the broker holds such a fetch for `fetch.max.wait.ms`
+    with the end-offset request queued behind it: a restore drops them first (standbys are assigned again after)."""
+    cluster = cluster_with_changelog(("a", 1))
+    cluster.create_topic("standby-changelog")
+    standby = TopicPartition("standby-changelog", 0)
+    events: list[str] = []
+
+    class Recording(FakeConsumer):
+        def assign(self, partitions: Iterable[TopicPartition]) -> None:
+            partitions = frozenset(partitions)
+            events.append(f"assign {sorted(str(tp) for tp in partitions)}")
+            super().assign(partitions)
+
+        async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+            events.append(f"end_offsets while assigned {sorted(str(tp) for tp in self.assignment())}")
+            return await super().end_offsets(partitions)
+
+    consumer = Recording(cluster, client_id="restore", group_id=None, auto_offset_reset="none")
+    reader = StoreChangelogReader(consumer)
+    await reader.assign_standby_partitions({standby: None})
+    events.clear()
+    sink = Sink()
+    result = await reader.restore("0_0", [ChangelogPartition("counts", CL0, None, sink)])
+    assert sink.applied == [(b"a", long(1))] and result.total == 1
+    assert events == ["assign []", "end_offsets while assigned []", f"assign ['{CL0}']", "assign []"]
