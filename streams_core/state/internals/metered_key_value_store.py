@@ -31,14 +31,14 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
     def get(self, key: K) -> V | None:
         self._counts["get"] += 1
         serdes = self._serdes
-        raw = self._wrapped.get(serdes.raw_key(key))
+        raw = self._wrapped.get(serdes.last_raw_key if key is serdes.last_key else serdes.raw_key(key))
         return None if raw is None else serdes.value_from(raw)
 
     def put(self, key: K, value: V | None) -> None:
         """Store `value` for `key`; None deletes it (a tombstone)."""
         self._counts["put"] += 1
         serdes = self._serdes
-        self._wrapped.put(serdes.raw_key(key), serdes.raw_value(value))
+        self._wrapped.put(serdes.last_raw_key if key is serdes.last_key else serdes.raw_key(key), serdes.raw_value(value))
 
     def put_if_absent(self, key: K, value: V) -> V | None:
         """Put unless the key has a value; returns the existing value (None if it put)."""
