@@ -33,6 +33,8 @@ _BY_KEY = itemgetter(0)
 class CachingKeyValueStore(CachingStateStore):
     """Caches a key-value bytes store in the thread's record cache."""
 
+    _clean_is_below = True
+
     def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
 
