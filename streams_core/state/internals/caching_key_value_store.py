@@ -92,8 +92,7 @@ class CachingKeyValueStore(CachingStateStore):
 
     # -- writes -------------------------------------------------------------------------------
 
-    def put(self, key: bytes, value: bytes | None) -> None:
-        self._put_cached(key, value)
+    put = CachingStateStore._put_cached
 
     def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
         existing = self.get(key)

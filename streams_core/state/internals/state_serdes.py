@@ -76,7 +76,11 @@ class StateSerdes(Generic[K, V]):
         except SerializationError:
             raise
         except Exception as exc:
-            raise self._serialization_error("value", value, self.value_serde, exc) from exc
+            raise self.value_serialization_error(value, exc) from exc
+
+    def value_serialization_error(self, value: Any, exc: Exception) -> SerializationError:
+        """What `raw_value` raises for a value serde's failure other than a SerializationError."""
+        return self._serialization_error("value", value, self.value_serde, exc)
 
     def key_from(self, raw: bytes) -> K:
         try:
@@ -94,9 +98,11 @@ class StateSerdes(Generic[K, V]):
         except DeserializationError:
             raise
         except Exception as exc:
-            raise DeserializationError(
-                f"store {self.store_name!r}: cannot deserialize a value: {exc}", topic=self.topic
-            ) from exc
+            raise self.value_deserialization_error(exc) from exc
+
+    def value_deserialization_error(self, exc: Exception) -> DeserializationError:
+        """What `value_from` raises for a value serde's failure other than a DeserializationError."""
+        return DeserializationError(f"store {self.store_name!r}: cannot deserialize a value: {exc}", topic=self.topic)
 
     def _serialization_error(self, what: str, data: Any, serde: Serde[Any], exc: Exception) -> SerializationError:
         return SerializationError(
