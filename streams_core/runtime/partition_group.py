@@ -131,15 +131,17 @@ class PartitionGroup(Generic[R]):
             return None
         queue = heap[0]
         before = queue.partition_time
-        info.offset = queue.head_record_offset  # type: ignore[assignment]  # a queue in the heap is never empty
-        record: R = queue.poll()  # type: ignore[assignment]
+        record: R = queue.poll()  # type: ignore[assignment]  # a queue in the heap is never empty
+        info.offset = queue.polled_offset
         info.queue = queue
         self._total_buffered -= 1
         if queue.is_empty:
             heapq.heappop(heap)
         elif queue.partition_time != before:
             heapq.heapreplace(heap, queue)
-        self._clock.advance(record.timestamp)
+        clock = self._clock  # StreamTime.advance, inlined (once per record)
+        if record.timestamp > clock.value:
+            clock.value = record.timestamp
         return record
 
     @property
