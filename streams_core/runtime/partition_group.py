@@ -39,11 +39,13 @@ class RecordInfo(Generic[R]):
     taking a record allocates nothing.
     """
 
-    __slots__ = ("offset", "queue")
+    __slots__ = ("drained", "offset", "queue")
 
     def __init__(self) -> None:
         self.queue: RecordQueue[R] | None = None
         self.offset = -1
+        self.drained = False
+        """Set when `next_record` took a queue's last record (the caller resets it)."""
 
 
 class PartitionGroup(Generic[R]):
@@ -137,6 +139,7 @@ class PartitionGroup(Generic[R]):
         self._total_buffered -= 1
         if queue.is_empty:
             heapq.heappop(heap)
+            info.drained = True
         elif queue.partition_time != before:
             heapq.heapreplace(heap, queue)
         clock = self._clock  # StreamTime.advance, inlined (once per record)
