@@ -114,6 +114,25 @@ def test_flush_takes_the_old_value_from_a_clean_entry_it_overwrote(tmp_path: Pat
     assert seen[5:] == [] and inner.get(b"x") is None
 
 
+def test_flush_follows_the_order_of_last_writes_and_the_budget_follows_sizes(tmp_path: Path) -> None:
+    store, inner, cache = _store(tmp_path)
+    seen: list[bytes] = []
+    store.set_flush_listener(lambda k, new, old, ts: seen.append(k))
+    inner.put(b"c", b"0")
+    assert store.get(b"c") == b"0"  # clean first: its first write joins the order then
+    for key in (b"a", b"b", b"c", b"a", b"d", b"b"):
+        store.put(key, b"1")
+    size = cache.size
+    store.put(b"d", b"2")  # a value of the same size
+    assert cache.size == size
+    store.put(b"a", b"22")  # a longer one
+    assert cache.size == size + 1
+    store.put(b"a", b"1")
+    store.put(b"d", b"1")
+    store.flush()
+    assert seen == [b"c", b"b", b"a", b"d"]
+
+
 def test_eviction_flushes_dirty_entries_of_the_store(tmp_path: Path) -> None:
     store, inner, cache = _store(tmp_path, max_bytes=3 * (1 + 1 + 64))
     for key in (b"a", b"b", b"c", b"d"):

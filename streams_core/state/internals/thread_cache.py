@@ -102,17 +102,23 @@ class ThreadCache:
         old = entries.get(key)
         if old is not None:
             delta = size - old.size
-            if dirty and not old.dirty:
-                old.below = old.value
-                old.dirty = True
+            if dirty:
+                pending = cache.dirty
+                if old.dirty:  # to the end of the write order
+                    del pending[key]
+                else:
+                    old.below = old.value
+                    old.dirty = True
+                pending[key] = None
             old.value, old.timestamp, old.size = value, timestamp, size
             entries.move_to_end(key)
+            if not delta:  # a value of the same size (a count): the budget is unchanged
+                return
         else:
             delta = size
             entries[key] = CacheEntry(value, dirty, timestamp, size)
-        if dirty:
-            cache.dirty.pop(key, None)
-            cache.dirty[key] = None
+            if dirty:
+                cache.dirty[key] = None
         cache.size += delta
         self.size += delta
         if self.size > self.max_bytes:
