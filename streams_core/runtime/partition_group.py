@@ -39,11 +39,13 @@ class RecordInfo(Generic[R]):
     taking a record allocates nothing.
     """
 
-    __slots__ = ("offset", "queue")
+    __slots__ = ("drained", "offset", "queue")
 
     def __init__(self) -> None:
         self.queue: RecordQueue[R] | None = None
         self.offset = -1
+        self.drained = False
+        """Set when `next_record` took a queue's last record (the caller resets it)."""
 
 
 class PartitionGroup(Generic[R]):
@@ -131,15 +133,18 @@ class PartitionGroup(Generic[R]):
             return None
         queue = heap[0]
         before = queue.partition_time
-        info.offset = queue.head_record_offset  # type: ignore[assignment]  # a queue in the heap is never empty
-        record: R = queue.poll()  # type: ignore[assignment]
+        record: R = queue.poll()  # type: ignore[assignment]  # a queue in the heap is never empty
+        info.offset = queue.polled_offset
         info.queue = queue
         self._total_buffered -= 1
         if queue.is_empty:
             heapq.heappop(heap)
+            info.drained = True
         elif queue.partition_time != before:
             heapq.heapreplace(heap, queue)
-        self._clock.advance(record.timestamp)
+        clock = self._clock  # StreamTime.advance, inlined (once per record)
+        if record.timestamp > clock.value:
+            clock.value = record.timestamp
         return record
 
     @property

@@ -64,9 +64,10 @@ class RecordQueue(Generic[R]):
         "_fifo",
         "_minima",
         "_offsets",
-        "_partition_time",
         "extracted_time",
         "partition",
+        "partition_time",
+        "polled_offset",
         "polled_time",
         "skipped_records",
         "source",
@@ -87,19 +88,23 @@ class RecordQueue(Generic[R]):
         self._fifo: deque[R] = deque()
         self._offsets: deque[int] = deque()
         self._minima: deque[R] = deque()
-        self._partition_time = UNKNOWN
+        self.partition_time = UNKNOWN
+        """Lowest buffered timestamp, never decreasing; UNKNOWN before the first record (read-only
+        for owners: a plain attribute, as the partition group reads it per record)."""
         self.polled_time = UNKNOWN
+        self.polled_offset = UNKNOWN
+        """The offset of the record the last `poll` returned."""
 
     def __repr__(self) -> str:
-        return f"RecordQueue({self.partition}, size={len(self._fifo)}, partition_time={self._partition_time})"
+        return f"RecordQueue({self.partition}, size={len(self._fifo)}, partition_time={self.partition_time})"
 
     def __len__(self) -> int:
         return len(self._fifo)
 
     def __lt__(self, other: RecordQueue[R]) -> bool:
         """Heap order of a partition group: lower partition time first, ties by partition."""
-        if self._partition_time != other._partition_time:
-            return self._partition_time < other._partition_time
+        if self.partition_time != other.partition_time:
+            return self.partition_time < other.partition_time
         return self.partition < other.partition
 
     def add_raw_records(self, raw_records: Iterable[Any]) -> int:
@@ -127,8 +132,8 @@ class RecordQueue(Generic[R]):
             self.skipped_records += skipped
         if minima:
             lowest = minima[0].timestamp
-            if lowest > self._partition_time:
-                self._partition_time = lowest
+            if lowest > self.partition_time:
+                self.partition_time = lowest
         return len(self._fifo)
 
     def poll(self) -> R | None:
@@ -137,7 +142,7 @@ class RecordQueue(Generic[R]):
         if not fifo:
             return None
         record = fifo.popleft()
-        self._offsets.popleft()
+        self.polled_offset = self._offsets.popleft()
         timestamp = record.timestamp
         if timestamp > self.polled_time:
             self.polled_time = timestamp
@@ -146,14 +151,9 @@ class RecordQueue(Generic[R]):
             minima.popleft()
             if minima:
                 lowest = minima[0].timestamp
-                if lowest > self._partition_time:
-                    self._partition_time = lowest
+                if lowest > self.partition_time:
+                    self.partition_time = lowest
         return record
-
-    @property
-    def partition_time(self) -> int:
-        """Lowest buffered timestamp, never decreasing; UNKNOWN before the first record."""
-        return self._partition_time
 
     @property
     def peek_head_timestamp(self) -> int:
@@ -178,7 +178,7 @@ class RecordQueue(Generic[R]):
         self._fifo.clear()
         self._offsets.clear()
         self._minima.clear()
-        self._partition_time = UNKNOWN
+        self.partition_time = UNKNOWN
         self.polled_time = UNKNOWN
         self.extracted_time.reset()
 

@@ -144,7 +144,8 @@ class StreamTask:
         clock = processor.clock
         offsets = self.consumed_offsets
         info = self._record_info
-        every_partition_buffered = group.all_partitions_buffered
+        # a partition can only run empty here (nothing is added while processing): the group says when
+        info.drained = not group.all_partitions_buffered()
         done = 0
         while done < max_records:
             record = group.next_record(info)
@@ -160,7 +161,7 @@ class StreamTask:
                 punctuate()
             if processor.commit_requested:
                 break
-            if not every_partition_buffered() and group.num_buffered() and not group.ready_to_process(now_ms):
+            if info.drained and group.num_buffered() and not group.ready_to_process(now_ms):
                 break
         self.processed_records += done
         return done

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import itertools
 import random
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple, cast
 
 import pytest
 
+from streams_core import Consumed, Serdes, StreamsBuilder, StreamsConfig
+from streams_core.processor.task_id import TaskId
 from streams_core.runtime.partition_group import PartitionGroup, PauseReason, RecordInfo
+from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.record_queue import UNKNOWN, RecordQueue
+from streams_core.runtime.stream_task import StreamTask
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.testing.fake_kafka_cluster import FakeRecord
 
 
 class StampedRecord(NamedTuple):
@@ -321,3 +328,30 @@ def test_an_added_queue_takes_part_in_the_choice_and_in_idling() -> None:
     add(filled, C, 1)
     with pytest.raises(ValueError, match="is not empty"):
         group.add_queue(filled.queue(C))
+
+
+def test_a_task_stops_when_a_partition_runs_empty_and_waits_max_task_idle_ms(tmp_path: Path) -> None:
+    """StreamTask.process: once a partition is drained mid-call, the rest waits for the idle time."""
+    s = Serdes.String()
+    builder = StreamsBuilder()
+    builder.stream("in", Consumed.with_(s, s)).to("out")
+    internal = builder.build().internal_topology_builder
+    internal.set_application_id("idle")
+    config = StreamsConfig({"application.id": "idle", "state.dir": str(tmp_path), "max.task.idle.ms": 1000})
+    p0, p1 = TopicPartition("in", 0), TopicPartition("in", 1)
+    sent: list[bytes] = []
+
+    class Collector:
+        def send(self, topic: str, key: Any, value: Any, timestamp: int, headers: Any, partition: Any) -> None:
+            sent.append(value)
+
+    state = ProcessorStateManager(TaskId(0, 0), "idle", tmp_path / "0_0")
+    task = StreamTask(TaskId(0, 0), [p0, p1], internal.build_subtopology(0, config), config, state,
+                      cast(RecordCollectorImpl, Collector()), checkpoint_on_commit=False)  # fmt: skip
+    task.processor.init()
+    task.add_records(p0, [FakeRecord("in", 0, 0, 1, b"k", b"a"), FakeRecord("in", 0, 1, 5, b"k", b"c")])
+    task.add_records(p1, [FakeRecord("in", 1, 0, 2, b"k", b"b")])
+    assert task.process(10, 0) == 2 and sent == [b"a", b"b"]
+    assert task.process(10, 500) == 0
+    assert task.process(10, 1000) == 1 and sent == [b"a", b"b", b"c"]
+    task.close()

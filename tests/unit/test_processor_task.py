@@ -299,6 +299,60 @@ def test_deserialization_error_is_located(tmp_path: Path) -> None:
     assert str(error) == "Long serde expects 8 bytes, got 2 (topic=in, partition=0, offset=41)"
 
 
+def _string_topology() -> Topology:
+    return (
+        Topology()
+        .add_source("S", "in", key_serde=Serdes.String(), value_serde=Serdes.String())
+        .add_sink("K", "out", "S", key_serde=Serdes.String(), value_serde=Serdes.String())
+    )
+
+
+@pytest.mark.parametrize("key, value", [(b"\xff", s("v")), (s("k"), b"ok \xc3\x28")])
+def test_invalid_utf8_in_a_string_topology_is_the_string_serdes_error(tmp_path: Path, key: bytes, value: bytes) -> None:
+    task = make_task(_string_topology(), tmp_path)
+    with pytest.raises(DeserializationError) as caught:
+        pipe(task, "in", key, value, 0, offset=7)
+    assert str(caught.value).startswith("invalid UTF-8:") and caught.value.offset == 7
+
+
+def test_a_string_topology_reads_text_and_none(tmp_path: Path) -> None:
+    collector = ListCollector()
+    task = make_task(_string_topology(), tmp_path, collector=collector)
+    assert pipe(task, "in", "grüße".encode(), None, 1, offset=0)
+    assert pipe(task, "in", None, s("v"), 2, offset=1)
+    assert pipe(task, "in", "ключ".encode(), s("v"), 3, offset=2)
+    assert collector.sent == [
+        ("out", "grüße".encode(), None, 1, (), None),
+        ("out", None, b"v", 2, (), None),
+        ("out", "ключ".encode(), b"v", 3, (), None),
+    ]
+
+
+def test_a_string_sink_reports_what_utf8_cannot_encode_as_its_serde_does(tmp_path: Path) -> None:
+    topology = (
+        Topology()
+        .add_source("S", "in", key_serde=Serdes.Long(), value_serde=Serdes.Long())
+        .add_processor("P", lambda: MapTo("\ud800"), "S")
+        .add_sink("K", "out", "P", key_serde=Serdes.String(), value_serde=Serdes.String())
+    )
+    task = make_task(topology, tmp_path)
+    with pytest.raises(SerializationError, match=r"sink 'K'.*String serde cannot encode to UTF-8"):
+        pipe(task, "in", long(1), long(2), 0)
+
+
+class MapTo(Processor[Any, Any, Any, Any]):
+    """Forwards every record as (text, text)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def init(self, context: Any) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.context.forward(record.with_key(self.text).with_value(self.text))
+
+
 def test_log_and_continue_skips_and_counts(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     collector = ListCollector()
     task = make_task(_long_topology(), tmp_path, collector=collector, handler=log_and_continue)

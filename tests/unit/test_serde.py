@@ -11,6 +11,7 @@ import pytest
 
 from streams_core import DeserializationError, Serde, Serdes, SerializationError
 from streams_core.errors import ConfigError
+from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp, ValueAndTimestampSerde
 from streams_core.serde import resolve_serde
 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
@@ -317,3 +318,30 @@ def test_resolve_serde_rejects_a_factory_needing_arguments() -> None:
 
     with pytest.raises(ConfigError, match="cannot create a serde"):
         resolve_serde(factory, "k")
+
+
+# --- ValueAndTimestamp (the bytes of a table's store) ---------------------------------------------
+
+
+@pytest.mark.parametrize("value", [0, 1, -1, LONG_MIN, LONG_MAX, 123_456_789])
+@pytest.mark.parametrize("timestamp", [-1, 0, 1_700_000_000_000])
+def test_value_and_timestamp_of_a_long_is_java_layout(value: int, timestamp: int) -> None:
+    serde = ValueAndTimestampSerde(Serdes.Long())
+    data = serde.serialize("t", ValueAndTimestamp(value, timestamp))
+    assert data == struct.pack(">q", timestamp) + struct.pack(">q", value)
+    back = serde.deserialize("t", data)
+    assert back == (value, timestamp) and type(back) is ValueAndTimestamp
+
+
+@pytest.mark.parametrize("value", [True, 2**63, -(2**63) - 1, 1.5, "1"])
+def test_value_and_timestamp_of_a_long_keeps_the_long_serdes_errors(value: Any) -> None:
+    with pytest.raises(SerializationError, match="Long serde"):
+        ValueAndTimestampSerde(Serdes.Long()).serialize("t", ValueAndTimestamp(value, 0))
+
+
+def test_value_and_timestamp_of_a_long_refuses_a_wrong_width() -> None:
+    serde = ValueAndTimestampSerde(Serdes.Long())
+    with pytest.raises(DeserializationError):
+        serde.deserialize("t", bytes(12))
+    with pytest.raises(DeserializationError):
+        serde.deserialize("t", bytes(4))

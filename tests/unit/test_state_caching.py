@@ -72,6 +72,67 @@ def test_flush_listener_sees_each_key_once_with_old_and_new(tmp_path: Path) -> N
     assert len(seen) == 2
 
 
+class _CountingGets(InMemoryKeyValueStore):
+    """An in-memory store that counts reads."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.gets = 0
+
+    def get(self, key: bytes) -> bytes | None:
+        self.gets += 1
+        return super().get(key)
+
+
+def test_flush_takes_the_old_value_from_a_clean_entry_it_overwrote(tmp_path: Path) -> None:
+    inner = _CountingGets("s")
+    store = CachingKeyValueStore(inner)
+    store.init(CacheContext(tmp_path, ThreadCache(1 << 20)), store)  # type: ignore[arg-type]
+    inner.put(b"a", b"0")
+    inner.put(b"c", b"5")
+    seen: list[tuple[bytes, bytes | None, bytes | None]] = []
+    store.set_flush_listener(lambda k, new, old, ts: seen.append((k, new, old)))
+    assert store.get(b"a") == b"0" and store.get(b"missing") is None
+    store.put(b"a", b"1")
+    store.put(b"a", b"2")
+    store.put(b"missing", b"m")
+    store.put(b"c", b"6")  # never read: the flush reads the store
+    reads = inner.gets
+    store.flush()
+    assert seen == [(b"a", b"2", b"0"), (b"missing", b"m", None), (b"c", b"6", b"5")]
+    assert inner.gets == reads + 1
+    store.put(b"a", b"3")  # clean after the flush: it holds what the store holds
+    store.delete(b"missing")
+    store.flush()
+    assert seen[3:] == [(b"a", b"3", b"2"), (b"missing", None, b"m")]
+    assert inner.gets == reads + 1 and inner.get(b"missing") is None and inner.get(b"a") == b"3"
+    store.put(b"x", b"1")
+    store.delete(b"x")  # created and deleted between two flushes: neither written nor told
+    store.get(b"gone")
+    store.delete(b"gone")  # a delete of what the store never had
+    store.flush()
+    assert seen[5:] == [] and inner.get(b"x") is None
+
+
+def test_flush_follows_the_order_of_last_writes_and_the_budget_follows_sizes(tmp_path: Path) -> None:
+    store, inner, cache = _store(tmp_path)
+    seen: list[bytes] = []
+    store.set_flush_listener(lambda k, new, old, ts: seen.append(k))
+    inner.put(b"c", b"0")
+    assert store.get(b"c") == b"0"  # clean first: its first write joins the order then
+    for key in (b"a", b"b", b"c", b"a", b"d", b"b"):
+        store.put(key, b"1")
+    size = cache.size
+    store.put(b"d", b"2")  # a value of the same size
+    assert cache.size == size
+    store.put(b"a", b"22")  # a longer one
+    assert cache.size == size + 1
+    store.put(b"a", b"1")
+    store.put(b"d", b"1")
+    store.flush()
+    assert seen == [b"c", b"b", b"a", b"d"]
+
+
 def test_eviction_flushes_dirty_entries_of_the_store(tmp_path: Path) -> None:
     store, inner, cache = _store(tmp_path, max_bytes=3 * (1 + 1 + 64))
     for key in (b"a", b"b", b"c", b"d"):

@@ -244,3 +244,45 @@ def test_typed_session_store(kind: str, manager: ProcessorStateManager) -> None:
     store.remove(Windowed("a", SessionWindow(0, 100)))
     store.put(Windowed("a", SessionWindow(500, 600)), None)
     assert list(store.fetch("a")) == []
+
+
+class _CountingSerde(Serde[Any]):
+    """Json that counts its serializations."""
+
+    name = "CountingJson"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        self.calls += 1
+        return Serdes.Json().serialize(topic, data)
+
+    def deserialize(self, topic: str | None, data: bytes | None) -> Any:
+        return Serdes.Json().deserialize(topic, data)
+
+
+def test_a_get_then_put_of_one_immutable_key_serializes_it_once(manager: ProcessorStateManager) -> None:
+    serde = _CountingSerde()
+    store = Stores.key_value_store_builder(Stores.in_memory_key_value_store("memo"), serde, Serdes.Long()).build()
+    store.init(manager.context, store)
+    key = "word"
+    assert store.get(key) is None
+    store.put(key, 1)
+    assert serde.calls == 1
+    store.put("other", 2)
+    store.put(key, 3)
+    assert serde.calls == 3
+    assert store.get("word") == 3 and store.get("other") == 2
+
+
+def test_a_mutable_key_is_serialized_on_every_call(manager: ProcessorStateManager) -> None:
+    serde = _CountingSerde()
+    store = Stores.key_value_store_builder(Stores.in_memory_key_value_store("memo"), serde, Serdes.Long()).build()
+    store.init(manager.context, store)
+    key = ["a"]
+    assert store.get(key) is None
+    key.append("b")
+    store.put(key, 1)
+    assert serde.calls == 2
+    assert store.get(["a", "b"]) == 1 and store.get(["a"]) is None

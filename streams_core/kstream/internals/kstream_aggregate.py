@@ -22,6 +22,9 @@ __all__ = ["KStreamAggregate", "KStreamReduce"]
 
 log = logging.getLogger(__name__)
 
+_new_tuple = tuple.__new__
+"""`ValueAndTimestamp`s made without the named tuple's Python-level `__new__`, once per record."""
+
 
 class _KStreamFold(Generic[K, V, VR]):
     """Store lookup, timestamp rule and forwarding shared by aggregate and reduce."""
@@ -74,7 +77,7 @@ class KStreamAggregate(_KStreamFold[K, V, VR]):
             new = self._aggregator(key, value, old)
             if stored.timestamp > timestamp:
                 timestamp = stored.timestamp
-        store.put(key, ValueAndTimestamp(new, timestamp))
+        store.put(key, _new_tuple(ValueAndTimestamp, (new, timestamp)))
         if self._forward is not None:
             self._forward(Record(key, Change(new, old), timestamp, headers))
 
@@ -101,6 +104,6 @@ class KStreamReduce(_KStreamFold[K, V, V]):
             new = self._reducer(old, value)
             if stored.timestamp > timestamp:
                 timestamp = stored.timestamp
-        store.put(key, ValueAndTimestamp(new, timestamp))
+        store.put(key, _new_tuple(ValueAndTimestamp, (new, timestamp)))
         if self._forward is not None:
             self._forward(Record(key, Change(new, old), timestamp, headers))

@@ -16,13 +16,15 @@ from streams_core.processor.processor import Record
 from streams_core.processor.stream_partitioner import StreamPartitioner
 from streams_core.processor.timestamp_extractor import ExtractFunction
 from streams_core.processor.topic_name_extractor import TopicNameExtractor
-from streams_core.serde import Serde
+from streams_core.serde import Serde, Serdes
 
 if TYPE_CHECKING:
     from streams_core.processor.internals.processor_context_impl import ProcessorContextImpl
     from streams_core.processor.internals.record_collector import RecordCollector
 
 __all__ = ["ProcessorNode", "SinkNode", "SourceNode"]
+
+_STRING_SERIALIZE = Serdes.String().serialize
 
 
 class ProcessorNode:
@@ -104,7 +106,7 @@ class SourceNode(ProcessorNode):
 class SinkNode(ProcessorNode):
     """Exit of a sub-topology: serializes records and hands them to the task's RecordCollector."""
 
-    __slots__ = ("_collector", "_context", "key_serde", "partitioner", "topic", "topic_extractor", "value_serde")
+    __slots__ = ("_collector", "_context", "_texts", "key_serde", "partitioner", "topic", "topic_extractor", "value_serde")
 
     def __init__(
         self,
@@ -123,6 +125,7 @@ class SinkNode(ProcessorNode):
         self.partitioner = partitioner
         self._context: ProcessorContextImpl | None = None
         self._collector: RecordCollector | None = None
+        self._texts = False
 
     def add_child(self, child: ProcessorNode) -> None:
         raise TopologyError(f"sink {self.name!r} cannot have children (tried to add {child.name!r})")
@@ -130,6 +133,8 @@ class SinkNode(ProcessorNode):
     def init(self, context: ProcessorContextImpl) -> None:
         self._context = context
         self._collector = context.record_collector
+        # Serdes.String() both ways (the serdes are bound by now): `send` encodes str itself
+        self._texts = self.key_serde.serialize == _STRING_SERIALIZE and self.value_serde.serialize == _STRING_SERIALIZE
 
     def close(self) -> None:
         self._collector = None
@@ -153,14 +158,22 @@ class SinkNode(ProcessorNode):
             raise StreamsError(
                 f"sink {self.name!r}: invalid (negative) timestamp {timestamp} for a record to topic {topic!r}"
             )
-        try:
-            key_bytes = self.key_serde.serialize(topic, key)
-        except SerializationError as exc:
-            raise self._serialization_error("key", topic, self.key_serde, exc) from exc
-        try:
-            value_bytes = self.value_serde.serialize(topic, value)
-        except SerializationError as exc:
-            raise self._serialization_error("value", topic, self.value_serde, exc) from exc
+        key_bytes: bytes | None = None
+        value_bytes: bytes | None
+        if self._texts and type(key) is str and type(value) is str:
+            try:
+                key_bytes, value_bytes = key.encode(), value.encode()
+            except UnicodeEncodeError:  # left to the serdes, which report it
+                key_bytes = None
+        if key_bytes is None:
+            try:
+                key_bytes = self.key_serde.serialize(topic, key)
+            except SerializationError as exc:
+                raise self._serialization_error("key", topic, self.key_serde, exc) from exc
+            try:
+                value_bytes = self.value_serde.serialize(topic, value)
+            except SerializationError as exc:
+                raise self._serialization_error("value", topic, self.value_serde, exc) from exc
         partition = None
         if self.partitioner is not None:
             partition = self._partition(collector, topic, key, value)

@@ -45,6 +45,7 @@ from streams_core.processor.internals.stream_time import UNKNOWN_TIME, StreamTim
 from streams_core.processor.processor import PunctuationType, Punctuator, Record
 from streams_core.processor.task_id import TaskId
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
+from streams_core.serde import Serdes
 from streams_core.state.store import RestoreCallback, StateStore
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ new_record = tuple.__new__
 """Builds a Record from its fields without the Python-level NamedTuple constructor (hot path)."""
 
 _OWN_TIMESTAMP_EXTRACTORS = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp)
+_STRING_DESERIALIZE = Serdes.String().deserialize
 """Extractors that keep a valid record timestamp: the record pipeline reads it directly."""
 
 
@@ -276,11 +278,21 @@ class TaskProcessor:
         own_timestamp = not extract_timestamps or isinstance(getattr(extract, "__self__", None), _OWN_TIMESTAMP_EXTRACTORS)
         on_error = self._deserializer.skip_or_raise
         drop = self._drop_negative_timestamp
+        # Serdes.String() both ways (the common case): bytes.decode here, two Python calls fewer a record
+        texts = key_of == _STRING_DESERIALIZE and value_of == _STRING_DESERIALIZE
 
         def read(raw: RawRecord) -> Record[Any, Any] | None:
             try:
-                key = key_of(topic, raw.key)
-                value = value_of(topic, raw.value)
+                if texts:
+                    raw_key, raw_value = raw.key, raw.value
+                    try:
+                        key = None if raw_key is None else raw_key.decode()
+                        value = None if raw_value is None else raw_value.decode()
+                    except UnicodeDecodeError:  # the serde's own DeserializationError
+                        key, value = key_of(topic, raw_key), value_of(topic, raw_value)
+                else:
+                    key = key_of(topic, raw.key)
+                    value = value_of(topic, raw.value)
             except DeserializationError as exc:
                 on_error(exc, raw)
                 return None

@@ -33,6 +33,8 @@ _BY_KEY = itemgetter(0)
 class CachingKeyValueStore(CachingStateStore):
     """Caches a key-value bytes store in the thread's record cache."""
 
+    _clean_is_below = True
+
     def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
 
@@ -90,8 +92,7 @@ class CachingKeyValueStore(CachingStateStore):
 
     # -- writes -------------------------------------------------------------------------------
 
-    def put(self, key: bytes, value: bytes | None) -> None:
-        self._put_cached(key, value)
+    put = CachingStateStore._put_cached
 
     def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
         existing = self.get(key)

@@ -18,10 +18,10 @@ import logging
 from abc import abstractmethod
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from streams_core.processor.processor import Record
-from streams_core.state.internals.thread_cache import CacheEntry, NamedCache, ThreadCache
+from streams_core.state.internals.thread_cache import UNKNOWN_BELOW, CacheEntry, NamedCache, ThreadCache
 from streams_core.state.internals.wrapped_state_store import WrappedStateStore
 from streams_core.state.store import StateStore, StateStoreContext
 
@@ -40,6 +40,10 @@ key is the store's key: bytes for key-value stores, `Windowed[bytes]` for window
 
 class CachingStateStore(WrappedStateStore[Any]):
     """Caches a bytes store in the thread's record cache; subclasses say how an entry reaches the store below."""
+
+    _clean_is_below = False
+    """True when a clean entry always holds what the store below holds (a key-value store: it
+    drops nothing by itself), so a flush takes the old value from the entry (`CacheEntry.below`)."""
 
     def __init__(self, wrapped: Any) -> None:
         super().__init__(wrapped)
@@ -114,6 +118,7 @@ class CachingStateStore(WrappedStateStore[Any]):
         """
         listener = self._listener
         context = self._context
+        clean_is_below = self._clean_is_below
         saved = (getattr(context, "node", None), getattr(context, "record", None))
         has_record = hasattr(context, "record")
         try:
@@ -127,7 +132,8 @@ class CachingStateStore(WrappedStateStore[Any]):
                 if listener is None:
                     self._write_below(location, value)
                     continue
-                old = self._read_below(location)
+                below = entry.below if clean_is_below else UNKNOWN_BELOW
+                old = self._read_below(location) if below is UNKNOWN_BELOW else cast("bytes | None", below)
                 if value is None and old is None:
                     continue
                 self._write_below(location, value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
+from streams_core.errors import DeserializationError, SerializationError
 from streams_core.serde import Serde
 from streams_core.state.internals.metered_state_store import MeteredStateStore
 from streams_core.state.store import KeyValue, KeyValueStore, key_value
@@ -31,14 +32,28 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
     def get(self, key: K) -> V | None:
         self._counts["get"] += 1
         serdes = self._serdes
-        raw = self._wrapped.get(serdes.raw_key(key))
-        return None if raw is None else serdes.value_from(raw)
+        raw = self._wrapped.get(serdes.last_raw_key if key is serdes.last_key else serdes.raw_key(key))
+        if raw is None:
+            return None
+        try:  # StateSerdes.value_from, inlined: this runs once per record of every aggregation
+            return serdes.value_serde.deserialize(serdes.topic, raw)
+        except DeserializationError:
+            raise
+        except Exception as exc:
+            raise serdes.value_deserialization_error(exc) from exc
 
     def put(self, key: K, value: V | None) -> None:
         """Store `value` for `key`; None deletes it (a tombstone)."""
         self._counts["put"] += 1
         serdes = self._serdes
-        self._wrapped.put(serdes.raw_key(key), serdes.raw_value(value))
+        raw_key = serdes.last_raw_key if key is serdes.last_key else serdes.raw_key(key)
+        try:  # StateSerdes.raw_value, inlined as in `get`
+            raw = serdes.value_serde.serialize(serdes.topic, value)
+        except SerializationError:
+            raise
+        except Exception as exc:
+            raise serdes.value_serialization_error(value, exc) from exc
+        self._wrapped.put(raw_key, raw)
 
     def put_if_absent(self, key: K, value: V) -> V | None:
         """Put unless the key has a value; returns the existing value (None if it put)."""

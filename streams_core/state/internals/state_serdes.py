@@ -17,17 +17,25 @@ V = TypeVar("V")
 
 __all__ = ["StateSerdes"]
 
+_NO_KEY = object()
+_IMMUTABLE_KEYS = frozenset((str, bytes, int))
+
 
 class StateSerdes(Generic[K, V]):
     """Converts a store's keys and values to bytes and back."""
 
-    __slots__ = ("key_serde", "store_name", "topic", "value_serde")
+    __slots__ = ("key_serde", "last_key", "last_raw_key", "store_name", "topic", "value_serde")
 
     def __init__(self, store_name: str, topic: str, key_serde: Serde[K], value_serde: Serde[V]) -> None:
         self.store_name = store_name
         self.topic = topic
         self.key_serde = key_serde
         self.value_serde = value_serde
+        self.last_key: object = _NO_KEY
+        """The last key `raw_key` serialized when it is of an immutable type (str, bytes, int), else
+        a sentinel: a caller that gets the same object again may take `last_raw_key` (a get then a
+        put of one key, as an aggregation does, serializes it once)."""
+        self.last_raw_key = b""
 
     def raw_key(self, key: K) -> bytes:
         """The bytes of a key; None is refused (stores have no null keys)."""
@@ -41,6 +49,8 @@ class StateSerdes(Generic[K, V]):
             raise self._serialization_error("key", key, self.key_serde, exc) from exc
         if raw is None:
             raise SerializationError(f"store {self.store_name!r}: key serde turned {key!r} into None", topic=self.topic)
+        if type(key) in _IMMUTABLE_KEYS:
+            self.last_key, self.last_raw_key = key, raw
         return raw
 
     def raw_prefix(self, prefix: Any, prefix_serde: Serde[Any] | None) -> bytes:
@@ -66,7 +76,11 @@ class StateSerdes(Generic[K, V]):
         except SerializationError:
             raise
         except Exception as exc:
-            raise self._serialization_error("value", value, self.value_serde, exc) from exc
+            raise self.value_serialization_error(value, exc) from exc
+
+    def value_serialization_error(self, value: Any, exc: Exception) -> SerializationError:
+        """What `raw_value` raises for a value serde's failure other than a SerializationError."""
+        return self._serialization_error("value", value, self.value_serde, exc)
 
     def key_from(self, raw: bytes) -> K:
         try:
@@ -84,9 +98,11 @@ class StateSerdes(Generic[K, V]):
         except DeserializationError:
             raise
         except Exception as exc:
-            raise DeserializationError(
-                f"store {self.store_name!r}: cannot deserialize a value: {exc}", topic=self.topic
-            ) from exc
+            raise self.value_deserialization_error(exc) from exc
+
+    def value_deserialization_error(self, exc: Exception) -> DeserializationError:
+        """What `value_from` raises for a value serde's failure other than a DeserializationError."""
+        return DeserializationError(f"store {self.store_name!r}: cannot deserialize a value: {exc}", topic=self.topic)
 
     def _serialization_error(self, what: str, data: Any, serde: Serde[Any], exc: Exception) -> SerializationError:
         return SerializationError(

@@ -13,7 +13,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable
 
-__all__ = ["CacheEntry", "NamedCache", "ThreadCache"]
+__all__ = ["UNKNOWN_BELOW", "CacheEntry", "NamedCache", "ThreadCache"]
 
 log = logging.getLogger(__name__)
 
@@ -21,16 +21,25 @@ _ENTRY_OVERHEAD = 64
 """Bytes counted per entry beyond its key and value (object and dict slot overhead, roughly)."""
 
 
-class CacheEntry:
-    """A cached value (None: a cached delete), whether it still has to reach the store, and when it was written."""
+UNKNOWN_BELOW: object = object()
+"""`CacheEntry.below` of a dirty entry written without a clean one before it: the store was not read."""
 
-    __slots__ = ("dirty", "size", "timestamp", "value")
+
+class CacheEntry:
+    """A cached value (None: a cached delete), whether it still has to reach the store, and when it was written.
+
+    A clean entry holds what the store below holds. A dirty one that overwrote a clean one keeps
+    that value in `below` (until it is flushed), so a flush need not read the store for the old value.
+    """
+
+    __slots__ = ("below", "dirty", "size", "timestamp", "value")
 
     def __init__(self, value: bytes | None, dirty: bool, timestamp: int, size: int) -> None:
         self.value = value
         self.dirty = dirty
         self.timestamp = timestamp
         self.size = size
+        self.below: bytes | object | None = UNKNOWN_BELOW
 
 
 FlushListener = Callable[[list[tuple[bytes, CacheEntry]]], None]
@@ -93,15 +102,23 @@ class ThreadCache:
         old = entries.get(key)
         if old is not None:
             delta = size - old.size
+            if dirty:
+                pending = cache.dirty
+                if old.dirty:  # to the end of the write order
+                    del pending[key]
+                else:
+                    old.below = old.value
+                    old.dirty = True
+                pending[key] = None
             old.value, old.timestamp, old.size = value, timestamp, size
-            old.dirty = old.dirty or dirty
             entries.move_to_end(key)
+            if not delta:  # a value of the same size (a count): the budget is unchanged
+                return
         else:
             delta = size
             entries[key] = CacheEntry(value, dirty, timestamp, size)
-        if dirty:
-            cache.dirty.pop(key, None)
-            cache.dirty[key] = None
+            if dirty:
+                cache.dirty[key] = None
         cache.size += delta
         self.size += delta
         if self.size > self.max_bytes:
