@@ -59,8 +59,9 @@ new_record = tuple.__new__
 """Builds a Record from its fields without the Python-level NamedTuple constructor (hot path)."""
 
 _OWN_TIMESTAMP_EXTRACTORS = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp)
-_STRING_DESERIALIZE = Serdes.String().deserialize
 """Extractors that keep a valid record timestamp: the record pipeline reads it directly."""
+_STRING_DESERIALIZE = Serdes.String().deserialize
+"""A source with this deserializer for key and value: the record pipeline decodes UTF-8 itself."""
 
 
 RecordReader: TypeAlias = "Callable[[RawRecord], Record[Any, Any] | None]"
