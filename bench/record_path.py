@@ -3,7 +3,8 @@
 A source -> map_values -> sink sub-topology (string serdes) on one partition, records added and
 processed in batches of 500, output sent to a collector that only counts. Two variants: the
 default timestamp extractor (the record's own timestamp) and a custom one (a function, which
-gets a ConsumerRecord and the partition time). Then app/wordcount.py's count (without its
+gets a ConsumerRecord and the partition time), and the peers' pass-through (Bytes serdes, the
+source straight into the sink). Then app/wordcount.py's count (without its
 windowed part) as two tasks: lines -> split -> group_by -> repartition records, which the second
 task counts (record cache on and off: commit every 10 batches) -> output records; in µs per
 word, the CPU of both tasks per word, the producer's work excluded. Prints the best of
@@ -49,14 +50,19 @@ class CountingCollector:
         return 1
 
 
-def run(custom_extractor: bool, records: int) -> float:
-    """µs per record of one run over `records` records."""
-    s = Serdes.String()
-    consumed = Consumed.with_(s, s)
-    if custom_extractor:
-        consumed = consumed.with_timestamp_extractor(lambda record, partition_time: record.timestamp)
+def run(custom_extractor: bool, records: int, *, raw_bytes: bool = False) -> float:
+    """µs per record of one run over `records` records; `raw_bytes`: the peers' pass-through instead
+    (Bytes serdes both ways, source straight to sink)."""
     builder = StreamsBuilder()
-    builder.stream("in", consumed).map_values(str.upper).to("out")
+    if raw_bytes:
+        b = Serdes.Bytes()
+        builder.stream("in", Consumed.with_(b, b)).to("out", key_serde=b, value_serde=b)
+    else:
+        s = Serdes.String()
+        consumed = Consumed.with_(s, s)
+        if custom_extractor:
+            consumed = consumed.with_timestamp_extractor(lambda record, partition_time: record.timestamp)
+        builder.stream("in", consumed).map_values(str.upper).to("out")
     internal = builder.build().internal_topology_builder
     internal.set_application_id("record-path")
     with tempfile.TemporaryDirectory() as state_dir:
@@ -185,6 +191,8 @@ def main() -> None:
     for custom in (False, True):
         best = min(run(custom, args.records) for _ in range(args.repeat))
         print(f"{'custom' if custom else 'default'} extractor: {best:.3f} us per record")
+    best = min(run(False, args.records, raw_bytes=True) for _ in range(args.repeat))
+    print(f"bytes pass-through: {best:.3f} us per record")
     best = min(collector(args.records) for _ in range(args.repeat))
     print(f"record collector: {best:.3f} us per record (send and send_pending into aiokafka batches)")
     for cache in (10 * 1024 * 1024, 0):

@@ -340,6 +340,35 @@ def test_a_string_sink_reports_what_utf8_cannot_encode_as_its_serde_does(tmp_pat
         pipe(task, "in", long(1), long(2), 0)
 
 
+def test_a_bytes_topology_passes_the_bytes_and_none_on_as_they_are(tmp_path: Path) -> None:
+    b = Serdes.Bytes()
+    collector = ListCollector()
+    task = make_task(Topology().add_source("S", "in", key_serde=b, value_serde=b).add_sink("K", "out", "S", key_serde=b, value_serde=b),
+                     tmp_path, collector=collector)
+    assert pipe(task, "in", b"\xff\x00", None, 1, offset=0)
+    assert pipe(task, "in", None, b"v", 2, offset=1)
+    assert collector.sent == [("out", b"\xff\x00", None, 1, (), None), ("out", None, b"v", 2, (), None)]
+
+
+def test_a_bytes_sink_still_converts_and_rejects_what_is_not_bytes_as_its_serde_does(tmp_path: Path) -> None:
+    b = Serdes.Bytes()
+
+    def task_sending(value: Any) -> TaskProcessor:
+        topology = (
+            Topology()
+            .add_source("S", "in", key_serde=Serdes.Long(), value_serde=Serdes.Long())
+            .add_processor("P", lambda: MapTo(value), "S")
+            .add_sink("K", "out", "P", key_serde=b, value_serde=b)
+        )
+        return make_task(topology, tmp_path / str(type(value).__name__), collector=collector)
+
+    collector = ListCollector()
+    assert pipe(task_sending(bytearray(b"ab")), "in", long(1), long(2), 0)
+    assert collector.sent == [("out", b"ab", b"ab", 0, (), None)] and type(collector.sent[0][2]) is bytes
+    with pytest.raises(SerializationError, match=r"sink 'K'.*Bytes serde expects bytes, got str"):
+        pipe(task_sending("text"), "in", long(1), long(2), 0)
+
+
 class MapTo(Processor[Any, Any, Any, Any]):
     """Forwards every record as (text, text)."""
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["ProcessorNode", "SinkNode", "SourceNode"]
 
 _STRING_SERIALIZE = Serdes.String().serialize
+_BYTES_SERIALIZE = Serdes.Bytes().serialize
 
 
 class ProcessorNode:
@@ -106,7 +107,7 @@ class SourceNode(ProcessorNode):
 class SinkNode(ProcessorNode):
     """Exit of a sub-topology: serializes records and hands them to the task's RecordCollector."""
 
-    __slots__ = ("_collector", "_context", "_texts", "key_serde", "partitioner", "topic", "topic_extractor", "value_serde")
+    __slots__ = ("_collector", "_context", "_own_type", "key_serde", "partitioner", "topic", "topic_extractor", "value_serde")
 
     def __init__(
         self,
@@ -125,7 +126,7 @@ class SinkNode(ProcessorNode):
         self.partitioner = partitioner
         self._context: ProcessorContextImpl | None = None
         self._collector: RecordCollector | None = None
-        self._texts = False
+        self._own_type: type | None = None
 
     def add_child(self, child: ProcessorNode) -> None:
         raise TopologyError(f"sink {self.name!r} cannot have children (tried to add {child.name!r})")
@@ -133,8 +134,14 @@ class SinkNode(ProcessorNode):
     def init(self, context: ProcessorContextImpl) -> None:
         self._context = context
         self._collector = context.record_collector
-        # Serdes.String() both ways (the serdes are bound by now): `send` encodes str itself
-        self._texts = self.key_serde.serialize == _STRING_SERIALIZE and self.value_serde.serialize == _STRING_SERIALIZE
+        # Serdes.String() or Serdes.Bytes() both ways (the serdes are bound by now): `send` encodes str, or
+        # passes bytes on, itself
+        serializers = (self.key_serde.serialize, self.value_serde.serialize)
+        self._own_type = (
+            str if serializers == (_STRING_SERIALIZE, _STRING_SERIALIZE)
+            else bytes if serializers == (_BYTES_SERIALIZE, _BYTES_SERIALIZE)
+            else None
+        )
 
     def close(self) -> None:
         self._collector = None
@@ -160,7 +167,10 @@ class SinkNode(ProcessorNode):
             )
         key_bytes: bytes | None = None
         value_bytes: bytes | None
-        if self._texts and type(key) is str and type(value) is str:
+        own = self._own_type
+        if own is bytes and type(key) is bytes and type(value) is bytes:
+            key_bytes, value_bytes = key, value
+        elif own is str and type(key) is str and type(value) is str:
             try:
                 key_bytes, value_bytes = key.encode(), value.encode()
             except UnicodeEncodeError:  # left to the serdes, which report it

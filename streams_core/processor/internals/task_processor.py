@@ -62,6 +62,8 @@ _OWN_TIMESTAMP_EXTRACTORS = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestam
 """Extractors that keep a valid record timestamp: the record pipeline reads it directly."""
 _STRING_DESERIALIZE = Serdes.String().deserialize
 """A source with this deserializer for key and value: the record pipeline decodes UTF-8 itself."""
+_BYTES_DESERIALIZE = Serdes.Bytes().deserialize
+"""A source with this (identity) deserializer for key and value: the pipeline takes the bytes as they are."""
 
 
 RecordReader: TypeAlias = "Callable[[RawRecord], Record[Any, Any] | None]"
@@ -279,12 +281,17 @@ class TaskProcessor:
         own_timestamp = not extract_timestamps or isinstance(getattr(extract, "__self__", None), _OWN_TIMESTAMP_EXTRACTORS)
         on_error = self._deserializer.skip_or_raise
         drop = self._drop_negative_timestamp
-        # Serdes.String() both ways (the common case): bytes.decode here, two Python calls fewer a record
+        # Serdes.String() or Serdes.Bytes() both ways (the common cases): two Python calls fewer a record
         texts = key_of == _STRING_DESERIALIZE and value_of == _STRING_DESERIALIZE
+        raw_bytes = key_of == _BYTES_DESERIALIZE and value_of == _BYTES_DESERIALIZE
 
         def read(raw: RawRecord) -> Record[Any, Any] | None:
+            key: Any
+            value: Any
             try:
-                if texts:
+                if raw_bytes:
+                    key, value = raw.key, raw.value
+                elif texts:
                     raw_key, raw_value = raw.key, raw.value
                     try:
                         key = None if raw_key is None else raw_key.decode()
