@@ -258,6 +258,7 @@ _KEYS: dict[str, _Key] = {
         _Key("state.cleanup.delay.ms", 600_000, _int(0), "Delay before state of tasks no longer owned is deleted."),
         _Key("max.partition.time.lag.ms", 60_000, _int(0), "A partition this far ahead of its task's stream time is paused."),
         _Key("topology.optimization", "none", _choice("none", "all"), "DSL topology optimizations."),
+        _Key("python.gc.gen0.threshold", 10_000, _int(0), "Python's young-generation GC threshold, raised to this when the process's first stream thread starts (0: leave it alone; docs/runtime.md)."),
     )
 }
 

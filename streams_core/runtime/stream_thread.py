@@ -17,6 +17,7 @@ from typing import Any
 from streams_core import clients
 from streams_core.config import StreamsConfig
 from streams_core.runtime.assignment import AssignmentInfo
+from streams_core.runtime.gc_policy import raise_gen0_threshold
 from streams_core.runtime.instance_thread import ThreadCallbacks
 from streams_core.runtime.processing_guarantee import ProcessingGuarantee
 from streams_core.runtime.run_mode import ThreadRunMode
@@ -124,6 +125,7 @@ class StreamThread:
             self.set_state(ThreadState.DEAD)
             raise
         self._last_commit_ms = wall_clock_ms()
+        raise_gen0_threshold(self.config["python.gc.gen0.threshold"])
         self._runner = asyncio.create_task(self._run(), name=self.name)
 
     def shutdown(self) -> None:

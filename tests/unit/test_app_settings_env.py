@@ -48,6 +48,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "state.cleanup.delay.ms": ("1000", 1000),
     "max.partition.time.lag.ms": ("5000", 5000),
     "topology.optimization": ("all", "all"),
+    "python.gc.gen0.threshold": ("50000", 50000),
 }
 
 

@@ -42,6 +42,7 @@ EXPECTED_DEFAULTS: dict[str, Any] = {
     "state.cleanup.delay.ms": 600_000,
     "max.partition.time.lag.ms": 60_000,
     "topology.optimization": "none",
+    "python.gc.gen0.threshold": 10_000,
 }
 
 
