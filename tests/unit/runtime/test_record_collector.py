@@ -179,3 +179,29 @@ def test_the_aiokafka_port_fills_aiokafka_batches_in_order_and_counts_them() -> 
         index = filled
     assert written == [(t, k, v, list(h)) for _, k, v, t, h, _ in records]
     assert batches > 3, "1 kB batches: the records span several"
+
+
+class _OrderSpy(FakeProducer):
+    """Notes the partition of every batch handed over."""
+
+    def __init__(self, cluster: FakeKafkaCluster) -> None:
+        super().__init__(cluster, client_id="p", batch_size=300)
+        self.order: list[int] = []
+
+    async def send_batch(self, batch: Any, topic: str, *, partition: int) -> Any:
+        self.order.append(partition)
+        return await super().send_batch(batch, topic, partition=partition)
+
+
+async def test_batches_of_the_partitions_are_handed_over_in_turn() -> None:
+    """aiokafka queues one batch per partition: a partition's second batch goes after the first of every other."""
+    cluster = new_cluster(2)
+    producer = _OrderSpy(cluster)
+    await producer.start()
+    collector = RecordCollectorImpl(producer)
+    for partition in (0, 1):
+        for i in range(5):  # two records a batch of 300 bytes: three batches each
+            collector.send("out", b"k", b"%d" % i + b"x" * 99, i, (), partition)
+    await collector.flush()
+    assert producer.order == [0, 1, 0, 1, 0, 1]
+    assert [[r.value[:1] for r in cluster.records("out") if r.partition == p] for p in (0, 1)] == [[b"0", b"1", b"2", b"3", b"4"]] * 2
