@@ -121,8 +121,9 @@ class AioKafkaConsumer:
         if paused:
             wanted = partitions or self.assignment()
             partitions = tuple(tp for tp in wanted if tp not in paused)
-            if not partitions:  # everything is paused: nothing to return, as aiokafka would after the timeout
-                await asyncio.sleep(timeout_ms / 1000)
+            if not partitions:  # everything asked is paused: nothing to return, as aiokafka would after the timeout
+                if timeout_ms:
+                    await asyncio.sleep(timeout_ms / 1000)
                 return {}
         batch = await self._consumer.getmany(
             *(_kafka(tp) for tp in partitions), timeout_ms=timeout_ms, max_records=max_records

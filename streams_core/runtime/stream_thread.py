@@ -20,6 +20,7 @@ from streams_core.runtime.assignment import AssignmentInfo
 from streams_core.runtime.gc_policy import raise_gen0_threshold
 from streams_core.runtime.instance_thread import ThreadCallbacks
 from streams_core.runtime.processing_guarantee import ProcessingGuarantee
+from streams_core.runtime.round_poll import RoundPoll
 from streams_core.runtime.run_mode import ThreadRunMode
 from streams_core.runtime.standby_updater import StandbyUpdater
 from streams_core.runtime.state_store_providers import StreamThreadStateStoreProvider
@@ -201,6 +202,7 @@ class StreamThread:
         poll_ms = config["poll.ms"]
         max_records = int(config.client_overrides("main.consumer").get("max.poll.records", 1000))
         commit_interval = config["commit.interval.ms"]
+        poll = RoundPoll(consumer, max_records=max_records, slice_s=PROCESSING_SLICE_S).poll
         tm = self.task_manager
         guarantee = self._guarantee
         run_mode = self._run_mode
@@ -210,7 +212,7 @@ class StreamThread:
             busy = tm.has_buffered()
             timeout = 0 if busy and idle_rounds == 0 else (10 if busy else poll_ms)
             polled = time.perf_counter()
-            batch = await consumer.getmany(timeout_ms=timeout, max_records=max_records)
+            batch = await poll(timeout)
             metrics.polled(polled)
             async with self._lock:
                 self._raise_pending_error()
