@@ -13,6 +13,8 @@ apply unless overridden where Kafka Streams allows it:
 - consumers: `auto.offset.reset=earliest`, `enable.auto.commit=false` (not configurable),
   `max.poll.records=1000`; under exactly-once `isolation.level=read_committed` (not
   configurable); restore and global consumers have no group and `auto.offset.reset=none`;
+  the main consumer `fetch.max.wait.ms=100` (ours, not Kafka Streams': see
+  `MAIN_CONSUMER_FETCH_MAX_WAIT_MS`);
 - producers: `linger.ms=100` and `acks=all` (the Java producer's default since Kafka 3.0;
   aiokafka's is 1); under exactly-once idempotence on, `acks=all` and
   `transaction.timeout.ms=10000`, which must not be below `commit.interval.ms`.
@@ -362,6 +364,8 @@ def consumer_kwargs(
     }
     if config.exactly_once:
         kwargs["isolation_level"] = "read_committed"
+    if client == "main.consumer":
+        kwargs["fetch_max_wait_ms"] = MAIN_CONSUMER_FETCH_MAX_WAIT_MS
     kwargs |= user
     kwargs["enable_auto_commit"] = False
     kwargs["client_id"] = client_id or default_client_id(config, client, thread_index)
@@ -376,6 +380,12 @@ def consumer_kwargs(
         kwargs.pop("group_instance_id", None)
         kwargs["auto_offset_reset"] = "none"
     return kwargs
+
+
+MAIN_CONSUMER_FETCH_MAX_WAIT_MS = 100
+"""The main consumer's `fetch.max.wait.ms` unless set (Java's and aiokafka's 500): aiokafka keeps one
+fetch in flight per broker, so a fetch held for partitions at their end kept the others, drained
+meanwhile, waiting for it (docs/runtime.md, "Fetching")."""
 
 
 def producer_kwargs(

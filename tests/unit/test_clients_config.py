@@ -88,9 +88,17 @@ def test_main_consumer_defaults() -> None:
         "auto_offset_reset": "earliest",
         "enable_auto_commit": False,
         "max_poll_records": 1000,
+        "fetch_max_wait_ms": 100,
         "group_id": "app",
         "client_id": "app-StreamThread-1-consumer",
     }
+
+
+def test_only_the_main_consumer_waits_less_for_a_fetch_and_a_setting_wins() -> None:
+    assert "fetch_max_wait_ms" not in consumer_kwargs(cfg(), "restore.consumer")
+    assert "fetch_max_wait_ms" not in consumer_kwargs(cfg(), "global.consumer")
+    assert consumer_kwargs(cfg(**{"main.consumer.fetch.max.wait.ms": 500}))["fetch_max_wait_ms"] == 500
+    assert consumer_kwargs(cfg(fetch__max__wait__ms=300))["fetch_max_wait_ms"] == 300
 
 
 def test_restore_consumer_has_no_group_and_never_resets_on_its_own() -> None:
