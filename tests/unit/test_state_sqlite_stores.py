@@ -45,6 +45,47 @@ def test_writes_are_committed_on_flush_not_per_put(tmp_path: Path) -> None:
     manager.close()
 
 
+def test_the_memtable_answers_before_sqlite_holds_the_writes(tmp_path: Path) -> None:
+    manager, store = open_store(SqliteKeyValueStore("kv"), tmp_path / "0_0")
+    store.put_all([(b"a", b"1"), (b"b", b"2")])
+    store.put(b"a", b"10")
+    store.delete(b"b")
+    rows = "SELECT key, value FROM key_value ORDER BY key"
+    assert store._conn.execute(rows).fetchall() == [(b"a", b"1"), (b"b", b"2")]  # still in the memtable
+    assert (store.get(b"a"), store.get(b"b")) == (b"10", None)
+    assert store.put_if_absent(b"b", b"20") is None and store.get(b"b") == b"20"
+    assert list(store.range(b"a", b"z")) == [KeyValue(b"a", b"10"), KeyValue(b"b", b"20")]
+    assert store._conn.execute(rows).fetchall() == [(b"a", b"10"), (b"b", b"20")]  # the scan wrote it first
+    store.delete(b"a")
+    assert store.approximate_num_entries() == 1
+    manager.close()
+
+
+def test_a_full_memtable_goes_into_sqlite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("streams_core.state.internals.sqlite_key_value_store.MEMTABLE_ENTRIES", 3)
+    manager, store = open_store(SqliteKeyValueStore("kv"), tmp_path / "0_0")
+    count = "SELECT count(*) FROM key_value"
+    store.put(b"a", b"1")
+    store.put(b"b", b"2")
+    assert store._conn.execute(count).fetchone()[0] == 0
+    store.put(b"c", b"3")
+    assert store._conn.execute(count).fetchone()[0] == 3
+    manager.close()
+
+
+def test_a_delete_ahead_of_an_iterator_is_not_yielded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("streams_core.state.internals.sqlite_database.PAGE_SIZE", 2)
+    manager, store = open_store(SqliteKeyValueStore("kv"), tmp_path / "0_0")
+    store.put_all([(b"%d" % i, b"v") for i in range(6)])
+    seen = []
+    for entry in store.all():
+        seen.append(entry.key)
+        if entry.key == b"0":
+            store.delete(b"4")
+    assert seen == [b"0", b"1", b"2", b"3", b"5"]
+    manager.close()
+
+
 def test_key_value_store_survives_close_and_reopen(tmp_path: Path) -> None:
     manager, store = open_store(SqliteKeyValueStore("kv"), tmp_path / "0_0")
     store.put_all([(b"b", b"2"), (b"a", b"1"), (b"c", b"3")])

@@ -36,18 +36,27 @@ _COLUMNS = ("key", "value")
 _ORDER = ("key",)
 
 
+MEMTABLE_ENTRIES = 10_000
+"""Keys a store holds written but not yet in SQLite before it writes them all in one call."""
+
+
 class SqliteKeyValueStore(SqliteStoreFile):
     """Keys and values are bytes; iteration is in unsigned byte order of the keys.
 
-    Writes join one SQLite transaction that `flush()` commits (and `close()`, so a clean close
-    keeps everything). Iterators read a page of rows per query (`PAGE_SIZE`) after the last key
-    they yielded, so writes during iteration are safe; writes ahead of the position may or may
-    not be seen. Owned by one task: no locking, use from one thread at a time.
+    Writes go to a memtable (a dict, as RocksDB's), which a `get` reads first and which goes
+    into SQLite in two `executemany` calls when it holds `MEMTABLE_ENTRIES` keys, before a scan
+    or count, and at `flush()`: one `execute` per get and put cost a word count without the record
+    cache a quarter of its CPU (docs/state.md). The writes join one SQLite transaction that
+    `flush()` commits (and `close()`, so a clean close keeps everything). Iterators read a page
+    of rows per query (`PAGE_SIZE`) after the last key they yielded, the memtable written first,
+    so writes during iteration are safe; writes ahead of the position may or may not be seen.
+    Owned by one task: no locking, use from one thread at a time.
     """
 
     def __init__(self, name: str) -> None:
         self._name = name
         self._init_file(name)
+        self._memtable: dict[bytes, bytes | None] = {}
 
     @property
     def name(self) -> str:
@@ -61,32 +70,57 @@ class SqliteKeyValueStore(SqliteStoreFile):
         context.register(root, self.restore_batch)
 
     def get(self, key: bytes) -> bytes | None:
+        memtable = self._memtable
+        if key in memtable:
+            return memtable[key]
         row = self._conn.execute(_GET, (key,)).fetchone()
         return None if row is None else row[0]
 
     def put(self, key: bytes, value: bytes | None) -> None:
-        if value is None:
-            self._conn.execute(_DELETE, (key,))
-        else:
-            self._conn.execute(_PUT, (key, value))
+        if not self.is_open:
+            raise InvalidStateStoreError(f"store {self._name!r} is not open")
+        memtable = self._memtable
+        memtable[key] = value
+        if len(memtable) >= MEMTABLE_ENTRIES:
+            self._write_memtable()
 
     def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
         existing = self.get(key)
         if existing is None:
-            self._conn.execute(_PUT, (key, value))
+            self.put(key, value)
         return existing
 
     def put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
         """Write a batch; for a key given twice the last value wins, as with single puts."""
-        latest = dict(entries)
-        self._conn.executemany(_PUT, [(k, v) for k, v in latest.items() if v is not None])
-        self._conn.executemany(_DELETE, [(k,) for k, v in latest.items() if v is None])
+        self._write_memtable()
+        self._write(dict(entries))
 
     def delete(self, key: bytes) -> bytes | None:
         old = self.get(key)
         if old is not None:
-            self._conn.execute(_DELETE, (key,))
+            self.put(key, None)
         return old
+
+    def _write_memtable(self) -> None:
+        """Move the memtable into SQLite (the open transaction; `flush` commits it)."""
+        if self._memtable:
+            latest, self._memtable = self._memtable, {}
+            self._write(latest)
+
+    def _write(self, latest: dict[bytes, bytes | None]) -> None:
+        self._conn.executemany(_PUT, [(k, v) for k, v in latest.items() if v is not None])
+        self._conn.executemany(_DELETE, [(k,) for k, v in latest.items() if v is None])
+
+    def flush(self) -> None:
+        """Write the memtable and commit the writes since the last flush."""
+        self._write_memtable()
+        super().flush()
+
+    def close(self) -> None:
+        """Write the memtable, then commit and close the file (closing a closed store does nothing)."""
+        if self.is_open:
+            self._write_memtable()
+        super().close()
 
     def restore_batch(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
         """Apply changelog records (key, value or None to delete) with two executemany calls."""
@@ -121,10 +155,14 @@ class SqliteKeyValueStore(SqliteStoreFile):
         return map(key_value, rows)
 
     def _connection(self) -> sqlite3.Connection | NotOpen:
+        """The connection a scan's next page reads, with the memtable written into it first."""
+        if self.is_open:
+            self._write_memtable()
         return self._conn
 
     def approximate_num_entries(self) -> int:
         """The exact count (a full index scan: meant for metrics and tests, not the hot path)."""
+        self._write_memtable()
         return int(self._conn.execute("SELECT count(*) FROM key_value").fetchone()[0])
 
 
