@@ -46,7 +46,7 @@ class SqliteKeyValueStore(SqliteStoreFile):
     Writes go to a memtable (a dict, as RocksDB's), which a `get` reads first and which goes
     into SQLite in two `executemany` calls when it holds `MEMTABLE_ENTRIES` keys, before a scan
     or count, and at `flush()`: one `execute` per get and put cost a word count without the record
-    cache a quarter of its CPU (docs/state.md). The writes join one SQLite transaction that
+    cache a quarter of its CPU (docs/state.md, "SQLite stores"). The writes join one SQLite transaction that
     `flush()` commits (and `close()`, so a clean close keeps everything). Iterators read a page
     of rows per query (`PAGE_SIZE`) after the last key they yielded, the memtable written first,
     so writes during iteration are safe; writes ahead of the position may or may not be seen.
