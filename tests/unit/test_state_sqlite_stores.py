@@ -10,6 +10,7 @@ import pytest
 from streams_core.errors import ProcessorStateError, TaskCorruptedError
 from streams_core.processor.task_id import TaskId
 from streams_core.state import KeyValue, SessionWindow, TimeWindow, Windowed
+from streams_core.state.internals import sqlite_database
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.state.internals.sqlite_key_value_store import SqliteKeyValueStore
 from streams_core.state.internals.sqlite_session_store import SqliteSessionStore
@@ -74,16 +75,20 @@ def test_a_full_memtable_goes_into_sqlite(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_a_delete_ahead_of_an_iterator_is_not_yielded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("streams_core.state.internals.sqlite_database.PAGE_SIZE", 2)
-    manager, store = open_store(SqliteKeyValueStore("kv"), tmp_path / "0_0")
-    store.put_all([(b"%d" % i, b"v") for i in range(6)])
-    seen = []
-    for entry in store.all():
-        seen.append(entry.key)
-        if entry.key == b"0":
-            store.delete(b"4")
-    assert seen == [b"0", b"1", b"2", b"3", b"5"]
-    manager.close()
+    monkeypatch.setattr(sqlite_database, "PAGE_SIZE", 2)
+    sqlite_database._page_queries.cache_clear()  # the page queries hold the page size
+    try:
+        manager, store = open_store(SqliteKeyValueStore("kv"), tmp_path / "0_0")
+        store.put_all([(b"%d" % i, b"v") for i in range(6)])
+        seen = []
+        for entry in store.all():
+            seen.append(entry.key)
+            if entry.key == b"0":
+                store.delete(b"4")
+        assert seen == [b"0", b"1", b"2", b"3", b"5"]
+        manager.close()
+    finally:
+        sqlite_database._page_queries.cache_clear()
 
 
 def test_key_value_store_survives_close_and_reopen(tmp_path: Path) -> None:
