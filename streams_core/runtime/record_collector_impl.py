@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -143,17 +144,16 @@ class RecordCollectorImpl:
         # A batch of each partition in turn: aiokafka queues one batch per partition, and a produce
         # request takes the queued batch of every partition. Partition after partition, a second
         # batch waited for a request that carried only the batches queued before it.
-        turns = [(topic, partition, records, [0]) for (topic, partition), records in by_partition.items()]
+        turns = deque((topic, partition, records, 0) for (topic, partition), records in by_partition.items())
         while turns:
-            for topic, partition, records, cursor in turns:
-                index = cursor[0]
-                builder = producer.create_batch()
-                filled = fill(builder, records, index)
-                if filled == index:
-                    raise ProductionError(f"{self._log_prefix}a record for {topic} is larger than a whole batch")
-                cursor[0] = filled
-                await self._send_batch(builder, topic, partition)
-            turns = [turn for turn in turns if turn[3][0] < len(turn[2])]
+            topic, partition, records, index = turns.popleft()
+            builder = producer.create_batch()
+            filled = fill(builder, records, index)
+            if filled == index:
+                raise ProductionError(f"{self._log_prefix}a record for {topic} is larger than a whole batch")
+            await self._send_batch(builder, topic, partition)
+            if filled < len(records):
+                turns.append((topic, partition, records, filled))
         self.sent_records += len(pending)
 
     async def _send_batch(self, builder: clients.ProducerBatch, topic: str, partition: int) -> None:
