@@ -94,6 +94,23 @@ class CachingKeyValueStore(CachingStateStore):
 
     put = CachingStateStore._put_cached
 
+    def put_stamped(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """A write made earlier, with the timestamp of the record that made it (the typed layer's
+        write buffer hands its entries over so: `MeteredKeyValueStore`)."""
+        assert self._cache is not None and self._named is not None
+        self._cache.put(self._named, key, value, True, timestamp)
+
+    def count_hits(self, hits: int) -> None:
+        """Reads the typed layer's write buffer answered: hits of this cache in the thread's metrics."""
+        assert self._cache is not None
+        self._cache.hits += hits
+
+    @property
+    def cache_max_bytes(self) -> int:
+        """The budget of the thread's record cache this store writes to (0: every write goes through)."""
+        assert self._cache is not None
+        return self._cache.max_bytes
+
     def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
         existing = self.get(key)
         if existing is None:

@@ -1,4 +1,9 @@
-"""MeteredKeyValueStore: the typed layer of a key-value store (serdes, counts, opt-in latency)."""
+"""MeteredKeyValueStore: the typed layer of a key-value store (serdes, counts, opt-in latency).
+
+Over a record cache it keeps a write buffer: the typed values of the keys written since it was
+last handed to the cache, so that an aggregation's get and put of a hot key skip the cache's
+layers and a value's deserialization (docs/state.md, "The write buffer").
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,31 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from streams_core.errors import DeserializationError, SerializationError
-from streams_core.serde import Serde
+from streams_core.serde import Serde, Serdes
 from streams_core.state.internals.metered_state_store import MeteredStateStore
-from streams_core.state.store import KeyValue, KeyValueStore, key_value
+from streams_core.state.store import KeyValue, KeyValueStore, StateStore, StateStoreContext, key_value
 
 K = TypeVar("K")
 V = TypeVar("V")
 
-__all__ = ["MeteredKeyValueStore"]
+__all__ = ["WRITE_BUFFER_ENTRIES", "MeteredKeyValueStore"]
+
+WRITE_BUFFER_ENTRIES = 10_000
+"""The most keys a store's write buffer holds before it hands them to the record cache."""
+
+_SCALARS = frozenset((int, float, str, bytes, bool, type(None)))
+"""Immutable values: a buffered one can be returned by every get without a copy."""
+
+
+def _key_type(serde: Serde[Any]) -> type | None:
+    """The one key type a built-in serde turns into distinct bytes for distinct keys (so the buffer
+    may hold typed keys), or None for any other serde. A serde the DSL inferred from upstream
+    serializes with the built-in's own method."""
+    serialize = serde.serialize
+    for builtin, kind in ((Serdes.String(), str), (Serdes.Long(), int), (Serdes.Integer(), int), (Serdes.Bytes(), bytes)):
+        if serialize == builtin.serialize:
+            return kind
+    return None
 
 
 class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V]):
@@ -29,8 +51,40 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
         "prefix_scan", "all", "reverse_all", "approximate_num_entries", "flush",
     )  # fmt: skip
 
+    def __init__(
+        self,
+        wrapped: KeyValueStore[bytes, bytes],
+        key_serde: Serde[K] | None,
+        value_serde: Serde[V] | None,
+        metrics_scope: str = "",
+        *,
+        record_latency: bool = False,
+    ) -> None:
+        super().__init__(wrapped, key_serde, value_serde, metrics_scope, record_latency=record_latency)
+        self._buffer: dict[Any, tuple[Any, bytes | None, bytes, int]] = {}
+        """key -> (value, its bytes, the key's bytes, record timestamp), in the order last written."""
+        self._buffered_key: type | None = None
+        """The key type the buffer holds; None: no buffer (no record cache below, or another key serde)."""
+        self._buffered_hits = 0
+        """Reads the buffer answered since it was last handed over (the cache counts them as its hits then)."""
+        self._context: Any = None
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        super().init(context, root)
+        self._context = context
+        self._buffer = {}
+        below: Any = self._wrapped
+        budget = getattr(below, "cache_max_bytes", 0) if hasattr(below, "put_stamped") else 0
+        self._buffered_key = _key_type(self._serdes.key_serde) if budget > 0 else None
+
     def get(self, key: K) -> V | None:
         self._counts["get"] += 1
+        buffer = self._buffer
+        if buffer:
+            entry = buffer.get(key)
+            if entry is not None and type(key) is self._buffered_key:
+                self._buffered_hits += 1
+                return entry[0]  # type: ignore[no-any-return]
         serdes = self._serdes
         raw = self._wrapped.get(serdes.last_raw_key if key is serdes.last_key else serdes.raw_key(key))
         if raw is None:
@@ -46,30 +100,62 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
         """Store `value` for `key`; None deletes it (a tombstone)."""
         self._counts["put"] += 1
         serdes = self._serdes
-        raw_key = serdes.last_raw_key if key is serdes.last_key else serdes.raw_key(key)
+        buffer = self._buffer
+        buffered = type(key) is self._buffered_key and (
+            type(value) in _SCALARS
+            or (isinstance(value, tuple) and len(value) == 2 and type(value[0]) in _SCALARS and type(value[1]) in _SCALARS)
+        )  # fmt: skip
+        if not buffered and buffer:
+            self._drain()
+        entry = buffer.get(key) if buffered else None
+        raw_key = entry[2] if entry is not None else serdes.last_raw_key if key is serdes.last_key else serdes.raw_key(key)
         try:  # StateSerdes.raw_value, inlined as in `get`
             raw = serdes.value_serde.serialize(serdes.topic, value)
         except SerializationError:
             raise
         except Exception as exc:
             raise serdes.value_serialization_error(value, exc) from exc
-        self._wrapped.put(raw_key, raw)
+        if not buffered:
+            self._wrapped.put(raw_key, raw)
+            return
+        if entry is not None:  # to the end of the write order
+            del buffer[key]
+        timestamp = self._context.timestamp
+        buffer[key] = (value, raw, raw_key, -1 if timestamp is None else timestamp)
+        if len(buffer) >= WRITE_BUFFER_ENTRIES:
+            self._drain()
+
+    def _drain(self) -> None:
+        """Hand the buffered writes to the record cache, in the order they were last written."""
+        buffer = self._buffer
+        if not buffer:
+            return
+        self._buffer = {}
+        below: Any = self._wrapped
+        for _, raw, raw_key, timestamp in buffer.values():
+            below.put_stamped(raw_key, raw, timestamp)
+        if self._buffered_hits:
+            below.count_hits(self._buffered_hits)
+            self._buffered_hits = 0
 
     def put_if_absent(self, key: K, value: V) -> V | None:
         """Put unless the key has a value; returns the existing value (None if it put)."""
         self._counts["put_if_absent"] += 1
+        self._drain()
         serdes = self._serdes
         old = self._wrapped.put_if_absent(serdes.raw_key(key), serdes.raw_value(value))  # type: ignore[arg-type]
         return None if old is None else serdes.value_from(old)
 
     def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
         self._counts["put_all"] += 1
+        self._drain()
         serdes = self._serdes
         self._wrapped.put_all([(serdes.raw_key(k), serdes.raw_value(v)) for k, v in entries])
 
     def delete(self, key: K) -> V | None:
         """Remove the key and return its old value."""
         self._counts["delete"] += 1
+        self._drain()
         serdes = self._serdes
         old = self._wrapped.delete(serdes.raw_key(key))
         return None if old is None else serdes.value_from(old)
@@ -77,27 +163,42 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
     def range(self, from_key: K | None, to_key: K | None) -> Iterator[KeyValue[K, V]]:
         """Entries with from_key <= key <= to_key by serialized bytes (None: unbounded)."""
         self._counts["range"] += 1
+        self._drain()
         return self._typed(self._wrapped.range(self._bound(from_key), self._bound(to_key)))
 
     def reverse_range(self, from_key: K | None, to_key: K | None) -> Iterator[KeyValue[K, V]]:
         self._counts["reverse_range"] += 1
+        self._drain()
         return self._typed(self._wrapped.reverse_range(self._bound(from_key), self._bound(to_key)))
 
     def prefix_scan(self, prefix: Any, prefix_serde: Serde[Any] | None = None) -> Iterator[KeyValue[K, V]]:
         """Entries whose serialized key starts with the serialized prefix (key serde by default)."""
         self._counts["prefix_scan"] += 1
+        self._drain()
         return self._typed(self._wrapped.prefix_scan(self._serdes.raw_prefix(prefix, prefix_serde)))
 
     def all(self) -> Iterator[KeyValue[K, V]]:
         self._counts["all"] += 1
+        self._drain()
         return self._typed(self._wrapped.all())
 
     def reverse_all(self) -> Iterator[KeyValue[K, V]]:
         self._counts["reverse_all"] += 1
+        self._drain()
         return self._typed(self._wrapped.reverse_all())
 
     def approximate_num_entries(self) -> int:
+        self._drain()
         return self._wrapped.approximate_num_entries()
+
+    def flush(self) -> None:
+        self._drain()
+        super().flush()
+
+    def close(self) -> None:
+        """Buffered writes are dropped with the cache's (a clean close flushes first)."""
+        self._buffer = {}
+        super().close()
 
     def _bound(self, key: K | None) -> bytes | None:
         return None if key is None else self._serdes.raw_key(key)

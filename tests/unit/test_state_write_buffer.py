@@ -1,0 +1,166 @@
+"""The typed layer's write buffer over a record cache: the same reads, flushes and errors as the cache alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streams_core import Serdes
+from streams_core.errors import SerializationError
+from streams_core.serde import Serde
+from streams_core.state.internals import metered_key_value_store
+from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
+from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
+from streams_core.state.internals.metered_key_value_store import MeteredKeyValueStore
+from streams_core.state.internals.thread_cache import ThreadCache
+from tests.unit.test_state_caching import CacheContext
+
+# The String serde's own functions behind another object: the same bytes, but not a serde the
+# buffer knows to be one-to-one, so a store with it has no buffer (the reference behaviour).
+PLAIN_STRING: Serde[str] = Serdes.from_functions(lambda s: s.encode(), lambda b: b.decode())
+STRING, LONG = Serdes.String(), Serdes.Long()
+
+
+class RecordingStore(InMemoryKeyValueStore):
+    """An in-memory store that keeps the keys written to it, also once closed."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.written: list[bytes] = []
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self.written.append(key)
+        super().put(key, value)
+
+
+class Store:
+    """A typed store over a caching layer over an in-memory store, with its flushes recorded."""
+
+    def __init__(self, tmp: Path, key_serde: Serde[Any] = STRING, value_serde: Serde[Any] = LONG,
+                 max_bytes: int = 1 << 20) -> None:  # fmt: skip
+        self.inner = RecordingStore("s")
+        self.caching = CachingKeyValueStore(self.inner)
+        self.typed: MeteredKeyValueStore[Any, Any] = MeteredKeyValueStore(self.caching, key_serde, value_serde)
+        self.context = CacheContext(tmp, ThreadCache(max_bytes))
+        self.typed.init(self.context, self.typed)  # type: ignore[arg-type]
+        self.flushed: list[tuple[Any, Any, Any, int]] = []
+        assert self.typed.set_flush_listener(lambda key, new, old, ts: self.flushed.append((key, new, old, ts)))
+
+    def write(self, timestamp: int, key: Any, value: Any) -> None:
+        self.context.timestamp = timestamp
+        self.typed.put(key, value)
+
+
+def _writes(store: Store) -> None:
+    store.write(1, "a", 1)
+    store.write(2, "b", 2)
+    store.write(3, "a", 3)
+    store.write(4, "c", 4)
+    store.write(5, "b", None)
+
+
+def test_flushes_are_those_of_the_cache_alone_in_last_write_order_with_each_write_time(tmp_path: Path) -> None:
+    buffered, reference = Store(tmp_path / "b"), Store(tmp_path / "r", key_serde=PLAIN_STRING)
+    for store in (buffered, reference):
+        store.inner.put(b"b", Serdes.Long().serialize("t", 9))
+        _writes(store)
+    assert buffered.caching.get(b"a") is None  # still in the buffer, not in the cache
+    assert reference.caching.get(b"a") is not None
+    assert [buffered.typed.get(k) for k in "abcd"] == [reference.typed.get(k) for k in "abcd"] == [3, None, 4, None]
+    buffered.typed.flush()
+    reference.typed.flush()
+    assert buffered.flushed == reference.flushed == [("a", 3, None, 3), ("c", 4, None, 4), ("b", None, 9, 5)]
+    assert dict(buffered.inner.all()) == dict(reference.inner.all())
+
+
+def test_scans_and_counts_see_buffered_writes(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    _writes(store)
+    assert [tuple(kv) for kv in store.typed.all()] == [("a", 3), ("c", 4)]
+    assert [tuple(kv) for kv in store.typed.range("b", "z")] == [("c", 4)]
+    assert [tuple(kv) for kv in store.typed.reverse_all()] == [("c", 4), ("a", 3)]
+    assert store.flushed == []  # a scan hands the buffer to the cache; it does not flush
+
+
+def test_a_delete_of_a_buffered_key_returns_its_value(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.write(1, "a", 1)
+    assert store.typed.delete("a") == 1
+    assert store.typed.get("a") is None
+    store.typed.flush()
+    assert store.flushed == []  # created and deleted between two flushes: never reaches the store
+
+
+def test_mutable_values_are_not_buffered(tmp_path: Path) -> None:
+    store = Store(tmp_path, value_serde=Serdes.Json())
+    store.write(1, "a", [1])
+    got = store.typed.get("a")
+    got.append(2)
+    assert store.typed.get("a") == [1]
+    assert store.caching.get(b"a") == b"[1]"
+
+
+def test_a_store_without_cache_budget_writes_through_at_once(tmp_path: Path) -> None:
+    store = Store(tmp_path, max_bytes=0)
+    store.write(1, "a", 1)
+    assert store.flushed == [("a", 1, None, 1)]  # evicted, so flushed, by the put itself
+    assert store.inner.get(b"a") == Serdes.Long().serialize("t", 1)
+
+
+def test_a_full_buffer_moves_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(metered_key_value_store, "WRITE_BUFFER_ENTRIES", 3)
+    store = Store(tmp_path)
+    store.write(1, "a", 1)
+    store.write(2, "b", 2)
+    assert store.caching.get(b"a") is None
+    store.write(3, "c", 3)
+    assert [store.caching.get(k) is not None for k in (b"a", b"b", b"c")] == [True, True, True]
+    assert store.typed.get("a") == 1
+
+
+@pytest.mark.parametrize(("key", "value"), [(2**70, 1), (1, "not a number")])
+def test_serde_errors_surface_at_the_put_that_caused_them(tmp_path: Path, key: int, value: Any) -> None:
+    store = Store(tmp_path, key_serde=Serdes.Long())
+    with pytest.raises(SerializationError, match=r"Long serde .*topic=app-s-changelog"):
+        store.write(1, key, value)
+    store.typed.flush()
+    assert store.flushed == []
+
+
+def test_a_key_of_another_type_is_not_answered_from_the_buffer(tmp_path: Path) -> None:
+    store = Store(tmp_path, key_serde=Serdes.Long())
+    store.write(1, 1, 5)
+    assert store.typed.get(1) == 5
+    with pytest.raises(SerializationError):
+        store.typed.get(1.0)  # type: ignore[arg-type]  # equal to 1 in a dict, refused by the serde
+
+
+def test_close_drops_buffered_writes_as_the_cache_drops_its_own(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.write(1, "a", 1)
+    store.typed.close()
+    assert store.flushed == []
+    assert store.inner.written == []
+
+
+def test_a_failed_put_leaves_the_buffered_value(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.write(1, "a", 1)
+    with pytest.raises(SerializationError):
+        store.write(2, "a", "not a number")
+    assert store.typed.get("a") == 1
+    store.typed.flush()
+    assert store.flushed == [("a", 1, None, 1)]
+
+
+def test_reads_the_buffer_answers_are_cache_hits_once_handed_over(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    cache = store.context.cache
+    assert cache is not None
+    store.write(1, "a", 1)
+    for _ in range(3):
+        assert store.typed.get("a") == 1
+    store.typed.flush()
+    assert cache.hits == 3
