@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from streams_core import Serdes
-from streams_core.errors import SerializationError
+from streams_core.errors import InvalidStateStoreError, SerializationError
 from streams_core.serde import Serde
 from streams_core.state.internals import metered_key_value_store
 from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
@@ -120,13 +120,30 @@ def test_a_full_buffer_moves_into_the_cache(tmp_path: Path, monkeypatch: pytest.
     assert store.typed.get("a") == 1
 
 
-@pytest.mark.parametrize(("key", "value"), [(2**70, 1), (1, "not a number")])
-def test_serde_errors_surface_at_the_put_that_caused_them(tmp_path: Path, key: int, value: Any) -> None:
-    store = Store(tmp_path, key_serde=Serdes.Long())
+def test_a_key_the_serde_refuses_fails_its_put(tmp_path: Path) -> None:
+    store = Store(tmp_path, key_serde=LONG)
     with pytest.raises(SerializationError, match=r"Long serde .*topic=app-s-changelog"):
-        store.write(1, key, value)
+        store.write(1, 2**70, 1)
     store.typed.flush()
     assert store.flushed == []
+
+
+def test_a_value_the_serde_refuses_fails_the_flush_and_stays_buffered_until_overwritten(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.write(1, "a", 1)
+    store.write(2, "b", "not a number")
+    store.write(3, "c", 3)
+    with pytest.raises(SerializationError, match="Long serde") as failed:
+        store.typed.flush()
+    assert "key 'b' of store 's'" in "".join(failed.value.__notes__)
+    assert store.flushed == []  # nothing flushed: the commit fails
+    assert store.caching.get(b"a") is not None and store.caching.get(b"c") is None  # handed over up to "b"
+    assert [store.typed.get(k) for k in "abc"] == [1, "not a number", 3]
+    with pytest.raises(InvalidStateStoreError, match="cannot be read now"):
+        list(store.typed.all())  # a query answers 503, never the store without that write
+    store.write(4, "b", 2)
+    store.typed.flush()
+    assert store.flushed == [("a", 1, None, 1), ("c", 3, None, 3), ("b", 2, None, 4)]  # last-write order
 
 
 def test_a_key_of_another_type_is_not_answered_from_the_buffer(tmp_path: Path) -> None:
@@ -143,16 +160,6 @@ def test_close_drops_buffered_writes_as_the_cache_drops_its_own(tmp_path: Path) 
     store.typed.close()
     assert store.flushed == []
     assert store.inner.written == []
-
-
-def test_a_failed_put_leaves_the_buffered_value(tmp_path: Path) -> None:
-    store = Store(tmp_path)
-    store.write(1, "a", 1)
-    with pytest.raises(SerializationError):
-        store.write(2, "a", "not a number")
-    assert store.typed.get("a") == 1
-    store.typed.flush()
-    assert store.flushed == [("a", 1, None, 1)]
 
 
 def test_reads_the_buffer_answers_are_cache_hits_once_handed_over(tmp_path: Path) -> None:

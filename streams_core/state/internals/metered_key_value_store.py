@@ -8,9 +8,10 @@ layers and a value's deserialization (docs/state.md, "The write buffer").
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any, TypeVar
 
-from streams_core.errors import DeserializationError, SerializationError
+from streams_core.errors import DeserializationError, InvalidStateStoreError, SerializationError
 from streams_core.serde import Serde, Serdes
 from streams_core.state.internals.metered_state_store import MeteredStateStore
 from streams_core.state.store import KeyValue, KeyValueStore, StateStore, StateStoreContext, key_value
@@ -61,8 +62,8 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
         record_latency: bool = False,
     ) -> None:
         super().__init__(wrapped, key_serde, value_serde, metrics_scope, record_latency=record_latency)
-        self._buffer: dict[Any, tuple[Any, bytes | None, bytes, int]] = {}
-        """key -> (value, its bytes, the key's bytes, record timestamp), in the order last written."""
+        self._buffer: dict[Any, tuple[Any, bytes, int]] = {}
+        """key -> (value, the key's bytes, record timestamp), in the order last written."""
         self._buffered_key: type | None = None
         """The key type the buffer holds; None: no buffer (no record cache below, or another key serde)."""
         self._buffered_hits = 0
@@ -105,38 +106,67 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
             type(value) in _SCALARS
             or (isinstance(value, tuple) and len(value) == 2 and type(value[0]) in _SCALARS and type(value[1]) in _SCALARS)
         )  # fmt: skip
-        if not buffered and buffer:
-            self._drain()
-        entry = buffer.get(key) if buffered else None
-        raw_key = entry[2] if entry is not None else serdes.last_raw_key if key is serdes.last_key else serdes.raw_key(key)
-        try:  # StateSerdes.raw_value, inlined as in `get`
-            raw = serdes.value_serde.serialize(serdes.topic, value)
-        except SerializationError:
-            raise
-        except Exception as exc:
-            raise serdes.value_serialization_error(value, exc) from exc
         if not buffered:
+            if buffer:
+                self._drain()
+            raw_key = serdes.last_raw_key if key is serdes.last_key else serdes.raw_key(key)
+            try:  # StateSerdes.raw_value, inlined as in `get`
+                raw = serdes.value_serde.serialize(serdes.topic, value)
+            except SerializationError:
+                raise
+            except Exception as exc:
+                raise serdes.value_serialization_error(value, exc) from exc
             self._wrapped.put(raw_key, raw)
             return
-        if entry is not None:  # to the end of the write order
+        entry = buffer.get(key)
+        if entry is not None:
+            raw_key = entry[1]
             del buffer[key]
+        else:
+            raw_key = serdes.last_raw_key if key is serdes.last_key else serdes.raw_key(key)
         timestamp = self._context.timestamp
-        buffer[key] = (value, raw, raw_key, -1 if timestamp is None else timestamp)
+        buffer[key] = (value, raw_key, -1 if timestamp is None else timestamp)
         if len(buffer) >= WRITE_BUFFER_ENTRIES:
             self._drain()
 
     def _drain(self) -> None:
-        """Hand the buffered writes to the record cache, in the order they were last written."""
+        """Hand the buffered writes to the record cache, in the order they were last written, their
+        values serialized now. A value the serde refuses stays buffered, with the writes after it,
+        and its error is raised (the task fails at this put or commit, as at the put in Java)."""
         buffer = self._buffer
         if not buffer:
             return
-        self._buffer = {}
+        self._buffer = {}  # writes made while the cache flushes (an eviction forwards) start a new one
         below: Any = self._wrapped
-        for _, raw, raw_key, timestamp in buffer.values():
-            below.put_stamped(raw_key, raw, timestamp)
+        serdes = self._serdes
+        serialize, topic = serdes.value_serde.serialize, serdes.topic
+        handed = 0
+        try:
+            for value, raw_key, timestamp in buffer.values():
+                below.put_stamped(raw_key, serialize(topic, value), timestamp)
+                handed += 1
+        except Exception as exc:
+            key, (value, _, _) = next(islice(buffer.items(), handed, None))
+            error = exc if isinstance(exc, SerializationError) else serdes.value_serialization_error(value, exc)
+            error.add_note(f"written for key {key!r} of store {self.name!r} since the last commit")
+            later, self._buffer = self._buffer, dict(islice(buffer.items(), handed, None))
+            for key in later:
+                self._buffer.pop(key, None)
+            self._buffer.update(later)
+            if error is exc:
+                raise
+            raise error from exc
         if self._buffered_hits:
             below.count_hits(self._buffered_hits)
             self._buffered_hits = 0
+
+    def _drain_for_read(self) -> None:
+        """`_drain` before a scan, which may be a query: a value the serde refuses makes the store
+        unreadable until its task fails (503 over REST), never a scan without that write."""
+        try:
+            self._drain()
+        except SerializationError as exc:
+            raise InvalidStateStoreError(f"store {self.name!r} cannot be read now: {exc}") from exc
 
     def put_if_absent(self, key: K, value: V) -> V | None:
         """Put unless the key has a value; returns the existing value (None if it put)."""
@@ -163,32 +193,32 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
     def range(self, from_key: K | None, to_key: K | None) -> Iterator[KeyValue[K, V]]:
         """Entries with from_key <= key <= to_key by serialized bytes (None: unbounded)."""
         self._counts["range"] += 1
-        self._drain()
+        self._drain_for_read()
         return self._typed(self._wrapped.range(self._bound(from_key), self._bound(to_key)))
 
     def reverse_range(self, from_key: K | None, to_key: K | None) -> Iterator[KeyValue[K, V]]:
         self._counts["reverse_range"] += 1
-        self._drain()
+        self._drain_for_read()
         return self._typed(self._wrapped.reverse_range(self._bound(from_key), self._bound(to_key)))
 
     def prefix_scan(self, prefix: Any, prefix_serde: Serde[Any] | None = None) -> Iterator[KeyValue[K, V]]:
         """Entries whose serialized key starts with the serialized prefix (key serde by default)."""
         self._counts["prefix_scan"] += 1
-        self._drain()
+        self._drain_for_read()
         return self._typed(self._wrapped.prefix_scan(self._serdes.raw_prefix(prefix, prefix_serde)))
 
     def all(self) -> Iterator[KeyValue[K, V]]:
         self._counts["all"] += 1
-        self._drain()
+        self._drain_for_read()
         return self._typed(self._wrapped.all())
 
     def reverse_all(self) -> Iterator[KeyValue[K, V]]:
         self._counts["reverse_all"] += 1
-        self._drain()
+        self._drain_for_read()
         return self._typed(self._wrapped.reverse_all())
 
     def approximate_num_entries(self) -> int:
-        self._drain()
+        self._drain_for_read()
         return self._wrapped.approximate_num_entries()
 
     def flush(self) -> None:
