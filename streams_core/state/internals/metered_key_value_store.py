@@ -118,10 +118,9 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
                 raise serdes.value_serialization_error(value, exc) from exc
             self._wrapped.put(raw_key, raw)
             return
-        entry = buffer.get(key)
+        entry = buffer.pop(key, None)  # written again: to the end of the write order
         if entry is not None:
             raw_key = entry[1]
-            del buffer[key]
         else:
             raw_key = serdes.last_raw_key if key is serdes.last_key else serdes.raw_key(key)
         timestamp = self._context.timestamp
