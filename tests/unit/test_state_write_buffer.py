@@ -10,7 +10,7 @@ import pytest
 from streams_core import Serdes
 from streams_core.errors import InvalidStateStoreError, SerializationError
 from streams_core.serde import Serde
-from streams_core.state.internals import metered_key_value_store
+from streams_core.state.internals import metered_key_value_store, thread_cache
 from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
 from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
 from streams_core.state.internals.metered_key_value_store import MeteredKeyValueStore
@@ -171,3 +171,14 @@ def test_reads_the_buffer_answers_are_cache_hits_once_handed_over(tmp_path: Path
         assert store.typed.get("a") == 1
     store.typed.flush()
     assert cache.hits == 3
+
+
+def test_a_read_while_the_cache_takes_the_buffer_finds_every_write(tmp_path: Path) -> None:
+    overhead = len(b"a") + 16 + thread_cache._ENTRY_OVERHEAD  # one entry fits, a second evicts the first
+    store = Store(tmp_path, max_bytes=overhead + 1)
+    seen: list[list[Any]] = []
+    store.typed.set_flush_listener(lambda key, new, old, ts: seen.append([store.typed.get(k) for k in "abc"]))
+    for timestamp, key in enumerate("abc", 1):
+        store.write(timestamp, key, timestamp)
+    store.typed.flush()
+    assert seen and all(values == [1, 2, 3] for values in seen)  # evictions forward while "c" is still buffered

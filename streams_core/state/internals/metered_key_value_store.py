@@ -8,7 +8,6 @@ layers and a value's deserialization (docs/state.md, "The write buffer").
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from itertools import islice
 from typing import Any, TypeVar
 
 from streams_core.errors import DeserializationError, InvalidStateStoreError, SerializationError
@@ -80,10 +79,9 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
 
     def get(self, key: K) -> V | None:
         self._counts["get"] += 1
-        buffer = self._buffer
-        if buffer:
-            entry = buffer.get(key)
-            if entry is not None and type(key) is self._buffered_key:
+        if type(key) is self._buffered_key:
+            entry = self._buffer.get(key)
+            if entry is not None:
                 self._buffered_hits += 1
                 return entry[0]  # type: ignore[no-any-return]
         serdes = self._serdes
@@ -131,30 +129,29 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
     def _drain(self) -> None:
         """Hand the buffered writes to the record cache, in the order they were last written, their
         values serialized now. A value the serde refuses stays buffered, with the writes after it,
-        and its error is raised (the task fails at this put or commit, as at the put in Java)."""
+        and its error is raised (the task fails at this put or commit, as at the put in Java).
+
+        Each entry leaves the buffer once the cache holds it: a read while the cache takes them
+        (an eviction forwards downstream) finds every write in one or the other."""
         buffer = self._buffer
         if not buffer:
             return
-        self._buffer = {}  # writes made while the cache flushes (an eviction forwards) start a new one
         below: Any = self._wrapped
         serdes = self._serdes
         serialize, topic = serdes.value_serde.serialize, serdes.topic
-        handed = 0
-        try:
-            for value, raw_key, timestamp in buffer.values():
-                below.put_stamped(raw_key, serialize(topic, value), timestamp)
-                handed += 1
-        except Exception as exc:
-            key, (value, _, _) = next(islice(buffer.items(), handed, None))
-            error = exc if isinstance(exc, SerializationError) else serdes.value_serialization_error(value, exc)
-            error.add_note(f"written for key {key!r} of store {self.name!r} since the last commit")
-            later, self._buffer = self._buffer, dict(islice(buffer.items(), handed, None))
-            for key in later:
-                self._buffer.pop(key, None)
-            self._buffer.update(later)
-            if error is exc:
-                raise
-            raise error from exc
+        for key, entry in list(buffer.items()):
+            value, raw_key, timestamp = entry
+            try:
+                raw = serialize(topic, value)
+            except Exception as exc:
+                error = exc if isinstance(exc, SerializationError) else serdes.value_serialization_error(value, exc)
+                error.add_note(f"written for key {key!r} of store {self.name!r} since the last commit")
+                if error is exc:
+                    raise
+                raise error from exc
+            below.put_stamped(raw_key, raw, timestamp)
+            if buffer.get(key) is entry:  # else written again meanwhile, and still buffered
+                del buffer[key]
         if self._buffered_hits:
             below.count_hits(self._buffered_hits)
             self._buffered_hits = 0
