@@ -26,6 +26,15 @@ class Serde(Generic[T]):
 
     name = "serde"
 
+    exact_type: type | None = None
+    """The type whose values, of exactly that type, come back from `deserialize(serialize(v))`
+    equal and of the same type (None: no such promise). A store may keep such values unserialized
+    for a while (docs/state.md, "The write buffer")."""
+
+    exact_pair: tuple[type, type, type] | None = None
+    """(tuple type, first item's type, second item's type) of the pairs that come back unchanged,
+    as `exact_type` (a table store's `ValueAndTimestamp` serde has one)."""
+
     def serialize(self, topic: str | None, data: T | None) -> bytes | None:
         raise NotImplementedError
 
@@ -38,6 +47,7 @@ class Serde(Generic[T]):
 
 class _BytesSerde(Serde[bytes]):
     name = "Bytes"
+    exact_type = bytes
 
     def serialize(self, topic: str | None, data: bytes | None) -> bytes | None:
         if data is None:
@@ -54,6 +64,7 @@ class _BytesSerde(Serde[bytes]):
 
 class _StringSerde(Serde[str]):
     name = "String"
+    exact_type = str
 
     def serialize(self, topic: str | None, data: str | None) -> bytes | None:
         if data is None:
@@ -83,6 +94,7 @@ class _FixedWidthSerde(Serde[Any]):
         self.name = name
         self._struct = struct.Struct(fmt)
         self._kinds = kinds
+        self.exact_type = kinds[0]  # an int through Double comes back a float
 
     def serialize(self, topic: str | None, data: Any) -> bytes | None:
         if data is None:

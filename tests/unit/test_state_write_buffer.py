@@ -9,6 +9,7 @@ import pytest
 
 from streams_core import Serdes
 from streams_core.errors import InvalidStateStoreError, SerializationError
+from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp, ValueAndTimestampSerde
 from streams_core.serde import Serde
 from streams_core.state.internals import metered_key_value_store, thread_cache
 from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
@@ -131,19 +132,46 @@ def test_a_key_the_serde_refuses_fails_its_put(tmp_path: Path) -> None:
 def test_a_value_the_serde_refuses_fails_the_flush_and_stays_buffered_until_overwritten(tmp_path: Path) -> None:
     store = Store(tmp_path)
     store.write(1, "a", 1)
-    store.write(2, "b", "not a number")
+    store.write(2, "b", 2**70)  # an int, as the buffer holds for a Long store, but too large for 8 bytes
     store.write(3, "c", 3)
-    with pytest.raises(SerializationError, match="Long serde") as failed:
+    with pytest.raises(SerializationError, match="Long serde cannot encode") as failed:
         store.typed.flush()
     assert "key 'b' of store 's'" in "".join(failed.value.__notes__)
     assert store.flushed == []  # nothing flushed: the commit fails
     assert store.caching.get(b"a") is not None and store.caching.get(b"c") is None  # handed over up to "b"
-    assert [store.typed.get(k) for k in "abc"] == [1, "not a number", 3]
+    assert [store.typed.get(k) for k in "abc"] == [1, 2**70, 3]
     with pytest.raises(InvalidStateStoreError, match="cannot be read now"):
         list(store.typed.all())  # a query answers 503, never the store without that write
     store.write(4, "b", 2)
     store.typed.flush()
     assert store.flushed == [("a", 1, None, 1), ("c", 3, None, 3), ("b", 2, None, 4)]  # last-write order
+
+
+@pytest.mark.parametrize("value", [True, "one", 1.0])
+def test_values_the_serde_would_not_give_back_unchanged_take_the_cache_path(tmp_path: Path, value: Any) -> None:
+    buffered, reference = Store(tmp_path / "b"), Store(tmp_path / "r", key_serde=PLAIN_STRING)
+    outcomes = []
+    for store in (buffered, reference):
+        try:
+            store.write(1, "a", value)
+            outcomes.append(("stored", store.typed.get("a"), type(store.typed.get("a"))))
+        except SerializationError as exc:
+            outcomes.append(("refused", str(exc), None))
+    assert outcomes[0] == outcomes[1]  # True comes back as 1 (an int), a str or a float is refused at its put
+
+
+def test_a_table_value_of_none_is_a_delete_as_through_the_bytes(tmp_path: Path) -> None:
+    vat = ValueAndTimestampSerde(Serdes.Long())
+    buffered, reference = Store(tmp_path / "b", value_serde=vat), Store(tmp_path / "r", key_serde=PLAIN_STRING, value_serde=vat)
+    for store in (buffered, reference):
+        store.write(1, "a", ValueAndTimestamp(1, 1))
+        store.write(2, "a", ValueAndTimestamp(None, 2))  # a reducer's None: Kafka Streams deletes the key
+        store.write(3, "b", ValueAndTimestamp(5, 3))
+    assert [buffered.typed.get(k) for k in "ab"] == [reference.typed.get(k) for k in "ab"] == [None, (5, 3)]
+    assert buffered.caching.get(b"b") is None  # the pair of a Long and a timestamp is buffered
+    buffered.typed.flush()
+    reference.typed.flush()
+    assert buffered.flushed == reference.flushed
 
 
 def test_a_key_of_another_type_is_not_answered_from_the_buffer(tmp_path: Path) -> None:

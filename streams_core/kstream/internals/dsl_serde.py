@@ -61,6 +61,8 @@ class InferredSerde(BoundSerde[Any]):
         target = self._target  # bound: calls per record go straight to the target's methods
         self.serialize = target.serialize  # type: ignore[method-assign]
         self.deserialize = target.deserialize  # type: ignore[method-assign]
+        self.exact_type = getattr(target, "exact_type", None)
+        self.exact_pair = getattr(target, "exact_pair", None)
 
     @property
     def target(self) -> Serde[Any]:

@@ -42,12 +42,17 @@ class ValueAndTimestampSerde(BoundSerde[ValueAndTimestamp[Any]]):
 
     def __init__(self, inner: Any) -> None:
         self._given = inner
-        self.inner = inner
-        self._long = inner is Serdes.Long()
+        self._set_inner(inner)
 
     def bind(self, config: Any) -> None:
-        self.inner = complete(self._given, config, "value")
-        self._long = self.inner is Serdes.Long()
+        self._set_inner(complete(self._given, config, "value"))
+
+    def _set_inner(self, inner: Any) -> None:
+        self.inner = inner
+        self._long = inner is Serdes.Long()
+        exact = getattr(inner, "exact_type", None)
+        # a None value does not come back: it is a delete
+        self.exact_pair = None if exact is None else (ValueAndTimestamp, exact, int)
 
     def serialize(self, topic: str | None, data: ValueAndTimestamp[Any] | None) -> bytes | None:
         if data is None:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from streams_core.errors import DeserializationError, InvalidStateStoreError, SerializationError
-from streams_core.serde import Serde, Serdes
+from streams_core.serde import Serde
 from streams_core.state.internals.metered_state_store import MeteredStateStore
 from streams_core.state.store import KeyValue, KeyValueStore, StateStore, StateStoreContext, key_value
 
@@ -23,19 +23,9 @@ __all__ = ["WRITE_BUFFER_ENTRIES", "MeteredKeyValueStore"]
 WRITE_BUFFER_ENTRIES = 10_000
 """The most keys a store's write buffer holds before it hands them to the record cache."""
 
-_SCALARS = frozenset((int, float, str, bytes, bool, type(None)))
-"""Immutable values: a buffered one can be returned by every get without a copy."""
-
-
-def _key_type(serde: Serde[Any]) -> type | None:
-    """The one key type a built-in serde turns into distinct bytes for distinct keys (so the buffer
-    may hold typed keys), or None for any other serde. A serde the DSL inferred from upstream
-    serializes with the built-in's own method."""
-    serialize = serde.serialize
-    for builtin, kind in ((Serdes.String(), str), (Serdes.Long(), int), (Serdes.Integer(), int), (Serdes.Bytes(), bytes)):
-        if serialize == builtin.serialize:
-            return kind
-    return None
+_KEY_TYPES = frozenset((str, int, bytes))
+"""Key types whose equal keys (in a dict) are the same key in bytes under a serde that gives them
+back unchanged (not float: 0.0 == -0.0)."""
 
 
 class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V]):
@@ -64,7 +54,11 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
         self._buffer: dict[Any, tuple[Any, bytes, int]] = {}
         """key -> (value, the key's bytes, record timestamp), in the order last written."""
         self._buffered_key: type | None = None
-        """The key type the buffer holds; None: no buffer (no record cache below, or another key serde)."""
+        """The key type the buffer holds; None: no buffer (no record cache below, or serdes that do
+        not give the values back unchanged)."""
+        self._value_type: type | None = None
+        self._pair_types: tuple[type, type, type] | None = None
+        """The values the buffer holds, besides None: those of `_value_type`, and pairs of these types."""
         self._buffered_hits = 0
         """Reads the buffer answered since it was last handed over (the cache counts them as its hits then)."""
         self._context: Any = None
@@ -75,7 +69,11 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
         self._buffer = {}
         below: Any = self._wrapped
         budget = getattr(below, "cache_max_bytes", 0) if hasattr(below, "put_stamped") else 0
-        self._buffered_key = _key_type(self._serdes.key_serde) if budget > 0 else None
+        key_type = self._serdes.key_serde.exact_type
+        value_serde = self._serdes.value_serde
+        self._value_type, self._pair_types = value_serde.exact_type, value_serde.exact_pair
+        exact = self._value_type is not None or self._pair_types is not None
+        self._buffered_key = key_type if budget > 0 and key_type in _KEY_TYPES and exact else None
 
     def get(self, key: K) -> V | None:
         self._counts["get"] += 1
@@ -100,9 +98,11 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
         self._counts["put"] += 1
         serdes = self._serdes
         buffer = self._buffer
+        pair = self._pair_types
         buffered = type(key) is self._buffered_key and (
-            type(value) in _SCALARS
-            or (isinstance(value, tuple) and len(value) == 2 and type(value[0]) in _SCALARS and type(value[1]) in _SCALARS)
+            value is None
+            or type(value) is self._value_type
+            or (pair is not None and type(value) is pair[0] and type(value[0]) is pair[1] and type(value[1]) is pair[2])  # type: ignore[index]
         )  # fmt: skip
         if not buffered:
             if buffer:
