@@ -68,7 +68,7 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
         self._context = context
         self._buffer = {}
         below: Any = self._wrapped
-        budget = getattr(below, "cache_max_bytes", 0) if hasattr(below, "put_stamped") else 0
+        budget = getattr(below, "cache_max_bytes", 0)  # a caching layer's (it takes `put_stamped`)
         key_type = self._serdes.key_serde.exact_type
         value_serde = self._serdes.value_serde
         self._value_type, self._pair_types = value_serde.exact_type, value_serde.exact_pair
@@ -137,18 +137,14 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
         if not buffer:
             return
         below: Any = self._wrapped
-        serdes = self._serdes
-        serialize, topic = serdes.value_serde.serialize, serdes.topic
+        raw_value = self._serdes.raw_value
         for key, entry in list(buffer.items()):
             value, raw_key, timestamp = entry
             try:
-                raw = serialize(topic, value)
-            except Exception as exc:
-                error = exc if isinstance(exc, SerializationError) else serdes.value_serialization_error(value, exc)
+                raw = raw_value(value)
+            except SerializationError as error:
                 error.add_note(f"written for key {key!r} of store {self.name!r} since the last commit")
-                if error is exc:
-                    raise
-                raise error from exc
+                raise
             below.put_stamped(raw_key, raw, timestamp)
             if buffer.get(key) is entry:  # else written again meanwhile, and still buffered
                 del buffer[key]
