@@ -271,15 +271,24 @@ class AutostopManager:
         if run is None:
             return False
         await self._caught_up()
-        stops = {tp: self.stop_offset(tp) for tp in [*self.input_partitions, *self.intermediate_partitions]}
-        if any(stop is None for stop in stops.values()):
-            return False
-        committed = await admin.committed_offsets(self.application_id, list(stops))
-        behind = {str(tp): (committed.get(tp), stop) for tp, stop in stops.items() if stop and (committed.get(tp) or 0) < stop}
-        if behind:
+        behind = await self.behind(admin)
+        if behind is None or behind:
             log.info("autostop [%s]: not the last instance; partitions still to finish: %s", self.application_id, behind)
             return False
         return await self._write_finished_marker(run)
+
+    async def behind(self, admin: clients.Admin) -> dict[str, tuple[int | None, int]] | None:
+        """The run's partitions whose committed offset is below their stop offset, as
+        "topic-p" -> (committed, stop); None while a stop offset is still unknown (no run yet, or
+        an intermediate partition whose writers have not all reported)."""
+        if self._run is None:
+            return None
+        stops = {tp: self.stop_offset(tp) for tp in [*self.input_partitions, *self.intermediate_partitions]}
+        known = {tp: stop for tp, stop in stops.items() if stop is not None}
+        if len(known) < len(stops):
+            return None
+        committed = await admin.committed_offsets(self.application_id, list(known))
+        return {str(tp): (committed.get(tp), stop) for tp, stop in known.items() if stop and (committed.get(tp) or 0) < stop}
 
     async def _write_finished_marker(self, run: RunState) -> bool:
         """Claim the marker, read the log back, and write it only if this claim came first."""

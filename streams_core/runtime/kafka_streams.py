@@ -179,9 +179,7 @@ class KafkaStreams:
 
     def _set_state(self, new: ClientState) -> None:
         old = self._state
-        if old is new:
-            return
-        if old in (State.NOT_RUNNING, State.ERROR):
+        if old is new or old in (State.NOT_RUNNING, State.ERROR):
             return
         if old in (State.PENDING_SHUTDOWN, State.PENDING_ERROR) and new not in (State.NOT_RUNNING, State.ERROR):
             return
@@ -253,8 +251,7 @@ class KafkaStreams:
         """A failed start closes the client to ERROR (threads, global thread, state-directory lock)."""
         self._errors.append(error)
         self._set_state(State.PENDING_ERROR)
-        if self._closing is None:
-            self._closing = asyncio.get_running_loop().create_task(self._close(None, error=True))
+        self._begin_close(error=True)
 
     async def _start_threads(self) -> None:
         """The batch run's metadata, the state cleaner, the pattern watcher, then the stream threads."""
@@ -291,11 +288,14 @@ class KafkaStreams:
             await admin.close()
 
     def _on_batch_finished(self, thread: InstanceThread) -> None:
-        """A thread finished its batch: when every live thread has, the instance closes (and may end the run)."""
+        """A thread finished its batch: when every live thread has, the run mode closes the instance
+        once the whole run is done (docs/batch.md)."""
+        if self._batch_finished():
+            self._run_mode.on_threads_finished(self._batch_finished, self._begin_close)
+
+    def _batch_finished(self) -> bool:
         live = [t for t in self._threads.all() if t.alive]
-        if self._closing is None and live and all(t.batch_finished and t.state is ThreadState.RUNNING for t in live):
-            log.info("stream-client [%s] batch run: every partition here reached its stop offset; closing", self.application_id)
-            self._closing = asyncio.get_running_loop().create_task(self._close(None))
+        return self._closing is None and bool(live) and all(t.batch_finished and t.state is ThreadState.RUNNING for t in live)
 
     async def add_stream_thread(self) -> str | None:
         """Start one more stream thread (KIP-663), `<application.id>-StreamThread-<lowest free index>`; its
@@ -325,9 +325,13 @@ class KafkaStreams:
         if self._state is State.CREATED:
             self._set_state(State.NOT_RUNNING)
             return True
+        return await asyncio.shield(self._begin_close(timeout))
+
+    def _begin_close(self, timeout: float | None = None, *, error: bool = False) -> asyncio.Task[bool]:
+        """The one close of the client, started on the first call."""
         if self._closing is None:
-            self._closing = asyncio.get_running_loop().create_task(self._close(timeout))
-        return await asyncio.shield(self._closing)
+            self._closing = asyncio.get_running_loop().create_task(self._close(timeout, error=error))
+        return self._closing
 
     async def _close(self, timeout: float | None, *, error: bool = False) -> bool:
         self._set_state(State.PENDING_ERROR if error else State.PENDING_SHUTDOWN)
@@ -395,9 +399,9 @@ class KafkaStreams:
     # -- thread callbacks ---------------------------------------------------------------------
 
     def _on_thread_state(self, thread: InstanceThread, old: ThreadState, new: ThreadState) -> None:
-        if self._state not in (State.RUNNING, State.REBALANCING):
-            return
         """Kafka Streams' rule: RUNNING once each thread runs or is dead (a removed one stopping holds none back)."""
+        if not self._state.is_running_or_rebalancing():
+            return
         states = [t.state for t in self._threads.all() if t.state is not ThreadState.DEAD]
         running = ThreadState.RUNNING in states
         if any(s in _REBALANCING_THREAD_STATES for s in states):
@@ -425,7 +429,6 @@ class KafkaStreams:
             except Exception:
                 log.exception("uncaught exception handler failed; shutting down the client")
         log.error("stream-client [%s] %s died: %r; response %s", self.application_id, thread.name, error, response.name)
-        loop = asyncio.get_running_loop()
         if isinstance(thread, GlobalStreamThread):  # PENDING_ERROR at once: its stores no longer follow their topics
             if response is StreamThreadExceptionResponse.REPLACE_THREAD:
                 response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT  # a global thread cannot be replaced
@@ -433,11 +436,9 @@ class KafkaStreams:
         elif response is StreamThreadExceptionResponse.REPLACE_THREAD and self._state.is_running_or_rebalancing():
             self._track_thread_start(self._threads.add())  # the dead thread's index is the lowest free one
             return
-        if self._closing is None:
-            if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
-                self._closing = loop.create_task(self._shut_down_application())
-            else:
-                self._closing = loop.create_task(self._close(None, error=True))
+        if self._closing is None and response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
+            self._closing = asyncio.get_running_loop().create_task(self._shut_down_application())
+        self._begin_close(error=True)
 
     async def _shut_down_application(self) -> bool:
         """Tell every member to shut down, then shut this client down (SHUTDOWN_APPLICATION)."""

@@ -8,15 +8,19 @@ setting (as `ProcessingGuarantee` for `processing.guarantee`):
   threads' hooks do nothing.
 - `StopAtEndOfLog` (`autostop.at=eol`, KIP-95, docs/batch.md): the instance creates and tails the
   metadata topic (`AutostopManager`), each thread stops its partitions at the run's stop offsets
-  (`AutostopTracker`), the instance closes once every thread finished, and the finished marker
-  is written after its threads stopped.
+  (`AutostopTracker`), the instance closes once every thread finished and the group's committed
+  offsets reach the run's stop offsets, and the finished marker is written after its threads
+  stopped.
 
 The thread side (`ThreadRunMode`) is made per thread by `RunMode.for_thread`, by the thread factory.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -33,6 +37,9 @@ from streams_core.runtime.topology_metadata import TopologyMetadata
 __all__ = ["RunMode", "RunUntilClosed", "StopAtEndOfLog", "ThreadRunMode", "run_mode"]
 
 log = logging.getLogger(__name__)
+
+_RUN_END_CHECK_S = 0.25
+_RUN_END_LOG_EVERY_S = 10.0
 
 R = TypeVar("R", bound=clients.RawRecord)
 
@@ -86,6 +93,11 @@ class RunMode(Protocol):
         on_finished: Callable[[], None], log_prefix: str,
     ) -> ThreadRunMode:
         """The thread side for a new stream thread; `on_finished` is called when its `finished` changes."""
+        ...
+
+    def on_threads_finished(self, still_finished: Callable[[], bool], close: Callable[[], object]) -> None:
+        """Every thread of the instance finished its partitions: call `close` once the run allows
+        it, unless `still_finished()` turns False first (a rebalance brought new work)."""
         ...
 
     async def end(self) -> None:
@@ -148,6 +160,9 @@ class RunUntilClosed:
     ) -> ThreadRunMode:
         return _UntilClosedThread()
 
+    def on_threads_finished(self, still_finished: Callable[[], bool], close: Callable[[], object]) -> None:
+        return None  # its threads never finish
+
     async def end(self) -> None:
         return None
 
@@ -155,13 +170,14 @@ class RunUntilClosed:
 class StopAtEndOfLog:
     """KIP-95 `autostop.at=eol`: process up to the run's stop offsets, then close."""
 
-    __slots__ = ("_clients", "_config", "_manager", "_process_id")
+    __slots__ = ("_clients", "_config", "_manager", "_process_id", "_run_end_watch")
 
     def __init__(self, config: StreamsConfig, client_supplier: clients.KafkaClientSupplier, process_id: str) -> None:
         self._config = config
         self._clients = client_supplier
         self._process_id = process_id
         self._manager: AutostopManager | None = None
+        self._run_end_watch: asyncio.Task[None] | None = None
 
     async def own_topics(self, admin: clients.Admin) -> list[clients.NewTopicSpec]:
         """The metadata topic: one partition, compacted."""
@@ -196,6 +212,59 @@ class StopAtEndOfLog:
             self._manager, consumer, sinks, thread_name=thread_name, on_finished=on_finished, log_prefix=log_prefix
         )
 
+    def on_threads_finished(self, still_finished: Callable[[], bool], close: Callable[[], object]) -> None:
+        """Close once the group's committed offsets reach every stop offset of the run, not when
+        this instance's own partitions are done (the seed's "no partitions left: terminate").
+
+        A member killed just after a rebalance holds its partitions until its session times out;
+        if every live instance had left by then, nobody would take them over and the run would
+        end unfinished, without its marker. Waiting, an instance stays in the group to receive
+        them; while none is behind, the wait is one committed-offsets request.
+        """
+        if self._run_end_watch is None or self._run_end_watch.done():
+            self._run_end_watch = asyncio.get_running_loop().create_task(
+                self._close_at_run_end(still_finished, close), name=f"{self._config['application.id']}-run-end"
+            )
+
+    async def _close_at_run_end(self, still_finished: Callable[[], bool], close: Callable[[], object]) -> None:
+        application_id = self._config["application.id"]
+        admin = self._clients.get_admin(self._config)
+        try:
+            await admin.start()
+        except Exception:
+            log.exception("stream-client [%s] batch run: no admin client to watch the run's end; closing", application_id)
+            close()
+            return
+        try:
+            done = await self._run_end(admin, still_finished)
+        finally:
+            await admin.close()
+        if done:
+            log.info("stream-client [%s] batch run: every partition of the run is at its stop offset; closing", application_id)
+            close()
+
+    async def _run_end(self, admin: clients.Admin, still_finished: Callable[[], bool]) -> bool:
+        """True once no partition of the run is behind; False when `still_finished()` turns False first."""
+        manager = self._manager
+        assert manager is not None
+        logged = -_RUN_END_LOG_EVERY_S
+        while still_finished():
+            try:
+                behind = await manager.behind(admin)
+            except Exception as exc:  # the coordinator moving: asked again at the next check
+                log.warning("stream-client [%s] batch run: reading committed offsets failed: %r", manager.application_id, exc)
+                behind = None
+            if behind == {}:
+                return True
+            if time.monotonic() - logged >= _RUN_END_LOG_EVERY_S:
+                logged = time.monotonic()
+                log.info(
+                    "stream-client [%s] batch run: every partition here reached its stop offset; staying in the group "
+                    "until the rest of the run does (behind: %s)", manager.application_id, "unknown" if behind is None else behind,
+                )  # fmt: skip
+            await asyncio.sleep(_RUN_END_CHECK_S)
+        return False
+
     async def end(self) -> None:
         """The finished marker if the whole run is done, then the manager closes.
 
@@ -203,6 +272,10 @@ class StopAtEndOfLog:
         close resets (others leaving as they finish): the last instance to finish would then
         leave the run without its marker.
         """
+        if self._run_end_watch is not None:
+            self._run_end_watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._run_end_watch
         manager = self._manager
         if manager is None:
             return

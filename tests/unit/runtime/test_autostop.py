@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from streams_core import KafkaStreams, clients
 from streams_core.config import StreamsConfig
+from streams_core.runtime.assignment.subscription_info import SubscriptionInfo
 from streams_core.runtime.autostop_manager import AutostopManager
 from streams_core.runtime.autostop_metadata import COMPLETED, IntermediateWriters, stop_key
 from streams_core.runtime.topic_partition import TopicPartition
@@ -101,6 +103,69 @@ async def test_the_finished_marker_is_written_when_a_rebalance_during_the_close_
     finally:
         await instance.close()
     assert cluster.committed(APP) == {TopicPartition("in", 0): 3, TopicPartition("in", 1): 3}
+    assert (APP.encode(), b"1") in [(r.key, r.value) for r in cluster.records(f"{APP}-autostop-metadata")], "the finished marker"
+
+
+class _KilledMember:
+    """A group member whose process was killed right after it joined: it keeps the partitions it is
+    given, never processes or commits them, and stays in the group until its session expires."""
+
+    def __init__(self, subscription: bytes) -> None:
+        self.member_id = "killed-member"
+        self.topics = ("in",)
+        self.assignor = self  # what the leader reads of it: its subscription
+        self.partitions: frozenset[TopicPartition] = frozenset()
+        self._subscription = subscription
+
+    def subscription(self) -> bytes:
+        return self._subscription
+
+    def assign(self, partition_counts: Any, subscriptions: Any) -> Any:
+        raise AssertionError("it joins after the live instance, which leads the group")
+
+    async def _revoke_for_rebalance(self) -> None:
+        return None
+
+    async def _receive_assignment(self, generation: int, partitions: frozenset[TopicPartition], user_data: bytes | None) -> None:
+        self.partitions = partitions
+
+
+async def test_an_instance_whose_partitions_are_done_stays_to_take_over_those_of_a_killed_member(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chaos autostop scenario in CI: a member killed just after a rebalance holds its
+    partitions until its session expires. Had the live instance closed once its own partitions
+    were done, nobody would have taken them over and the run would have ended unfinished, with no
+    finished marker. It stays in the group instead, takes them over and finishes the run."""
+    cluster = FakeKafkaCluster()
+    for topic in ("in", "out"):
+        cluster.create_topic(topic, 2)
+    for i in range(6):
+        cluster.produce("in", b"k%d" % i, b"v%d" % i, partition=i % 2)
+    killed = _KilledMember(SubscriptionInfo(process_id=str(uuid.uuid4())).encode())
+    join = cluster._join
+
+    def join_with_the_killed_member(group_id: str, member: Any) -> None:
+        join(group_id, member)
+        if group_id == APP and member is not killed:
+            join(group_id, killed)  # before the first rebalance runs: the live instance leads it
+
+    monkeypatch.setattr(cluster, "_join", join_with_the_killed_member)
+    instance = Instance(cluster, passthrough_topology(), streams_config(tmp_path, {"autostop.at": "eol"}))
+    await instance.streams.start()
+    try:
+        await eventually(lambda: len(killed.partitions) == 1, what="the killed member's assignment")
+        live = {TopicPartition("in", p) for p in range(2)} - killed.partitions
+        await eventually(lambda: set(cluster.committed(APP)) == live, what="the live instance's partition committed")
+        await asyncio.sleep(0.3)
+        assert instance.streams.state is KafkaStreams.State.RUNNING, "closed with a partition of the run unfinished"
+        cluster.kick(APP, killed.member_id)  # its session expires
+        await eventually(lambda: instance.streams.state is KafkaStreams.State.NOT_RUNNING, what="the run to finish")
+    finally:
+        await instance.close()
+    assert instance.streams.errors == []
+    assert cluster.committed(APP) == {TopicPartition("in", 0): 3, TopicPartition("in", 1): 3}
+    assert sorted(r.value or b"" for r in cluster.records("out")) == sorted(b"v%d" % i for i in range(6))
     assert (APP.encode(), b"1") in [(r.key, r.value) for r in cluster.records(f"{APP}-autostop-metadata")], "the finished marker"
 
 
