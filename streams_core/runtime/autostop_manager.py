@@ -283,12 +283,14 @@ class AutostopManager:
         an intermediate partition whose writers have not all reported)."""
         if self._run is None:
             return None
-        stops = {tp: self.stop_offset(tp) for tp in [*self.input_partitions, *self.intermediate_partitions]}
-        known = {tp: stop for tp, stop in stops.items() if stop is not None}
-        if len(known) < len(stops):
-            return None
-        committed = await admin.committed_offsets(self.application_id, list(known))
-        return {str(tp): (committed.get(tp), stop) for tp, stop in known.items() if stop and (committed.get(tp) or 0) < stop}
+        stops: dict[TopicPartition, int] = {}
+        for tp in (*self.input_partitions, *self.intermediate_partitions):
+            stop = self.stop_offset(tp)
+            if stop is None:
+                return None
+            stops[tp] = stop
+        committed = await admin.committed_offsets(self.application_id, list(stops))
+        return {str(tp): (committed.get(tp), stop) for tp, stop in stops.items() if stop and (committed.get(tp) or 0) < stop}
 
     async def _write_finished_marker(self, run: RunState) -> bool:
         """Claim the marker, read the log back, and write it only if this claim came first."""

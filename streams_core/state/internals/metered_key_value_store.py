@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from streams_core.errors import DeserializationError, InvalidStateStoreError, SerializationError
 from streams_core.serde import Serde
+from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
 from streams_core.state.internals.metered_state_store import MeteredStateStore
 from streams_core.state.store import KeyValue, KeyValueStore, StateStore, StateStoreContext, key_value
 
@@ -62,18 +63,21 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
         self._buffered_hits = 0
         """Reads the buffer answered since it was last handed over (the cache counts them as its hits then)."""
         self._context: Any = None
+        self._cache: CachingKeyValueStore | None = None
+        """The caching layer below, while the buffer is on: it takes the buffered writes."""
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         super().init(context, root)
         self._context = context
         self._buffer = {}
-        below: Any = self._wrapped
-        budget = getattr(below, "cache_max_bytes", 0)  # a caching layer's (it takes `put_stamped`)
+        below = self._wrapped
+        cache = below if isinstance(below, CachingKeyValueStore) and below.cache_max_bytes > 0 else None
         key_type = self._serdes.key_serde.exact_type
         value_serde = self._serdes.value_serde
         self._value_type, self._pair_types = value_serde.exact_type, value_serde.exact_pair
         exact = self._value_type is not None or self._pair_types is not None
-        self._buffered_key = key_type if budget > 0 and key_type in _KEY_TYPES and exact else None
+        self._cache = cache if key_type in _KEY_TYPES and exact else None
+        self._buffered_key = key_type if self._cache is not None else None
 
     def get(self, key: K) -> V | None:
         self._counts["get"] += 1
@@ -134,9 +138,9 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
         Each entry leaves the buffer once the cache holds it: a read while the cache takes them
         (an eviction forwards downstream) finds every write in one or the other."""
         buffer = self._buffer
-        if not buffer:
+        below = self._cache
+        if not buffer or below is None:
             return
-        below: Any = self._wrapped
         raw_value = self._serdes.raw_value
         for key, entry in list(buffer.items()):
             value, raw_key, timestamp = entry
