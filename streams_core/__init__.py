@@ -54,7 +54,15 @@ from streams_core.kstream import (
     WindowedSerdes,
     Windows,
 )
+from streams_core.processor.connected_store_provider import ConnectedStoreProvider
 from streams_core.processor.consumer_record import ConsumerRecord
+from streams_core.processor.fixed_key_processor import (
+    ContextualFixedKeyProcessor,
+    FixedKeyProcessor,
+    FixedKeyProcessorContext,
+    FixedKeyProcessorSupplier,
+    FixedKeyRecord,
+)
 from streams_core.processor.processor import (
     Cancellable,
     Headers,
@@ -126,12 +134,18 @@ __all__ = [
     "Cancellable",
     "CogroupedKStream",
     "ConfigError",
+    "ConnectedStoreProvider",
     "Consumed",
     "ConsumerRecord",
+    "ContextualFixedKeyProcessor",
     "CopartitioningError",
     "DeserializationError",
     "EmitStrategy",
     "FailOnInvalidTimestamp",
+    "FixedKeyProcessor",
+    "FixedKeyProcessorContext",
+    "FixedKeyProcessorSupplier",
+    "FixedKeyRecord",
     "GlobalKTable",
     "Grouped",
     "Headers",

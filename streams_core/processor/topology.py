@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from streams_core.processor.connected_store_provider import supplier_stores
 from streams_core.processor.internals.internal_topology_builder import InternalTopologyBuilder
 from streams_core.processor.stream_partitioner import StreamPartitioner
 from streams_core.processor.topic_name_extractor import TopicNameExtractor
@@ -60,9 +61,12 @@ class Topology:
         """A processor child of `parent_names`; `supplier` makes one processor per task.
 
         `supplier` is a Processor class (called without arguments), a zero-argument factory, or
-        a ProcessorSupplier with `get()`; each call must return a new instance.
+        a ProcessorSupplier with `get()`; each call must return a new instance. A supplier's
+        `stores()` (a ConnectedStoreProvider) are added and connected to the processor.
         """
         self._builder.add_processor(name, supplier, parent_names)
+        for store_builder in supplier_stores(supplier):
+            self._builder.add_state_store(store_builder, (name,))
         return self
 
     def add_sink(
