@@ -51,6 +51,8 @@ from streams_core.kstream import (
     TimeWindowedCogroupedKStream,
     TimeWindowedKStream,
     TimeWindows,
+    ValueTransformerWithKey,
+    ValueTransformerWithKeySupplier,
     WindowedSerdes,
     Windows,
 )
@@ -234,6 +236,8 @@ __all__ = [
     "UnknownStateStoreError",
     "UnsupportedVersionError",
     "UsePartitionTimeOnInvalidTimestamp",
+    "ValueTransformerWithKey",
+    "ValueTransformerWithKeySupplier",
     "VersionedKeyValueStore",
     "VersionedRecord",
     "WallclockTimestampExtractor",

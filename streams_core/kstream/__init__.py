@@ -30,6 +30,7 @@ from streams_core.kstream.streams_builder import StreamsBuilder
 from streams_core.kstream.suppressed import BufferConfig, Suppressed
 from streams_core.kstream.table_joined import TableJoined
 from streams_core.kstream.time_windowed_kstream import TimeWindowedKStream
+from streams_core.kstream.value_transformer_with_key import ValueTransformerWithKey, ValueTransformerWithKeySupplier
 from streams_core.kstream.windowed_serdes import WindowedSerdes
 from streams_core.kstream.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows, Windows
 
@@ -63,6 +64,8 @@ __all__ = [
     "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "TimeWindows",
+    "ValueTransformerWithKey",
+    "ValueTransformerWithKeySupplier",
     "WindowedSerdes",
     "Windows",
 ]

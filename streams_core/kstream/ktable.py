@@ -38,6 +38,7 @@ from streams_core.kstream.materialized import Materialized, named_and_materializ
 from streams_core.kstream.named import Named, name_of
 from streams_core.kstream.suppressed import Suppressed
 from streams_core.kstream.table_joined import TableJoined
+from streams_core.kstream.value_transformer_with_key import ValueTransformerWithKey, ValueTransformerWithKeySupplier
 from streams_core.serde import Serde
 
 if TYPE_CHECKING:
@@ -180,6 +181,25 @@ class KTable(Generic[K, V]):
             self._builder.infer(self.value_serde, "value"),
             lambda: MapValuesValueGetterSupplier(self._value_getter("map_values"), keyed),
         )  # fmt: skip
+
+    @overload
+    def transform_values(self, supplier: ValueTransformerWithKeySupplier[K, V, VR],
+                         *options: Materialized | Named | str | None, materialized: Materialized | None = None,
+                         named: Named_ = None) -> KTable[K, VR]: ...  # fmt: skip
+
+    @overload
+    def transform_values(self, supplier: Callable[[], ValueTransformerWithKey[K, V, VR]],
+                         *options: Materialized | Named | str | None, materialized: Materialized | None = None,
+                         named: Named_ = None) -> KTable[K, VR]: ...  # fmt: skip
+
+    def transform_values(self, supplier: object, *options: Materialized | Named | str | None,
+                         materialized: Materialized | None = None, named: Named_ = None) -> KTable[K, Any]:  # fmt: skip
+        """Each value through a `ValueTransformerWithKey` (`transform(key, value)`, deletes included),
+        which may use the stores named in `options` (or its supplier's `stores()`); materialised
+        when given a `Materialized` with a store name (Java's `transformValues`)."""
+        from streams_core.kstream.internals.ktable_transform_values import transform_values
+
+        return transform_values(self, supplier, options, materialized, named)
 
     @overload
     def to_stream(self, key_mapper: None = None, named: Named_ = None) -> KStream[K, V]: ...
