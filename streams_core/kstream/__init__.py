@@ -22,6 +22,7 @@ from streams_core.kstream.kstream import KStream
 from streams_core.kstream.ktable import KTable
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
+from streams_core.kstream.printed import Printed
 from streams_core.kstream.produced import Produced
 from streams_core.kstream.repartitioned import Repartitioned
 from streams_core.kstream.session_windowed_kstream import SessionWindowedKStream
@@ -51,6 +52,7 @@ __all__ = [
     "KTable",
     "Materialized",
     "Named",
+    "Printed",
     "Produced",
     "Repartitioned",
     "SessionWindowedCogroupedKStream",

@@ -19,6 +19,7 @@ from streams_core.errors import TopologyError
 from streams_core.kstream.grouped import Grouped
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable, takes_key
+from streams_core.kstream.internals.kstream_print import KStreamPrint
 from streams_core.kstream.internals.kstream_process_values import fixed_key_factory
 from streams_core.kstream.internals.kstream_processors import (
     KStreamBranch,
@@ -38,6 +39,7 @@ from streams_core.kstream.internals.send_old_values import SendOldValues
 from streams_core.kstream.internals.type_vars import GK, GV, KR, VO, VR, K, V
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named, name_of
+from streams_core.kstream.printed import Printed
 from streams_core.kstream.produced import Produced
 from streams_core.kstream.repartitioned import Repartitioned
 from streams_core.processor.connected_store_provider import supplier_stores
@@ -175,6 +177,15 @@ class KStream(Generic[K, V]):
         check_callable(action, "foreach's action")
         name = self._builder.processor_name(named, names.KSTREAM_FOREACH)
         self._builder.add_processor(name, lambda: KStreamPeek(action, False), (self.name,))
+
+    def print(self, printed: Printed) -> None:
+        """Write each record as `[label]: mapper(key, value)` to standard output or a file (for debugging)."""
+        if not isinstance(printed, Printed):
+            raise TypeError(f"print takes a Printed (Printed.to_sys_out() or Printed.to_file(path)), got {printed!r}")
+        b = self._builder
+        name = b.processor_name(printed.processor_name, names.KSTREAM_PRINTER)
+        label = printed.label if printed.label is not None else name
+        b.add_processor(name, lambda: KStreamPrint(printed.file, label, printed.mapper), (self.name,))
 
     def merge(self, other: KStream[K, V], named: Named_ = None) -> KStream[K, V]:
         """The records of both streams, in the order they are processed."""
