@@ -117,6 +117,32 @@ class Topology:
         )  # fmt: skip
         return self
 
+    def add_read_only_state_store(
+        self,
+        store_builder: Any,
+        source_name: str,
+        topic: str,
+        processor_name: str,
+        state_update_supplier: Any,
+        *,
+        key_serde: Serde[Any] | None = None,
+        value_serde: Serde[Any] | None = None,
+        timestamp_extractor: Any = None,
+    ) -> Topology:
+        """A store filled from `topic` by the processor `state_update_supplier` makes (KIP-813).
+
+        Unlike a global store it is partitioned: the source `source_name` and the processor
+        `processor_name` make a sub-topology with one task per partition of `topic`, and other
+        processors of that sub-topology may read the store once connected to it. The topic is
+        the store's changelog, so logging is turned off on the builder.
+        """
+        store_builder.with_logging_disabled()
+        self._builder.add_source(source_name, (topic,), None, key_serde, value_serde, timestamp_extractor)
+        self._builder.add_processor(processor_name, state_update_supplier, (source_name,))
+        self._builder.add_state_store(store_builder, (processor_name,))
+        self._builder.connect_source_store_and_topic(store_builder.name, topic)
+        return self
+
     def connect_processor_and_state_stores(self, processor_name: str, *state_store_names: str) -> Topology:
         """Give `processor_name` access to stores already added."""
         self._builder.connect_processor_and_state_stores(processor_name, state_store_names)
