@@ -65,7 +65,7 @@ def test_processor_connected_to_read_only_store() -> None:
     topology = (
         Topology()
         .add_read_only_state_store(_store_builder(), "readOnlySource", "storeTopic", "readOnlyProcessor", _Writer,
-                                   key_serde=INT, value_serde=STR)  # fmt: skip
+                                   key_serde=INT, value_serde=STR)
         .add_source("source", "inputTopic", key_serde=INT, value_serde=STR)
         .add_processor("processor", _Reader, "source")
         .connect_processor_and_state_stores("processor", "readOnlyStore")
