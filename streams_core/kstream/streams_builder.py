@@ -77,17 +77,21 @@ class StreamsBuilder:
         value_serde: Serde[V] | None = None,
         timestamp_extractor: Extractor | None = None,
     ) -> KStream[K, V]:
-        """A stream of the records of `topics` (a name, several names, or a compiled pattern)."""
+        """A stream of the records of `topics` (a name, several names, or a compiled pattern).
+
+        Streaming the same topics (or pattern) again gives a stream of the same source node, as
+        Kafka Streams merges such sources (so a stream can be joined with itself).
+        """
         c = (consumed or Consumed()).merged(key_serde=key_serde, value_serde=value_serde,
                                             timestamp_extractor=timestamp_extractor)  # fmt: skip
         b = self._internal
-        name = b.processor_name(c.name, names.KSTREAM_SOURCE)
         if isinstance(topics, re.Pattern):
-            b.add_source(name, (), topics, c.key_serde, c.value_serde, c.timestamp_extractor)
+            source = b.stream_source((), topics, c)
         else:
-            topic_list = (topics,) if isinstance(topics, str) else tuple(topics)
-            b.add_source(name, topic_list, None, c.key_serde, c.value_serde, c.timestamp_extractor)
-        return KStream(b, name, c.key_serde, c.value_serde, frozenset({name}))
+            source = b.stream_source((topics,) if isinstance(topics, str) else tuple(topics), None, c)
+        name = source.name
+        assert name is not None
+        return KStream(b, name, source.key_serde, source.value_serde, frozenset({name}))
 
     @overload
     def table(self, topic: str, *options: Materialized | Consumed[K, V] | None, consumed: Consumed[K, V] | None = None,
