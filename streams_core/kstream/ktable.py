@@ -115,14 +115,18 @@ class KTable(Generic[K, V]):
         old_values: SendOldValues | None = None,
     ) -> KTable[K, VR]:
         b = self._builder
-        name = b.processor_name(named, prefix)
         store = None
         stores: tuple[Any, ...] = ()
         m = None
         if materialized is not None:
             m = materialized.merged_serdes(self.key_serde, value_serde)
+            # Java materialises only a named store; an anonymous Materialized burns a store index first
             store = store_name(b, materialized, prefix)
-            stores = (key_value_store(b, store, m, m.key_serde, m.value_serde),)
+            if materialized.store_name is None:
+                store = None
+            else:
+                stores = (key_value_store(b, store, m, m.key_serde, m.value_serde),)
+        name = b.processor_name(named, prefix)
         old_values = old_values or SendOldValues("processor", store is not None, (self.old_values,))
         b.add_processor(name, lambda: factory(store), (self.name,), stores=stores)
         value_getter = StoreValueGetterSupplier(store) if store is not None else getter()
@@ -149,7 +153,8 @@ class KTable(Generic[K, V]):
     ) -> KTable[K, V]:
         check_callable(predicate, "filter's predicate")
         # as Java's KTableFilter: old values are sent at once if the upstream table is materialised
-        old_values = SendOldValues("processor", materialized is not None, (self.old_values,))
+        old_values = SendOldValues("processor", materialized is not None and materialized.store_name is not None,
+                                    (self.old_values,))
         if self.old_values.enable(False):
             old_values.enabled = True
         return self._stateful_child(
@@ -211,13 +216,14 @@ class KTable(Generic[K, V]):
         """The table's updates as a stream (deletes as None values); `key_mapper(key, value or None)` may re-key it."""
         from streams_core.kstream.kstream import KStream
 
-        if key_mapper is not None:
-            check_callable(key_mapper, "to_stream's key mapper")
         b = self._builder
         name = b.processor_name(named, names.KTABLE_TOSTREAM)
-        b.add_processor(name, lambda: KTableToStream(key_mapper), (self.name,))
-        key_serde = self.key_serde if key_mapper is None else b.infer(self.key_serde, "key")
-        return KStream(b, name, key_serde, self.value_serde, self.source_nodes, key_mapper is not None)
+        b.add_processor(name, lambda: KTableToStream(None), (self.name,))
+        stream: KStream[Any, V] = KStream(b, name, self.key_serde, self.value_serde, self.source_nodes)
+        if key_mapper is None:
+            return stream
+        check_callable(key_mapper, "to_stream's key mapper")
+        return stream.select_key(key_mapper)  # Java's `toStream(named).selectKey(mapper)`
 
     def suppress(self, suppressed: Suppressed) -> KTable[K, V]:
         """Hold updates back: final results per window, or at most one per key per time limit."""

@@ -129,8 +129,7 @@ class StreamsBuilder:
         m, c = self._table_options(options, consumed, materialized, key_serde, value_serde, timestamp_extractor)
         b = self._internal
         store = store_name(b, m, f"{topic}-")
-        source = b.processor_name(c.name, names.KSTREAM_SOURCE)
-        name = f"{c.name}-table-source" if c.name else b.new_processor_name(names.KTABLE_SOURCE)
+        source, name = self._source_names(c)
         b.add_source(source, (topic,), None, m.key_serde, m.value_serde, c.timestamp_extractor)
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
         old_values = SendOldValues("source", m.store_name is not None)
@@ -164,8 +163,7 @@ class StreamsBuilder:
         m, c = self._table_options(options, consumed, materialized, key_serde, value_serde, timestamp_extractor)
         b = self._internal
         store = store_name(b, m, f"{topic}-")
-        source = b.processor_name(c.name, names.KSTREAM_SOURCE)
-        name = b.new_processor_name(names.KTABLE_SOURCE)
+        source, name = self._source_names(c)
         builder = key_value_store(b, store, m.with_logging_disabled(), m.key_serde, m.value_serde)
         b.itb.add_global_store(builder, source, topic, name, lambda: KTableSource(store), m.key_serde, m.value_serde,
                                c.timestamp_extractor)  # fmt: skip
@@ -191,8 +189,7 @@ class StreamsBuilder:
         c = (consumed or Consumed()).merged(key_serde=key_serde, value_serde=value_serde,
                                             timestamp_extractor=timestamp_extractor)  # fmt: skip
         b = self._internal
-        source = b.processor_name(c.name, names.KSTREAM_SOURCE)
-        name = b.new_processor_name(names.KTABLE_SOURCE)
+        source, name = self._source_names(c)
         b.itb.add_global_store(store_builder.with_logging_disabled(), source, topic, name, state_update_supplier,
                                c.key_serde, c.value_serde, c.timestamp_extractor)  # fmt: skip
         return self
@@ -205,6 +202,14 @@ class StreamsBuilder:
         """
         self._internal.run_build_checks()
         return self._internal.topology
+
+    def _source_names(self, consumed: Consumed[Any, Any]) -> tuple[str, str]:
+        """A table's or global store's source and processor: `<name>-source` and `<name>` when the
+        Consumed is named, else generated; two indexes used either way (Java's `suffixWithOrElseGet`
+        and `orElseGenerateWithPrefix`)."""
+        b = self._internal
+        return (b.suffixed_name(consumed.name, "-source", names.KSTREAM_SOURCE),
+                b.processor_name(consumed.name, names.KTABLE_SOURCE))  # fmt: skip
 
     @staticmethod
     def _table_options(
