@@ -34,7 +34,7 @@ from streams_core.kstream.internals.kstream_processors import (
 )
 from streams_core.kstream.internals.ktable_processors import KTableSource
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
-from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.internals.materialize import is_versioned, key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
 from streams_core.kstream.internals.type_vars import GK, GV, KR, VO, VR, K, V
 from streams_core.kstream.materialized import Materialized
@@ -342,7 +342,7 @@ class KStream(Generic[K, V]):
         b.add_processor(name, lambda: KTableSource(store if old_values.materialized else None), (stream.name,))
         b.deferred_store(name, builder, old_values)
         return KTable(b, name, m.key_serde, m.value_serde, stream.source_nodes, StoreValueGetterSupplier(store), store,
-                      queryable=m.store_name, old_values=old_values)  # fmt: skip
+                      queryable=m.store_name, old_values=old_values, versioned=is_versioned(m))  # fmt: skip
 
     # -- grouping -----------------------------------------------------------------------------
 

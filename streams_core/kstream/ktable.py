@@ -31,7 +31,7 @@ from streams_core.kstream.internals.ktable_value_getters import (
     StoreValueGetterSupplier,
     ValueGetterSupplier,
 )
-from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.internals.materialize import is_versioned, key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
 from streams_core.kstream.internals.type_vars import KO, KR, VO, VR, K, V
 from streams_core.kstream.materialized import Materialized, named_and_materialized
@@ -60,7 +60,7 @@ class KTable(Generic[K, V]):
 
     __slots__ = (
         "_builder", "_getter", "_queryable", "key_serde", "name", "old_values", "source_nodes", "store_name",
-        "value_serde", "windows",
+        "value_serde", "versioned", "windows",
     )  # fmt: skip
 
     def __init__(
@@ -76,6 +76,7 @@ class KTable(Generic[K, V]):
         *,
         queryable: str | None = None,
         old_values: SendOldValues | None = None,
+        versioned: bool = False,
     ) -> None:
         self._builder = builder
         self.name = name
@@ -87,6 +88,9 @@ class KTable(Generic[K, V]):
         self.windows = windows
         self._queryable = queryable
         self.old_values = old_values or SendOldValues("stored", True)
+        self.versioned = versioned
+        """Whether the table's values are versioned: its own store is, or (no store of its own) its
+        upstream's are (Java's `isVersionedOrVersionedUpstream`)."""
 
     def __repr__(self) -> str:
         return f"KTable({self.name!r}, store={self.store_name!r})"
@@ -132,7 +136,8 @@ class KTable(Generic[K, V]):
         value_getter = StoreValueGetterSupplier(store) if store is not None else getter()
         return KTable(b, name, m.key_serde if m else self.key_serde, m.value_serde if m else value_serde,
                       self.source_nodes, value_getter, store, self.windows,
-                      queryable=materialized.store_name if materialized else None, old_values=old_values)  # fmt: skip
+                      queryable=materialized.store_name if materialized else None, old_values=old_values,
+                      versioned=is_versioned(materialized) if store is not None else self.versioned)  # fmt: skip
 
     # -- operators ----------------------------------------------------------------------------
 
@@ -230,6 +235,10 @@ class KTable(Generic[K, V]):
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress takes a Suppressed, got {suppressed!r}")
         b = self._builder
+        if self.store_name is not None and self.versioned:  # Java's eager check; inherited versions at build
+            raise TopologyError("suppress() is only supported for non-versioned KTables")
+        if self.versioned:
+            b.at_build(_refuse_versioned_suppress)
         name = suppressed.name or b.new_processor_name(names.KTABLE_SUPPRESS)
         if not suppressed.name:
             b.new_store_name(names.KTABLE_SUPPRESS)
@@ -393,4 +402,13 @@ class KTable(Generic[K, V]):
             other.old_values.enable(True)
         return KTable(b, merge, key_serde, value_serde, sources, getter, store,
                       queryable=materialized.store_name if materialized else None,
-                      old_values=SendOldValues("join", False, (self.old_values, other.old_values)))  # fmt: skip
+                      old_values=SendOldValues("join", False, (self.old_values, other.old_values)),
+                      versioned=is_versioned(materialized) if store is not None
+                      else self.versioned and other.versioned)  # fmt: skip
+
+
+def _refuse_versioned_suppress() -> None:
+    raise TopologyError(
+        "suppress() is only supported for non-versioned KTables (note that version semantics might be inherited "
+        "from upstream)"
+    )

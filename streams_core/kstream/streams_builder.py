@@ -25,7 +25,7 @@ from streams_core.kstream.internals import names
 from streams_core.kstream.internals.internal_streams_builder import InternalStreamsBuilder
 from streams_core.kstream.internals.ktable_processors import KTableSource
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
-from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.internals.materialize import is_versioned, key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
 from streams_core.kstream.internals.type_vars import K, V
 from streams_core.kstream.kstream import KStream
@@ -136,7 +136,7 @@ class StreamsBuilder:
         b.add_processor(name, lambda: KTableSource(store if old_values.materialized else None), (source,))
         b.deferred_store(name, builder, old_values)
         return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store,
-                      queryable=m.store_name, old_values=old_values)  # fmt: skip
+                      queryable=m.store_name, old_values=old_values, versioned=is_versioned(m))  # fmt: skip
 
     @overload
     def global_table(self, topic: str, *options: Materialized | Consumed[K, V] | None, consumed: Consumed[K, V] | None = None,
@@ -161,6 +161,8 @@ class StreamsBuilder:
     ) -> GlobalKTable[K, V]:
         """A table of all of `topic` on every instance; its store needs no changelog (the topic is one)."""
         m, c = self._table_options(options, consumed, materialized, key_serde, value_serde, timestamp_extractor)
+        if is_versioned(m):
+            raise TopologyError("GlobalTables cannot be versioned.")
         b = self._internal
         store = store_name(b, m, f"{topic}-")
         source, name = self._source_names(c)

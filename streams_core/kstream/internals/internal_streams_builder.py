@@ -65,6 +65,8 @@ class InternalStreamsBuilder:
         self._caching: list[bool] = []
         self._build_checks: list[Callable[[], None]] = []
         self._stream_sources: dict[object, Consumed[Any, Any]] = {}
+        self._declared_partitions: dict[str, tuple[str, int]] = {}
+        self._copartitioned: list[frozenset[str]] = []
         self.itb.on_build(self._bind)
 
     def at_build(self, check: Callable[[], None]) -> None:
@@ -73,8 +75,18 @@ class InternalStreamsBuilder:
         self._build_checks.append(check)
 
     def run_build_checks(self) -> None:
+        self._check_declared_partitions()
         for check in self._build_checks:
             check()
+
+    def _check_declared_partitions(self) -> None:
+        """Joined repartition topics declared with different partition counts cannot be co-partitioned
+        (Java's CopartitionedTopicsEnforcer refuses them when the application starts; they are known now)."""
+        for group in self._copartitioned:
+            declared = dict(self._declared_partitions[source] for source in group if source in self._declared_partitions)
+            if len(set(declared.values())) > 1:
+                listed = ", ".join(f"{topic}={count}" for topic, count in sorted(declared.items()))
+                raise TopologyError(f"Following topics do not have the same number of partitions: [{{{listed}}}]")
 
     def _bind(self, config: Any) -> None:
         for serde in self._bound:
@@ -241,6 +253,8 @@ class InternalStreamsBuilder:
             upstream = null_filter
         self.itb.add_sink(sink, topic, (upstream,), key_serde, value_serde, partitioner)
         self.itb.add_source(source, (topic,), None, key_serde, value_serde, _RECORD_TIMESTAMP)
+        if number_of_partitions is not None:
+            self._declared_partitions[source] = (topic, number_of_partitions)
         log.debug("repartition topic %s: %s -> %s", topic, parent, source)
         return source
 
@@ -304,4 +318,6 @@ class InternalStreamsBuilder:
 
     def copartition(self, source_nodes: Iterable[str]) -> None:
         """The topics of these sources are joined: they must be co-partitioned."""
+        source_nodes = tuple(source_nodes)
         self.itb.copartition_sources(source_nodes)
+        self._copartitioned.append(frozenset(source_nodes))

@@ -23,7 +23,7 @@ from streams_core.kstream.internals.ktable_value_getters import (
     ValueGetter,
     ValueGetterSupplier,
 )
-from streams_core.kstream.internals.materialize import key_value_store
+from streams_core.kstream.internals.materialize import is_versioned, key_value_store
 from streams_core.kstream.internals.send_old_values import SendOldValues
 from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
@@ -188,4 +188,5 @@ def transform_values(
     else:
         getter = _TransformValuesGetterSupplier(table._value_getter("transform_values"), name, make, connected)
     return KTable(b, name, key_serde, value_serde, table.source_nodes, getter, store, table.windows,
-                  queryable=store, old_values=old_values)  # fmt: skip
+                  queryable=store, old_values=old_values,
+                  versioned=is_versioned(materialized) if store is not None else table.versioned)  # fmt: skip
