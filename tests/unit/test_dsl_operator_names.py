@@ -144,3 +144,19 @@ def test_topic_name_extractor_prints_as_its_str() -> None:
     text = str(builder.build().describe())
     assert "Sink: KSTREAM-SINK-0000000001 (extractor class: Router(topic-<key>))" in text
     assert "(extractor class: test_topic_name_extractor_prints_as_its_str.<locals>.<lambda>)" in text
+
+
+def test_specified_names_for_process_and_print() -> None:
+    """shouldUseSpecifiedNameForProcessOperation, shouldUseSpecifiedNameForPrintOperation."""
+    from streams_core import Printed
+
+    class Noop(Processor[Any, Any, Any, Any]):
+        def process(self, record: Record[Any, Any]) -> None:
+            pass
+
+    builder = StreamsBuilder()
+    builder.stream(STREAM_TOPIC).process(Noop, named=Named.as_("test-processor"))
+    assert node_names(builder) == ["KSTREAM-SOURCE-0000000000", "test-processor"]
+    builder = StreamsBuilder()
+    builder.stream(STREAM_TOPIC).print(Printed.to_sys_out().with_name("print-processor"))
+    assert node_names(builder) == ["KSTREAM-SOURCE-0000000000", "print-processor"]
