@@ -108,6 +108,25 @@ def _choice(*choices: str) -> Callable[[str, Any], str]:
     return parse
 
 
+_OPTIMIZATIONS = ("all", "reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join")
+
+
+def _no_optimization(key: str, value: Any) -> str:
+    """`none` only: Kafka's optimizations are not implemented, and accepting one silently would mislead."""
+    text = str(value).strip().lower()
+    if text == "none":
+        return text
+    asked = [part.strip() for part in text.split(",")]
+    if all(part in _OPTIMIZATIONS for part in asked):
+        raise ConfigError(
+            key,
+            f"{value!r} is not supported: Kafka Streams' topology optimizations (source topics reused as "
+            "changelogs, merged repartition topics, single-store self-joins) are not implemented here; "
+            "use 'none' (docs/configuration.md)",
+        )
+    raise ConfigError(key, f"expected none, all or a list of {', '.join(_OPTIMIZATIONS[1:])}, got {value!r}")
+
+
 def _optional_choice(*choices: str) -> Callable[[str, Any], str | None]:
     strict = _choice(*choices)
 
@@ -257,7 +276,7 @@ _KEYS: dict[str, _Key] = {
         _Key("poll.ms", 100, _int(0), "Longest wait of one poll for new records."),
         _Key("state.cleanup.delay.ms", 600_000, _int(0), "Delay before state of tasks no longer owned is deleted."),
         _Key("max.partition.time.lag.ms", 60_000, _int(0), "A partition this far ahead of its task's stream time is paused."),
-        _Key("topology.optimization", "none", _choice("none", "all"), "DSL topology optimizations."),
+        _Key("topology.optimization", "none", _no_optimization, "DSL topology optimizations: only `none` (docs/configuration.md)."),
         _Key("python.gc.gen0.threshold", 10_000, _int(0), "Python's young-generation GC threshold, raised to this when the process's first stream thread starts (0: leave it alone; docs/runtime.md)."),
     )
 }

@@ -22,6 +22,7 @@ from streams_core.kstream.kstream import KStream
 from streams_core.kstream.ktable import KTable
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
+from streams_core.kstream.printed import Printed
 from streams_core.kstream.produced import Produced
 from streams_core.kstream.repartitioned import Repartitioned
 from streams_core.kstream.session_windowed_kstream import SessionWindowedKStream
@@ -30,6 +31,7 @@ from streams_core.kstream.streams_builder import StreamsBuilder
 from streams_core.kstream.suppressed import BufferConfig, Suppressed
 from streams_core.kstream.table_joined import TableJoined
 from streams_core.kstream.time_windowed_kstream import TimeWindowedKStream
+from streams_core.kstream.value_transformer_with_key import ValueTransformerWithKey, ValueTransformerWithKeySupplier
 from streams_core.kstream.windowed_serdes import WindowedSerdes
 from streams_core.kstream.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows, Windows
 
@@ -50,6 +52,7 @@ __all__ = [
     "KTable",
     "Materialized",
     "Named",
+    "Printed",
     "Produced",
     "Repartitioned",
     "SessionWindowedCogroupedKStream",
@@ -63,6 +66,8 @@ __all__ = [
     "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "TimeWindows",
+    "ValueTransformerWithKey",
+    "ValueTransformerWithKeySupplier",
     "WindowedSerdes",
     "Windows",
 ]

@@ -19,6 +19,8 @@ from streams_core.errors import TopologyError
 from streams_core.kstream.grouped import Grouped
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable, takes_key
+from streams_core.kstream.internals.kstream_print import KStreamPrint
+from streams_core.kstream.internals.kstream_process_values import fixed_key_factory
 from streams_core.kstream.internals.kstream_processors import (
     KStreamBranch,
     KStreamFilter,
@@ -32,13 +34,16 @@ from streams_core.kstream.internals.kstream_processors import (
 )
 from streams_core.kstream.internals.ktable_processors import KTableSource
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
-from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.internals.materialize import is_versioned, key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
 from streams_core.kstream.internals.type_vars import GK, GV, KR, VO, VR, K, V
 from streams_core.kstream.materialized import Materialized
-from streams_core.kstream.named import Named
+from streams_core.kstream.named import Named, name_of
+from streams_core.kstream.printed import Printed
 from streams_core.kstream.produced import Produced
 from streams_core.kstream.repartitioned import Repartitioned
+from streams_core.processor.connected_store_provider import supplier_stores
+from streams_core.processor.fixed_key_processor import FixedKeyProcessor, FixedKeyProcessorSupplier
 from streams_core.processor.processor import Processor, ProcessorSupplier
 from streams_core.processor.stream_partitioner import StreamPartitioner
 from streams_core.processor.topic_name_extractor import TopicNameExtractor
@@ -173,6 +178,15 @@ class KStream(Generic[K, V]):
         name = self._builder.processor_name(named, names.KSTREAM_FOREACH)
         self._builder.add_processor(name, lambda: KStreamPeek(action, False), (self.name,))
 
+    def print(self, printed: Printed) -> None:
+        """Write each record as `[label]: mapper(key, value)` to standard output or a file (for debugging)."""
+        if not isinstance(printed, Printed):
+            raise TypeError(f"print takes a Printed (Printed.to_sys_out() or Printed.to_file(path)), got {printed!r}")
+        b = self._builder
+        name = b.processor_name(printed.processor_name, names.KSTREAM_PRINTER)
+        label = printed.label if printed.label is not None else name
+        b.add_processor(name, lambda: KStreamPrint(printed.file, label, printed.mapper), (self.name,))
+
     def merge(self, other: KStream[K, V], named: Named_ = None) -> KStream[K, V]:
         """The records of both streams, in the order they are processed."""
         self._check_same_builder(other)
@@ -282,14 +296,37 @@ class KStream(Generic[K, V]):
     def process(self, supplier: object, *store_names: str, named: Named_ = None) -> KStream[Any, Any]:
         """Run a Processor API processor on the stream, connected to the stores `store_names`.
 
-        `supplier` is a Processor class, a zero-argument factory or a ProcessorSupplier; what it
-        forwards is the new stream (marked for repartitioning: it may have changed keys).
+        `supplier` is a Processor class, a zero-argument factory or a ProcessorSupplier (whose
+        `stores()`, if any, are added and connected); what it forwards is the new stream (marked
+        for repartitioning: it may have changed keys).
         """
         b = self._builder
-        name = b.processor_name(named, names.KSTREAM_PROCESSOR)
-        b.add_processor(name, supplier, (self.name,), connected=store_names)
+        name = name_of(named) or b.new_processor_name(names.KSTREAM_PROCESSOR)  # Java burns no index for a name
+        b.add_processor(name, supplier, (self.name,), supplier_stores(supplier), store_names)
         return KStream(b, name, b.infer(self.key_serde, "key"), b.infer(self.value_serde, "value"),
                        self.source_nodes, True)  # fmt: skip
+
+    @overload
+    def process_values(self, supplier: FixedKeyProcessorSupplier[K, V, VR], *store_names: str,
+                       named: Named_ = None) -> KStream[K, VR]: ...  # fmt: skip
+
+    @overload
+    def process_values(self, supplier: Callable[[], FixedKeyProcessor[K, V, VR]], *store_names: str,
+                       named: Named_ = None) -> KStream[K, VR]: ...  # fmt: skip
+
+    def process_values(self, supplier: object, *store_names: str, named: Named_ = None) -> KStream[K, Any]:
+        """Run a FixedKeyProcessor (KIP-820) on the stream: it may change values, never keys, so the
+        result needs no repartitioning (the replacement of Java's removed `transformValues`).
+
+        `supplier` is a FixedKeyProcessor class, a zero-argument factory or a supplier with
+        `get()` (and `stores()`, whose store builders are added and connected); `store_names`
+        connects stores added before.
+        """
+        b = self._builder
+        name = name_of(named) or b.new_processor_name(names.KSTREAM_PROCESSVALUES)
+        b.add_processor(name, fixed_key_factory(name, supplier), (self.name,), supplier_stores(supplier), store_names)
+        return KStream(b, name, self.key_serde, b.infer(self.value_serde, "value"), self.source_nodes,
+                       self.repartition_required)  # fmt: skip
 
     def to_table(self, named: Named_ = None, materialized: Materialized | None = None) -> KTable[K, V]:
         """The stream as a changelog: a table holding each key's latest value (None deletes)."""
@@ -305,7 +342,7 @@ class KStream(Generic[K, V]):
         b.add_processor(name, lambda: KTableSource(store if old_values.materialized else None), (stream.name,))
         b.deferred_store(name, builder, old_values)
         return KTable(b, name, m.key_serde, m.value_serde, stream.source_nodes, StoreValueGetterSupplier(store), store,
-                      queryable=m.store_name, old_values=old_values)  # fmt: skip
+                      queryable=m.store_name, old_values=old_values, versioned=is_versioned(m))  # fmt: skip
 
     # -- grouping -----------------------------------------------------------------------------
 

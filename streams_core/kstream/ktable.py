@@ -31,13 +31,14 @@ from streams_core.kstream.internals.ktable_value_getters import (
     StoreValueGetterSupplier,
     ValueGetterSupplier,
 )
-from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.internals.materialize import is_versioned, key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
 from streams_core.kstream.internals.type_vars import KO, KR, VO, VR, K, V
 from streams_core.kstream.materialized import Materialized, named_and_materialized
 from streams_core.kstream.named import Named, name_of
 from streams_core.kstream.suppressed import Suppressed
 from streams_core.kstream.table_joined import TableJoined
+from streams_core.kstream.value_transformer_with_key import ValueTransformerWithKey, ValueTransformerWithKeySupplier
 from streams_core.serde import Serde
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class KTable(Generic[K, V]):
 
     __slots__ = (
         "_builder", "_getter", "_queryable", "key_serde", "name", "old_values", "source_nodes", "store_name",
-        "value_serde", "windows",
+        "value_serde", "versioned", "windows",
     )  # fmt: skip
 
     def __init__(
@@ -75,6 +76,7 @@ class KTable(Generic[K, V]):
         *,
         queryable: str | None = None,
         old_values: SendOldValues | None = None,
+        versioned: bool = False,
     ) -> None:
         self._builder = builder
         self.name = name
@@ -86,6 +88,9 @@ class KTable(Generic[K, V]):
         self.windows = windows
         self._queryable = queryable
         self.old_values = old_values or SendOldValues("stored", True)
+        self.versioned = versioned
+        """Whether the table's values are versioned: its own store is, or (no store of its own) its
+        upstream's are (Java's `isVersionedOrVersionedUpstream`)."""
 
     def __repr__(self) -> str:
         return f"KTable({self.name!r}, store={self.store_name!r})"
@@ -114,20 +119,25 @@ class KTable(Generic[K, V]):
         old_values: SendOldValues | None = None,
     ) -> KTable[K, VR]:
         b = self._builder
-        name = b.processor_name(named, prefix)
         store = None
         stores: tuple[Any, ...] = ()
         m = None
         if materialized is not None:
             m = materialized.merged_serdes(self.key_serde, value_serde)
+            # Java materialises only a named store; an anonymous Materialized burns a store index first
             store = store_name(b, materialized, prefix)
-            stores = (key_value_store(b, store, m, m.key_serde, m.value_serde),)
+            if materialized.store_name is None:
+                store = None
+            else:
+                stores = (key_value_store(b, store, m, m.key_serde, m.value_serde),)
+        name = b.processor_name(named, prefix)
         old_values = old_values or SendOldValues("processor", store is not None, (self.old_values,))
         b.add_processor(name, lambda: factory(store), (self.name,), stores=stores)
         value_getter = StoreValueGetterSupplier(store) if store is not None else getter()
         return KTable(b, name, m.key_serde if m else self.key_serde, m.value_serde if m else value_serde,
                       self.source_nodes, value_getter, store, self.windows,
-                      queryable=materialized.store_name if materialized else None, old_values=old_values)  # fmt: skip
+                      queryable=materialized.store_name if materialized else None, old_values=old_values,
+                      versioned=is_versioned(materialized) if store is not None else self.versioned)  # fmt: skip
 
     # -- operators ----------------------------------------------------------------------------
 
@@ -148,7 +158,8 @@ class KTable(Generic[K, V]):
     ) -> KTable[K, V]:
         check_callable(predicate, "filter's predicate")
         # as Java's KTableFilter: old values are sent at once if the upstream table is materialised
-        old_values = SendOldValues("processor", materialized is not None, (self.old_values,))
+        old_values = SendOldValues("processor", materialized is not None and materialized.store_name is not None,
+                                    (self.old_values,))
         if self.old_values.enable(False):
             old_values.enabled = True
         return self._stateful_child(
@@ -182,6 +193,25 @@ class KTable(Generic[K, V]):
         )  # fmt: skip
 
     @overload
+    def transform_values(self, supplier: ValueTransformerWithKeySupplier[K, V, VR],
+                         *options: Materialized | Named | str | None, materialized: Materialized | None = None,
+                         named: Named_ = None) -> KTable[K, VR]: ...  # fmt: skip
+
+    @overload
+    def transform_values(self, supplier: Callable[[], ValueTransformerWithKey[K, V, VR]],
+                         *options: Materialized | Named | str | None, materialized: Materialized | None = None,
+                         named: Named_ = None) -> KTable[K, VR]: ...  # fmt: skip
+
+    def transform_values(self, supplier: object, *options: Materialized | Named | str | None,
+                         materialized: Materialized | None = None, named: Named_ = None) -> KTable[K, Any]:  # fmt: skip
+        """Each value through a `ValueTransformerWithKey` (`transform(key, value)`, deletes included),
+        which may use the stores named in `options` (or its supplier's `stores()`); materialised
+        when given a `Materialized` with a store name (Java's `transformValues`)."""
+        from streams_core.kstream.internals.ktable_transform_values import transform_values
+
+        return transform_values(self, supplier, options, materialized, named)
+
+    @overload
     def to_stream(self, key_mapper: None = None, named: Named_ = None) -> KStream[K, V]: ...
 
     @overload
@@ -191,19 +221,24 @@ class KTable(Generic[K, V]):
         """The table's updates as a stream (deletes as None values); `key_mapper(key, value or None)` may re-key it."""
         from streams_core.kstream.kstream import KStream
 
-        if key_mapper is not None:
-            check_callable(key_mapper, "to_stream's key mapper")
         b = self._builder
         name = b.processor_name(named, names.KTABLE_TOSTREAM)
-        b.add_processor(name, lambda: KTableToStream(key_mapper), (self.name,))
-        key_serde = self.key_serde if key_mapper is None else b.infer(self.key_serde, "key")
-        return KStream(b, name, key_serde, self.value_serde, self.source_nodes, key_mapper is not None)
+        b.add_processor(name, lambda: KTableToStream(None), (self.name,))
+        stream: KStream[Any, V] = KStream(b, name, self.key_serde, self.value_serde, self.source_nodes)
+        if key_mapper is None:
+            return stream
+        check_callable(key_mapper, "to_stream's key mapper")
+        return stream.select_key(key_mapper)  # Java's `toStream(named).selectKey(mapper)`
 
     def suppress(self, suppressed: Suppressed) -> KTable[K, V]:
         """Hold updates back: final results per window, or at most one per key per time limit."""
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress takes a Suppressed, got {suppressed!r}")
         b = self._builder
+        if self.store_name is not None and self.versioned:  # Java's eager check; inherited versions at build
+            raise TopologyError("suppress() is only supported for non-versioned KTables")
+        if self.versioned:
+            b.at_build(_refuse_versioned_suppress)
         name = suppressed.name or b.new_processor_name(names.KTABLE_SUPPRESS)
         if not suppressed.name:
             b.new_store_name(names.KTABLE_SUPPRESS)
@@ -367,4 +402,13 @@ class KTable(Generic[K, V]):
             other.old_values.enable(True)
         return KTable(b, merge, key_serde, value_serde, sources, getter, store,
                       queryable=materialized.store_name if materialized else None,
-                      old_values=SendOldValues("join", False, (self.old_values, other.old_values)))  # fmt: skip
+                      old_values=SendOldValues("join", False, (self.old_values, other.old_values)),
+                      versioned=is_versioned(materialized) if store is not None
+                      else self.versioned and other.versioned)  # fmt: skip
+
+
+def _refuse_versioned_suppress() -> None:
+    raise TopologyError(
+        "suppress() is only supported for non-versioned KTables (note that version semantics might be inherited "
+        "from upstream)"
+    )

@@ -25,7 +25,7 @@ from streams_core.kstream.internals import names
 from streams_core.kstream.internals.internal_streams_builder import InternalStreamsBuilder
 from streams_core.kstream.internals.ktable_processors import KTableSource
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
-from streams_core.kstream.internals.materialize import key_value_store, store_name
+from streams_core.kstream.internals.materialize import is_versioned, key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
 from streams_core.kstream.internals.type_vars import K, V
 from streams_core.kstream.kstream import KStream
@@ -77,17 +77,21 @@ class StreamsBuilder:
         value_serde: Serde[V] | None = None,
         timestamp_extractor: Extractor | None = None,
     ) -> KStream[K, V]:
-        """A stream of the records of `topics` (a name, several names, or a compiled pattern)."""
+        """A stream of the records of `topics` (a name, several names, or a compiled pattern).
+
+        Streaming the same topics (or pattern) again gives a stream of the same source node, as
+        Kafka Streams merges such sources (so a stream can be joined with itself).
+        """
         c = (consumed or Consumed()).merged(key_serde=key_serde, value_serde=value_serde,
                                             timestamp_extractor=timestamp_extractor)  # fmt: skip
         b = self._internal
-        name = b.processor_name(c.name, names.KSTREAM_SOURCE)
         if isinstance(topics, re.Pattern):
-            b.add_source(name, (), topics, c.key_serde, c.value_serde, c.timestamp_extractor)
+            source = b.stream_source((), topics, c)
         else:
-            topic_list = (topics,) if isinstance(topics, str) else tuple(topics)
-            b.add_source(name, topic_list, None, c.key_serde, c.value_serde, c.timestamp_extractor)
-        return KStream(b, name, c.key_serde, c.value_serde, frozenset({name}))
+            source = b.stream_source((topics,) if isinstance(topics, str) else tuple(topics), None, c)
+        name = source.name
+        assert name is not None
+        return KStream(b, name, source.key_serde, source.value_serde, frozenset({name}))
 
     @overload
     def table(self, topic: str, *options: Materialized | Consumed[K, V] | None, consumed: Consumed[K, V] | None = None,
@@ -125,15 +129,14 @@ class StreamsBuilder:
         m, c = self._table_options(options, consumed, materialized, key_serde, value_serde, timestamp_extractor)
         b = self._internal
         store = store_name(b, m, f"{topic}-")
-        source = b.processor_name(c.name, names.KSTREAM_SOURCE)
-        name = f"{c.name}-table-source" if c.name else b.new_processor_name(names.KTABLE_SOURCE)
+        source, name = self._source_names(c)
         b.add_source(source, (topic,), None, m.key_serde, m.value_serde, c.timestamp_extractor)
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
         old_values = SendOldValues("source", m.store_name is not None)
         b.add_processor(name, lambda: KTableSource(store if old_values.materialized else None), (source,))
         b.deferred_store(name, builder, old_values)
         return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store,
-                      queryable=m.store_name, old_values=old_values)  # fmt: skip
+                      queryable=m.store_name, old_values=old_values, versioned=is_versioned(m))  # fmt: skip
 
     @overload
     def global_table(self, topic: str, *options: Materialized | Consumed[K, V] | None, consumed: Consumed[K, V] | None = None,
@@ -158,10 +161,11 @@ class StreamsBuilder:
     ) -> GlobalKTable[K, V]:
         """A table of all of `topic` on every instance; its store needs no changelog (the topic is one)."""
         m, c = self._table_options(options, consumed, materialized, key_serde, value_serde, timestamp_extractor)
+        if is_versioned(m):
+            raise TopologyError("GlobalTables cannot be versioned.")
         b = self._internal
         store = store_name(b, m, f"{topic}-")
-        source = b.processor_name(c.name, names.KSTREAM_SOURCE)
-        name = b.new_processor_name(names.KTABLE_SOURCE)
+        source, name = self._source_names(c)
         builder = key_value_store(b, store, m.with_logging_disabled(), m.key_serde, m.value_serde)
         b.itb.add_global_store(builder, source, topic, name, lambda: KTableSource(store), m.key_serde, m.value_serde,
                                c.timestamp_extractor)  # fmt: skip
@@ -187,8 +191,7 @@ class StreamsBuilder:
         c = (consumed or Consumed()).merged(key_serde=key_serde, value_serde=value_serde,
                                             timestamp_extractor=timestamp_extractor)  # fmt: skip
         b = self._internal
-        source = b.processor_name(c.name, names.KSTREAM_SOURCE)
-        name = b.new_processor_name(names.KTABLE_SOURCE)
+        source, name = self._source_names(c)
         b.itb.add_global_store(store_builder.with_logging_disabled(), source, topic, name, state_update_supplier,
                                c.key_serde, c.value_serde, c.timestamp_extractor)  # fmt: skip
         return self
@@ -201,6 +204,14 @@ class StreamsBuilder:
         """
         self._internal.run_build_checks()
         return self._internal.topology
+
+    def _source_names(self, consumed: Consumed[Any, Any]) -> tuple[str, str]:
+        """A table's or global store's source and processor: `<name>-source` and `<name>` when the
+        Consumed is named, else generated; two indexes used either way (Java's `suffixWithOrElseGet`
+        and `orElseGenerateWithPrefix`)."""
+        b = self._internal
+        return (b.suffixed_name(consumed.name, "-source", names.KSTREAM_SOURCE),
+                b.processor_name(consumed.name, names.KTABLE_SOURCE))  # fmt: skip
 
     @staticmethod
     def _table_options(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from streams_core.processor.connected_store_provider import supplier_stores
 from streams_core.processor.internals.internal_topology_builder import InternalTopologyBuilder
 from streams_core.processor.stream_partitioner import StreamPartitioner
 from streams_core.processor.topic_name_extractor import TopicNameExtractor
@@ -60,9 +61,12 @@ class Topology:
         """A processor child of `parent_names`; `supplier` makes one processor per task.
 
         `supplier` is a Processor class (called without arguments), a zero-argument factory, or
-        a ProcessorSupplier with `get()`; each call must return a new instance.
+        a ProcessorSupplier with `get()`; each call must return a new instance. A supplier's
+        `stores()` (a ConnectedStoreProvider) are added and connected to the processor.
         """
         self._builder.add_processor(name, supplier, parent_names)
+        for store_builder in supplier_stores(supplier):
+            self._builder.add_state_store(store_builder, (name,))
         return self
 
     def add_sink(
@@ -111,6 +115,32 @@ class Topology:
             store_builder, source_name, topic, processor_name, state_update_supplier, key_serde, value_serde,
             timestamp_extractor,
         )  # fmt: skip
+        return self
+
+    def add_read_only_state_store(
+        self,
+        store_builder: Any,
+        source_name: str,
+        topic: str,
+        processor_name: str,
+        state_update_supplier: Any,
+        *,
+        key_serde: Serde[Any] | None = None,
+        value_serde: Serde[Any] | None = None,
+        timestamp_extractor: Any = None,
+    ) -> Topology:
+        """A store filled from `topic` by the processor `state_update_supplier` makes (KIP-813).
+
+        Unlike a global store it is partitioned: the source `source_name` and the processor
+        `processor_name` make a sub-topology with one task per partition of `topic`, and other
+        processors of that sub-topology may read the store once connected to it. The topic is
+        the store's changelog, so logging is turned off on the builder.
+        """
+        store_builder.with_logging_disabled()
+        self._builder.add_source(source_name, (topic,), None, key_serde, value_serde, timestamp_extractor)
+        self._builder.add_processor(processor_name, state_update_supplier, (source_name,))
+        self._builder.add_state_store(store_builder, (processor_name,))
+        self._builder.connect_source_store_and_topic(store_builder.name, topic)
         return self
 
     def connect_processor_and_state_stores(self, processor_name: str, *state_store_names: str) -> Topology:

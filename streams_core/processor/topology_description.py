@@ -101,8 +101,20 @@ class SinkDescription(NodeDescription):
     def __str__(self) -> str:
         if self.topic is not None:
             return f"Sink: {self.name} (topic: {self.topic}){self._links()}"
-        extractor = getattr(self.topic_extractor, "__qualname__", None) or type(self.topic_extractor).__qualname__
-        return f"Sink: {self.name} (extractor class: {extractor}){self._links()}"
+        return f"Sink: {self.name} (extractor class: {extractor_text(self.topic_extractor)}){self._links()}"
+
+
+def extractor_text(extractor: Any) -> str:
+    """How a sink's topic extractor prints: its `str()` when its class defines one (Java prints the
+    extractor's `toString()`), else its qualified name (a function's or a class's default `str()`
+    holds a memory address, which would make descriptions differ from run to run)."""
+    kind: Any = type(extractor)
+    if kind.__str__ is not object.__str__ or kind.__repr__ not in (object.__repr__, _FUNCTION_REPR):
+        return str(extractor)
+    return str(getattr(extractor, "__qualname__", None) or kind.__qualname__)
+
+
+_FUNCTION_REPR = type(extractor_text).__repr__
 
 
 class SubtopologyDescription:

@@ -103,7 +103,7 @@ def test_reads_as_a_mapping_of_every_key() -> None:
         ("max.partition.time.lag.ms", "5", 5),
         ("processing.guarantee", "EXACTLY_ONCE_V2", "exactly_once_v2"),
         ("processing.guarantee", "exactly-once-v2", "exactly_once_v2"),
-        ("topology.optimization", "ALL", "all"),
+        ("topology.optimization", "NONE", "none"),
         ("autostop.at", "eol", "eol"),
         ("autostop.at", "", None),
         ("default.deserialization.exception.handler", "LOG_AND_CONTINUE", "log_and_continue"),
@@ -188,6 +188,14 @@ def test_choice_keys_list_what_is_accepted(key: str, bad: str, accepted: list[st
     assert repr(bad) in str(err)
     for choice in accepted:
         assert choice in str(err)
+
+
+@pytest.mark.parametrize("asked", ["all", "reuse.ktable.source.topics", "merge.repartition.topics,single.store.self.join"])
+def test_topology_optimizations_are_refused_not_ignored(asked: str) -> None:
+    """Kafka's optimizations are not implemented: asking for one is an error naming the key, not a no-op."""
+    err = error_for(BASE | {"topology.optimization": asked})
+    assert err.key == "topology.optimization"
+    assert "not implemented" in str(err)
 
 
 @pytest.mark.parametrize("bad", ["my app", "app/1", "app:1", "ünïcode", "app?"])

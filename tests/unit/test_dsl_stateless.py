@@ -264,8 +264,9 @@ def test_mixing_streams_of_two_builders_is_an_error() -> None:
         stream(StreamsBuilder(), "a").merge(stream(StreamsBuilder(), "b"))
 
 
-def test_a_topic_read_twice_is_an_error() -> None:
+def test_a_topic_read_twice_by_a_stream_and_a_table_is_an_error() -> None:
+    """Two `stream()`s of a topic share a source (test_dsl_shared_sources.py); a table and a stream do not."""
     builder = StreamsBuilder()
     stream(builder)
     with pytest.raises(TopologyError, match="already consumed"):
-        stream(builder)
+        builder.table("in")

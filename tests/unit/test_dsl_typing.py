@@ -23,13 +23,22 @@ USER_CODE = textwrap.dedent(
     from typing import Any, assert_type
 
     from streams_core import (
-        Branched, Consumed, JoinWindows, KGroupedStream, KStream, KTable, Materialized, Named, Processor, Record,
-        Serdes, SessionWindows, StreamsBuilder, TimeWindows, Windowed,
+        Branched, Consumed, FixedKeyProcessor, FixedKeyRecord, JoinWindows, KGroupedStream, KStream, KTable,
+        Materialized, Named, Processor, Record, Serdes, SessionWindows, StreamsBuilder, TimeWindows,
+        ValueTransformerWithKey, Windowed,
     )
 
 
     class WordLength(Processor[str, str, str, int]):
         def process(self, record: Record[str, str]) -> None: ...
+
+
+    class FixedLength(FixedKeyProcessor[str, str, int]):
+        def process(self, record: FixedKeyRecord[str, str]) -> None: ...
+
+
+    class CountText(ValueTransformerWithKey[str, int, str]):
+        def transform(self, read_only_key: str, value: int | None) -> str | None: ...
 
     builder = StreamsBuilder()
     lines = builder.stream("text-lines", key_serde=Serdes.String(), value_serde=Serdes.String())
@@ -73,6 +82,8 @@ USER_CODE = textwrap.dedent(
     branches = words.split(Named.as_("b-")).branch(lambda key, word: word.startswith("a"), Branched.as_("a"))
     assert_type(branches.default_branch(), dict[str, KStream[Any, Any]])
     assert_type(words.process(WordLength), KStream[str, int])
+    assert_type(words.process_values(FixedLength), KStream[str, int])
+    assert_type(counts.transform_values(CountText), KTable[str, str])
     reveal_type(builder.stream("untyped"))
 
     words.map_values(lambda word: word + 1)  # E: operator

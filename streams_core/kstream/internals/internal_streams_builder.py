@@ -9,9 +9,13 @@ each operator adds its processors, stores and topics when it is called. It gener
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from streams_core.errors import TopologyError
+from streams_core.kstream.consumed import Consumed
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.dsl_serde import BoundSerde, infer
 from streams_core.kstream.internals.kstream_processors import KStreamFilter
@@ -35,6 +39,11 @@ B = TypeVar("B")
 _RECORD_TIMESTAMP = FailOnInvalidTimestamp()
 
 
+def _same(a: object, b: object) -> bool:
+    """Whether two serdes (or extractors, policies) are the same: equal, or of one type printing alike."""
+    return a is b or a == b or (type(a) is type(b) and repr(a) == repr(b))
+
+
 def _has_key(key: object, value: object) -> bool:
     return key is not None
 
@@ -55,6 +64,9 @@ class InternalStreamsBuilder:
         self._relaxed_joins: set[str] = set()
         self._caching: list[bool] = []
         self._build_checks: list[Callable[[], None]] = []
+        self._stream_sources: dict[object, Consumed[Any, Any]] = {}
+        self._declared_partitions: dict[str, tuple[str, int]] = {}
+        self._copartitioned: list[frozenset[str]] = []
         self.itb.on_build(self._bind)
 
     def at_build(self, check: Callable[[], None]) -> None:
@@ -63,8 +75,18 @@ class InternalStreamsBuilder:
         self._build_checks.append(check)
 
     def run_build_checks(self) -> None:
+        self._check_declared_partitions()
         for check in self._build_checks:
             check()
+
+    def _check_declared_partitions(self) -> None:
+        """Joined repartition topics declared with different partition counts cannot be co-partitioned
+        (Java's CopartitionedTopicsEnforcer refuses them when the application starts; they are known now)."""
+        for group in self._copartitioned:
+            declared = dict(self._declared_partitions[source] for source in group if source in self._declared_partitions)
+            if len(set(declared.values())) > 1:
+                listed = ", ".join(f"{topic}={count}" for topic, count in sorted(declared.items()))
+                raise TopologyError(f"Following topics do not have the same number of partitions: [{{{listed}}}]")
 
     def _bind(self, config: Any) -> None:
         for serde in self._bound:
@@ -159,6 +181,45 @@ class InternalStreamsBuilder:
     ) -> None:
         self.itb.add_source(name, topics, pattern, key_serde, value_serde, timestamp_extractor)
 
+    def stream_source(self, topics: tuple[str, ...], pattern: re.Pattern[str] | None, consumed: Consumed[Any, Any]) -> Consumed[Any, Any]:
+        """The source of `StreamsBuilder.stream`: a new one, or the one an earlier `stream()` of the same
+        topics (in any order) or pattern made, as Java's `mergeDuplicateSourceNodes` merges them; what
+        the returned Consumed says (its name is the node's) is what the stream reads with.
+
+        A name index is used either way, as Java's. Overlapping but unequal topic sets raise Java's
+        TopologyError; so do differing reset policies (Java's), serdes or timestamp extractors (Java
+        would read both streams with the first's).
+        """
+        name = self.processor_name(consumed.name, names.KSTREAM_SOURCE)
+        key: object = ("pattern", pattern.pattern, pattern.flags) if pattern is not None else frozenset(topics)
+        existing = self._stream_sources.get(key)
+        if existing is None:
+            if pattern is None:
+                for other in self._stream_sources:
+                    if isinstance(other, frozenset) and other & frozenset(topics):
+                        raise TopologyError(
+                            f"Two source nodes are subscribed to overlapping but not equal input topics: "
+                            f"{sorted(other)} and {sorted(topics)}"
+                        )
+            self.add_source(name, topics, pattern, consumed.key_serde, consumed.value_serde, consumed.timestamp_extractor)
+            merged = replace(consumed, name=name)
+            self._stream_sources[key] = merged
+            return merged
+        for what, mine, theirs in (
+            ("reset policy", consumed.offset_reset, existing.offset_reset),
+            ("key serde", consumed.key_serde, existing.key_serde),
+            ("value serde", consumed.value_serde, existing.value_serde),
+            ("timestamp extractor", consumed.timestamp_extractor, existing.timestamp_extractor),
+        ):
+            if not _same(mine, theirs) and (what == "reset policy" or mine is not None):
+                raise TopologyError(
+                    f"source {existing.name!r} already reads {sorted(topics) if pattern is None else pattern.pattern!r} "
+                    f"with {what} {theirs!r}; another stream() of it asks for {mine!r} (one source node reads a "
+                    "topic: give both the same options)"
+                )
+        log.debug("stream() of %s merged into source %s", key, existing.name)
+        return existing
+
     def repartition(
         self,
         parent: str,
@@ -192,6 +253,8 @@ class InternalStreamsBuilder:
             upstream = null_filter
         self.itb.add_sink(sink, topic, (upstream,), key_serde, value_serde, partitioner)
         self.itb.add_source(source, (topic,), None, key_serde, value_serde, _RECORD_TIMESTAMP)
+        if number_of_partitions is not None:
+            self._declared_partitions[source] = (topic, number_of_partitions)
         log.debug("repartition topic %s: %s -> %s", topic, parent, source)
         return source
 
@@ -255,4 +318,6 @@ class InternalStreamsBuilder:
 
     def copartition(self, source_nodes: Iterable[str]) -> None:
         """The topics of these sources are joined: they must be co-partitioned."""
+        source_nodes = tuple(source_nodes)
         self.itb.copartition_sources(source_nodes)
+        self._copartitioned.append(frozenset(source_nodes))

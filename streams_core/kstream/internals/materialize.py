@@ -24,7 +24,12 @@ from streams_core.state.internals.bytes_store_suppliers import SqliteTimeOrdered
 from streams_core.state.stores import Stores
 from streams_core.state.versioned_key_value_store import VersionedKeyValueBytesStoreSupplier
 
-__all__ = ["key_value_store", "session_store", "store_name", "window_store"]
+__all__ = ["is_versioned", "key_value_store", "session_store", "store_name", "window_store"]
+
+
+def is_versioned(materialized: Materialized | None) -> bool:
+    """Whether the Materialized names a versioned store (`Stores.persistent_versioned_key_value_store`)."""
+    return materialized is not None and isinstance(materialized.supplier, VersionedKeyValueBytesStoreSupplier)
 
 
 def store_name(isb: InternalStreamsBuilder, materialized: Materialized | None, prefix: str) -> str:

@@ -86,6 +86,7 @@ class InternalTopologyBuilder:
         self._global_stores: dict[str, StateStoreFactory] = {}
         self._global_nodes: dict[str, str] = {}
         self._build_hooks: list[Callable[[StreamsConfig], None]] = []
+        self._source_store_topics: dict[str, str] = {}
 
     # -- adding nodes -------------------------------------------------------------------------
 
@@ -215,6 +216,17 @@ class InternalTopologyBuilder:
         self._global_stores[store_name] = StateStoreFactory(store_builder, [processor_name])
         self._global_nodes[source_name] = store_name
         self._global_nodes[processor_name] = store_name
+
+    def connect_source_store_and_topic(self, store_name: str, topic: str) -> None:
+        """`topic`, read by a source of this topology, is the changelog of `store_name` (Java's method of that name)."""
+        if store_name in self._source_store_topics:
+            raise TopologyError(f"state store {store_name!r} already has source topic {self._source_store_topics[store_name]!r}")
+        self._source_store_topics[store_name] = topic
+
+    @property
+    def source_store_topics(self) -> dict[str, str]:
+        """Store name -> the source topic that is its changelog (read-only stores, reused table topics)."""
+        return dict(self._source_store_topics)
 
     def add_internal_topic(self, topic: str, number_of_partitions: int | None = None) -> None:
         """Declare `topic` internal: its real name is `<application.id>-<topic>` (see `set_application_id`).
