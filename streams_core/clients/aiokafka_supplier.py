@@ -163,6 +163,19 @@ class AioKafkaConsumer:
         value = self._consumer.highwater(_kafka(partition))
         return None if value is None else int(value)
 
+    def current_lag(self, partition: TopicPartition) -> int | None:
+        """aiokafka's partition state, read as the Java consumer's `currentLag`: the high watermark
+        (the last stable offset under read_committed) of the last fetch response minus the
+        position, which counts records fetched but not yet returned by `getmany` as lag."""
+        consumer = self._consumer
+        subscription = consumer._subscription.subscription
+        assignment = None if subscription is None else subscription.assignment
+        state = None if assignment is None else assignment.state_value(_kafka(partition))
+        if state is None or not state.has_valid_position:
+            return None
+        end = state.lso if consumer._isolation_level == "read_committed" else state.highwater
+        return None if end is None or end < 0 else max(int(end) - int(state.position), 0)
+
     async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         ends = await self._consumer.end_offsets([_kafka(tp) for tp in partitions])
         return {_ours(tp): offset for tp, offset in ends.items()}

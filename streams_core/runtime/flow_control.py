@@ -4,13 +4,15 @@ Kafka Streams pauses a partition once its queue holds `buffered.records.per.part
 and resumes it when the queue drained; ours also pauses a partition whose partition time runs
 more than `max.partition.time.lag.ms` ahead of its task's stream time. Each task decides for its
 own partitions (with hysteresis, docs/runtime.md "Flow control"); this module applies the
-decisions to the consumer once per loop round and counts them for the metrics.
+decisions to the consumer once per loop round and counts them for the metrics. It also hands the
+tasks the consumer's lag per partition (`lag_provider`), by which `max.task.idle.ms` waits for
+records not fetched yet.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from streams_core.config import StreamsConfig
@@ -27,6 +29,8 @@ class Pausable(Protocol):
     def pause(self, *partitions: TopicPartition) -> None: ...
 
     def resume(self, *partitions: TopicPartition) -> None: ...
+
+    def current_lag(self, partition: TopicPartition) -> int | None: ...
 
 
 class FlowControlled(Protocol):
@@ -50,6 +54,12 @@ class FlowControl:
         self.pause_count = 0
         """Partitions paused so far, over every task the consumer served."""
         self.resume_count = 0
+
+    @property
+    def lag_provider(self) -> Callable[[TopicPartition], int | None]:
+        """The consumer's `current_lag`, for the tasks' `max.task.idle.ms` (Kafka passes its tasks
+        `mainConsumer::currentLag`)."""
+        return self._consumer.current_lag
 
     @classmethod
     def for_config(cls, consumer: Pausable, config: StreamsConfig, *, log_prefix: str = "") -> FlowControl:

@@ -7,22 +7,37 @@ Definitions (KIP-28 "Stream Time and Sync."; as Kafka's original `PartitionGroup
 - stream time is the highest timestamp of the records taken so far, so it never decreases and
   never runs ahead of what was processed (as today's Kafka Streams; the original KIP-28 text took
   the lowest buffered partition time, which jumps to records not yet processed while a task
-  waits for an empty partition, and fires stream-time punctuations early). A partition with
-  nothing buffered does not hold the task back beyond `max.task.idle.ms` (`ready_to_process`).
+  waits for an empty partition, and fires stream-time punctuations early). Whether the task
+  waits for a partition with nothing buffered is `max.task.idle.ms`'s (`ready_to_process`, KIP-695).
 """
 
 from __future__ import annotations
 
 import enum
 import heapq
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic
 
 from streams_core.processor.internals.stream_time import StreamTime
 from streams_core.runtime.record_queue import UNKNOWN, R, RecordQueue
 from streams_core.runtime.topic_partition import TopicPartition
 
-__all__ = ["PartitionGroup", "PauseReason", "RecordInfo"]
+__all__ = ["LagProvider", "PartitionGroup", "PauseReason", "RecordInfo", "caught_up"]
+
+log = logging.getLogger(__name__)
+
+LagProvider = Callable[[TopicPartition], "int | None"]
+"""A partition's records on the broker not yet fetched into the task (the consumer's
+`current_lag`): None while unknown (no fetch response yet)."""
+
+MAX_TASK_IDLE_MS_DISABLED = -1
+
+
+def caught_up(partition: TopicPartition) -> int:
+    """The lag provider where every input is buffered as it arrives (the TopologyTestDriver's, as
+    Kafka's driver, whose mock consumer has no end offsets): nothing is left to fetch."""
+    return 0
 
 
 class PauseReason(enum.Enum):
@@ -30,6 +45,11 @@ class PauseReason(enum.Enum):
 
     BUFFER_FULL = "buffer_full"
     TIME_LAG = "time_lag"
+
+
+def _names(partitions: Iterable[TopicPartition]) -> str:
+    """Partitions as Kafka logs them: "[topic-0, topic-1]"."""
+    return "[" + ", ".join(map(str, sorted(partitions))) + "]"
 
 
 class RecordInfo(Generic[R]):
@@ -51,15 +71,19 @@ class RecordInfo(Generic[R]):
 class PartitionGroup(Generic[R]):
     """The queues of one task: next record by partition time, stream time, idling, flow control.
 
-    `max_task_idle_ms`: how long the task waits, once some partition is empty while others have
-    data, before it processes without the empty ones; 0 and -1 both mean never wait (Kafka's
-    0 additionally waits for already-known lag; we have no lag information here). `stream_time`
-    is the task's `StreamTime` cell, which this group advances (a new one when not given).
+    `max_task_idle_ms` (KIP-695): -1 never waits for an empty partition; 0 waits for one whose
+    records on the broker are not fetched yet (or whose lag is not known yet); above 0 also waits
+    that long for a caught-up empty partition to get data (`ready_to_process`). `lag` gives a
+    partition's lag (the consumer's `current_lag`; default: `caught_up`). `stream_time` is the
+    task's `StreamTime` cell, which this group advances (a new one when not given).
     """
 
     __slots__ = (
         "_clock",
+        "_enforced",
+        "_idle_deadlines",
         "_idle_start_ms",
+        "_lag",
         "_non_empty",
         "_paused",
         "_queues",
@@ -76,6 +100,7 @@ class PartitionGroup(Generic[R]):
         *,
         max_task_idle_ms: int = 0,
         stream_time: StreamTime | None = None,
+        lag: LagProvider = caught_up,
     ) -> None:
         for partition, queue in queues.items():
             if queue.partition != partition:
@@ -89,6 +114,11 @@ class PartitionGroup(Generic[R]):
         self._clock = stream_time if stream_time is not None else StreamTime()
         self._total_buffered = 0
         self._idle_start_ms: int | None = None
+        self._idle_deadlines: dict[TopicPartition, int] = {}
+        """Per caught-up empty partition: when the task stops waiting for it (Kafka's `idlePartitionDeadlines`)."""
+        self._enforced = False
+        """The last ready answer went on without some empty partitions (logged when it starts)."""
+        self._lag = lag
         self._paused: dict[TopicPartition, PauseReason] = {}
         for queue in self._queues.values():
             self._total_buffered += len(queue)
@@ -192,28 +222,76 @@ class PartitionGroup(Generic[R]):
         return self._idle_start_ms
 
     def ready_to_process(self, now_ms: int) -> bool:
-        """Whether the task should process now (Kafka's StreamTask.isProcessable).
+        """Whether the task should process now (Kafka's `PartitionGroup.readyToProcess`, KIP-695).
 
-        1. Every partition has data: ready; the idle timer resets.
-        2. No partition has data: not ready; the idle timer resets.
-        3. Some are empty: ready at once when max_task_idle_ms <= 0, else once now_ms is
-           max_task_idle_ms past the moment this call first saw the task partly empty. Each
-           ready answer of this kind counts in `enforced_processing_count`.
+        1. Every partition has data: ready.
+        2. `max.task.idle.ms` is -1: ready when any partition has data.
+        3. Otherwise, an empty partition holds the task back while its lag is unknown (no fetch
+           response yet) or above 0 (records on the broker not fetched yet); a caught-up one
+           (lag 0) holds it until `now_ms` reaches its deadline, `max.task.idle.ms` after the
+           call that first saw it empty and caught up (at 0: at once).
+        4. No partition has data: not ready. Otherwise ready, with the partitions given up on;
+           each such answer counts in `enforced_processing_count`.
         """
+        queues = self._queues
         non_empty = len(self._non_empty)
-        if non_empty and non_empty == len(self._queues):
+        if non_empty == len(queues):
             self._idle_start_ms = None
-            return True
+            if self._idle_deadlines:
+                self._idle_deadlines.clear()
+            self._enforced = False
+            return bool(non_empty)
+        if self.max_task_idle_ms == MAX_TASK_IDLE_MS_DISABLED:
+            self._idle_start_ms = None
+            return bool(non_empty)
+        deadlines = self._idle_deadlines
+        lag = self._lag
+        enforced: dict[TopicPartition, int] = {}
+        for partition, queue in queues.items():
+            if len(queue):
+                deadlines.pop(partition, None)
+                continue
+            fetched_lag = lag(partition)
+            if fetched_lag is None or fetched_lag > 0:
+                deadlines.pop(partition, None)
+                return self._wait(now_ms, non_empty, partition, fetched_lag)
+            deadline = deadlines.get(partition)
+            if deadline is None:
+                deadline = deadlines[partition] = now_ms + self.max_task_idle_ms
+            if now_ms < deadline:
+                return self._wait(now_ms, non_empty, partition, 0)
+            enforced[partition] = deadline
         if not non_empty:
             self._idle_start_ms = None
             return False
-        if self.max_task_idle_ms > 0:
-            if self._idle_start_ms is None:
-                self._idle_start_ms = now_ms
-            if now_ms - self._idle_start_ms < self.max_task_idle_ms:
-                return False
+        self._idle_start_ms = None
         self.enforced_processing_count += 1
+        if not self._enforced:
+            self._enforced = True
+            log.debug(
+                "going on although %s are empty on the broker too (deadlines %s; max.task.idle.ms %d; now %d): "
+                "records of %s may be processed out of timestamp order",
+                _names(enforced), {str(tp): at for tp, at in enforced.items()}, self.max_task_idle_ms, now_ms,
+                _names(q.partition for q in self._non_empty),
+            )  # fmt: skip
         return True
+
+    def _wait(self, now_ms: int, non_empty: int, partition: TopicPartition, fetched_lag: int | None) -> bool:
+        """Not ready: `partition` is empty and may get records that go first; the wait's start is noted."""
+        self._enforced = False
+        if not non_empty:
+            self._idle_start_ms = None
+            return False
+        if self._idle_start_ms is None:
+            self._idle_start_ms = now_ms
+            if log.isEnabledFor(logging.DEBUG):
+                why = (
+                    "its lag is not known yet" if fetched_lag is None
+                    else f"{fetched_lag} records on the broker are not fetched yet" if fetched_lag
+                    else f"it is caught up: waiting max.task.idle.ms ({self.max_task_idle_ms}) for records"
+                )  # fmt: skip
+                log.debug("waiting for empty %s: %s", partition, why)
+        return False
 
     def _lag_exceeded(self, queue: RecordQueue[R], max_lag_ms: int) -> bool:
         """Buffered partition whose partition time runs ahead of stream time beyond the limit.
@@ -282,4 +360,6 @@ class PartitionGroup(Generic[R]):
         self._total_buffered = 0
         self._clock.reset()
         self._idle_start_ms = None
+        self._idle_deadlines.clear()
+        self._enforced = False
         self._paused.clear()

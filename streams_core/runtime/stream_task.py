@@ -20,7 +20,7 @@ from streams_core.processor.internals.stream_time import StreamTime
 from streams_core.processor.internals.task_processor import TaskProcessor
 from streams_core.processor.processor import Record
 from streams_core.processor.task_id import TaskId
-from streams_core.runtime.partition_group import PartitionGroup, RecordInfo
+from streams_core.runtime.partition_group import LagProvider, PartitionGroup, RecordInfo, caught_up
 from streams_core.runtime.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.record_queue import RecordQueue
 from streams_core.runtime.topic_partition import TopicPartition
@@ -47,7 +47,10 @@ class StreamTask:
         deserialization_handler: DeserializationHandler | None = None,
         wall_clock: Callable[[], int] | None = None,
         checkpoint_on_commit: bool = True,
+        lag: LagProvider = caught_up,
     ) -> None:
+        """`lag`: the main consumer's `current_lag`, for `max.task.idle.ms` (the default, every
+        partition caught up, suits a driver that buffers every input as it arrives)."""
         self.id = task_id
         self.partitions = frozenset(partitions)
         self.state_manager = state_manager
@@ -57,8 +60,11 @@ class StreamTask:
             kwargs["wall_clock"] = wall_clock
         self.processor = TaskProcessor(task_id, topology, config, state_manager, record_collector, **kwargs)
         queues = {tp: self._new_queue(tp) for tp in sorted(self.partitions)}
+        self._consumer_lag = lag
+        self._finished: set[TopicPartition] = set()
+        """Partitions at their KIP-95 stop offset: nothing more to wait for (`finish_partition`)."""
         self.partition_group: PartitionGroup[Record[Any, Any]] = PartitionGroup(
-            queues, max_task_idle_ms=config["max.task.idle.ms"], stream_time=self.processor.clock
+            queues, max_task_idle_ms=config["max.task.idle.ms"], stream_time=self.processor.clock, lag=self._lag
         )
         self._record_info: RecordInfo[Record[Any, Any]] = RecordInfo()
         self.consumed_offsets: dict[TopicPartition, int] = {}
@@ -78,6 +84,11 @@ class StreamTask:
         extracted_time = StreamTime()
         reader = self.processor.record_reader(tp.topic, extracted_time)
         return RecordQueue(tp, reader, self.processor.source_node(tp.topic), extracted_time)
+
+    def _lag(self, tp: TopicPartition) -> int | None:
+        """The consumer's lag of `tp`, but 0 once a batch run finished it: records written past its
+        stop offset belong to the next run, and are never buffered here."""
+        return 0 if tp in self._finished else self._consumer_lag(tp)
 
     def add_input_partition(self, tp: TopicPartition) -> None:
         """Read `tp` too (a topic that a pattern source matched after the task was created)."""
@@ -132,7 +143,10 @@ class StreamTask:
     def process(self, max_records: int, now_ms: int) -> int:
         """Process up to `max_records` buffered records in partition-time order; returns how many.
 
-        Stops early when nothing is processable or a processor asked for a commit.
+        Stops early when nothing is processable or a processor asked for a commit. Nothing is
+        buffered and no lag changes while this runs, so whether the task may go on is asked
+        again only once a partition ran empty (Kafka asks before every record, with the same
+        answers).
         """
         group = self.partition_group
         if not group.ready_to_process(now_ms):
@@ -145,7 +159,7 @@ class StreamTask:
         offsets = self.consumed_offsets
         info = self._record_info
         # a partition can only run empty here (nothing is added while processing): the group says when
-        info.drained = not group.all_partitions_buffered()
+        info.drained = False
         done = 0
         while done < max_records:
             record = group.next_record(info)
@@ -161,8 +175,10 @@ class StreamTask:
                 punctuate()
             if processor.commit_requested:
                 break
-            if info.drained and group.num_buffered() and not group.ready_to_process(now_ms):
-                break
+            if info.drained:
+                info.drained = False
+                if group.num_buffered() and not group.ready_to_process(now_ms):
+                    break
         self.processed_records += done
         return done
 
@@ -208,6 +224,7 @@ class StreamTask:
         (The consumer may have moved past a transaction marker at the stop offset's left.)
         """
         self._fetched_offsets[tp] = max(self._fetched_offsets.get(tp, -1), stop_offset - 1)
+        self._finished.add(tp)
 
     @property
     def committed_offsets(self) -> dict[TopicPartition, int]:

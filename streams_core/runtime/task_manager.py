@@ -196,6 +196,7 @@ class TaskManager:
                 deserialization_handler=self._deserialization_handler,
                 wall_clock=self._wall_clock,
                 checkpoint_on_commit=self._guarantee.checkpoint_on_commit,
+                lag=self._flow_control.lag_provider,
             )
             for tp, offset in (await self._guarantee.resume_positions(partitions)).items():
                 task.resume_at(tp, offset)

@@ -60,7 +60,7 @@ class FakeConsumer:
     """The `Consumer` port: a group member (subscribe) or assigned by hand (restore, global)."""
 
     __slots__ = (
-        "_assignment", "_listener", "_manual", "_member", "_paused", "_positions", "_turn", "assignor",
+        "_assignment", "_fetched_ends", "_listener", "_manual", "_member", "_paused", "_positions", "_turn", "assignor",
         "auto_offset_reset", "client_id", "cluster", "generation", "group_id", "max_poll_records", "member_id",
         "read_committed", "started", "stopped", "topics",
     )
@@ -89,6 +89,8 @@ class FakeConsumer:
         self._manual = False
         self._assignment: frozenset[TopicPartition] = frozenset()
         self._positions: dict[TopicPartition, int | None] = {}
+        self._fetched_ends: dict[TopicPartition, int] = {}
+        """The end offset each partition had at its last fetch (`current_lag`), as a fetch response's high watermark."""
         self._paused: set[TopicPartition] = set()
         self.generation = 0
         self._member = False
@@ -115,6 +117,7 @@ class FakeConsumer:
             self.cluster._leave(self.group_id, self.member_id)
         self._assignment = frozenset()
         self._positions.clear()
+        self._fetched_ends.clear()
         self._paused.clear()
         self.cluster.notify()
 
@@ -144,6 +147,7 @@ class FakeConsumer:
         self._manual = True
         self._assignment = frozenset(partitions)
         self._positions = {tp: None for tp in self._assignment}
+        self._fetched_ends.clear()
         self._paused &= self._assignment
 
     def assignment(self) -> frozenset[TopicPartition]:
@@ -207,6 +211,13 @@ class FakeConsumer:
     def highwater(self, partition: TopicPartition) -> int | None:
         return int(self.cluster._end_offset(partition, self.read_committed))
 
+    def current_lag(self, partition: TopicPartition) -> int | None:
+        """The end offset as of the partition's last fetch (`getmany`) minus the position; None
+        before a fetch, as the aiokafka adapter before a fetch response."""
+        end = self._fetched_ends.get(partition)
+        position = self._positions.get(partition)
+        return None if end is None or position is None else max(end - position, 0)
+
     async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The high watermark, or under read_committed the last stable offset."""
         self._raise_fault("end_offsets")
@@ -265,6 +276,7 @@ class FakeConsumer:
             if not self.cluster.has_partition(tp):
                 continue
             position = self._resolve(tp)
+            self._fetched_ends[tp] = self.cluster._end_offset(tp, self.read_committed)
             try:
                 records, self._positions[tp] = self.cluster._read(tp, position, self.read_committed, limit)
             except clients.OffsetOutOfRangeError:
@@ -288,6 +300,7 @@ class FakeConsumer:
                 log.exception("%s: on_partitions_revoked failed", self.client_id)
         self._assignment = frozenset()
         self._positions.clear()
+        self._fetched_ends.clear()
         self._paused.clear()
 
     async def _receive_assignment(
@@ -298,6 +311,7 @@ class FakeConsumer:
         self.generation = generation
         self._assignment = partitions
         self._positions = {tp: None for tp in partitions}
+        self._fetched_ends.clear()
         self._paused.clear()
         if self.assignor is not None and user_data is not None:
             self.assignor.on_assignment(user_data)

@@ -20,10 +20,11 @@ driver (which drives one `StreamTask` the same way):
 - wall-clock time is a mock clock starting at `initial_wall_clock_time_ms` (0 by default) that
   moves only with `advance_wall_clock_time`, which fires the wall-clock punctuations due, commits
   and processes what became processable;
-- `max.task.idle.ms` is the runtime's rule: with a value > 0 a task with some source topics empty
-  holds its records until the mock wall clock is that far past the moment it was first seen
-  partly empty, then takes the record of the lowest partition time; 0 (the default) or -1
-  process at once;
+- `max.task.idle.ms` is the runtime's rule (KIP-695) with every partition caught up, as in
+  Kafka's driver (its mock consumer has no end offsets; the tasks' default lag, `caught_up`):
+  with a value > 0 a task with some source topics empty holds its records until the mock wall
+  clock is that far past the moment each empty topic was first seen empty, then takes the record
+  of the lowest partition time; 0 (the default) or -1 process at once;
 - a timestamp extractor receives the partition time of the runtime (Kafka Streams' rule, see
   docs/runtime.md);
 - records that fail to deserialize fail the pipe call, unless

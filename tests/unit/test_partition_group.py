@@ -183,43 +183,6 @@ def test_all_partitions_buffered() -> None:
     assert not make_group().all_partitions_buffered()
 
 
-def test_ready_to_process_waits_max_task_idle_ms_for_empty_partitions() -> None:
-    group = make_group(A, B, max_task_idle_ms=100)
-    assert not group.ready_to_process(now_ms=0)  # nothing buffered
-    add(group, A, 1)
-    assert not group.ready_to_process(now_ms=1000)  # B empty: the wait starts now
-    assert not group.ready_to_process(now_ms=1099)
-    assert group.ready_to_process(now_ms=1100)
-    assert group.ready_to_process(now_ms=1101)
-    assert group.enforced_processing_count == 2
-    add(group, B, 2)
-    assert group.ready_to_process(now_ms=1102)  # all buffered: timer reset
-    assert group.enforced_processing_count == 2
-    poll(group)
-    assert not group.ready_to_process(now_ms=2000)  # A empty now: a new wait
-    assert group.ready_to_process(now_ms=2100)
-
-
-def test_idle_timer_resets_when_nothing_is_buffered() -> None:
-    group = make_group(A, B, max_task_idle_ms=100)
-    add(group, A, 1)
-    assert not group.ready_to_process(now_ms=0)
-    poll(group)
-    assert not group.ready_to_process(now_ms=50)
-    add(group, A, 2)
-    assert not group.ready_to_process(now_ms=120)  # waits a full 100 ms again
-    assert group.ready_to_process(now_ms=220)
-
-
-@pytest.mark.parametrize("idle", [0, -1])
-def test_zero_or_negative_idle_never_waits(idle: int) -> None:
-    group = make_group(A, B, max_task_idle_ms=idle)
-    assert not group.ready_to_process(now_ms=0)
-    add(group, A, 1)
-    assert group.ready_to_process(now_ms=0)
-    assert group.enforced_processing_count == 1
-
-
 def test_pause_when_buffer_full_and_resume_below_half() -> None:
     group = make_group(A, B)
     add(group, A, *range(10))
