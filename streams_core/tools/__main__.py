@@ -1,17 +1,17 @@
-"""`python -m streams_core.tools <tool> ...`: the tools of streams_core, `reset` and `topics`."""
+"""`python -m streams_core.tools <tool> ...`: the tools of streams_core, `reset`, `topics` and `acls`."""
 
 from __future__ import annotations
 
 import sys
 
-from streams_core.tools import application_reset, topics
+from streams_core.tools import acls, application_reset, topics
 
-TOOLS = {"reset": application_reset.main, "topics": topics.main}
+TOOLS = {"reset": application_reset.main, "topics": topics.main, "acls": acls.main}
 
 if __name__ == "__main__":
     args = sys.argv[1:]
     if not args or args[0] in ("-h", "--help"):
-        print("usage: python -m streams_core.tools {reset,topics} [options]   (<tool> --help for its options)")
+        print("usage: python -m streams_core.tools {reset,topics,acls} [options]   (<tool> --help for its options)")
         sys.exit(0 if args else 2)
     if args[0] not in TOOLS:
         print(f"unknown tool {args[0]!r}: the tools are: {', '.join(TOOLS)}", file=sys.stderr)
