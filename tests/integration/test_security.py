@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,6 @@ from streams_core.tools.acls import application_acls
 from tests.integration.security_kit import (
     LINES,
     PASSWORDS,
-    SECURITY,
     expected_counts,
     grant,
     make_topics,
@@ -35,16 +33,6 @@ from tests.integration.streams_testkit import StreamsApp, tasks_of
 from tests.kafka_utils import unique_topic
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(180)]
-
-
-@pytest.fixture(scope="module")
-def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaBroker]:
-    broker = LocalKafkaBroker(tmp_path_factory.mktemp("secure-broker"), port=0, security=SECURITY)
-    try:
-        broker.start()
-        yield broker
-    finally:
-        broker.stop()
 
 
 async def _prepared(broker: LocalKafkaBroker, principal: str, *, eos: bool) -> tuple[str, str, str]:

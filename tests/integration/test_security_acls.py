@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,23 +18,13 @@ from streams_core.clients import AuthorizationError
 from streams_core.runtime.kafka_streams import State
 from streams_core.testing.broker import LocalKafkaBroker
 from streams_core.tools.acls import application_acls
-from tests.integration.security_kit import LINES, PASSWORDS, SECURITY, grant, make_topics, produce_lines
+from tests.integration.security_kit import LINES, PASSWORDS, grant, make_topics, produce_lines
 from tests.integration.streams_testkit import StreamsApp, wait_until
 from tests.kafka_utils import unique_topic
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(120)]
 
 BOUND_S = 30.0
-
-
-@pytest.fixture(scope="module")
-def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaBroker]:
-    broker = LocalKafkaBroker(tmp_path_factory.mktemp("secure-broker-acls"), port=0, security=SECURITY)
-    try:
-        broker.start()
-        yield broker
-    finally:
-        broker.stop()
 
 
 _EOS_ACLS = application_acls("APP", "User:alice", input_topics=["IN"], output_topics=["OUT"], exactly_once=True)
