@@ -59,7 +59,10 @@ def token_provider(key: str, value: Any) -> AbstractTokenProvider:
             factory = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError, ValueError) as exc:
             raise ConfigError(key, f"cannot import {value!r}: {exc}") from exc
-        value = factory()
+        try:
+            value = factory()
+        except Exception as exc:
+            raise ConfigError(key, f"{value!r} could not make a token provider: {exc!r}") from exc
     if not isinstance(value, AbstractTokenProvider):
         raise ConfigError(key, f"expected an aiokafka AbstractTokenProvider, got {type(value).__name__}")
     return value
