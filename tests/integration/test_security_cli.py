@@ -82,3 +82,38 @@ async def test_tools_and_app_cli_over_sasl(secure_broker: LocalKafkaBroker, tmp_
     assert PASSWORDS["bob"] not in ran.stdout + ran.stderr
     expected = expected_counts(lines)
     assert await read_counts(secure_broker, sink, expected, partitions=4, timeout=20) == expected
+
+    reset = await asyncio.to_thread(
+        _run, "streams_core.tools", "reset", "--application-id", app_id, "--input-topics", source,
+        "--bootstrap-servers", bootstrap, "--command-config", str(admin_file),
+    )  # fmt: skip
+    assert reset.returncode == 0, reset.stderr
+    assert f"{app_id}-word-count-changelog" in reset.stdout, reset.stdout
+
+
+async def test_broker_cli_with_security(tmp_path: Path) -> None:
+    """`python -m streams_core.testing.broker` with listeners, users and the authorizer prints where
+    everything is before READY, and its super user's password only into a 0600 file."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streams_core.testing.broker", "--port", "0", "--data-dir", str(tmp_path / "k"),
+         "--listener", "SASL_SSL", "--listener", "SSL", "--scram-user", "ann:ann-pw-123", "--cert-user", "cy",
+         "--ssl-client-auth", "--authorizer", "--timeout", "90"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    try:
+        lines: list[str] = []
+        assert proc.stdout is not None
+        while not lines or not lines[-1].startswith("READY"):
+            line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 120)
+            assert line, f"broker exited: {lines}"
+            lines.append(line.strip())
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0
+    kinds = [line.split()[0] for line in lines]
+    assert kinds == ["LISTENER", "LISTENER", "CA", "CERT", "SUPER_USER", "READY"], lines
+    assert lines[0].split()[2] == lines[-1].split()[1], "READY names the first listener"
+    password_file = Path(lines[4].split()[2])
+    assert oct(password_file.stat().st_mode & 0o777) == "0o600"
+    assert password_file.read_text().strip() not in "\n".join(lines)
