@@ -32,8 +32,10 @@ __all__ = [
     "expected_counts",
     "grant",
     "make_topics",
+    "produce_keyed",
     "produce_lines",
     "read_counts",
+    "read_strings",
     "super_config",
 ]
 
@@ -80,14 +82,39 @@ async def grant(broker: LocalKafkaBroker, acls: Iterable[AclBinding]) -> None:
 
 
 async def produce_lines(broker: LocalKafkaBroker, topic: str, lines: Sequence[str]) -> None:
+    await produce_keyed(broker, topic, [(str(i), line) for i, line in enumerate(lines)])
+
+
+async def produce_keyed(broker: LocalKafkaBroker, topic: str, records: Sequence[tuple[str, str]]) -> None:
+    """String keys and values, as the super user."""
     producer = create_producer(super_config(broker, **{"linger.ms": 5}))
     await producer.start()
     try:
-        for i, line in enumerate(lines):
-            await producer.send(topic, key=str(i).encode(), value=line.encode())
+        for key, value in records:
+            await producer.send(topic, key=key.encode(), value=value.encode())
         await producer.flush()
     finally:
         await producer.stop()
+
+
+async def read_strings(broker: LocalKafkaBroker, topic: str, count: int, *, partitions: int = 2) -> dict[str, str]:
+    """The latest string value per key in `topic` once `count` records were read (20 s at most)."""
+    consumer = create_restore_consumer(super_config(broker))
+    await consumer.start()
+    latest: dict[str, str] = {}
+    seen = 0
+    try:
+        tps = [KafkaTopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        deadline = time.monotonic() + 20
+        while seen < count and time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                seen += len(records)
+                latest.update((r.key.decode(), r.value.decode()) for r in records)
+    finally:
+        await consumer.stop()
+    return latest
 
 
 async def read_counts(

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from app.wordcount import build_topology
+from streams_core import Materialized, Serdes, StreamsBuilder, Topology
 from streams_core.clients.unsecured_jwt import UnsecuredJwtTokenProvider
 from streams_core.runtime.kafka_streams import State
 from streams_core.testing.broker import LocalKafkaBroker
@@ -26,10 +27,12 @@ from tests.integration.security_kit import (
     expected_counts,
     grant,
     make_topics,
+    produce_keyed,
     produce_lines,
     read_counts,
+    read_strings,
 )
-from tests.integration.streams_testkit import StreamsApp, tasks_of
+from tests.integration.streams_testkit import StreamsApp, tasks_of, wait_until
 from tests.kafka_utils import unique_topic
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(180)]
@@ -63,6 +66,8 @@ async def _word_count(
         expected = expected_counts(LINES)
         assert await read_counts(broker, sink, expected, eos=eos) == expected
         assert all(s.state is State.RUNNING for s in app.live.values())
+        shown = " ".join(repr(s.metrics()) + repr(s.config) + repr(s.all_metadata()) for s in app.live.values())
+        assert not [p for p in PASSWORDS.values() if p in shown], "a password in metrics, config or metadata"
 
 
 async def test_sasl_ssl_scram_two_instances_least_privilege(
@@ -127,3 +132,28 @@ async def test_wrong_password_fails_start_without_the_password(
         assert wrong not in str(failure.value) and wrong not in repr(failure.value)
     assert "SaslAuthenticationFailed" in caplog.text
     assert wrong not in caplog.text
+
+
+async def test_global_table_over_ssl_least_privilege(secure_broker: LocalKafkaBroker, tmp_path: Path) -> None:
+    """The global consumer too: a stream-global table join as User:carol (client certificate)."""
+    app_id, orders, products, out = (unique_topic(p) for p in ("secglobal", "orders", "products", "enriched"))
+    await make_topics(secure_broker, [orders, products, out])
+    await grant(secure_broker, application_acls(app_id, "User:carol", input_topics=[orders, products], output_topics=[out]))
+    await produce_keyed(secure_broker, products, [(f"p{i}", f"product-{i}") for i in range(5)])
+    strings = Serdes.String()
+
+    def topology() -> Topology:
+        builder = StreamsBuilder()
+        table = builder.global_table(products, Materialized.as_("products"), key_serde=strings, value_serde=strings)
+        builder.stream(orders, key_serde=strings, value_serde=strings).join(
+            table, lambda order_id, product_id: product_id, lambda product_id, name: f"{product_id}={name}"
+        ).to(out, value_serde=strings)
+        return builder.build()
+
+    client = secure_broker.client_config("SSL", user="carol")
+    async with StreamsApp(client["bootstrap.servers"], tmp_path, topology, application_id=app_id, config=client) as app:
+        streams = await app.start(0)
+        await wait_until(lambda: streams.state is State.RUNNING, 60, message=lambda: streams.state.name)
+        await produce_keyed(secure_broker, orders, [(f"o{i}", f"p{i % 5}") for i in range(20)])
+        joined = await read_strings(secure_broker, out, 20)
+        assert joined == {f"o{i}": f"p{i % 5}=product-{i % 5}" for i in range(20)}
