@@ -63,3 +63,19 @@ async def test_missing_acl_is_an_error_naming_it(
         assert dropped.operation in text and dropped.name in text and dropped.resource_type in text, text
     for password in PASSWORDS.values():
         assert password not in caplog.text
+
+
+async def test_missing_acl_in_worker_processes(secure_broker: LocalKafkaBroker, tmp_path: Path) -> None:
+    """Stream threads as worker processes: the worker's authorization error reaches the instance, explained."""
+    app_id, source, sink = unique_topic("aclwork"), unique_topic("lines"), unique_topic("counts")
+    await make_topics(secure_broker, [source, sink])
+    acls = application_acls(app_id, "User:alice", input_topics=[source], output_topics=[sink])
+    await grant(secure_broker, [a for a in acls if a.resource_type != "GROUP"])
+    client = secure_broker.client_config("SASL_SSL", user="alice")
+    topology = lambda: build_topology(source, sink, windowed=False)  # noqa: E731
+    workers = {"num.stream.threads": 2, "stream.threads.mode": "process"}
+    async with StreamsApp(client["bootstrap.servers"], tmp_path, topology, application_id=app_id, config=client) as app:
+        streams = await app.start(0, **workers)
+        await wait_until(lambda: streams.state is State.ERROR, BOUND_S, message=lambda: streams.state.name)
+        text = " | ".join(str(e) for e in streams.errors)
+        assert f"User:alice is not authorized to READ GROUP '{app_id}'" in text, text
