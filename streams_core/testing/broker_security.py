@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import secrets
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -267,7 +267,3 @@ def _write_secret(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as out:
         out.write(text)
 
-
-def listener_names(security: BrokerSecurity | None) -> Sequence[str]:
-    """The client listeners of a broker (PLAINTEXT only without security)."""
-    return security.listeners if security is not None else ("PLAINTEXT",)
