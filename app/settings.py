@@ -8,6 +8,10 @@ also takes among its properties.
 Besides: STREAMS_BIND_HOST (the address the REST server binds), STREAMS_PORT (with it,
 `application.server` defaults to this host's name and that port, as in a container),
 STREAMS_LOG_LEVEL and STREAMS_LOG_FORMAT (app/__main__.py).
+Security (docs/security.md): `--security-protocol`, `--sasl-mechanism`, `--sasl-username`,
+`--ssl-cafile`, `--ssl-certfile`, `--ssl-keyfile` and `--command-config FILE` (client properties,
+Kafka's tools' option); a password only from STREAMS_SASL_PLAIN_PASSWORD or that file, never a flag
+(a command line is visible to every user of the machine).
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ from dataclasses import dataclass, field
 
 from streams_core import StreamsConfig
 from streams_core.config import CLIENT_KEYS
+from streams_core.tools.command_config import add_command_config_argument, read_properties
 
 __all__ = [
     "FLAG_PROPERTIES",
+    "SECURITY_FLAGS",
     "ServiceSettings",
     "add_service_arguments",
     "default_application_server",
@@ -31,6 +37,16 @@ __all__ = [
     "properties_from_env",
     "settings_from",
 ]
+
+SECURITY_FLAGS: tuple[tuple[str, str, str], ...] = (
+    ("--security-protocol", "security.protocol", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
+    ("--sasl-mechanism", "sasl.mechanism", "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"),
+    ("--sasl-username", "sasl.plain.username", "SASL user (the password: STREAMS_SASL_PLAIN_PASSWORD)"),
+    ("--ssl-cafile", "ssl.cafile", "PEM file of the CA(s) that signed the brokers' certificates"),
+    ("--ssl-certfile", "ssl.certfile", "PEM client certificate (mutual TLS)"),
+    ("--ssl-keyfile", "ssl.keyfile", "PEM key of the client certificate"),
+)
+"""Client security keys that also have a flag (which wins over STREAMS_<KEY> and --command-config)."""
 
 FLAG_PROPERTIES = frozenset({
     "application.id", "bootstrap.servers", "application.server", "state.dir",
@@ -98,6 +114,10 @@ def add_service_arguments(parser: argparse.ArgumentParser, application_id: str) 
                         choices=["at_least_once", "exactly_once"])
     parser.add_argument("--autostop", default=_env("AUTOSTOP_AT"), choices=["eol"],
                         help="batch run (KIP-95 autostop.at; Spark: availableNow): process the input written so far, then exit 0")
+    security = parser.add_argument_group("Kafka security (docs/security.md; STREAMS_<KEY> variables work too)")
+    for flag, key, help_text in SECURITY_FLAGS:
+        security.add_argument(flag, dest=key.replace(".", "_"), metavar=key.rsplit(".", 1)[-1].upper(), help=help_text)
+    add_command_config_argument(security)
 
 
 def settings_from(args: argparse.Namespace) -> ServiceSettings:
@@ -111,5 +131,16 @@ def settings_from(args: argparse.Namespace) -> ServiceSettings:
         num_standby_replicas=args.num_standby_replicas,
         processing_guarantee=args.processing_guarantee,
         autostop_at=args.autostop,
-        properties={k: v for k, v in properties_from_env().items() if k not in FLAG_PROPERTIES},
+        properties={k: v for k, v in properties_from_env().items() if k not in FLAG_PROPERTIES} | _security(args),
     )
+
+
+def _security(args: argparse.Namespace) -> dict[str, str]:
+    """Client keys of --command-config, then of the security flags (which win)."""
+    command_config = getattr(args, "command_config", None)
+    props = read_properties(command_config) if command_config is not None else {}
+    for _flag, key, _help in SECURITY_FLAGS:
+        value = getattr(args, key.replace(".", "_"), None)
+        if value:
+            props[key] = value
+    return props

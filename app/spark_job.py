@@ -42,6 +42,7 @@ def run_spark_wordcount(
                 "application.id": settings.application_id,
                 "bootstrap.servers": bootstrap,
                 "state.dir": settings.state_dir,
+                **settings.properties,  # client security keys (flags, STREAMS_*, --command-config) among them
             }
             asyncio.run(_ensure_topics(config, dict.fromkeys((input_topic, output_topic), 4), timeout=15))
             if spark_master:

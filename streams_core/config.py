@@ -20,7 +20,7 @@ from typing import Any
 from streams_core.errors import ConfigError
 from streams_core.serde import Serde, Serdes, resolve_serde
 
-__all__ = ["CLIENT_KEYS", "CLIENT_PREFIXES", "StreamsConfig"]
+__all__ = ["CLIENT_KEYS", "CLIENT_PREFIXES", "StreamsConfig", "is_secret", "redacted"]
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE = "exactly_once"
@@ -43,9 +43,13 @@ CLIENT_KEYS = frozenset(
         "sasl.mechanism",
         "sasl.plain.username",
         "sasl.plain.password",
+        "sasl.jaas.config",
+        "sasl.oauth.token.provider",
         "ssl.cafile",
+        "ssl.capath",
         "ssl.certfile",
         "ssl.keyfile",
+        "ssl.password",
         "request.timeout.ms",
         "retry.backoff.ms",
         "metadata.max.age.ms",
@@ -66,6 +70,19 @@ CLIENT_KEYS = frozenset(
         "transaction.timeout.ms",
     }
 )
+
+_SECRET_SUFFIXES = ("password", "sasl.jaas.config", "ssl.keystore.key")
+
+
+def is_secret(key: str) -> bool:
+    """A key whose value must never be shown: passwords, JAAS configs (they hold passwords), keys."""
+    return key.endswith(_SECRET_SUFFIXES)
+
+
+def redacted(props: Mapping[str, Any]) -> dict[str, Any]:
+    """`props` with secret values replaced by `[hidden]`, for logs, errors and repr."""
+    return {k: "[hidden]" if is_secret(k) else v for k, v in props.items()}
+
 
 _DESERIALIZATION_HANDLERS = ("log_and_fail", "log_and_continue", "dead_letter")
 _PRODUCTION_HANDLERS = ("fail", "continue")
@@ -335,7 +352,7 @@ class StreamsConfig(Mapping[str, Any]):
         return len(self._values) + len(self._client)
 
     def __repr__(self) -> str:
-        return f"StreamsConfig({self.explicit()!r})"
+        return f"StreamsConfig({redacted(self.explicit())!r})"
 
     def explicit(self) -> dict[str, Any]:
         """The keys the user set, with their parsed values."""

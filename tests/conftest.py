@@ -20,7 +20,7 @@ import pytest
 if TYPE_CHECKING:
     from streams_core.testing.broker import LocalKafkaBroker
 
-BROKER_FIXTURES = frozenset({"kafka_broker", "bootstrap_servers"})
+BROKER_FIXTURES = frozenset({"kafka_broker", "bootstrap_servers", "secure_broker"})
 ENV_BOOTSTRAP = "STREAMS_TEST_BOOTSTRAP_SERVERS"
 
 
@@ -52,3 +52,18 @@ def bootstrap_servers(request: pytest.FixtureRequest) -> str:
         return external
     broker: LocalKafkaBroker = request.getfixturevalue("kafka_broker")
     return broker.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaBroker]:
+    """A second local broker that requires SASL/SSL and enforces ACLs (tests/integration/security_kit.py),
+    started only by the tests that ask for it."""
+    from streams_core.testing.broker import LocalKafkaBroker
+    from tests.integration.security_kit import SECURITY
+
+    broker = LocalKafkaBroker(tmp_path_factory.mktemp("secure-broker"), port=0, security=SECURITY)
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.stop()

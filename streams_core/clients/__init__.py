@@ -10,6 +10,7 @@ the rebalance listener, structs, errors) are re-exported so that nothing else im
 
 from streams_core.clients.admin import InternalTopicError, InternalTopicManager, NewTopicSpec
 from streams_core.clients.aiokafka_supplier import AioKafkaClientSupplier
+from streams_core.clients.authorization import AuthorizationError, explain, is_security_error
 from streams_core.clients.client_config import (
     admin_kwargs,
     consumer_kwargs,
@@ -71,6 +72,7 @@ __all__ = [
     "AbstractPartitionAssignor",
     "Admin",
     "AioKafkaClientSupplier",
+    "AuthorizationError",
     "ClusterMetadata",
     "CommitFailedError",
     "Consumer",
@@ -109,8 +111,10 @@ __all__ = [
     "create_producer",
     "create_restore_consumer",
     "default_client_id",
+    "explain",
     "from_aiokafka",
     "from_aiokafka_offsets",
+    "is_security_error",
     "producer_kwargs",
     "to_aiokafka",
     "to_aiokafka_offsets",

@@ -23,7 +23,14 @@ from typing import Any, Protocol
 
 from aiokafka.admin import NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-from aiokafka.errors import KafkaError, TopicAlreadyExistsError, UnknownTopicOrPartitionError, for_code
+from aiokafka.errors import (
+    KafkaError,
+    TopicAlreadyExistsError,
+    TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+    for_code,
+)
+from aiokafka.protocol.metadata import MetadataRequest
 
 from streams_core.errors import StreamsError
 
@@ -99,9 +106,27 @@ class InternalTopicManager:
         self._broker_default_rf: int | None = None
 
     async def partition_counts(self, topics: Iterable[str]) -> dict[str, int | None]:
-        """Each topic's partition count; None for a topic that does not exist (or has no metadata yet)."""
+        """Each topic's partition count; None for a topic that does not exist (or has no metadata yet).
+
+        A topic the principal may not describe is hidden from the listing of all topics: such
+        topics raise `TopicAuthorizationFailedError` (naming them) rather than look absent.
+        """
         states = await self._describe()
-        return {t: (states[t].partitions or None if t in states else None) for t in topics}
+        counts = {t: (states[t].partitions or None if t in states else None) for t in topics}
+        await self._check_authorized([t for t, n in counts.items() if n is None])
+        return counts
+
+    async def _check_authorized(self, topics: list[str]) -> None:
+        """Ask for the named topics (no auto-creation): TOPIC_AUTHORIZATION_FAILED is an error."""
+        send = getattr(self._admin, "_send_request", None)  # aiokafka's admin client (not a test's fake)
+        if not topics or send is None:
+            return
+        response = await send(MetadataRequest(topics, allow_auto_topic_creation=False))
+        denied = sorted(
+            t["topic"] for t in response.to_object()["topics"] if t["error_code"] == TopicAuthorizationFailedError.errno
+        )
+        if denied:
+            raise TopicAuthorizationFailedError(", ".join(denied))
 
     async def ensure_topics(self, specs: Sequence[NewTopicSpec]) -> list[str]:
         """Make every spec's topic exist with its partition count; returns the names it created.
@@ -161,7 +186,7 @@ class InternalTopicManager:
                     retry.append(by_name[topic])
                 else:
                     detail = f": {message}" if message else ""
-                    raise InternalTopicError(f"cannot create topic {topic!r}: {error.__name__}{detail}")
+                    raise InternalTopicError(f"cannot create topic {topic!r}: {error.__name__}{detail}") from error(topic)
             if not retry:
                 return created
             new_topics = retry

@@ -29,6 +29,7 @@ from typing import Any, Final, Literal
 
 from aiokafka.helpers import create_ssl_context
 
+from streams_core.clients.client_security import java_security_properties, parse_jaas_config, token_provider
 from streams_core.config import StreamsConfig
 from streams_core.errors import ConfigError
 
@@ -38,6 +39,7 @@ __all__ = [
     "admin_kwargs",
     "consumer_kwargs",
     "default_client_id",
+    "java_client_properties",
     "producer_kwargs",
     "validate_client_configs",
 ]
@@ -132,10 +134,6 @@ def _compression(key: str, value: Any) -> str | None:
     return text
 
 
-def _passthrough(key: str, value: Any) -> Any:
-    return value
-
-
 _C, _P, _A = frozenset({_CONSUMER}), frozenset({_PRODUCER}), frozenset({_ADMIN})
 
 CLIENT_PROPERTIES: Final[dict[str, _Property]] = {
@@ -166,7 +164,10 @@ CLIENT_PROPERTIES: Final[dict[str, _Property]] = {
         "sasl_kerberos_domain_name", _str, _ALL, "Kerberos domain name (GSSAPI)."
     ),
     "sasl.oauth.token.provider": _Property(
-        "sasl_oauth_token_provider", _passthrough, _ALL, "An aiokafka AbstractTokenProvider (OAUTHBEARER)."
+        "sasl_oauth_token_provider",
+        token_provider,
+        _ALL,
+        "An aiokafka AbstractTokenProvider, or the dotted name of a class making one (OAUTHBEARER).",
     ),
     "fetch.max.wait.ms": _Property("fetch_max_wait_ms", _int(0), _C, "Longest wait of a fetch."),
     "fetch.min.bytes": _Property("fetch_min_bytes", _int(1), _C, "Bytes a fetch waits for."),
@@ -215,6 +216,7 @@ _SSL_KEYS: Final[dict[str, str]] = {
     "ssl.password": "password",
 }
 _SSL_CONTEXT_KEY: Final = "ssl.context"
+_JAAS_KEY: Final = "sasl.jaas.config"
 
 _MANAGED: Final[dict[str, str]] = {
     "bootstrap.servers": "set it without a prefix: Kafka Streams uses one cluster for every client",
@@ -252,7 +254,7 @@ def _origin(config: StreamsConfig, client: str, key: str) -> str:
 
 def _supported(family: str) -> str:
     names = sorted(k for k, p in CLIENT_PROPERTIES.items() if family in p.families)
-    return ", ".join([*names, *_SSL_KEYS, _SSL_CONTEXT_KEY, "client.id"])
+    return ", ".join([*names, *_SSL_KEYS, _SSL_CONTEXT_KEY, _JAAS_KEY, "client.id"])
 
 
 def _translate(config: StreamsConfig, client: str) -> dict[str, Any]:
@@ -271,6 +273,9 @@ def _translate(config: StreamsConfig, client: str) -> dict[str, Any]:
         if key in _SSL_KEYS:
             ssl_args[_SSL_KEYS[key]] = _str(origin, value)
             ssl_origins.append(origin)
+            continue
+        if key == _JAAS_KEY:
+            kwargs |= parse_jaas_config(origin, value)
             continue
         if key == _SSL_CONTEXT_KEY:
             if not isinstance(value, ssl.SSLContext):
@@ -436,3 +441,10 @@ def validate_client_configs(config: StreamsConfig) -> None:
     consumer_kwargs(config, "global.consumer")
     producer_kwargs(config)
     admin_kwargs(config)
+
+
+def java_client_properties(config: StreamsConfig, client: Literal["consumer", "producer"]) -> dict[str, str]:
+    """`bootstrap.servers` and the security settings of `client` as Java client properties
+    (the Spark runner passes them to Spark's Kafka source and sink with the `kafka.` prefix)."""
+    settings = config.client_overrides(client)
+    return {"bootstrap.servers": ",".join(_bootstrap_servers(config))} | java_security_properties(settings, f"the Java {client}")

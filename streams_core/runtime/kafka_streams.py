@@ -223,6 +223,13 @@ class KafkaStreams:
         self._state_directory.lock()  # another instance running on state.dir: StreamsError, as Kafka
         try:
             await self._prepare_topics()
+        except Exception as exc:
+            if clients.is_security_error(exc):  # an ACL or a credential is missing: ERROR, as a thread would
+                error = clients.explain(exc, self.config)
+                self._fail_start(error)  # type: ignore[arg-type]
+                raise error  # noqa: B904 - explain() chained it (or it is exc itself)
+            self._state_directory.unlock()
+            raise
         except BaseException:
             self._state_directory.unlock()
             raise
@@ -419,6 +426,7 @@ class KafkaStreams:
     def _on_thread_error(self, thread: InstanceThread | GlobalStreamThread, error: BaseException) -> None:
         """A thread died: the uncaught-exception handler chooses the response. A dead global thread
         closes the client to ERROR whatever it says (Kafka Streams: "Global thread has died")."""
+        error = clients.explain(error, self.config)  # a missing ACL: named with the principal
         self._errors.append(error)
         response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT
         if isinstance(error, ShutdownRequestedError):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from streams_core.clients.admin import InternalTopicManager, NewTopicSpec
+from streams_core.clients.client_config import java_client_properties
 from streams_core.clients.kafka_clients import create_admin, create_restore_consumer, to_aiokafka
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
@@ -177,9 +178,11 @@ class SparkRunner:
         state_dir = str(self.config["state.dir"] or tempfile.gettempdir())
         return Path(state_dir, str(self.config["application.id"]), "spark")
 
-    def _bootstrap(self) -> str:
-        servers = self.config["bootstrap.servers"]
-        return servers if isinstance(servers, str) else ",".join(servers)
+    def _kafka_options(self, client: Literal["consumer", "producer"]) -> dict[str, str]:
+        """Spark's `kafka.*` options of its Kafka source (`consumer`) or sink (`producer`): the
+        bootstrap servers and the same security settings as the runtime's clients
+        (`kafka.security.protocol`, `kafka.sasl.jaas.config`, PEM stores; docs/security.md)."""
+        return {f"kafka.{key}": value for key, value in java_client_properties(self.config, client).items()}
 
     def explain(self, mode: str = "formatted") -> str:
         """Spark's plan of each query (`DataFrame.explain` modes: simple, extended, codegen, cost, formatted)."""
@@ -197,7 +200,7 @@ class SparkRunner:
         from streams_core.spark.native_count import CountKeys
         from streams_core.spark.spark_stages import OUTPUT_SCHEMA, KeyedStage, StatelessStage, TaskStage
 
-        reader = self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self._bootstrap())
+        reader = self.spark.readStream.format("kafka").options(**self._kafka_options("consumer"))
         for key, value in self._source_options.items():
             reader = reader.option(key, value)
         starts = {t: self._starts[t] for t in query.source_topics if t in self._starts}
@@ -274,7 +277,7 @@ class SparkRunner:
         writer = (
             out.writeStream.format("kafka")
             .queryName(name)
-            .option("kafka.bootstrap.servers", self._bootstrap())
+            .options(**self._kafka_options("producer"))
             .option("checkpointLocation", str(checkpoints / _checkpoint_name(query)))
             .outputMode("update")
         )

@@ -24,14 +24,10 @@ from __future__ import annotations
 import argparse
 import atexit
 import base64
-import contextlib
-import ctypes
 import logging
 import os
 import shutil
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -40,8 +36,20 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Self
+from typing import Any, Self
 
+from streams_core.testing.broker_cli import add_security_arguments, describe_listeners, security_from_arguments
+from streams_core.testing.broker_probe import probe_metadata
+from streams_core.testing.broker_process import (
+    HOST,
+    bindable,
+    first_errors,
+    free_port,
+    preexec_child,
+    signal_group,
+    tail,
+)
+from streams_core.testing.broker_security import BrokerSecurity, SecurityMaterial
 from streams_core.testing.kafka_installation import (
     BrokerError,
     check_logging_backend,
@@ -49,11 +57,10 @@ from streams_core.testing.kafka_installation import (
     java_executable,
 )
 
-__all__ = ["BrokerError", "LocalKafkaBroker", "find_kafka_libs", "main"]
+__all__ = ["BrokerError", "BrokerSecurity", "LocalKafkaBroker", "find_kafka_libs", "main", "probe_metadata"]
 
 log = logging.getLogger(__name__)
 
-HOST = "127.0.0.1"
 NODE_ID = 1
 #: JVM flags chosen for a fast start on a small (2-core) machine; see docs/broker.md.
 DEFAULT_JVM_OPTS: tuple[str, ...] = (
@@ -68,29 +75,8 @@ DEFAULT_JVM_OPTS: tuple[str, ...] = (
 #: Environment variable of extra/replacement JVM flags.
 ENV_JVM_OPTS = "STREAMS_KAFKA_JVM_OPTS"
 
-_PR_SET_PDEATHSIG = 1
 _live_brokers: set[LocalKafkaBroker] = set()
 _live_lock = threading.Lock()
-
-
-def _free_port() -> int:
-    """Ask the kernel for a free TCP port on 127.0.0.1 (released at once; tiny race)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def _bindable(port: int | None) -> bool:
-    """True if ``port`` on 127.0.0.1 can be bound now (after the JVM died: nobody else has it)."""
-    if port is None:
-        return True
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((HOST, port))
-        except OSError:
-            return False
-    return True
 
 
 def _random_cluster_id() -> str:
@@ -99,79 +85,6 @@ def _random_cluster_id() -> str:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not text.startswith("-"):
             return text
-
-
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < size:
-        chunk = sock.recv(size - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed by the broker")
-        buf += chunk
-    return bytes(buf)
-
-
-def probe_metadata(host: str, port: int, timeout: float = 2.0) -> int:
-    """Send a real MetadataRequest (v4, no topics) and return how many brokers it lists.
-
-    The broker answers requests only once it has caught up with the metadata log and is
-    unfenced, so a response listing a broker means a client can work with it. Raw protocol
-    keeps this module free of aiokafka and usable from inside or outside an event loop.
-    """
-    client_id = b"streams-core-probe"
-    correlation_id = 7
-    header = struct.pack(">hhih", 3, 4, correlation_id, len(client_id)) + client_id
-    body = struct.pack(">i?", 0, False)  # topics: empty array; allow_auto_topic_creation=false
-    request = header + body
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.settimeout(timeout)
-        sock.sendall(struct.pack(">i", len(request)) + request)
-        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
-        data = _recv_exact(sock, size)
-    got_id, _throttle_ms, n_brokers = struct.unpack_from(">iii", data, 0)
-    if got_id != correlation_id:
-        raise ConnectionError(f"unexpected correlation id {got_id}")
-    return int(n_brokers)
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    """The last lines of a text file, or a note that it is missing/empty."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return f"({path} does not exist)"
-    if not text.strip():
-        return f"({path} is empty)"
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _first_errors(path: Path, limit: int = 6) -> str:
-    """The first ERROR/FATAL log entries (each with its exception line): usually the cause."""
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    entries: list[str] = []
-    for i, line in enumerate(lines):
-        if "] ERROR " in line or "] FATAL " in line:
-            entry = line
-            if i + 1 < len(lines) and not lines[i + 1].startswith("["):
-                entry += "\n    " + lines[i + 1]
-            entries.append(entry)
-            if len(entries) == limit:
-                break
-    return "\n".join(entries)
-
-
-def _preexec_child() -> None:
-    """In the forked child: die with the parent (PDEATHSIG) and leave its process group."""
-    parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        os._exit(127)
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-    os.setpgid(0, 0)
 
 
 class LocalKafkaBroker:
@@ -198,8 +111,13 @@ class LocalKafkaBroker:
         jvm_opts: Sequence[str] | None = None,
         start_timeout: float = 60.0,
         stop_timeout: float = 20.0,
+        security: BrokerSecurity | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).expanduser().resolve()
+        self.security = security
+        self.material = SecurityMaterial(security, self.data_dir) if security is not None else None
+        #: Port of each client listener by name (its security protocol), once started.
+        self.listener_ports: dict[str, int] = {}
         self._requested_port = port
         self._requested_controller_port = controller_port
         self._libs_dir = Path(libs_dir).resolve() if libs_dir is not None else None
@@ -235,10 +153,30 @@ class LocalKafkaBroker:
 
     @property
     def bootstrap_servers(self) -> str:
-        """``127.0.0.1:<port>`` of the running broker."""
+        """``127.0.0.1:<port>`` of the running broker (its first listener)."""
         if self.port is None:
             raise BrokerError("the broker is not started")
         return f"{HOST}:{self.port}"
+
+    def listener(self, protocol: str) -> str:
+        """``127.0.0.1:<port>`` of the listener with this security protocol."""
+        if protocol not in self.listener_ports:
+            raise BrokerError(f"no {protocol} listener (listeners: {', '.join(self.listener_ports) or 'none yet'})")
+        return f"{HOST}:{self.listener_ports[protocol]}"
+
+    def client_config(
+        self, protocol: str | None = None, *, user: str | None = None, mechanism: str | None = None
+    ) -> dict[str, Any]:
+        """StreamsConfig properties (``bootstrap.servers`` and the security ones) to connect as ``user``.
+
+        Without ``user``: the super user (SASL) or the broker's own certificate (SSL), for set-up.
+        See ``SecurityMaterial.client_properties``.
+        """
+        protocol = protocol or next(iter(self.listener_ports), "PLAINTEXT")
+        props: dict[str, Any] = {"bootstrap.servers": self.listener(protocol)}
+        if self.material is not None:
+            props |= self.material.client_properties(protocol, user=user, mechanism=mechanism)
+        return props
 
     @property
     def pid(self) -> int | None:
@@ -283,6 +221,9 @@ class LocalKafkaBroker:
             "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
             "log.cleaner.threads": "1",
         }
+        if self.material is not None:
+            ports = self.listener_ports | {"CONTROLLER": self.controller_port}
+            props |= self.material.server_properties(ports, HOST)
         props.update(self.overrides)
         return props
 
@@ -312,8 +253,7 @@ class LocalKafkaBroker:
     def _write_configs(self) -> Path:
         props_file = self.data_dir / "server.properties"
         props_file.write_text(
-            "# written by streams_core.testing.broker\n"
-            + "".join(f"{k}={v}\n" for k, v in self.server_properties().items())
+            "# written by streams_core.testing.broker\n" + "".join(f"{k}={v}\n" for k, v in self.server_properties().items())
         )
         (self.data_dir / "log4j2.properties").write_text(self._log4j2_properties())
         return props_file
@@ -340,18 +280,21 @@ class LocalKafkaBroker:
             log.info("reusing formatted storage in %s", self.log_dir)
             return
         cluster_id = _random_cluster_id()
-        cmd = self._java_cmd(
-            libs, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props_file)
-        )
+        scram = self.material.format_arguments() if self.material is not None else []
+        cmd = self._java_cmd(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props_file), *scram)
         log.info("formatting KRaft storage in %s (cluster id %s)", self.log_dir, cluster_id)
-        proc = subprocess.run(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, check=False
-        )
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, check=False)
         if proc.returncode != 0:
-            raise BrokerError(
-                f"kafka.tools.StorageTool format failed ({proc.returncode}):\n"
-                + proc.stdout.decode(errors="replace")[-4000:]
-            )
+            output = proc.stdout.decode(errors="replace")[-4000:]
+            for secret in self._secrets():
+                output = output.replace(secret, "***")
+            raise BrokerError(f"kafka.tools.StorageTool format failed ({proc.returncode}):\n{output}")
+
+    def _secrets(self) -> list[str]:
+        """Passwords this broker was configured with: kept out of its error messages."""
+        if self.material is None or self.security is None:
+            return []
+        return [self.material.super_password, *self.security.scram_users.values(), *self.security.plain_users.values()]
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> Self:
@@ -376,16 +319,21 @@ class LocalKafkaBroker:
         if self.fresh and self.data_dir.exists():
             shutil.rmtree(self.data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.port = self._requested_port or _free_port()
-        self.controller_port = self._requested_controller_port or _free_port()
-        while self.controller_port == self.port:
-            self.controller_port = _free_port()
+        self.port = self._requested_port or free_port()
+        names = self.security.listeners if self.security is not None else ("PLAINTEXT",)
+        self.listener_ports = {names[0]: self.port}
+        for name in names[1:]:
+            self.listener_ports[name] = free_port()
+        self.controller_port = self._requested_controller_port or free_port()
+        while len({self.controller_port, *self.listener_ports.values()}) != len(names) + 1:
+            self.controller_port = free_port()
+            self.listener_ports |= {n: free_port() for n in names[1:]}
+        if self.material is not None:
+            self.material.prepare()
         props_file = self._write_configs()
         self._format_storage(libs, props_file)
         cmd = self._java_cmd(libs, "kafka.Kafka", str(props_file))
-        log.info(
-            "starting Kafka broker on %s:%s (controller %s)", HOST, self.port, self.controller_port
-        )
+        log.info("starting Kafka broker on %s:%s (controller %s)", HOST, self.port, self.controller_port)
         with open(self.console_log, "ab") as console:
             self.process = subprocess.Popen(
                 cmd,
@@ -393,7 +341,7 @@ class LocalKafkaBroker:
                 stdout=console,
                 stderr=subprocess.STDOUT,
                 cwd=self.data_dir,
-                preexec_fn=_preexec_child,
+                preexec_fn=preexec_child,
                 close_fds=True,
             )
         with _live_lock:
@@ -415,17 +363,16 @@ class LocalKafkaBroker:
             if code is not None:
                 diagnostics = self._diagnostics()
                 lost_port = "Address already in use" in diagnostics or not all(
-                    _bindable(p) for p in (self.port, self.controller_port)
+                    bindable(p) for p in (self.controller_port, *self.listener_ports.values())
                 )
                 if retry_on_bind_error and lost_port:
                     raise _PortTaken(f"port {self.port} or {self.controller_port} is taken")
                 raise BrokerError(
                     f"the Kafka broker on {HOST}:{self.port} (controller port "
-                    f"{self.controller_port}) exited with code {code} during start-up.\n"
-                    + diagnostics
+                    f"{self.controller_port}) exited with code {code} during start-up.\n" + diagnostics
                 )
             try:
-                if probe_metadata(HOST, self.port, timeout=2.0) > 0:
+                if self._probe() > 0:
                     return
             except OSError as exc:
                 last_error = exc
@@ -435,13 +382,23 @@ class LocalKafkaBroker:
             f"(last probe error: {last_error!r}).\n" + self._diagnostics()
         )
 
+    def _probe(self) -> int:
+        """A MetadataRequest on the first listener, as the super user where it needs credentials."""
+        assert self.port is not None
+        if self.material is None or self.security is None:
+            return probe_metadata(HOST, self.port, timeout=2.0)
+        protocol = self.security.listeners[0]
+        context = self.material.ssl_context() if protocol in ("SSL", "SASL_SSL") else None
+        plain = (self.security.super_user, self.material.super_password) if protocol.startswith("SASL_") else None
+        return probe_metadata(HOST, self.port, timeout=2.0, ssl_context=context, sasl_plain=plain)
+
     def _diagnostics(self) -> str:
         """First errors and the tails of the broker log and the JVM console, for error messages."""
-        errors = _first_errors(self.server_log)
+        errors = first_errors(self.server_log)
         return (
             (f"--- first errors in {self.server_log} ---\n{errors}\n" if errors else "")
-            + f"--- tail of {self.server_log} ---\n{_tail(self.server_log, 15)}\n"
-            f"--- tail of {self.console_log} ---\n{_tail(self.console_log)}"
+            + f"--- tail of {self.server_log} ---\n{tail(self.server_log, 15)}\n"
+            f"--- tail of {self.console_log} ---\n{tail(self.console_log)}"
         )
 
     def stop(self) -> int | None:
@@ -455,12 +412,12 @@ class LocalKafkaBroker:
         try:
             if proc.poll() is None:
                 log.info("stopping Kafka broker (pid %s)", proc.pid)
-                _signal_group(proc.pid, signal.SIGTERM)
+                signal_group(proc.pid, signal.SIGTERM)
                 try:
                     proc.wait(self.stop_timeout)
                 except subprocess.TimeoutExpired:
                     log.warning("Kafka broker did not stop in %.0f s: SIGKILL", self.stop_timeout)
-                    _signal_group(proc.pid, signal.SIGKILL)
+                    signal_group(proc.pid, signal.SIGKILL)
                     proc.wait(10)
             return proc.returncode
         finally:
@@ -492,12 +449,6 @@ def _prop(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    """Signal the JVM's process group (the JVM leads it); a no-op once it is gone."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, sig)
-
-
 @atexit.register
 def _stop_all_at_exit() -> None:
     """Never leave a broker JVM behind when the interpreter exits."""
@@ -526,12 +477,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", required=True, help="storage, configs and logs")
     parser.add_argument("--controller-port", type=int, default=0, help="KRaft controller port")
     parser.add_argument("--fresh", action="store_true", help="wipe the data dir first")
-    parser.add_argument(
-        "--auto-create-topics", action="store_true", help="auto.create.topics.enable=true"
-    )
+    parser.add_argument("--auto-create-topics", action="store_true", help="auto.create.topics.enable=true")
     parser.add_argument("--timeout", type=float, default=60.0, help="start-up timeout (s)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    add_security_arguments(parser)
     args = parser.parse_args(argv)
+    try:
+        security = security_from_arguments(args)
+    except ValueError as exc:
+        parser.error(str(exc))
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -556,10 +510,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         auto_create_topics=args.auto_create_topics,
         fresh=args.fresh,
         start_timeout=args.timeout,
+        security=security,
     )
     try:
         try:
             broker.start()
+            sys.stdout.write(describe_listeners(broker))
             sys.stdout.write(f"READY {broker.bootstrap_servers}\n")
             sys.stdout.flush()
             assert broker.process is not None

@@ -36,6 +36,7 @@ from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
 from streams_core.runtime.autostop_metadata import metadata_topic_name
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.tools.command_config import add_command_config_argument, client_properties
 
 __all__ = ["ResetPlan", "main", "reset_application"]
 
@@ -65,7 +66,9 @@ def _is_internal(application_id: str, topic: str) -> bool:
 
 async def reset_application(args: argparse.Namespace) -> ResetPlan:
     """Plan the reset and, unless `args.dry_run`, carry it out; StreamsError when the group is active."""
-    config = StreamsConfig({"application.id": args.application_id, "bootstrap.servers": args.bootstrap_servers})
+    config = StreamsConfig(
+        {**client_properties(args), "application.id": args.application_id, "bootstrap.servers": args.bootstrap_servers}
+    )
     app = args.application_id
     only_stop_offsets = args.delete_stopoffsets and not (args.input_topics or args.intermediate_topics or args.state_dir)
     plan = ResetPlan()
@@ -117,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--application-id", required=True, help="the application.id (consumer group) to reset")
     parser.add_argument("--bootstrap-servers", required=True, help="host:port of the Kafka cluster")
+    add_command_config_argument(parser)
     parser.add_argument(
         "--input-topics", nargs="*", default=[], metavar="T", help="input topics: offsets to the start (or --to-*)"
     )
@@ -143,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         plan = asyncio.run(reset_application(args))
-    except StreamsError as exc:
+    except (StreamsError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KafkaError as exc:

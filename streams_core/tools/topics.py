@@ -25,6 +25,7 @@ from typing import Any
 from streams_core import clients
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
+from streams_core.tools.command_config import add_command_config_argument, client_properties
 
 __all__ = ["KafkaUnreachableError", "admin_client", "create_topics", "list_topics", "main"]
 
@@ -54,13 +55,17 @@ async def admin_client(
 
 
 async def create_topics(
-    bootstrap_servers: str, specs: Sequence[clients.NewTopicSpec], *, if_not_exists: bool = False
+    bootstrap_servers: str,
+    specs: Sequence[clients.NewTopicSpec],
+    *,
+    if_not_exists: bool = False,
+    client_config: Mapping[str, Any] | None = None,
 ) -> tuple[list[str], dict[str, int]]:
     """Create the topics; returns (created, existing with their partition counts).
 
     An existing topic is a StreamsError unless `if_not_exists` (then it is left as it is).
     """
-    async with admin_client({"bootstrap.servers": bootstrap_servers}) as admin:
+    async with admin_client({**(client_config or {}), "bootstrap.servers": bootstrap_servers}) as admin:
         manager = clients.InternalTopicManager(admin)
         counts = await manager.partition_counts(spec.name for spec in specs)
         existing = {name: count for name, count in counts.items() if count is not None}
@@ -71,9 +76,9 @@ async def create_topics(
     return created, existing
 
 
-async def list_topics(bootstrap_servers: str) -> dict[str, int]:
-    """Every topic of the cluster with its partition count, by name."""
-    async with admin_client({"bootstrap.servers": bootstrap_servers}) as admin:
+async def list_topics(bootstrap_servers: str, client_config: Mapping[str, Any] | None = None) -> dict[str, int]:
+    """Every topic of the cluster (that the principal may describe) with its partition count, by name."""
+    async with admin_client({**(client_config or {}), "bootstrap.servers": bootstrap_servers}) as admin:
         counts = await clients.InternalTopicManager(admin).partition_counts(await admin.list_topics())
     return {name: count for name, count in sorted(counts.items()) if count is not None}
 
@@ -114,19 +119,23 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--bootstrap-servers", "--bootstrap-server", required=True, metavar="B", help="host:port of the Kafka cluster"
         )
+        add_command_config_argument(command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        props = client_properties(args)
         if args.command == "list":
-            for name, count in asyncio.run(list_topics(args.bootstrap_servers)).items():
+            for name, count in asyncio.run(list_topics(args.bootstrap_servers, props)).items():
                 print(f"{name}\t{count}")
             return 0
         specs = [clients.NewTopicSpec(name, args.partitions, dict(args.config), args.replication_factor) for name in args.names]
-        created, existing = asyncio.run(create_topics(args.bootstrap_servers, specs, if_not_exists=args.if_not_exists))
-    except (StreamsError, ValueError) as exc:
+        created, existing = asyncio.run(
+            create_topics(args.bootstrap_servers, specs, if_not_exists=args.if_not_exists, client_config=props)
+        )
+    except (StreamsError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except clients.KafkaError as exc:
