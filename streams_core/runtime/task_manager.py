@@ -206,6 +206,7 @@ class TaskManager:
                 result = await self._reader.restore(str(task_id), to_restore)
                 task.restored_records = result.total
                 state_manager.update_changelog_offsets(result.end_offsets)
+                state_manager.commit_stores()  # exactly-once: what was restored, with the offsets reached
             task.initialize_task_time_and_processor_metadata(await self._guarantee.committed_offsets(partitions))
             task.processor.init_processors()
         except BaseException:
