@@ -33,6 +33,7 @@ from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.state.internals.sqlite_database import STORE_FILE_SUFFIX, stored_changelog_offsets
 from streams_core.state.internals.thread_cache import ThreadCache
 from streams_core.state.store import StateStore
 
@@ -305,11 +306,16 @@ class TaskManager:
             standby.checkpoint()
 
     def local_state_offset_sums(self) -> dict[TaskId, int]:
-        """Per task directory on disk, the sum of its checkpointed changelog offsets."""
+        """Per task directory on disk, the sum of its checkpointed changelog offsets; without a
+        checkpoint (exactly-once while running or after a crash) of the offsets its store files hold."""
         sums = {}
         for task_id, directory in local_task_dirs(self.app_state_dir).items():
             try:
-                sums[task_id] = sum(OffsetCheckpoint(directory / CHECKPOINT_FILE_NAME).read().values())
+                offsets = OffsetCheckpoint(directory / CHECKPOINT_FILE_NAME).read()
+                if not offsets:
+                    for store_file in directory.glob(f"*{STORE_FILE_SUFFIX}"):
+                        offsets.update(stored_changelog_offsets(store_file))
+                sums[task_id] = sum(offsets.values())
             except Exception:
                 sums[task_id] = 0
         return sums

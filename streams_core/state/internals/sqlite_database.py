@@ -44,6 +44,7 @@ __all__ = [
     "file_digest",
     "open_database",
     "paged_rows",
+    "stored_changelog_offsets",
     "write_digest",
 ]
 
@@ -158,6 +159,22 @@ def open_database(path: Path, schema: Sequence[str], store_name: str) -> sqlite3
         conn.close()
         raise TaskCorruptedError(f"store {store_name!r}: {path} is damaged: {exc!r}") from exc
     return conn
+
+
+def stored_changelog_offsets(path: Path) -> dict[tuple[str, int], int]:
+    """The changelog offsets a store file holds, read without opening the store (read-only: the
+    assignor's view of a task directory after a crash); empty when it holds none or cannot be read."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    except sqlite3.Error:
+        return {}
+    try:
+        rows = conn.execute("SELECT topic, partition, next_offset FROM changelog_offsets").fetchall()
+    except sqlite3.Error:
+        return {}
+    finally:
+        conn.close()
+    return {(topic, partition): offset for topic, partition, offset in rows}
 
 
 class LeadingBounds(NamedTuple):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from streams_core import KafkaStreams
+from streams_core import KafkaStreams, TaskId
 from streams_core.runtime import processing_guarantee
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
@@ -116,3 +116,18 @@ async def test_an_aborted_transaction_leaves_the_store_at_its_last_commit(
     seen, restored = await run_words(cluster, tmp_path, "a", uncommitted=2)
     assert seen == [("a", 2), ("b", None), ("a", 3)], "the input is processed again, once, from the store of the last commit"
     assert restored == 0
+
+
+async def test_the_assignor_sees_the_offsets_in_the_store_files_when_there_is_no_checkpoint(tmp_path: Path) -> None:
+    """Exactly-once keeps no checkpoint while a task runs (nor after a crash): the per-task offset
+    sums that stickiness and warm-up decisions use (KIP-441) come from the store files."""
+    cluster = cluster_with_topics()
+    seen: list[tuple[str, int | None]] = []
+    async with running(cluster, counting_topology(seen=seen), streams_config(tmp_path, EOS)) as app:
+        produce_words(cluster, "a b c")
+        await eventually(lambda: cluster.committed(APP) == cluster.end_offsets("in"), what="the commit")
+        assert not (task_dir(tmp_path) / CHECKPOINT_FILE_NAME).exists()
+        [thread] = app.streams.threads
+        assert thread.task_manager is not None
+        await eventually(lambda: stored_offset(tmp_path) >= 3, what="the store commit")
+        assert thread.task_manager.local_state_offset_sums() == {TaskId(0, 0): stored_offset(tmp_path)}
