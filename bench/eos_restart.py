@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import importlib
 import logging
 import os
 import re
@@ -74,18 +75,35 @@ def key_of(i: int) -> bytes:
     return b"key-%010d" % i
 
 
-class App:
-    """One counting_app process of a source tree; its stdout lines collected by a thread."""
+class Variant:
+    """How to start one counting application: our runtime from a source tree, or Kafka Streams."""
 
-    def __init__(self, tree: Path, bootstrap: str, state_dir: Path, log_path: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(tree)}
+    def __init__(self, name: str, tree: Path | None = None, classpath: str | None = None) -> None:
+        self.name = name
+        self.tree = tree
+        self.classpath = classpath
+        self.app_id = APP + ("-kstreams" if classpath else "")
+
+    def command(self, bootstrap: str, state_dir: Path) -> tuple[list[str], Path, dict[str, str]]:
+        if self.classpath is not None:
+            return (["java", "-Xms256m", "-Xmx1g", "-cp", self.classpath, "EosRestart", bootstrap, self.app_id, SOURCE,
+                     SINK + "-kstreams", str(state_dir)], HERE, dict(os.environ))
+        assert self.tree is not None
+        return ([sys.executable, "-m", "tests.integration.apps.counting_app", "--bootstrap", bootstrap, "--app-id",
+                 self.app_id, "--input", SOURCE, "--output", SINK, "--state-dir", str(state_dir), "--guarantee",
+                 "exactly_once"], self.tree, {**os.environ, "PYTHONPATH": str(self.tree)})
+
+
+class App:
+    """One counting application process; its stdout lines collected by a thread."""
+
+    def __init__(self, variant: Variant, bootstrap: str, state_dir: Path, log_path: Path) -> None:
+        command, cwd, env = variant.command(bootstrap, state_dir)
         self.log_path = log_path
         self._log: IO[bytes] = open(log_path, "wb")
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.integration.apps.counting_app", "--bootstrap", bootstrap, "--app-id", APP,
-             "--input", SOURCE, "--output", SINK, "--state-dir", str(state_dir), "--guarantee", "exactly_once"],
-            cwd=tree, env=env, stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL, text=True,
+            command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL, text=True,
         )
         self.running_at: float | None = None
         threading.Thread(target=self._read, daemon=True).start()
@@ -170,8 +188,8 @@ async def trickle(bootstrap: str, keys: int, stop: asyncio.Event, rate: int = 20
     return sent
 
 
-async def committed(bootstrap: str) -> int:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=APP, enable_auto_commit=False)
+async def committed(bootstrap: str, group: str) -> int:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
     await consumer.start()
     try:
         return await consumer.committed(KafkaTopicPartition(SOURCE, 0)) or 0
@@ -185,78 +203,110 @@ async def create_topics(bootstrap: str) -> None:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
-        await admin.create_topics([NewTopic(SOURCE, 1, 1), NewTopic(SINK, 1, 1)])
+        await admin.create_topics([NewTopic(SOURCE, 1, 1), NewTopic(SINK, 1, 1), NewTopic(SINK + "-kstreams", 1, 1)])
     finally:
         await admin.close()
 
 
-async def build_state(args: argparse.Namespace, bootstrap: str, work: Path) -> Path:
-    """Count `--keys` keys under exactly-once, then kill -9 mid-stream; returns the saved state dir."""
-    await create_topics(bootstrap)
-    started = time.perf_counter()
-    await produce_keys(bootstrap, args.keys)
-    print(f"produced {args.keys} input records in {time.perf_counter() - started:.1f} s", flush=True)
-    state = work / "state"
-    app = App(HERE, bootstrap, state, work / "build.log")
+async def build_state(args: argparse.Namespace, variant: Variant, bootstrap: str, work: Path) -> Path:
+    """Count every input record so far (`--keys` keys) under exactly-once, then kill -9 mid-stream;
+    returns the saved state dir."""
+    state = work / f"state-{variant.name}"
+    build_log = work / f"build-{variant.name}.log"
+    app = App(variant, bootstrap, state, build_log)
     await app.wait_running(120)
     started = time.perf_counter()
     deadline = time.monotonic() + args.build_timeout
-    while (done := await committed(bootstrap)) < args.keys:
+    target = await input_end(bootstrap)
+    while (done := await committed(bootstrap, variant.app_id)) < target:
         if time.monotonic() > deadline or app.proc.poll() is not None:
             app.kill()
-            raise RuntimeError(f"the store was not built: {done} of {args.keys} committed; see {work / 'build.log'}")
+            raise RuntimeError(f"the store was not built: {done} of {target} committed; see {build_log}")
         await asyncio.sleep(1.0)
-    print(f"counted {args.keys} keys under exactly-once in {time.perf_counter() - started:.1f} s", flush=True)
+    print(f"{variant.name}: counted {target} records ({args.keys} keys) under exactly-once in "
+          f"{time.perf_counter() - started:.1f} s", flush=True)
     stop = asyncio.Event()
     feeding = asyncio.create_task(trickle(bootstrap, args.keys, stop))
     await asyncio.sleep(3.0)
     app.kill()
     stop.set()
     sent = await feeding
-    print(f"killed -9 while processing a trickle ({sent} updates sent)", flush=True)
+    print(f"{variant.name}: killed -9 while processing a trickle ({sent} updates sent)", flush=True)
     await asyncio.sleep(SESSION_EXPIRY_S)
-    saved = work / "saved"
+    saved = work / f"saved-{variant.name}"
     shutil.copytree(state, saved)
     return saved
 
 
-async def restart(variant: str, tree: Path, bootstrap: str, saved: Path, work: Path, round_no: int) -> dict[str, float]:
-    state = work / "state"
+async def input_end(bootstrap: str) -> int:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tp = KafkaTopicPartition(SOURCE, 0)
+        return int((await consumer.end_offsets([tp]))[tp])
+    finally:
+        await consumer.stop()
+
+
+async def restart(variant: Variant, bootstrap: str, saved: Path, work: Path, round_no: int) -> dict[str, float]:
+    state = work / f"state-{variant.name}"
     shutil.rmtree(state, ignore_errors=True)
     shutil.copytree(saved, state)
-    app = App(tree, bootstrap, state, work / f"{variant}-{round_no}.log")
+    app = App(variant, bootstrap, state, work / f"{variant.name}-{round_no}.log")
     try:
         seconds = await app.wait_running(600)
     finally:
         code = app.terminate()
-    restored, restore_s = app.restored()
+    restored, restore_s = app.restored() if variant.classpath is None else (-1, float("nan"))  # Kafka Streams logs nothing
     in_process = app.start_to_running()
-    print(f"  {variant:6s} round {round_no}: RUNNING after {seconds:6.2f} s from Popen, {in_process:6.2f} s from "
+    print(f"  {variant.name:8s} round {round_no}: RUNNING after {seconds:6.2f} s from Popen, {in_process:6.2f} s from "
           f"start(); restored {restored} records in {restore_s:.2f} s (exit {code})", flush=True)
     return {"running_s": seconds, "start_s": in_process, "restored": restored, "restore_s": restore_s}
 
 
 async def main_async(args: argparse.Namespace, bootstrap: str, work: Path) -> None:
-    saved = await build_state(args, bootstrap, work)
-    variants = {"after": HERE}
+    await create_topics(bootstrap)
+    started = time.perf_counter()
+    await produce_keys(bootstrap, args.keys)
+    print(f"produced {args.keys} input records in {time.perf_counter() - started:.1f} s", flush=True)
+    variants = {"after": Variant("after", tree=HERE)}
     if args.before:
-        variants["before"] = Path(args.before).resolve()
+        variants["before"] = Variant("before", tree=Path(args.before).resolve())
+    if args.kstreams:
+        variants["kstreams"] = Variant("kstreams", classpath=kstreams_classpath(work))
+    # ours builds one state (the killed instance's directory), which both trees restart from
+    saved = {"after": await build_state(args, variants["after"], bootstrap, work)}
+    saved["before"] = saved["after"]
+    if "kstreams" in variants:
+        saved["kstreams"] = await build_state(args, variants["kstreams"], bootstrap, work)
     results: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     for round_no in range(1, args.repeat + 1):
         order = list(variants) if round_no % 2 else list(reversed(variants))
-        for variant in order:
-            results[variant].append(await restart(variant, variants[variant], bootstrap, saved, work, round_no))
+        for name in order:
+            results[name].append(await restart(variants[name], bootstrap, saved[name], work, round_no))
     print(f"\nrestart to RUNNING after kill -9 under exactly-once, {args.keys} keys (load {os.getloadavg()[0]:.1f}):")
     for variant, runs in results.items():
         times = sorted(r["running_s"] for r in runs)
         starts = sorted(r["start_s"] for r in runs)
-        print(f"  {variant:6s} from Popen median {_median(times):.2f} s {[round(t, 2) for t in times]}; from start() "
+        print(f"  {variant:8s} from Popen median {_median(times):.2f} s {[round(t, 2) for t in times]}; from start() "
               f"median {_median(starts):.2f} s {[round(t, 2) for t in starts]}; restored {[int(r['restored']) for r in runs]}")
+    after = _median([r["running_s"] for r in results["after"]])
+    for other in ("before", "kstreams"):
+        if other in results:
+            print(f"  {other} / after, from Popen (medians): {_median([r['running_s'] for r in results[other]]) / after:.1f}x")
     if "before" in results:
-        for key, what in (("running_s", "from Popen"), ("start_s", "from start()")):
-            before = _median([r[key] for r in results["before"]])
-            after = _median([r[key] for r in results["after"]])
-            print(f"  speed-up {what} (median before / median after): {before / after:.1f}x")
+        before = _median([r["start_s"] for r in results["before"]])
+        print(f"  before / after, from start() (medians): {before / _median([r['start_s'] for r in results['after']]):.1f}x")
+
+
+def kstreams_classpath(work: Path) -> str:
+    """Kafka Streams' jars (bench/peers/install.py fetches them) and EosRestart compiled into `work`."""
+    sys.path.insert(0, str(HERE / "bench" / "peers"))
+    libs_classpath: str = importlib.import_module("install").kstreams_classpath()
+    classes = work / "kstreams-classes"
+    source = HERE / "bench" / "peers" / "kstreams" / "EosRestart.java"
+    subprocess.run(["javac", "-d", str(classes), "-cp", libs_classpath, str(source)], check=True)
+    return f"{classes}:{libs_classpath}"
 
 
 def _median(values: list[float]) -> float:
@@ -269,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--before", default=None, help="source tree of the baseline (e.g. /work/main)")
+    parser.add_argument("--kstreams", action="store_true", help="also Kafka Streams (Java) on the same broker and input")
     parser.add_argument("--build-timeout", type=float, default=1800.0)
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, state)")
     args = parser.parse_args(argv)
