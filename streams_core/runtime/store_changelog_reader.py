@@ -49,7 +49,7 @@ class RestoreResult:
 
 
 def _commit_restored(by_tp: Mapping[TopicPartition, ChangelogPartition], restored_to: dict[TopicPartition, int]) -> None:
-    """Transactional stores commit what they restored so far (the rest commit at their next flush)."""
+    """Transactional stores commit what they restored so far (the task commits them all once restored)."""
     for ktp, next_offset in restored_to.items():
         commit = by_tp[ktp].commit
         if commit is not None:
