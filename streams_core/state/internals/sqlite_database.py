@@ -299,7 +299,12 @@ class SqliteStoreFile:
         refuse_reinit(self)
         self._path = Path(state_dir) / f"{self._name}{STORE_FILE_SUFFIX}"
         conn = self._conn = open_database(self._path, schema, self._name)
-        rows = conn.execute("SELECT topic, partition, next_offset FROM changelog_offsets").fetchall()
+        try:
+            rows = conn.execute("SELECT topic, partition, next_offset FROM changelog_offsets").fetchall()
+        except sqlite3.DatabaseError as exc:  # a damaged page quick_check did not reach
+            self._conn = NotOpen(self._name)
+            conn.close()
+            raise TaskCorruptedError(f"store {self._name!r}: {self._path} is damaged: {exc}") from exc
         self._stored_offsets = {TopicPartition(topic, partition): offset for topic, partition, offset in rows}
         return conn
 
