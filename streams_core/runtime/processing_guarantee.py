@@ -8,9 +8,11 @@ guarantee:
 - `ExactlyOnce`: each task has a transactional producer of its own (`transactional.id` =
   application id + task id: aiokafka has no KIP-447 fencing); a new task starts reading where
   the offsets committed before its producer fenced the previous owner say; a commit sends each
-  task's output, changelog writes and consumed offsets in its transaction and commits it. A task's
-  `.checkpoint` is removed while it runs (a crash must not trust stores that may hold aborted
-  writes) and written on a clean close; a task without one is wiped and restored.
+  task's output, changelog writes and consumed offsets in its transaction and commits it, then
+  the task's SQLite stores commit their data with the changelog offsets it reflects (KIP-892/
+  KIP-1035 in SQLite form): after a crash they restore only the changelog past those offsets.
+  A task's `.checkpoint` is removed while it runs and written on a clean close; without one,
+  what cannot say how far it is (stores that do not manage offsets) is wiped and restored.
 """
 
 from __future__ import annotations
@@ -155,12 +157,15 @@ class ExactlyOnce(_GroupOffsets):
         self._log_prefix = log_prefix
 
     def prepare_state(self, state_manager: ProcessorStateManager, *, active: bool) -> None:
-        """Without a checkpoint the stores may hold writes of aborted transactions: wipe them.
+        """Stores that manage their offsets become transactional; without a checkpoint the others
+        may hold writes of aborted transactions: wipe them (SQLite store files stay: their offsets
+        say how far their committed data is).
 
         An active task also removes its checkpoint while it runs; a standby keeps writing one.
         """
+        state_manager.use_transactional_stores()
         if not state_manager.has_checkpoint:
-            state_manager.wipe()
+            state_manager.wipe(keep_store_files=True)
         state_manager.load_checkpoint()
         if active:
             state_manager.delete_checkpoint()
@@ -226,11 +231,15 @@ class ExactlyOnce(_GroupOffsets):
             await task.record_collector.send_pending()
 
     async def commit(self, prepared: PreparedCommit) -> bool:
-        """Per task: its output, changelog writes and offsets in its transaction, committed; then the thread's output."""
+        """Per task: 1. its output, changelog writes and offsets in its transaction, committed; 2. the
+        state manager notes the changelog offsets; 3. its transactional stores commit their data with
+        them (a crash between 1 and 3 leaves the stores behind, which a restart's restore covers).
+        Then the thread's output."""
         for task, offsets in prepared:
             collector = task.record_collector
             await collector.commit_transaction(offsets, self._application_id)
             task.post_commit(collector.offsets)
+            task.state_manager.commit_stores()
         await self._collector.flush()
         return True
 

@@ -81,8 +81,10 @@ class StandbyTask:
         self.updated_records += len(batch)
 
     def checkpoint(self) -> None:
-        """Flush the stores, then record how far they are."""
+        """Flush the stores, then record how far they are (transactional stores: in their own file,
+        committed with their data: a standby applies only committed changelog records)."""
         self.state_manager.flush()
+        self.state_manager.commit_stores()
         self.state_manager.checkpoint()
 
     def close(self) -> None:

@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 
 _PROGRESS_EVERY_S = 5.0
 
+COMMIT_RESTORED_EVERY_S = 2.0
+"""How often a transactional store commits what it restored so far, with the offset reached: a
+restore killed midway resumes from there (exactly-once; the records are committed ones)."""
+
 
 @dataclass(slots=True)
 class RestoreResult:
@@ -42,6 +46,15 @@ class RestoreResult:
     @property
     def total(self) -> int:
         return sum(self.restored.values())
+
+
+def _commit_restored(by_tp: Mapping[TopicPartition, ChangelogPartition], restored_to: dict[TopicPartition, int]) -> None:
+    """Transactional stores commit what they restored so far (the task commits them all once restored)."""
+    for ktp, next_offset in restored_to.items():
+        commit = by_tp[ktp].commit
+        if commit is not None:
+            commit(next_offset)
+    restored_to.clear()
 
 
 class StoreChangelogReader:
@@ -110,8 +123,9 @@ class StoreChangelogReader:
         result: RestoreResult,
     ) -> None:
         consumer = self._consumer
-        started = last_report = time.monotonic()
+        started = last_report = last_commit = time.monotonic()
         total_to_restore = None
+        restored_to: dict[TopicPartition, int] = {}
         while remaining:
             try:
                 batch = await consumer.getmany(*remaining, timeout_ms=200, max_records=10_000)
@@ -121,10 +135,15 @@ class StoreChangelogReader:
                 cp = by_tp[ktp]
                 cp.restore_callback([(r.key, r.value) for r in records if r.key is not None])
                 result.restored[cp.partition] += len(records)
+                if records:
+                    restored_to[ktp] = records[-1].offset + 1
             for ktp in list(remaining):
                 if await consumer.position(ktp) >= ends[ktp]:
                     remaining.discard(ktp)
             now = time.monotonic()
+            if remaining and restored_to and now - last_commit >= COMMIT_RESTORED_EVERY_S:
+                last_commit = now
+                _commit_restored(by_tp, restored_to)
             if remaining and now - last_report >= _PROGRESS_EVERY_S:
                 last_report = now
                 if total_to_restore is None:

@@ -33,6 +33,7 @@ from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
+from streams_core.state.internals.sqlite_database import STORE_FILE_SUFFIX, stored_changelog_offsets
 from streams_core.state.internals.thread_cache import ThreadCache
 from streams_core.state.store import StateStore
 
@@ -207,6 +208,7 @@ class TaskManager:
                 result = await self._reader.restore(str(task_id), to_restore)
                 task.restored_records = result.total
                 state_manager.update_changelog_offsets(result.end_offsets)
+                state_manager.commit_stores()  # exactly-once: what was restored, with the offsets reached
             task.initialize_task_time_and_processor_metadata(await self._guarantee.committed_offsets(partitions))
             task.processor.init_processors()
         except BaseException:
@@ -305,11 +307,16 @@ class TaskManager:
             standby.checkpoint()
 
     def local_state_offset_sums(self) -> dict[TaskId, int]:
-        """Per task directory on disk, the sum of its checkpointed changelog offsets."""
+        """Per task directory on disk, the sum of its checkpointed changelog offsets; without a
+        checkpoint (exactly-once while running or after a crash) of the offsets its store files hold."""
         sums = {}
         for task_id, directory in local_task_dirs(self.app_state_dir).items():
             try:
-                sums[task_id] = sum(OffsetCheckpoint(directory / CHECKPOINT_FILE_NAME).read().values())
+                offsets = OffsetCheckpoint(directory / CHECKPOINT_FILE_NAME).read()
+                if not offsets:
+                    for store_file in directory.glob(f"*{STORE_FILE_SUFFIX}"):
+                        offsets.update(stored_changelog_offsets(store_file))
+                sums[task_id] = sum(offsets.values())
             except Exception:
                 sums[task_id] = 0
         return sums

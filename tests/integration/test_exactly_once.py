@@ -6,8 +6,8 @@ many input records the key got: a repeat would be a record processed twice (a lo
 abort or a state/offset mismatch), a gap a lost update. Instances are real processes killed with
 SIGKILL while input is still being produced: the first kill at a random moment, the next ones
 at a random moment too but only once a transaction holds records on the broker (so that there is
-something to abort). Each restart finds no checkpoint, wipes its state and restores it from the
-committed changelog.
+something to abort). Each restart finds no checkpoint and restores the committed changelog past
+the offsets the store file holds (docs/state.md, "Exactly-once without wipes").
 """
 
 from __future__ import annotations

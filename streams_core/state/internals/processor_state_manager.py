@@ -15,6 +15,12 @@ thread instead: docs/state.md), and a persistent store whose file was missing or
 checkpoint has its changelog offset, raise TaskCorruptedError; the task manager then wipes the
 task and restores it from the changelogs.
 Offsets of in-memory stores are never checkpointed (as Java): they restart empty.
+
+Stores that manage their changelog offsets (KIP-1035: the SQLite stores keep them in their file)
+are trusted for them over the checkpoint. Under exactly-once (`use_transactional_stores()`) they
+are transactional (KIP-892): `commit_stores()`, called once the Kafka transaction that carried
+their changelog records committed (and during and after a restore, whose records are committed
+ones), commits each one's data with its offsets; nothing else commits them (docs/state.md).
 """
 
 from __future__ import annotations
@@ -22,24 +28,48 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from streams_core.errors import ProcessorStateError, TaskCorruptedError
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.serde import Serde
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
-from streams_core.state.internals.sqlite_database import STORE_FILE_SUFFIX
+from streams_core.state.internals.sqlite_database import DIGEST_SUFFIX, STORE_FILE_SUFFIX
 from streams_core.state.internals.store_context import StoreContext
 from streams_core.state.internals.store_names import store_changelog_topic
 from streams_core.state.internals.task_directory_lock import TaskDirectoryLock
 from streams_core.state.store import RestoreCallback, StateStore
 
-__all__ = ["ChangelogPartition", "ProcessorStateManager", "StateStoreMetadata"]
+__all__ = ["ChangelogPartition", "OffsetManagingStore", "ProcessorStateManager", "StateStoreMetadata"]
 
 log = logging.getLogger(__name__)
+
+_STORE_FILE_ENDINGS = tuple(STORE_FILE_SUFFIX + tail for tail in ("", "-wal", "-shm", DIGEST_SUFFIX))
+"""A SQLite store's file, its WAL and shared memory, and its digest: kept by `wipe(keep_store_files=True)`."""
+
+
+@runtime_checkable
+class OffsetManagingStore(Protocol):
+    """A bytes store that keeps the changelog offsets its data reflects (KIP-1035) and can commit
+    both together only when told (KIP-892): `SqliteStoreFile`."""
+
+    @property
+    def manages_offsets(self) -> bool: ...
+
+    @property
+    def persistent(self) -> bool: ...
+
+    def set_transactional(self) -> None: ...
+
+    def committed_offsets(self) -> dict[TopicPartition, int]: ...
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int]) -> None: ...
+
+    def is_empty(self) -> bool: ...
 
 
 @dataclass(slots=True)
@@ -59,6 +89,8 @@ class ChangelogPartition:
     partition: TopicPartition
     start_offset: int | None
     restore_callback: RestoreCallback
+    commit: Callable[[int], None] | None = None
+    """A transactional store: commit what was restored, with the next offset to restore from."""
 
 
 class ProcessorStateManager:
@@ -100,6 +132,9 @@ class ProcessorStateManager:
         """Changelogs of in-memory stores: never checkpointed, always restored from the beginning."""
         self._files_at_open = _non_empty_files(self._task_dir)
         self._global_stores = global_stores or {}
+        self._exactly_once = False
+        self._transactional: dict[str, OffsetManagingStore] = {}
+        """Stores committed by `commit_stores()` only (exactly-once), by name."""
         log.debug("task %s: state manager opened %s", task_id, self._task_dir)
 
     @property
@@ -144,17 +179,31 @@ class ProcessorStateManager:
             raise ProcessorStateError(f"task {self._task_id}: {exc}") from exc
         self._stores[name] = StateStoreMetadata(store, restore_callback, topic)
         log.debug("task %s: registered store %s", self._task_id, name)
+        offset_store = _offset_managing(store)
+        if offset_store is not None and self._exactly_once:
+            offset_store.set_transactional()
+            self._transactional[name] = offset_store
         tp = self._changelogs.get(name)
         if tp is None:
             return
+        stored = None if offset_store is None else offset_store.committed_offsets().get(tp)
         if not store.persistent:
             self._volatile.add(tp)
             self._changelog_offsets.pop(tp, None)
+        elif stored is not None:
+            self._changelog_offsets[tp] = stored
         elif tp in self._changelog_offsets and name + STORE_FILE_SUFFIX not in self._files_at_open:
             raise TaskCorruptedError(
                 f"task {self._task_id}: the checkpoint has offset {self._changelog_offsets[tp]} of {tp} but the "
                 f"file of store {name!r} was missing or empty"
             )
+        elif self._exactly_once and tp not in self._changelog_offsets and offset_store is not None:
+            if not offset_store.is_empty():
+                raise TaskCorruptedError(
+                    f"task {self._task_id}: store {name!r} holds data without the changelog offset it reflects "
+                    "(written under at_least_once or by an older version and not closed cleanly): under "
+                    "exactly_once it may hold writes of aborted transactions"
+                )
 
     def get_store(self, name: str) -> StateStore | None:
         """The registered store of that name, else the global store of that name, or None."""
@@ -200,13 +249,49 @@ class ProcessorStateManager:
         return dict(self._changelog_offsets)
 
     def changelogs_to_restore(self) -> list[ChangelogPartition]:
-        """Each registered logged store with a restore callback, from its checkpointed offset (None: the beginning)."""
+        """Each registered logged store with a restore callback, from its stored or checkpointed
+        offset (None: the beginning); a transactional store with how to commit what was restored."""
         out = []
         for store, tp in self._changelogs.items():
             meta = self._stores.get(store)
             if meta is not None and meta.restore_callback is not None:
-                out.append(ChangelogPartition(store, tp, self._changelog_offsets.get(tp), meta.restore_callback))
+                commit = partial(self._commit_restored, store, tp) if store in self._transactional else None
+                out.append(ChangelogPartition(store, tp, self._changelog_offsets.get(tp), meta.restore_callback, commit))
         return out
+
+    def _commit_restored(self, store: str, tp: TopicPartition, next_offset: int) -> None:
+        """A transactional store holds its changelog up to `next_offset`: commit that (read_committed records)."""
+        self._changelog_offsets[tp] = next_offset
+        self._transactional[store].commit({tp: next_offset})
+
+    # -- exactly-once: transactional stores (KIP-892) --------------------------------------------
+
+    def use_transactional_stores(self) -> None:
+        """Exactly-once: stores that manage their offsets, registered from now on, commit only in
+        `commit_stores()`. Call before the stores register."""
+        self._exactly_once = True
+
+    @property
+    def transactional_stores(self) -> list[str]:
+        """Names of the stores that `commit_stores()` commits."""
+        return list(self._transactional)
+
+    def commit_stores(self) -> None:
+        """Commit each transactional store's data with the changelog offsets it reflects, in one
+        SQLite transaction each. Call only when every changelog record of the data written so far
+        is committed in Kafka (after the task's transaction committed, or after a restore or a
+        standby update); the first failure is raised after trying all."""
+        offsets = self._changelog_offsets
+        first: BaseException | None = None
+        for name, store in self._transactional.items():
+            tp = self._changelogs.get(name)
+            try:
+                store.commit({tp: offsets[tp]} if tp is not None and tp in offsets else {})
+            except Exception as exc:
+                log.error("task %s: failed to commit store %s: %s", self._task_id, name, exc)
+                first = first or exc
+        if first is not None:
+            raise ProcessorStateError(f"task {self._task_id}: failed to commit stores: {first}") from first
 
     def update_changelog_offsets(self, next_offsets: Mapping[TopicPartition, int]) -> None:
         """The stores now hold their changelogs up to these next offsets (partitions of other tasks are ignored)."""
@@ -226,20 +311,24 @@ class ProcessorStateManager:
         """Remove `.checkpoint` (exactly-once while a task runs: a crash must not trust its stores)."""
         self._checkpoint.delete()
 
-    def wipe(self) -> None:
+    def wipe(self, *, keep_store_files: bool = False) -> None:
         """Delete the store files and the checkpoint (not the lock): the stores rebuild from their changelogs.
 
+        `keep_store_files`: keep SQLite store files, which hold the offsets their data reflects
+        (exactly-once without a checkpoint: only stores that cannot say how far they are go).
         Call before the stores are registered.
         """
         if self._stores:
             raise ProcessorStateError(f"task {self._task_id}: cannot wipe state while stores are open")
         for entry in self._task_dir.iterdir():
             if entry.is_file() and not entry.name.startswith("."):
-                entry.unlink()
+                if not (keep_store_files and entry.name.endswith(_STORE_FILE_ENDINGS)):
+                    entry.unlink()
         self._checkpoint.delete()
         self._changelog_offsets = {}
-        self._files_at_open = set()
-        log.info("task %s: wiped local state in %s to restore it from the changelogs", self._task_id, self._task_dir)
+        self._files_at_open = _non_empty_files(self._task_dir)
+        if not keep_store_files:
+            log.info("task %s: wiped local state in %s to restore it from the changelogs", self._task_id, self._task_dir)
 
     # -- flush and close ----------------------------------------------------------------------
 
@@ -286,6 +375,17 @@ class ProcessorStateManager:
 
     def __repr__(self) -> str:
         return f"ProcessorStateManager(task {self._task_id}, {self._task_dir}, stores={list(self._stores)})"
+
+
+def _offset_managing(store: StateStore) -> OffsetManagingStore | None:
+    """The bytes store under `store`'s layers if it manages its changelog offsets, else None."""
+    inner: Any = store
+    while not isinstance(inner, OffsetManagingStore):
+        unwrap = getattr(inner, "wrapped", None)
+        if unwrap is None:
+            return None
+        inner = unwrap()
+    return inner if inner.persistent and inner.manages_offsets else None
 
 
 def _non_empty_files(directory: Path) -> set[str]:

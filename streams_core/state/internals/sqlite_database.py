@@ -10,6 +10,13 @@ Damage done while the instance is down is detected on open and raised as TaskCor
 beside it (`<store>.sqlite.crc32`), checked and removed on the next open; without one (after a
 crash) `PRAGMA quick_check` checks the file's structure. SQLite keeps no page checksums, so a
 changed byte inside a row after a crash can pass quick_check: docs/state.md says so.
+
+Under exactly-once a store is transactional (KIP-892/KIP-1035 in SQLite form): the changelog
+offsets its committed data reflects live in the same file (table `changelog_offsets`), written
+in the same SQLite transaction as the data by `commit(offsets)`, which the task calls only after
+the Kafka transaction carrying those changelog records committed; `flush()` then commits
+nothing and `close()` rolls back what no commit covered. docs/state.md says why such a store can
+be behind the committed changelog after a crash, never ahead of it.
 """
 
 from __future__ import annotations
@@ -19,11 +26,12 @@ import logging
 import os
 import sqlite3
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from streams_core.errors import ProcessorStateError, TaskCorruptedError
+from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.not_open import NotOpen, refuse_reinit
 
 __all__ = [
@@ -36,13 +44,23 @@ __all__ = [
     "file_digest",
     "open_database",
     "paged_rows",
+    "stored_changelog_offsets",
     "write_digest",
 ]
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
-"""Stored as `PRAGMA user_version`; a file with another non-zero version is refused."""
+FORMAT_VERSION = 2
+"""Stored as `PRAGMA user_version`; a file of an unknown version is refused. Version 2 added the
+`changelog_offsets` table; a version-1 file is upgraded in place (it has no stored offsets)."""
+
+_READABLE_VERSIONS = frozenset({0, 1, FORMAT_VERSION})
+
+_OFFSETS_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS changelog_offsets (topic TEXT NOT NULL, partition INTEGER NOT NULL, "
+    "next_offset INTEGER NOT NULL, PRIMARY KEY (topic, partition)) WITHOUT ROWID"
+)
+_PUT_OFFSET = "INSERT OR REPLACE INTO changelog_offsets (topic, partition, next_offset) VALUES (?, ?, ?)"
 
 PAGE_SIZE = 1000
 """Rows read per query by iterators; no SQLite cursor stays open between two pages."""
@@ -118,12 +136,12 @@ def open_database(path: Path, schema: Sequence[str], store_name: str) -> sqlite3
             if check != "ok":
                 raise TaskCorruptedError(f"store {store_name!r}: {path} is damaged (quick_check: {check})")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, FORMAT_VERSION):
+        if version not in _READABLE_VERSIONS:
             raise ProcessorStateError(
                 f"store {store_name!r}: {path} has format version {version}, this library reads "
                 f"version {FORMAT_VERSION}; delete the file to rebuild it from the changelog"
             )
-        for ddl in schema:
+        for ddl in (*schema, _OFFSETS_SCHEMA):
             conn.execute(ddl)
         conn.execute(f"PRAGMA user_version={FORMAT_VERSION}")
         conn.commit()
@@ -141,6 +159,22 @@ def open_database(path: Path, schema: Sequence[str], store_name: str) -> sqlite3
         conn.close()
         raise TaskCorruptedError(f"store {store_name!r}: {path} is damaged: {exc!r}") from exc
     return conn
+
+
+def stored_changelog_offsets(path: Path) -> dict[tuple[str, int], int]:
+    """The changelog offsets a store file holds, read without opening the store (read-only: the
+    assignor's view of a task directory after a crash); empty when it holds none or cannot be read."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    except sqlite3.Error:
+        return {}
+    try:
+        rows = conn.execute("SELECT topic, partition, next_offset FROM changelog_offsets").fetchall()
+    except sqlite3.Error:
+        return {}
+    finally:
+        conn.close()
+    return {(topic, partition): offset for topic, partition, offset in rows}
 
 
 class LeadingBounds(NamedTuple):
@@ -214,14 +248,26 @@ def paged_rows(
 
 
 class SqliteStoreFile:
-    """The file side every SQLite store shares: one `<name>.sqlite` in the task directory,
-    opened on init, committed on flush, committed and closed on close (idempotent)."""
+    """The file side every SQLite store shares: one `<name>.sqlite` in the task directory, opened
+    on init, committed on flush and closed on close (idempotent), holding the changelog offsets
+    its data reflects (KIP-1035's store-managed offsets).
+
+    Two modes. By default (at-least-once) `flush()` commits, clearing any stored offsets (the data
+    moves past them; the task's `.checkpoint` says how far it is), and `close()` commits. Once
+    `set_transactional()` (exactly-once), only `commit(offsets)` commits, data and offsets in one
+    SQLite transaction; `flush()` leaves the transaction open and `close()` rolls it back.
+    Subclasses name their data table (`_data_table`) and may buffer writes (`_write_buffers`,
+    `_discard_buffers`).
+    """
 
     _name: str
+    _data_table: str
 
     def _init_file(self, name: str) -> None:
         self._conn: sqlite3.Connection | NotOpen = NotOpen(name)
         self._path: Path | None = None
+        self._transactional = False
+        self._stored_offsets: dict[TopicPartition, int] = {}
 
     @property
     def name(self) -> str:
@@ -240,25 +286,88 @@ class SqliteStoreFile:
         """The store file, once initialised."""
         return self._path
 
+    @property
+    def manages_offsets(self) -> bool:
+        """The store keeps its changelog offsets in its own file (KIP-1035's `managesOffsets`)."""
+        return True
+
+    @property
+    def transactional(self) -> bool:
+        return self._transactional
+
     def _open_file(self, state_dir: Path, schema: Sequence[str]) -> sqlite3.Connection:
         refuse_reinit(self)
         self._path = Path(state_dir) / f"{self._name}{STORE_FILE_SUFFIX}"
-        self._conn = open_database(self._path, schema, self._name)
-        return self._conn
+        conn = self._conn = open_database(self._path, schema, self._name)
+        try:
+            rows = conn.execute("SELECT topic, partition, next_offset FROM changelog_offsets").fetchall()
+        except sqlite3.DatabaseError as exc:  # a damaged page quick_check did not reach
+            self._conn = NotOpen(self._name)
+            conn.close()
+            raise TaskCorruptedError(f"store {self._name!r}: {self._path} is damaged: {exc}") from exc
+        self._stored_offsets = {TopicPartition(topic, partition): offset for topic, partition, offset in rows}
+        return conn
+
+    def _write_buffers(self) -> None:
+        """Move writes held in memory into the open SQLite transaction (none by default)."""
+
+    def _discard_buffers(self) -> None:
+        """Forget writes held in memory (a rollback)."""
+
+    def set_transactional(self) -> None:
+        """Exactly-once: from now on only `commit(offsets)` commits (see the class docstring)."""
+        self._transactional = True
+
+    def committed_offsets(self) -> dict[TopicPartition, int]:
+        """Per changelog partition, the next offset the committed data reflects (a copy; KIP-1035's
+        `committedOffset`). Empty when the data was committed without offsets."""
+        return dict(self._stored_offsets)
+
+    def is_empty(self) -> bool:
+        """Whether the store holds no data (its writes since the last commit included)."""
+        self._write_buffers()
+        return self._conn.execute(f"SELECT 1 FROM {self._data_table} LIMIT 1").fetchone() is None
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit the writes so far with the changelog offsets they reflect, in one SQLite transaction.
+
+        Offsets of other partitions stay as stored. Does nothing when neither the data nor the
+        offsets changed since the last commit.
+        """
+        self._write_buffers()
+        conn = self._conn
+        changed = {tp: o for tp, o in changelog_offsets.items() if self._stored_offsets.get(tp) != o}
+        if not changed and not conn.in_transaction:
+            return
+        if changed:
+            conn.executemany(_PUT_OFFSET, [(tp.topic, tp.partition, o) for tp, o in changed.items()])
+        conn.commit()
+        self._stored_offsets.update(changed)
 
     def flush(self) -> None:
-        """Commit the writes since the last flush."""
+        """Commit the writes since the last flush (transactional: nothing; `commit` commits)."""
+        if self._transactional:
+            return
+        self._write_buffers()
+        if self._stored_offsets:
+            # the data moves past the stored offsets: a later crash must not trust them
+            self._conn.execute("DELETE FROM changelog_offsets")
+            self._stored_offsets = {}
         self._conn.commit()
 
     def close(self) -> None:
-        """Commit and close the file, then leave its digest; closing a closed store does nothing."""
+        """Commit (transactional: roll back what no commit covered) and close the file, then leave
+        its digest; closing a closed store does nothing."""
         if self.is_open:
             conn = self._conn
-            self._conn = NotOpen(self._name)
             try:
-                conn.commit()
+                if self._transactional:
+                    self._discard_buffers()
+                else:
+                    self.flush()
             finally:
-                conn.close()
+                self._conn = NotOpen(self._name)
+                conn.close()  # closing never commits: a transactional store's open transaction is rolled back
             if self._path is not None:
                 try:
                     write_digest(self._path)

@@ -53,6 +53,8 @@ class SqliteKeyValueStore(SqliteStoreFile):
     Owned by one task: no locking, use from one thread at a time.
     """
 
+    _data_table = "key_value"
+
     def __init__(self, name: str) -> None:
         self._name = name
         self._init_file(name)
@@ -102,25 +104,19 @@ class SqliteKeyValueStore(SqliteStoreFile):
         return old
 
     def _write_memtable(self) -> None:
-        """Move the memtable into SQLite (the open transaction; `flush` commits it)."""
+        """Move the memtable into SQLite (the open transaction; `flush` or `commit` commits it)."""
         if self._memtable:
             latest, self._memtable = self._memtable, {}
             self._write(latest)
 
+    _write_buffers = _write_memtable
+
+    def _discard_buffers(self) -> None:
+        self._memtable = {}
+
     def _write(self, latest: dict[bytes, bytes | None]) -> None:
         self._conn.executemany(_PUT, [(k, v) for k, v in latest.items() if v is not None])
         self._conn.executemany(_DELETE, [(k,) for k, v in latest.items() if v is None])
-
-    def flush(self) -> None:
-        """Write the memtable and commit the writes since the last flush."""
-        self._write_memtable()
-        super().flush()
-
-    def close(self) -> None:
-        """Write the memtable, then commit and close the file (closing a closed store does nothing)."""
-        if self.is_open:
-            self._write_memtable()
-        super().close()
 
     def restore_batch(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
         """Apply changelog records (key, value or None to delete) with two executemany calls."""

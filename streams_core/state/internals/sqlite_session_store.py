@@ -33,7 +33,10 @@ _GET = f"SELECT value FROM {_TABLE} WHERE key = ? AND start_ms = ? AND end_ms = 
 
 
 class SqliteSessionStore(SqliteStoreFile, AbstractSessionStore):
-    """Sessions in `<task dir>/<name>.sqlite`; `flush()` commits, `close()` commits and closes."""
+    """Sessions in `<task dir>/<name>.sqlite`; `flush()` commits, `close()` commits and closes
+    (transactional: `commit(offsets)` commits, `close()` rolls back: `SqliteStoreFile`)."""
+
+    _data_table = _TABLE
 
     def __init__(self, name: str, retention_period: int, segment_interval: int | None = None) -> None:
         super().__init__(name, retention_period, segment_interval)

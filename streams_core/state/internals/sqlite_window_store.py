@@ -37,7 +37,10 @@ _GET = f"SELECT value FROM {_TABLE} WHERE key = ? AND start_ms = ? ORDER BY seq 
 
 
 class SqliteWindowStore(SqliteStoreFile, AbstractWindowStore):
-    """Window entries in `<task dir>/<name>.sqlite`; `flush()` commits, `close()` commits and closes."""
+    """Window entries in `<task dir>/<name>.sqlite`; `flush()` commits, `close()` commits and closes
+    (transactional: `commit(offsets)` commits, `close()` rolls back: `SqliteStoreFile`)."""
+
+    _data_table = _TABLE
 
     def __init__(
         self,

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from streams_core import TaskCorruptedError, TaskId, clients
+from streams_core.runtime import store_changelog_reader
 from streams_core.runtime.store_changelog_reader import StoreChangelogReader
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
@@ -179,7 +180,9 @@ async def test_exactly_once_restore_skips_aborted_changelog_writes(tmp_path: Pat
     assert restored == 1
 
 
-async def test_exactly_once_wipes_a_store_without_checkpoint(tmp_path: Path) -> None:
+async def test_exactly_once_wipes_a_store_whose_stored_offset_is_past_a_recreated_changelog(tmp_path: Path) -> None:
+    """Without a checkpoint the store file's own offsets say how far it is (no wipe: see
+    test_transactional_state.py); past the changelog's end they are not trusted."""
     cluster = cluster_with_changelog()
     await run_and_see(cluster, tmp_path, "a a a", EOS)
     task_dir = tmp_path / "state-0" / APP / "0_0"
@@ -229,6 +232,18 @@ async def test_reader_starts_at_the_checkpoint_and_refuses_one_beyond_the_end() 
         await reader.restore("0_0", [ChangelogPartition("counts", CL0, 50, Sink())])
     assert consumer.assignment() == frozenset()
     assert (await reader.restore("0_0", [ChangelogPartition("counts", CL0, 3, Sink())])).total == 0
+
+
+async def test_reader_commits_transactional_stores_while_restoring(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restore killed midway resumes from the last of these commits (each with the next offset)."""
+    monkeypatch.setattr(store_changelog_reader, "COMMIT_RESTORED_EVERY_S", 0.0)
+    cluster = cluster_with_changelog(*[(f"k{i}", i) for i in range(25_000)])
+    reader, _ = reader_on(cluster)
+    commits: list[int] = []
+    result = await reader.restore("0_0", [ChangelogPartition("counts", CL0, None, Sink(), commits.append)])
+    assert result.total == 25_000
+    assert commits and commits == sorted(commits) and commits[-1] < 25_000, commits
+    assert all(c % 10_000 == 0 for c in commits), "at batch ends: every record below the offset applied"
 
 
 async def test_reader_reaches_the_end_past_transaction_markers() -> None:

@@ -224,6 +224,31 @@ async def test_a_standby_task_applies_changelog_records_and_checkpoints(tmp_path
     await h2.tm.close_all()
 
 
+async def test_an_exactly_once_standby_commits_its_stores_with_their_offsets(tmp_path: Path) -> None:
+    """Standby updates are read_committed records: the store commits them with the offsets reached,
+    so a standby killed without a checkpoint continues from its store file (no wipe)."""
+    cluster = new_cluster()
+    h = Harness(cluster, tmp_path, guarantee="exactly_once_v2")
+    await h.start()
+    await h.tm.handle_assignment({}, {T00: [IN0]})
+    changelog = [cluster.produce(CHANGELOG, k, long(v), partition=0) for k, v in (("a", 1), ("b", 2))]
+    h.tm.update_standby(CL0, changelog)
+    h.tm.checkpoint_standbys()
+    standby_state = h.tm.standby_tasks[T00].state_manager
+    assert standby_state.transactional_stores == ["counts"]
+    h.tm.update_standby(CL0, [cluster.produce(CHANGELOG, "a", long(3), partition=0)])
+    # a crash before the next checkpoint: the stores close without a commit, no checkpoint is written
+    h.tm.standby_tasks.pop(T00).processor.close()
+    (h.task_dir / CHECKPOINT_FILE_NAME).unlink(missing_ok=True)
+    await h.tm.close_all()
+    h2 = Harness(cluster, tmp_path, guarantee="exactly_once_v2")
+    await h2.start()
+    await h2.tm.handle_assignment({}, {T00: [IN0]})
+    assert h2.tm.standby_start_offsets() == {CL0: 2}, "from the store file's offsets: the last update was not committed"
+    assert (h2.store(standby=True).get("a"), h2.store(standby=True).get("b")) == (1, 2), "not wiped"
+    await h2.tm.close_all()
+
+
 async def test_a_processing_slice_ends_at_its_deadline_within_one_chunk(tmp_path: Path) -> None:
     """A time-bounded slice (what the stream thread uses, so queries get the loop): an expired
     deadline stops after one chunk; the rest is processed by later slices, in order."""
