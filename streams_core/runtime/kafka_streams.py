@@ -495,6 +495,11 @@ class KafkaStreams:
         self._store_provider.local_stores(store_name, kind, query)
         return self._store_provider.get_store(store_name, kind, query)
 
+    @property
+    def store_queries(self) -> QueryableStoreProvider:
+        """The asynchronous query path, each read with a deadline (`query`, `query_position`; store_host.py)."""
+        return self._store_provider
+
     def store_position(self, store_name: str, partition: int) -> dict[TopicPartition, int] | None:
         """How far the local active copy of a store's partition has processed its input: per source
         partition the offset of the last record (IQv2's Position); None without an active copy here."""

@@ -11,7 +11,8 @@ Requests (tuples, see `remote_store_provider.py` for the instance's side):
 - `("read", store, store_type, partition, stale, max_lag, method, args)`: `method(*args)` of the view
   (`store_type` a built-in type's name, a user's own type, or None: the global store `store`);
 - `("position", store, partition)`: the active copy's input position (IQv2 Position);
-- `("lags",)`: the local copies' changelog lags (KIP-535).
+- `("lags",)`: the local copies' changelog lags (KIP-535);
+- `("ping",)`: nothing (None): the instance's health check sees that the worker answers.
 
 The reply is `(True, result, rows)` (`rows`: the result is an iterator's entries, as a list) or
 `(False, exception, False)`; an exception pickle cannot carry is sent as a `StreamsError` with its text.
@@ -91,6 +92,8 @@ class WorkerStoreQueries:
             return self._provider.position(request[1], request[2])
         if op == "lags":
             return await self._provider.lags()
+        if op == "ping":
+            return None
         raise StreamsError(f"unknown worker query {op!r}")
 
     def _view(self, key: tuple[Any, ...]) -> Any:
