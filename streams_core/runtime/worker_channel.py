@@ -23,6 +23,9 @@ __all__ = ["ChannelClosedError", "ChannelTimeoutError", "QueryChannel", "encode"
 
 _LENGTH = struct.Struct(">I")
 _RECV_BYTES = 256 * 1024
+SYNC_OVERDUE_S = 0.25
+"""A synchronous call on the loop's thread is refused at once while a request has waited this long:
+the worker is slow or stalled, and blocking the loop for it would hold up every other answer."""
 
 
 class ChannelClosedError(ConnectionError):
@@ -138,7 +141,9 @@ class QueryChannel:
 
         From another thread it asks through the instance's loop; on the loop's own thread (a
         synchronous read inside a coroutine) it reads the socket itself until its reply came,
-        handing earlier replies to their callers, so it blocks the loop for `timeout` at most.
+        handing earlier replies to their callers, so it blocks the loop for `timeout` at most,
+        and not at all while an earlier request is overdue (`SYNC_OVERDUE_S`: a health probe's
+        ping makes a stalled worker overdue).
         """
         try:
             running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -151,7 +156,7 @@ class QueryChannel:
             except TimeoutError:
                 future.cancel()
                 raise ChannelTimeoutError(f"no answer within {timeout:.3g} s", self.unanswered_for()) from None
-        self._admit(timeout)
+        self._admit(min(timeout, SYNC_OVERDUE_S))
         pending = _Pending(None, time.monotonic())
         self._send(pending, encode(message))
         deadline = pending.sent + timeout

@@ -259,8 +259,12 @@ async def test_the_probe_pings_an_idle_worker_so_a_stall_shows() -> None:
         worker.stall()
         channel.probe()
         channel.probe()  # one ping at a time
-        await asyncio.sleep(0.2)
-        assert channel.unanswered_for() >= 0.2 and channel.in_flight == 1
+        await asyncio.sleep(0.3)
+        assert channel.unanswered_for() >= 0.3 and channel.in_flight == 1
+        began = time.monotonic()
+        with pytest.raises(ChannelTimeoutError):  # the overdue ping: a synchronous read does not block the loop
+            channel.call(("sync",), 1.0)
+        assert time.monotonic() - began < 0.1
         worker.resume()
         await asyncio.sleep(0.1)
         assert channel.unanswered_for() == 0.0 and worker.requests == [("ping",)]
