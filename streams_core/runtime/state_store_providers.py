@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from streams_core.errors import InvalidStateStoreError
 from streams_core.processor.task_id import TaskId
+from streams_core.serde import Serdes
 from streams_core.runtime.store_host import (
     ALL_ACTIVE,
     Deadline,
@@ -103,15 +104,20 @@ class StreamThreadStateStoreProvider:
         )
 
     def key_serde(self, store_name: str) -> Any:
+        """The key serde of the thread's copies (a bytes store's keys are their own bytes)."""
         for _, state in self._thread.active_states():
             store = state.get_store(store_name)
-            if store is not None:
-                return getattr(store, "key_serde", None)
-        return None
+            if store is not None and getattr(store, "key_serde", None) is not None:
+                return store.key_serde  # type: ignore[attr-defined]
+        return Serdes.Bytes()
 
     async def ask(self, request: HostRequest, deadline: Deadline) -> Any:
         if isinstance(request, StoreRead):
             stores = self.stores(request.store, request.store_type, request.query)
+            if not stores and request.query.partition is not None:  # a standby too far behind, or just gone
+                raise InvalidStateStoreError(
+                    f"no queryable copy of store {request.store!r} for partition {request.query.partition} in {self.host_name} (retry)"
+                )
             view = request.store_type.create(ListedStores(stores), request.store)
             return getattr(view, request.method)(*request.args)
         if isinstance(request, PositionRead):
