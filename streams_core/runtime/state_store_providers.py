@@ -22,7 +22,6 @@ from typing import Any, Protocol, TypeVar
 
 from streams_core.errors import InvalidStateStoreError
 from streams_core.processor.task_id import TaskId
-from streams_core.serde import Serdes
 from streams_core.runtime.store_host import (
     ALL_ACTIVE,
     Deadline,
@@ -36,6 +35,7 @@ from streams_core.runtime.store_host import (
     merged,
 )
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.serde import Serdes
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.state.queryable_store_types import QueryableStoreType
 
