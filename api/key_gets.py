@@ -35,6 +35,7 @@ ROUTE = "/state/keyvalue/{store}/{key}"
 """The route template this path answers for (its metric label, and the path it forwards to)."""
 _PREFIX = "/state/keyvalue/"
 _HOP = HOP_HEADER.lower().encode("latin-1")
+_SERVED_BY = SERVED_BY_HEADER.lower().encode("latin-1")
 
 
 class _KeyRoute:
@@ -63,6 +64,7 @@ class KeyGetFastPath:
         self.streams = streams
         self.metrics = metrics
         self.served_by = instance_name(this_host)
+        self._served_by_value = self.served_by.encode("latin-1")
         self._forwarder = forwarder
         """The app's forwarder once its lifespan started (None before: the app answers then)."""
         self._retry_after = retry_after
@@ -103,8 +105,9 @@ class KeyGetFastPath:
             if refused is None:
                 raise  # the app's handler of the unexpected answers it (500) and logs it
             answer = refused
-        if SERVED_BY_HEADER not in answer.headers:
-            answer.headers[SERVED_BY_HEADER] = self.served_by
+        raw = answer.raw_headers
+        if not any(name == _SERVED_BY for name, _ in raw):
+            raw.append((_SERVED_BY, self._served_by_value))
         return answer
 
     def _store(self, name: str) -> StoreInfo | None:

@@ -18,6 +18,7 @@ deadline, which answers 503 with `Retry-After` when it passes. Nothing here bloc
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -97,7 +98,7 @@ KeyTo = Annotated[str, Path(alias="to", description="The last key of the range (
 TimeFrom = Annotated[int, Path(alias="from", ge=0, le=MAX_MILLIS, description="Earliest window start, epoch ms.")]
 TimeTo = Annotated[int, Path(alias="to", ge=0, le=MAX_MILLIS, description="Latest window start, epoch ms (inclusive).")]
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class KeyRead:
     """A key query's read of its copy: `method(*args)` of the store's `kind` of view, then `render` of the answer."""
 
@@ -107,7 +108,7 @@ class KeyRead:
     render: Callable[[Any], Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class KeyQueries:
     """What a key query is asked with: the request, its staleness and position bounds, its deadline."""
 
@@ -133,6 +134,9 @@ class KeyQueries:
             forwarded=self.forwarded,
         )
 
+        if route.local and not route.hosts:  # this instance's copy only (the common get): no candidates to try
+            return await self._read_here(route, store.name, read)
+
         async def local() -> Response:
             return await self._read_here(route, store.name, read)
 
@@ -144,13 +148,17 @@ class KeyQueries:
         position: Mapping[Any, int] | None = None
         if self.bound is not None:
             position = await wait_for_position(self.streams, name, route.partition, self.bound, self.timeout_s, self.deadline)
-        copies = StoreQuery(route.partition, route.stale, self.max_lag)
+        copies = _copies(route.partition, route.stale, self.max_lag)
         answer = await queries.query(StoreRead(name, read.kind, read.method, read.args, copies), self.deadline)
         if position is None and route.partition is not None:
             position = await queries.query_position(name, route.partition, self.deadline)
         body = read.render(answer)
         headers = {POSITION_HEADER: format_position(position)} if position else None
         return JSONResponse(body, headers=headers)
+
+
+_copies = functools.lru_cache(maxsize=4096)(StoreQuery)
+"""The `StoreQuery` of a partition, staleness and lag bound, made once (one per query on the hottest path)."""
 
 
 def plain_key_queries(

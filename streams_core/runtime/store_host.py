@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from streams_core.errors import InvalidStateStoreError
 from streams_core.state.queryable_store_types import QueryableStoreType
@@ -52,9 +52,10 @@ class StoreQuery:
 ALL_ACTIVE = StoreQuery()
 
 
-@dataclass(frozen=True, slots=True)
-class Deadline:
-    """The monotonic time by which a query must be answered (`time.monotonic()` seconds)."""
+class Deadline(NamedTuple):
+    """The monotonic time by which a query must be answered (`time.monotonic()` seconds).
+
+    A tuple, not a frozen dataclass: one is made per query, on the hottest path."""
 
     at: float
 
@@ -71,11 +72,10 @@ class Deadline:
         return time.monotonic() >= self.at
 
 
-@dataclass(frozen=True, slots=True)
-class StoreRead:
+class StoreRead(NamedTuple):
     """One call of a read-only store view: `method(*args)` of the view of `store` as `store_type`
     over the copies `query` allows (one partition's, standbys too when stale); an iterator's
-    entries come back as an iterator."""
+    entries come back as an iterator. An immutable value (a tuple: one is made per query)."""
 
     store: str
     store_type: QueryableStoreType[Any]
