@@ -151,7 +151,7 @@ class KafkaStreams:
         )
         self._threads = StreamThreads(factory, self.config, global_thread=bool(self.metadata.global_topics) and self._inline)
         self._global_thread: GlobalStreamThread | None = None
-        self._store_provider = QueryableStoreProvider(
+        self.store_queries = self._store_provider = QueryableStoreProvider(  # the async path with deadlines: store_host.py
             lambda: [t.store_provider for t in self._threads.all()], self._check_queryable, self._global_stores
         )
 
@@ -494,11 +494,6 @@ class KafkaStreams:
         kind, query = store_type or QueryableStoreTypes.key_value_store(), StoreQuery(partition, stale, max_lag)
         self._store_provider.local_stores(store_name, kind, query)
         return self._store_provider.get_store(store_name, kind, query)
-
-    @property
-    def store_queries(self) -> QueryableStoreProvider:
-        """The asynchronous query path, each read with a deadline (`query`, `query_position`; store_host.py)."""
-        return self._store_provider
 
     def store_position(self, store_name: str, partition: int) -> dict[TopicPartition, int] | None:
         """How far the local active copy of a store's partition has processed its input: per source
