@@ -125,6 +125,9 @@ class QueryChannel:
         answered for longer than `timeout` already); ChannelClosedError when the worker is gone.
         """
         loop = asyncio.get_running_loop()
+        if self._loop is None:  # made outside a loop: this one follows the socket from now on
+            self._loop = loop
+            loop.add_reader(self._sock.fileno(), self._on_readable)
         self._admit(timeout)
         pending = _Pending(loop.create_future(), time.monotonic())
         assert pending.future is not None
