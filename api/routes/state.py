@@ -152,9 +152,11 @@ class KeyQueries:
         if self.bound is not None:
             position = await wait_for_position(self.streams, name, route.partition, self.bound, self.timeout_s, self.deadline)
         copies = _copies(route.partition, route.stale, self.max_lag)
-        answer = await queries.query(StoreRead(name, read.kind, read.method, read.args, copies), self.deadline)
-        if position is None and route.partition is not None:
-            position = await queries.query_position(name, route.partition, self.deadline)
+        if position is None and route.partition is not None:  # the answer and its copy's position, in one request
+            read_at = StoreRead(name, read.kind, read.method, read.args, copies, True)
+            answer, position = await queries.query(read_at, self.deadline)
+        else:
+            answer = await queries.query(StoreRead(name, read.kind, read.method, read.args, copies), self.deadline)
         body = read.render(answer)
         headers = {POSITION_HEADER: format_position(position)} if position else None
         return JSONResponse(body, headers=headers)

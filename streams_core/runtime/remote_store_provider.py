@@ -180,6 +180,9 @@ class RemoteStoreProvider:
         """The worker's answer to `request`, awaited until `deadline` (see `StoreHost`)."""
         if isinstance(request, StoreRead):
             wire = _read_request(request.store, request.store_type, request.query, request.method, request.args)
+            if request.with_position:  # one request for both (worker_store_queries.py: "read+position")
+                value, rows, position = await ask_async(self._worker, ("read+position", *wire[1:]), deadline)
+                return (iter(value) if rows else value), position
         elif isinstance(request, PositionRead):
             wire = ("position", request.store, request.partition)
         else:

@@ -119,7 +119,11 @@ class StreamThreadStateStoreProvider:
                     f"no queryable copy of store {request.store!r} for partition {request.query.partition} in {self.host_name} (retry)"
                 )
             view = request.store_type.create(ListedStores(stores), request.store)
-            return getattr(view, request.method)(*request.args)
+            result = getattr(view, request.method)(*request.args)
+            if request.with_position:
+                partition = request.query.partition
+                return result, None if partition is None else self.position(request.store, partition)
+            return result
         if isinstance(request, PositionRead):
             return self.position(request.store, request.partition)
         return await self.lags()
@@ -262,8 +266,10 @@ class QueryableStoreProvider:
             if not read.store_type.accepts(global_store):
                 raise InvalidStateStoreError(f"global store {read.store!r} is not a {read.store_type!r}")
             if isinstance(global_store, RemoteCopy):  # a worker's copy
-                return await global_store.ask(read.method, read.args, deadline)
-            return getattr(global_store, read.method)(*read.args)
+                result = await global_store.ask(read.method, read.args, deadline)
+            else:
+                result = getattr(global_store, read.method)(*read.args)
+            return (result, None) if read.with_position else result
         hosts = [host for host in self._providers() if host.holds(read.store, read.query)]
         if read.query.partition is not None and not hosts:
             raise InvalidStateStoreError(

@@ -82,6 +82,9 @@ class StoreRead(NamedTuple):
     method: str
     args: tuple[Any, ...] = ()
     query: StoreQuery = ALL_ACTIVE
+    with_position: bool = False
+    """Answer `(result, position)`: the position of the active copy of `query.partition` (None
+    without one) read with the result, in one request (IQv2's QueryResult carries it too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +178,11 @@ class ListedStores:
 
 
 def merged(read: StoreRead, answers: Sequence[tuple[Any, Any]]) -> Any:
-    """The answers of several hosts (`(answer, key_serde)` each) merged as the read's composite view merges copies."""
+    """The answers of several hosts (`(answer, key_serde)` each) merged as the read's composite view merges copies
+    (with its position: the first host's that has one)."""
+    if read.with_position:
+        position = next((answer[1] for answer, _ in answers if answer[1] is not None), None)
+        return merged(read._replace(with_position=False), [(answer[0], serde) for answer, serde in answers]), position
     if len(answers) == 1:
         return answers[0][0]
     stores = [AnsweredStore(read.method, answer, serde) for answer, serde in answers]

@@ -92,7 +92,11 @@ class FakeStoreQueries:
         view = self._streams.store(
             read.store, read.store_type, partition=query.partition, stale=query.stale, max_lag=query.max_lag
         )
-        return getattr(view, read.method)(*read.args)
+        result = getattr(view, read.method)(*read.args)
+        if read.with_position:
+            partition = query.partition
+            return result, None if partition is None else self._streams.store_position(read.store, partition)
+        return result
 
     async def query_position(self, store_name: str, partition: int, deadline: Deadline) -> dict[TopicPartition, int] | None:
         return self._streams.store_position(store_name, partition)

@@ -122,6 +122,8 @@ async def test_a_stopped_worker_delays_only_its_own_keys(bootstrap_servers: str,
         victim = worker_pids(streams)[first]
         async with rest(streams) as client:
             await all_answer_right(client, keys)
+            positioned = await client.get(key_path(owned[first][0]))
+            assert positioned.headers["x-streams-position"].startswith(f"{source}:"), "the worker's copy's position, read with it"
             health: list[tuple[int, float, list[str]]] = []
             running: list[tuple[int, Any, float]] = []
             stopped: list[tuple[int, str | None, float]] = []

@@ -136,6 +136,10 @@ async def test_the_async_query_path_reads_the_same_copies_as_the_views(tmp_path:
     with pytest.raises(InvalidStateStoreError, match="for partition 1"):
         await queryable.query(get(StoreQuery(1, stale=True, max_lag=14)), deadline)
     assert [kv.value for kv in await queryable.query(StoreRead("counts", KV, "all"), deadline)] == [b"active"]
+    assert await queryable.query(get(StoreQuery(0))._replace(with_position=True), deadline) == (
+        b"active",
+        {TopicPartition("in", 0): 100},
+    )
     assert await queryable.query_position("counts", 0, deadline) == {TopicPartition("in", 0): 100}
     assert await queryable.query_position("counts", 1, deadline) is None
 

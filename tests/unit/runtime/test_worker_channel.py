@@ -75,6 +75,8 @@ class FakeWorker:
     def _reply(self, request: Any) -> tuple[bool, Any, bool]:
         if request[0] == "read" and request[6] == "get":
             return True, self._values.get(request[7][0]), False
+        if request[0] == "read+position" and request[6] == "get":
+            return True, (self._values.get(request[7][0]), False, {"in-0": request[3]}), False
         return True, ("answer", request), False
 
     def close(self) -> None:
@@ -243,6 +245,8 @@ async def test_a_stalled_worker_delays_only_its_own_partitions() -> None:
         fakes[0].resume()
         await asyncio.sleep(0.1)
         assert [await queries.query(read(p), Deadline.after(1.0)) for p in (0, 1)] == [0, 1]
+        with_position = read(1)._replace(with_position=True)
+        assert await queries.query(with_position, Deadline.after(1.0)) == (1, {"in-0": 1}), "one request for both"
         assert await queries.query(StoreRead("counts", KV, "get", ("key-1",)), Deadline.after(1.0)) == 1, "asked of both"
     finally:
         _close_channels()
