@@ -97,6 +97,7 @@ def create_app(streams: StreamsInstance, *, settings: ApiSettings | None = None)
         this_host=this_host,
         forwarder=lambda: getattr(app.state, "forwarder", None),
         retry_after=settings.retry_after,
+        query_deadline=settings.query_deadline,
     )
     app.add_middleware(TrailingSlashMiddleware)
     app.openapi = lambda: _without_validation_errors(app)  # type: ignore[method-assign]

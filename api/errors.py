@@ -35,6 +35,7 @@ __all__ = [
     "StoreNotFoundError",
     "api_error_response",
     "error_responses",
+    "exception_response",
     "install_error_handlers",
 ]
 
@@ -127,6 +128,23 @@ def api_error_response(exc: ApiError, retry_after: int) -> JSONResponse:
     return _json(exc.status_code, exc.body(), retry_after)
 
 
+def exception_response(exc: BaseException, retry_after: int, where: str = "") -> JSONResponse | None:
+    """The answer of an exception of the query path (the errors above, unknown or unqueryable stores,
+    a client not started); None for any other (a bug: 500). Routes and the key-get path share it."""
+    if isinstance(exc, ApiError):
+        if exc.status_code == 503:
+            log.debug("%s: 503 %s %s", where, exc.error, exc.details)
+        return api_error_response(exc, retry_after)
+    if isinstance(exc, UnknownStateStoreError):
+        return _json(404, {"error": "unknown state store", "reason": str(exc)})
+    if isinstance(exc, InvalidStateStoreError):
+        log.debug("%s: store not queryable: %s", where, exc)
+        return _json(503, {"error": "state store not queryable", "reason": str(exc)}, retry_after)
+    if isinstance(exc, StreamsNotStartedError):
+        return _json(503, {"error": "streams not started", "reason": str(exc)}, retry_after)
+    return None
+
+
 def _retry_after(request: Request) -> int:
     return int(request.app.state.settings.retry_after)
 
@@ -134,24 +152,13 @@ def _retry_after(request: Request) -> int:
 def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers that turn the exceptions above into JSON answers."""
 
-    @app.exception_handler(ApiError)
-    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
-        if exc.status_code == 503:
-            log.debug("%s %s: 503 %s %s", request.method, request.url.path, exc.error, exc.details)
-        return api_error_response(exc, _retry_after(request))
+    async def query_error(request: Request, exc: Exception) -> JSONResponse:
+        answer = exception_response(exc, _retry_after(request), f"{request.method} {request.url.path}")
+        assert answer is not None
+        return answer
 
-    @app.exception_handler(UnknownStateStoreError)
-    async def unknown_store(request: Request, exc: UnknownStateStoreError) -> JSONResponse:
-        return _json(404, {"error": "unknown state store", "reason": str(exc)})
-
-    @app.exception_handler(InvalidStateStoreError)
-    async def invalid_store(request: Request, exc: InvalidStateStoreError) -> JSONResponse:
-        log.debug("%s %s: store not queryable: %s", request.method, request.url.path, exc)
-        return _json(503, {"error": "state store not queryable", "reason": str(exc)}, _retry_after(request))
-
-    @app.exception_handler(StreamsNotStartedError)
-    async def not_started(request: Request, exc: StreamsNotStartedError) -> JSONResponse:
-        return _json(503, {"error": "streams not started", "reason": str(exc)}, _retry_after(request))
+    for kind in (ApiError, UnknownStateStoreError, InvalidStateStoreError, StreamsNotStartedError):
+        app.add_exception_handler(kind, query_error)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -26,6 +26,7 @@ from fastapi import Request, Response
 from api.errors import BadRequestError, NotAvailableError
 from api.instance import StreamsInstance
 from streams_core import HostInfo, InvalidStateStoreError, Serde
+from streams_core.runtime.store_host import Deadline
 
 __all__ = [
     "HOP_HEADER",
@@ -98,13 +99,19 @@ def route_key(
 
 
 async def answer_key(
-    route: KeyRoute, forwarder: Forwarder, request: Request, read: Callable[[], Awaitable[T]], wait_s: float = 0.0
+    route: KeyRoute,
+    forwarder: Forwarder,
+    request: Request,
+    read: Callable[[], Awaitable[T]],
+    wait_s: float = 0.0,
+    deadline: Deadline | None = None,
 ) -> T | Response:
     """The first answer of the route's candidates: `read()` here, else relayed from the hosts in turn.
 
-    A candidate that cannot answer now (not queryable, unreachable, 503) passes the query on to
-    the next; a 404 is an answer. The last candidate's failure is raised (503). `wait_s` is how
-    long a candidate may wait before it answers (a `position` bound's timeout).
+    A candidate that cannot answer now (not queryable, unreachable, 503, too slow) passes the
+    query on to the next; a 404 is an answer. The last candidate's failure is raised (503).
+    `wait_s` is how long a candidate may wait before it answers (a `position` bound's timeout);
+    relays end by `deadline` (`read()` keeps it itself).
     """
     failure: BaseException | None = None
     if route.local:
@@ -117,7 +124,7 @@ async def answer_key(
     for index, host in enumerate(route.hosts):
         last = index == len(route.hosts) - 1
         try:
-            answer = await forwarder.relay(host, request, wait_s)
+            answer = await forwarder.relay(host, request, wait_s, deadline)
         except NotAvailableError as exc:
             if last:
                 raise
@@ -215,36 +222,55 @@ class Forwarder:
         return response
 
     async def get(
-        self, host: HostInfo, request: Request, params: Mapping[str, str], path: str | None = None, wait_s: float = 0.0
+        self,
+        host: HostInfo,
+        request: Request,
+        params: Mapping[str, str],
+        path: str | None = None,
+        wait_s: float = 0.0,
+        deadline: Deadline | None = None,
     ) -> httpx.Response:
-        """GET the same path (or `path`) on `host`; NotAvailableError (503) when it cannot be reached in time."""
+        """GET the same path (or `path`) on `host`; NotAvailableError (503) when it cannot be reached
+        in time (its timeouts, or the query's `deadline`)."""
         route = getattr(request.scope.get("route"), "path", request.url.path)
-        return await self._get(host, forwarded_path(request) if path is None else path, route, params, wait_s)
+        return await self._get(host, forwarded_path(request) if path is None else path, route, params, wait_s, deadline)
 
     async def _get(
-        self, host: HostInfo, path: str, route: str, params: Mapping[str, str], wait_s: float = 0.0
+        self,
+        host: HostInfo,
+        path: str,
+        route: str,
+        params: Mapping[str, str],
+        wait_s: float = 0.0,
+        deadline: Deadline | None = None,
     ) -> httpx.Response:
         self._on_forward(route, str(host))
         try:
             url = httpx.URL(scheme=self.scheme, host=host.host, port=host.port, raw_path=path.encode("ascii"))
-            return await self.fetch(url, dict(params), wait_s)
+            if deadline is None:
+                return await self.fetch(url, dict(params), wait_s)
+            async with asyncio.timeout(deadline.remaining()):
+                return await self.fetch(url, dict(params), wait_s)
         except httpx.InvalidURL as exc:
             raise BadRequestError("request cannot be forwarded", instance=str(host), reason=str(exc)) from None
         except httpx.HTTPError as exc:
             log.info("forwarding %s to %s failed: %r", path, host, exc)
             raise NotAvailableError("instance unreachable", instance=str(host), reason=type(exc).__name__) from None
+        except TimeoutError:
+            log.info("forwarding %s to %s: no answer by the query's deadline", path, host)
+            raise NotAvailableError("instance did not answer in time", instance=str(host), reason="deadline") from None
 
-    async def relay(self, host: HostInfo, request: Request, wait_s: float = 0.0) -> Response:
+    async def relay(self, host: HostInfo, request: Request, wait_s: float = 0.0, deadline: Deadline | None = None) -> Response:
         """The owner's answer to this request, status and body as they are (it may wait `wait_s` first).
 
         A server error of the owner other than 503 becomes a 503 here (the owner is not
         answering properly now, so the client should retry).
         """
-        return self._relayed(host, await self.get(host, request, request.query_params, wait_s=wait_s))
+        return self._relayed(host, await self.get(host, request, request.query_params, None, wait_s, deadline))
 
-    async def relay_path(self, host: HostInfo, path: str, route: str) -> Response:
+    async def relay_path(self, host: HostInfo, path: str, route: str, deadline: Deadline | None = None) -> Response:
         """`relay` of a GET of `path` (a filled `route` template) with no query parameters."""
-        return self._relayed(host, await self._get(host, path, route, {}))
+        return self._relayed(host, await self._get(host, path, route, {}, 0.0, deadline))
 
     @staticmethod
     def _relayed(host: HostInfo, answer: httpx.Response) -> Response:
@@ -254,12 +280,17 @@ class Forwarder:
         headers.setdefault(SERVED_BY_HEADER.lower(), str(host))
         return Response(answer.content, status_code=answer.status_code, headers=headers)
 
-    async def gather(self, hosts: Sequence[HostInfo], request: Request, params: Mapping[str, str]) -> list[httpx.Response]:
+    async def gather(
+        self, hosts: Sequence[HostInfo], request: Request, params: Mapping[str, str], deadline: Deadline | None = None
+    ) -> list[httpx.Response]:
         """The answers of every host to this path, in the order of `hosts`: all 200 with JSON, or nothing.
 
-        NotAvailableError (503) if any host is unreachable or does not answer 200 with a JSON body.
+        NotAvailableError (503) if any host is unreachable, does not answer by `deadline`, or does not
+        answer 200 with a JSON body.
         """
-        answers = await asyncio.gather(*(self.get(host, request, params) for host in hosts), return_exceptions=True)
+        answers = await asyncio.gather(
+            *(self.get(host, request, params, deadline=deadline) for host in hosts), return_exceptions=True
+        )
         for host, answer in zip(hosts, answers, strict=True):
             if isinstance(answer, BaseException):
                 raise answer

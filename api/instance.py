@@ -6,12 +6,30 @@ REST layer needs from the runtime (discovery, stores, state, metrics, the topolo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from streams_core import KeyQueryMetadata, State, StoreDescription, StreamsMetadata, Topology
+from streams_core.runtime.store_host import Deadline, StoreHost, StoreRead
 
-__all__ = ["StreamsInstance"]
+__all__ = ["StoreQueries", "StreamsInstance"]
+
+
+class StoreQueries(Protocol):
+    """The instance's asynchronous query path (`KafkaStreams.store_queries`): every read with a deadline."""
+
+    async def query(self, read: StoreRead, deadline: Deadline) -> Any:
+        """`read` answered by this instance's copies; InvalidStateStoreError (503) when it cannot be now,
+        `StoreQueryTimeoutError` (503) when a stream thread's worker does not answer by `deadline`."""
+        ...
+
+    async def query_position(self, store_name: str, partition: int, deadline: Deadline) -> Mapping[Any, int] | None:
+        """The local active copy's position (per source partition, the offset of the last record it processed)."""
+        ...
+
+    def hosts(self) -> Sequence[StoreHost]:
+        """The stream threads that hold copies (worker processes in process mode), for health reports."""
+        ...
 
 
 class StreamsInstance(Protocol):
@@ -26,19 +44,9 @@ class StreamsInstance(Protocol):
     @property
     def state(self) -> State: ...
 
-    def store(
-        self,
-        name: str,
-        store_type: Any,
-        /,
-        *,
-        partition: int | None = None,
-        stale: bool = False,
-        max_lag: int | None = None,
-    ) -> Any: ...
-
-    def store_position(self, store_name: str, partition: int) -> Mapping[Any, int] | None:
-        """Per source partition, the offset of the last record the local active copy processed."""
+    @property
+    def store_queries(self) -> StoreQueries:
+        """How the REST layer reads stores: asynchronously, never blocking its event loop."""
         ...
 
     def describe_store(self, store_name: str) -> StoreDescription:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 
 from api.errors import BadRequestError, NotAvailableError
 from api.instance import StreamsInstance
+from streams_core.runtime.store_host import Deadline
 from streams_core.runtime.topic_partition import TopicPartition
 
 __all__ = ["POSITION_HEADER", "POSITION_PATTERN", "Position", "format_position", "parse_position", "reached", "wait_for_position"]
@@ -64,19 +65,20 @@ def reached(position: Position | None, bound: Position, partitions: Iterable[int
 
 
 async def wait_for_position(
-    streams: StreamsInstance, store: str, partition: int | None, bound: Position, timeout_s: float
+    streams: StreamsInstance, store: str, partition: int | None, bound: Position, timeout_s: float, until: Deadline
 ) -> dict[TopicPartition, int]:
     """This instance's position for the key's partition once it reaches `bound`.
 
     `partition` None (no discovery) checks every partition the bound names. NotAvailableError
     (503, with the position reached) if the local active copy does not get there in time, or
-    there is none.
+    there is none. Each look is asked of the copy's host by the query's deadline `until`.
     """
     partitions = sorted({tp.partition for tp in bound}) if partition is None else [partition]
     deadline = time.monotonic() + timeout_s
+    queries = streams.store_queries
     while True:
         position: dict[TopicPartition, int] = {}
-        copies = [streams.store_position(store, p) for p in partitions]
+        copies = [await queries.query_position(store, p, until) for p in partitions]
         for found in copies:
             position.update(found or {})
         if all(found is not None for found in copies) and reached(position, bound, partitions):

@@ -17,6 +17,7 @@ from pydantic.alias_generators import to_camel
 from api.keys import render
 
 __all__ = [
+    "DegradedThread",
     "ErrorBody",
     "HealthStatus",
     "HostInfoBody",
@@ -154,11 +155,23 @@ class TopologyBody(CamelModel):
     description: str = Field(description="`Topology.describe()` in Kafka Streams' text form.")
 
 
+class DegradedThread(CamelModel):
+    """A stream thread whose worker does not answer its query channel."""
+
+    thread: str = Field(description="The stream thread's name.")
+    unanswered_ms: int = Field(description="How long its oldest query has waited, in milliseconds.")
+
+
 class HealthStatus(CamelModel):
     """The answer of the liveness and readiness probes."""
 
     status: str = Field(description="UP or DOWN.")
     state: str = Field(description="The KafkaStreams client state (CREATED, REBALANCING, RUNNING, ...).")
+    degraded_threads: list[DegradedThread] = Field(
+        default_factory=list,
+        description="Stream threads whose worker process has left a query unanswered for longer than the query deadline "
+        "(stalled, paused, overloaded): their tasks' queries answer 503 meanwhile; the others answer as usual.",
+    )
 
 
 class ErrorBody(BaseModel):

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpx
 
-__all__ = ["ApiSettings"]
+__all__ = ["QUERY_DEADLINE_ENV", "ApiSettings"]
+
+QUERY_DEADLINE_ENV = "STREAMS_QUERY_DEADLINE_MS"
+"""The environment variable of `query_deadline`, in milliseconds (the service's `--query-deadline-ms`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +22,11 @@ class ApiSettings:
     tests route `host:port` to in-process apps with it.
     """
 
+    query_deadline: float = 5.0
+    """Seconds a query may take in all (its reads of this instance's stream threads and workers, its
+    forwards) before it answers 503 with `Retry-After`; a `position` bound's `timeoutMs` comes on
+    top. Also how long a worker may leave its query channel unanswered before `/health` and `/ready`
+    report its thread as degraded."""
     forward_timeout: float = 5.0
     """Seconds a forwarded query may take in total (read, write, pool), plus its `timeoutMs` when it waits for a `position`."""
     connect_timeout: float = 1.0
@@ -31,3 +41,19 @@ class ApiSettings:
 
     def timeout(self) -> httpx.Timeout:
         return httpx.Timeout(self.forward_timeout, connect=self.connect_timeout)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> ApiSettings:
+        """Settings with `query_deadline` from STREAMS_QUERY_DEADLINE_MS when it is set; ValueError when it is
+        not a positive number of milliseconds."""
+        environ = os.environ if environ is None else environ
+        text = environ.get(QUERY_DEADLINE_ENV)
+        if text:
+            try:
+                millis = int(text)
+            except ValueError:
+                millis = 0
+            if millis <= 0:
+                raise ValueError(f"{QUERY_DEADLINE_ENV}: expected a positive number of milliseconds, got {text!r}")
+            overrides.setdefault("query_deadline", millis / 1000)
+        return cls(**overrides)  # type: ignore[arg-type]

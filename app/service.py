@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from api import BindError, serve_until_signal
+from api import ApiSettings, BindError, serve_until_signal
 from app.settings import ServiceSettings
 from streams_core import KafkaStreams, State, StreamThreadExceptionResponse, Topology, WorkerDiedError, clients
 from streams_core.testing.broker import LocalKafkaBroker
@@ -83,7 +83,8 @@ async def _serve(
     streams = KafkaStreams(topology_factory(), config)
     streams.set_uncaught_exception_handler(replace_dead_workers)
     try:
-        await serve_until_signal(streams, settings.bind_host, settings.port)
+        api_settings = ApiSettings(query_deadline=settings.query_deadline_ms / 1000)
+        await serve_until_signal(streams, settings.bind_host, settings.port, settings=api_settings)
     except BindError as exc:
         raise ServiceError(
             EXIT_PORT_TAKEN, f"cannot serve queries on {settings.bind_host}:{settings.port}: {exc.strerror or exc}"

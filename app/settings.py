@@ -7,6 +7,7 @@ So is every common client key (`CLIENT_KEYS`, e.g. STREAMS_SESSION_TIMEOUT_MS), 
 also takes among its properties.
 Besides: STREAMS_BIND_HOST (the address the REST server binds), STREAMS_PORT (with it,
 `application.server` defaults to this host's name and that port, as in a container),
+STREAMS_QUERY_DEADLINE_MS (`--query-deadline-ms`, the REST layer's query deadline),
 STREAMS_LOG_LEVEL and STREAMS_LOG_FORMAT (app/__main__.py).
 Security (docs/security.md): `--security-protocol`, `--sasl-mechanism`, `--sasl-username`,
 `--ssl-cafile`, `--ssl-certfile`, `--ssl-keyfile` and `--command-config FILE` (client properties,
@@ -68,6 +69,8 @@ class ServiceSettings:
     processing_guarantee: str
     autostop_at: str | None = None
     """KIP-95: `eol` makes a batch run that stops at the end of the input as it was at the start."""
+    query_deadline_ms: int = 5000
+    """How long a REST query may take before it answers 503 (`api.ApiSettings.query_deadline`)."""
     properties: Mapping[str, str] = field(default_factory=dict)
     """The other Kafka Streams properties and client keys set as STREAMS_<NAME> (StreamsConfig parses the text)."""
 
@@ -100,6 +103,13 @@ def _env(name: str, default: str | None = None) -> str | None:
     return value if value not in (None, "") else default
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of milliseconds, got {text!r}")
+    return value
+
+
 def add_service_arguments(parser: argparse.ArgumentParser, application_id: str) -> None:
     parser.add_argument("--bootstrap-servers", default=_env("BOOTSTRAP_SERVERS"),
                         help="Kafka brokers host:port[,...]; without it a local broker is started")
@@ -112,6 +122,8 @@ def add_service_arguments(parser: argparse.ArgumentParser, application_id: str) 
     parser.add_argument("--num-standby-replicas", type=int, default=int(_env("NUM_STANDBY_REPLICAS", "0") or 0))
     parser.add_argument("--processing-guarantee", default=_env("PROCESSING_GUARANTEE", "at_least_once"),
                         choices=["at_least_once", "exactly_once"])
+    parser.add_argument("--query-deadline-ms", type=_positive, default=_env("QUERY_DEADLINE_MS", "5000"),
+                        help="how long a REST query may take before it answers 503 with Retry-After (default 5000)")
     parser.add_argument("--autostop", default=_env("AUTOSTOP_AT"), choices=["eol"],
                         help="batch run (KIP-95 autostop.at; Spark: availableNow): process the input written so far, then exit 0")
     security = parser.add_argument_group("Kafka security (docs/security.md; STREAMS_<KEY> variables work too)")
@@ -131,6 +143,7 @@ def settings_from(args: argparse.Namespace) -> ServiceSettings:
         num_standby_replicas=args.num_standby_replicas,
         processing_guarantee=args.processing_guarantee,
         autostop_at=args.autostop,
+        query_deadline_ms=args.query_deadline_ms,
         properties={k: v for k, v in properties_from_env().items() if k not in FLAG_PROPERTIES} | _security(args),
     )
 

@@ -13,13 +13,14 @@ alone costs. One keep-alive client (bench/raw_http.py) in this process sends the
 a time; the figure is the serving process's CPU time (user + system, from /proc) per request:
 
   floor           GET of the bare app
-  local get       GET /state/keyvalue/counts/<w> asked of A, which owns <w> (the fast path)
+  local get       GET /state/keyvalue/counts/<w> asked of A, which owns <w> (the key-get dispatcher
+                  straight into the route's function, through the asynchronous store path)
   local via app   the same with `?stale=false`, which takes FastAPI's route (the same answer)
   proxied get     asked of A for a <w> that B owns: A forwards it, B answers; both in the process
   range, gathered GET /state/keyvalues/counts/all of A: A's part and B's, merged (`--keys` keys)
 
 `--without fast-path,peer-transport,httptools` serves without the REST layer's three CPU savers
-(docs/rest-api.md, "What a query costs"): the key-get fast path (every get through FastAPI), the
+(docs/rest-api.md, "What a query costs"): the key-get dispatcher (every get through FastAPI), the
 lean peer transport (httpx's own `AsyncHTTPTransport` forwards), httptools (uvicorn's h11
 protocol, the floor's too): what each still saves, measured against a run with all three.
 """

@@ -8,12 +8,19 @@ from below (read-your-writes). `all` and `range` gather the active copies of eve
 hosting the store, each asked with `scope=local`, merged in store (serialized key) order, in
 pages with `limit` and `after`; one missing instance makes the whole answer 503, never a
 partial list. Global stores are answered from this instance's copy.
+
+Every query has one deadline (`ApiSettings.query_deadline`, plus `timeoutMs` for a position
+bound): its reads of this instance's stream threads go through the asynchronous store path
+(`KafkaStreams.store_queries`), its forwards through the `Forwarder`, each awaited until the
+deadline, which answers 503 with `Retry-After` when it passes. Nothing here blocks the loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import heapq
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -42,8 +49,9 @@ from api.paging import NEXT_AFTER_HEADER, Page, cursor_header, read_page
 from api.positions import POSITION_HEADER, POSITION_PATTERN, format_position, parse_position, wait_for_position
 from api.schemas import KeyValueBean, WindowedValue, key_value_body
 from streams_core import State
-from streams_core.state import QueryableStoreTypes
-from streams_core.state.store import KeyValue, ReadOnlyKeyValueStore
+from streams_core.runtime.store_host import Deadline, StoreQuery, StoreRead
+from streams_core.state import QueryableStoreType, QueryableStoreTypes
+from streams_core.state.store import KeyValue
 
 __all__ = ["router"]
 
@@ -90,13 +98,19 @@ KeyTo = Annotated[str, Path(alias="to", description="The last key of the range (
 TimeFrom = Annotated[int, Path(alias="from", ge=0, le=MAX_MILLIS, description="Earliest window start, epoch ms.")]
 TimeTo = Annotated[int, Path(alias="to", ge=0, le=MAX_MILLIS, description="Latest window start, epoch ms (inclusive).")]
 
-Read = Callable[[Any], Any]
-"""Reads the answer from a local view of the store."""
+@dataclass(slots=True)
+class KeyRead:
+    """A key query's read of its copy: `method(*args)` of the store's `kind` of view, then `render` of the answer."""
+
+    kind: QueryableStoreType[Any]
+    method: str
+    args: tuple[Any, ...]
+    render: Callable[[Any], Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class KeyQueries:
-    """What a key query is asked with: the request and its staleness and position bounds."""
+    """What a key query is asked with: the request, its staleness and position bounds, its deadline."""
 
     request: Request
     streams: StreamsInstance
@@ -106,9 +120,13 @@ class KeyQueries:
     max_lag: int | None
     bound: dict[Any, int] | None
     timeout_s: float
+    deadline: Deadline
 
-    async def answer(self, store: StoreInfo, key: Any, kind: Any, read: Read) -> Any:
-        """The answer of the first copy of the key's partition that can give it (`read` of its view)."""
+    def answer(self, store: StoreInfo, key: Any, read: KeyRead) -> Awaitable[Response]:
+        """The answer of the first copy of the key's partition that can give it (`read` of it), to await.
+
+        Not a coroutine itself: the route is decided here (its errors raised at once) and the read
+        or the candidates' loop returned, one frame less on the hottest path."""
         route = route_key(
             self.streams,
             store.name,
@@ -119,22 +137,40 @@ class KeyQueries:
             forwarded=self.forwarded,
         )
 
+        if route.local and not route.hosts:  # this instance's copy only (the common get): no candidates to try
+            return self._read_here(route, store.name, read)
+
         async def local() -> Response:
-            return await self._read_here(route, store.name, kind, read)
+            return await self._read_here(route, store.name, read)
 
         wait_s = self.timeout_s if self.bound is not None else 0.0
-        return await answer_key(route, self.forwarder, self.request, local, wait_s)
+        return answer_key(route, self.forwarder, self.request, local, wait_s, self.deadline)
 
-    async def _read_here(self, route: KeyRoute, name: str, kind: Any, read: Read) -> Response:
+    async def _read_here(self, route: KeyRoute, name: str, read: KeyRead) -> Response:
+        queries = self.streams.store_queries
         position: Mapping[Any, int] | None = None
         if self.bound is not None:
-            position = await wait_for_position(self.streams, name, route.partition, self.bound, self.timeout_s)
-        view = self.streams.store(name, kind, partition=route.partition, stale=route.stale, max_lag=self.max_lag)
-        if position is None and route.partition is not None:
-            position = self.streams.store_position(name, route.partition)
-        body = read(view)
+            position = await wait_for_position(self.streams, name, route.partition, self.bound, self.timeout_s, self.deadline)
+        copies = _copies(route.partition, route.stale, self.max_lag)
+        if position is None and route.partition is not None:  # the answer and its copy's position, in one request
+            read_at = StoreRead(name, read.kind, read.method, read.args, copies, True)
+            answer, position = await queries.query(read_at, self.deadline)
+        else:
+            answer = await queries.query(StoreRead(name, read.kind, read.method, read.args, copies), self.deadline)
+        body = read.render(answer)
         headers = {POSITION_HEADER: format_position(position)} if position else None
         return JSONResponse(body, headers=headers)
+
+
+_copies = functools.lru_cache(maxsize=4096)(StoreQuery)
+"""The `StoreQuery` of a partition, staleness and lag bound, made once (one per query on the hottest path)."""
+
+
+def plain_key_queries(
+    request: Request, streams: StreamsInstance, forwarder: Forwarder, forwarded: bool, deadline_s: float
+) -> KeyQueries:
+    """The queries of a request without parameters (active copy, no position bound), due in `deadline_s`."""
+    return KeyQueries(request, streams, forwarder, forwarded, False, None, None, 1.0, Deadline.after(deadline_s))
 
 
 async def _key_queries(
@@ -147,33 +183,48 @@ async def _key_queries(
 ) -> KeyQueries:
     """No nested dependencies: FastAPI resolves each per query, the hottest route's largest cost."""
     bound = None if position is None else parse_position(position)
+    seconds = request.app.state.settings.query_deadline + (timeout_ms / 1000 if bound is not None else 0.0)
     return KeyQueries(
-        request, streams_of(request), forwarder_of(request), forwarded_by is not None, stale, max_lag, bound, timeout_ms / 1000
+        request,
+        streams_of(request),
+        forwarder_of(request),
+        forwarded_by is not None,
+        stale,
+        max_lag,
+        bound,
+        timeout_ms / 1000,
+        Deadline.after(seconds),
     )
 
 
 KeyQuery = Annotated[KeyQueries, Depends(_key_queries)]
+_KEY_VALUE = QueryableStoreTypes.key_value_store()
+
+
+def key_value(query: KeyQueries, store: StoreInfo, key: str) -> Awaitable[Response]:
+    """The answer to `GET /state/keyvalue/{store}/{key}` (to await): the route's, and the key-get path's
+    (api/key_gets.py). Errors found before any read (a key the serde rejects, no route) are raised at once."""
+    typed = store.parse_key(key)
+
+    def render_value(value: Any) -> dict[str, Any]:
+        if value is None:
+            raise KeyNotFoundError(store.name, key)
+        return key_value_body(typed, value)
+
+    return query.answer(store, typed, KeyRead(_KEY_VALUE, "get", (typed,), render_value))
 
 
 @router.get("/keyvalue/{store}/{key}", response_model=KeyValueBean, responses=_KEY_ANSWERS)
 async def get_key_value(query: KeyQuery, store: KeyValueStore, key: KeyText) -> Any:
     """The value of `key`, from a copy of its partition; 404 if it has none."""
-    typed = store.parse_key(key)
-
-    def read(view: Any) -> dict[str, Any]:
-        value = view.get(typed)
-        if value is None:
-            raise KeyNotFoundError(store.name, key)
-        return key_value_body(typed, value)
-
-    return await query.answer(store, typed, QueryableStoreTypes.key_value_store(), read)
+    return await key_value(query, store, key)
 
 
 @router.get("/global/{store}/{key}", response_model=KeyValueBean, responses=error_responses(400, 404, 503, served_by=True))
-async def get_global_value(streams: Streams, store: GlobalStore, key: KeyText) -> KeyValueBean:
+async def get_global_value(request: Request, streams: Streams, store: GlobalStore, key: KeyText) -> KeyValueBean:
     """The value of `key` in a global store, from this instance's copy (every instance has all of it)."""
     typed = store.parse_key(key)
-    value = streams.store(store.name, QueryableStoreTypes.key_value_store()).get(typed)
+    value = await streams.store_queries.query(StoreRead(store.name, _KEY_VALUE, "get", (typed,)), _deadline(request))
     if value is None:
         raise KeyNotFoundError(store.name, key)
     return KeyValueBean(key=render(typed), value=render(value))
@@ -188,19 +239,21 @@ async def _scan(
     streams: StreamsInstance,
     forwarder: Forwarder,
     store: StoreInfo,
-    local_entries: Callable[[Any], Iterator[KeyValue[Any, Any]]],
+    local_read: Callable[[Any], StoreRead],
     *,
     gather: bool,
     limit: int | None,
     after: str | None,
 ) -> Response:
-    """One page of entries: this instance's active copies, or every host's merged in key order."""
+    """One page of entries: this instance's active copies (`local_read(cursor)`), or every host's
+    merged in key order; the local read and the other instances' are asked at once, by one deadline."""
     to_bytes = _key_bytes(store)
     cursor = None if after is None else store.parse_key(after)
     cursor_bytes = None if cursor is None else to_bytes(cursor)
+    deadline = _deadline(request)
 
     async def local() -> Page:
-        entries = local_entries(cursor)
+        entries = await streams.store_queries.query(local_read(cursor), deadline)
         return await read_page(entries, _render_entry, limit=limit, after=cursor_bytes, key_bytes=to_bytes)
 
     if not gather or forwarder.this_host is None or store.is_global:
@@ -209,18 +262,26 @@ async def _scan(
         raise NotAvailableError("not queryable", store=store.name, state=streams.state.name)
     hosts = sorted(m.host_info for m in streams.all_metadata_for_store(store.name) if store.name in m.state_store_names)
     remote = [host for host in hosts if host != forwarder.this_host]
-    answers = await forwarder.gather(remote, request, {**request.query_params, "scope": "local"})
+    params = {**request.query_params, "scope": "local"}
+    if len(remote) < len(hosts):
+        answers, here = await asyncio.gather(forwarder.gather(remote, request, params, deadline), local())
+    else:
+        answers, here = await forwarder.gather(remote, request, params, deadline), None
     pages = [
         Page(_json_list(host, answer.json()), NEXT_AFTER_HEADER.lower() in answer.headers)
         for host, answer in zip(remote, answers, strict=True)
     ]
-    if len(remote) < len(hosts):
-        pages.append(await local())
+    if here is not None:
+        pages.append(here)
     merged = list(heapq.merge(*(p.entries for p in pages), key=lambda entry: store.keys.sort_key(entry["key"])))
     more = any(p.more for p in pages) or (limit is not None and len(merged) > limit)
     response = _page_response(Page(merged[:limit] if limit is not None else merged, more))
     response.headers[SERVED_BY_HEADER] = ", ".join(str(host) for host in hosts) or forwarder.served_by
     return response
+
+
+def _deadline(request: Request) -> Deadline:
+    return Deadline.after(request.app.state.settings.query_deadline)
 
 
 def _json_list(host: Any, body: Any) -> list[dict[str, Any]]:
@@ -253,10 +314,9 @@ async def all_key_values(
     after: After = None,
 ) -> Response:
     """The entries of `store` in key order, from all instances (or this one with `scope=local`), a page at a time."""
-    view: ReadOnlyKeyValueStore[Any, Any] = streams.store(store.name, QueryableStoreTypes.key_value_store())
 
-    def entries(cursor: Any) -> Iterator[KeyValue[Any, Any]]:
-        return view.all() if cursor is None else view.range(cursor, None)
+    def entries(cursor: Any) -> StoreRead:
+        return StoreRead(store.name, _KEY_VALUE, "all") if cursor is None else StoreRead(store.name, _KEY_VALUE, "range", (cursor, None))
 
     gather = scope == "all" and not forwarded
     return await _scan(request, streams, forwarder, store, entries, gather=gather, limit=limit, after=after)
@@ -278,11 +338,10 @@ async def range_key_values(
     """The entries of `store` with keys from `from` to `to` (inclusive, in serialized key order), a page at a time."""
     lower, upper = store.parse_key(key_from), store.parse_key(key_to)
     to_bytes = _key_bytes(store)
-    view: ReadOnlyKeyValueStore[Any, Any] = streams.store(store.name, QueryableStoreTypes.key_value_store())
 
-    def entries(cursor: Any) -> Iterator[KeyValue[Any, Any]]:
+    def entries(cursor: Any) -> StoreRead:
         start = lower if cursor is None or to_bytes(cursor) < to_bytes(lower) else cursor
-        return view.range(start, upper)
+        return StoreRead(store.name, _KEY_VALUE, "range", (start, upper))
 
     gather = scope == "all" and not forwarded
     return await _scan(request, streams, forwarder, store, entries, gather=gather, limit=limit, after=after)
@@ -308,13 +367,13 @@ async def windowed_values(query: KeyQuery, store: WindowStore, key: KeyText, tim
     """The windows of `key` that start from `from` to `to`, oldest first, from a copy of its partition."""
     typed = store.parse_key(key)
     size = store.window_size or 0
-    kind = QueryableStoreTypes.window_store()
-    return await query.answer(store, typed, kind, lambda view: _windows(typed, view.fetch(typed, time_from, time_to), size))
+    read = KeyRead(QueryableStoreTypes.window_store(), "fetch", (typed, time_from, time_to), lambda found: _windows(typed, found, size))
+    return await query.answer(store, typed, read)
 
 
 @router.get("/session/{store}/{key}", response_model=list[WindowedValue], responses=_KEY_ANSWERS)
 async def session_values(query: KeyQuery, store: SessionStore, key: KeyText) -> Any:
     """The sessions of `key`, oldest first (each `[windowStart, windowEnd]` inclusive), from a copy of its partition."""
     typed = store.parse_key(key)
-    kind = QueryableStoreTypes.session_store()
-    return await query.answer(store, typed, kind, lambda view: _windows(typed, view.fetch(typed)))
+    read = KeyRead(QueryableStoreTypes.session_store(), "fetch", (typed,), lambda found: _windows(typed, found))
+    return await query.answer(store, typed, read)

@@ -151,7 +151,7 @@ class KafkaStreams:
         )
         self._threads = StreamThreads(factory, self.config, global_thread=bool(self.metadata.global_topics) and self._inline)
         self._global_thread: GlobalStreamThread | None = None
-        self._store_provider = QueryableStoreProvider(
+        self.store_queries = self._store_provider = QueryableStoreProvider(  # the async path with deadlines: store_host.py
             lambda: [t.store_provider for t in self._threads.all()], self._check_queryable, self._global_stores
         )
 

@@ -4,7 +4,8 @@
   that thread's active tasks (and standby tasks for stale reads), one per task.
 - `QueryableStoreProvider`: over every thread; hands out the read-only view of a store
   (`store_type.create(provider, name)`) through a `WrappingStoreProvider` that checks on every
-  call whether the instance can be queried now, so a view never answers partially.
+  call whether the instance can be queried now, so a view never answers partially; and
+  `query()`, the asynchronous path with a deadline (store_host.py) that the REST layer takes.
 
 A standby copy is read only when its lag is known (its changelog position, and the changelog's
 high watermark from the thread's last fetch) and within the query's `max_lag`: a copy the
@@ -14,32 +15,41 @@ exists. Active copies of a running task have lag 0, as in Kafka Streams.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from streams_core.errors import InvalidStateStoreError
 from streams_core.processor.task_id import TaskId
+from streams_core.runtime.store_host import (
+    ALL_ACTIVE,
+    Deadline,
+    HostRequest,
+    ListedStores,
+    PositionRead,
+    RemoteCopy,
+    StoreHost,
+    StoreQuery,
+    StoreRead,
+    merged,
+)
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.serde import Serdes
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.state.queryable_store_types import QueryableStoreType
 
-__all__ = ["LagInfo", "QueryableStoreProvider", "StoreQuery", "StreamThreadStateStoreProvider", "ThreadStoreProvider", "ThreadStores"]
+__all__ = [
+    "ALL_ACTIVE",
+    "LagInfo",
+    "QueryableStoreProvider",
+    "StoreQuery",
+    "StreamThreadStateStoreProvider",
+    "ThreadStoreProvider",
+    "ThreadStores",
+]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class StoreQuery:
-    """Which local copies a query may read (Kafka's StoreQueryParameters without name and type):
-    one partition's or all, standbys too when `stale`, and then only those at most `max_lag` behind."""
-
-    partition: int | None = None
-    stale: bool = False
-    max_lag: int | None = None
-
-
-ALL_ACTIVE = StoreQuery()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +84,57 @@ class ThreadStores(Protocol):
 
 
 class StreamThreadStateStoreProvider:
-    """The instances of a store in one thread's tasks."""
+    """The instances of a store in one thread's tasks; as a `StoreHost`, answered at once (in process)."""
 
-    __slots__ = ("_thread",)
+    __slots__ = ("_thread", "host_name")
 
-    def __init__(self, thread: ThreadStores) -> None:
+    def __init__(self, thread: ThreadStores, name: str = "stream thread") -> None:
         self._thread = thread
+        self.host_name = name
+
+    # -- StoreHost: the thread's stores are on this loop, so an answer never waits ------------------
+
+    def holds(self, store_name: str, query: StoreQuery) -> bool:
+        return any(
+            (query.partition is None or task_id.partition == query.partition) and state.get_store(store_name) is not None
+            for task_id, state in (
+                (*self._thread.active_states(), *self._thread.readable_standby_states()) if query.stale
+                else self._thread.active_states()
+            )
+        )
+
+    def key_serde(self, store_name: str) -> Any:
+        """The key serde of the thread's copies (a bytes store's keys are their own bytes)."""
+        for _, state in self._thread.active_states():
+            store = state.get_store(store_name)
+            if store is not None and getattr(store, "key_serde", None) is not None:
+                return store.key_serde  # type: ignore[attr-defined]
+        return Serdes.Bytes()
+
+    async def ask(self, request: HostRequest, deadline: Deadline) -> Any:
+        if isinstance(request, StoreRead):
+            stores = self.stores(request.store, request.store_type, request.query)
+            if not stores and request.query.partition is not None:  # a standby too far behind, or just gone
+                raise InvalidStateStoreError(
+                    f"no queryable copy of store {request.store!r} for partition {request.query.partition} in {self.host_name} (retry)"
+                )
+            view = request.store_type.create(ListedStores(stores), request.store)
+            result = getattr(view, request.method)(*request.args)
+            if request.with_position:
+                partition = request.query.partition
+                return result, None if partition is None else self.position(request.store, partition)
+            return result
+        if isinstance(request, PositionRead):
+            return self.position(request.store, request.partition)
+        return await self.lags()
+
+    def unanswered_for(self) -> float:
+        return 0.0
+
+    def probe(self) -> None:
+        pass
+
+    # -- the thread's copies ---------------------------------------------------------------------
 
     def stores(self, store_name: str, store_type: QueryableStoreType[Any], query: StoreQuery = ALL_ACTIVE) -> list[Any]:
         """Active copies (and, when `stale`, standby ones whose lag is known and within `max_lag`),
@@ -142,8 +197,9 @@ class StreamThreadStateStoreProvider:
         return lags
 
 
-class ThreadStoreProvider(Protocol):
-    """The local copies of stores in one stream thread (in this process or a worker process)."""
+class ThreadStoreProvider(StoreHost, Protocol):
+    """The local copies of stores in one stream thread (in this process or a worker process): the
+    synchronous side for `KafkaStreams.store()`'s views, the asynchronous one as a `StoreHost`."""
 
     def stores(self, store_name: str, store_type: QueryableStoreType[Any], query: StoreQuery = ...) -> Sequence[Any]: ...
 
@@ -198,6 +254,43 @@ class QueryableStoreProvider:
             for store, partitions in (await provider.lags()).items():
                 merged.setdefault(store, {}).update(partitions)
         return merged
+
+    async def query(self, read: StoreRead, deadline: Deadline) -> Any:
+        """`read` answered by every host holding a copy it may read, asked at once, answers merged
+        as the composite views merge copies. `StoreQueryTimeoutError` when a host does not answer by
+        `deadline`; InvalidStateStoreError when the instance cannot be queried now, or no copy of the
+        read's partition is here."""
+        self._check(read.store, read.query.stale)
+        global_store = self._global_stores().get(read.store)
+        if global_store is not None:
+            if not read.store_type.accepts(global_store):
+                raise InvalidStateStoreError(f"global store {read.store!r} is not a {read.store_type!r}")
+            if isinstance(global_store, RemoteCopy):  # a worker's copy
+                result = await global_store.ask(read.method, read.args, deadline)
+            else:
+                result = getattr(global_store, read.method)(*read.args)
+            return (result, None) if read.with_position else result
+        hosts = [host for host in self._providers() if host.holds(read.store, read.query)]
+        if read.query.partition is not None and not hosts:
+            raise InvalidStateStoreError(
+                f"no queryable copy of store {read.store!r} for partition {read.query.partition} here now (migrating or restoring; retry)"
+            )
+        if len(hosts) == 1:
+            return await hosts[0].ask(read, deadline)
+        answers = await asyncio.gather(*(host.ask(read, deadline) for host in hosts))
+        return merged(read, [(answer, host.key_serde(read.store)) for answer, host in zip(answers, hosts, strict=True)])
+
+    async def query_position(self, store_name: str, partition: int, deadline: Deadline) -> dict[TopicPartition, int] | None:
+        """The input position of the active copy of the partition (the host that holds it is asked); None without one here."""
+        for host in self._providers():
+            if host.holds(store_name, StoreQuery(partition)):
+                found: dict[TopicPartition, int] | None = await host.ask(PositionRead(store_name, partition), deadline)
+                return found
+        return None
+
+    def hosts(self) -> list[ThreadStoreProvider]:
+        """The store hosts of the instance (its stream threads), for health reports."""
+        return list(self._providers())
 
     def local_stores(
         self, store_name: str, store_type: QueryableStoreType[Any], query: StoreQuery = ALL_ACTIVE

@@ -10,8 +10,11 @@ an iterator is materialized before it goes back.
 Requests (tuples, see `remote_store_provider.py` for the instance's side):
 - `("read", store, store_type, partition, stale, max_lag, method, args)`: `method(*args)` of the view
   (`store_type` a built-in type's name, a user's own type, or None: the global store `store`);
+- `("read+position", ...)`: the same as `read`, answered `(result, rows, position)` (`rows`: the
+  result is an iterator's entries, as a list; `position`: the active copy's of the partition, or None);
 - `("position", store, partition)`: the active copy's input position (IQv2 Position);
-- `("lags",)`: the local copies' changelog lags (KIP-535).
+- `("lags",)`: the local copies' changelog lags (KIP-535);
+- `("ping",)`: nothing (None): the instance's health check sees that the worker answers.
 
 The reply is `(True, result, rows)` (`rows`: the result is an iterator's entries, as a list) or
 `(False, exception, False)`; an exception pickle cannot carry is sent as a `StreamsError` with its text.
@@ -87,10 +90,18 @@ class WorkerStoreQueries:
             if request[2] is None:
                 return getattr(self._global_store(request[1]), method)(*args)
             return getattr(self._view(request[1:6]), method)(*args)
+        if op == "read+position":
+            found = getattr(self._view(request[1:6]), request[6])(*request[7])
+            rows = isinstance(found, Iterator)
+            partition = request[3]
+            position = None if partition is None else self._provider.position(request[1], partition)
+            return (list(found) if rows else found), rows, position
         if op == "position":
             return self._provider.position(request[1], request[2])
         if op == "lags":
             return await self._provider.lags()
+        if op == "ping":
+            return None
         raise StreamsError(f"unknown worker query {op!r}")
 
     def _view(self, key: tuple[Any, ...]) -> Any:

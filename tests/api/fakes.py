@@ -35,6 +35,7 @@ from streams_core.errors import StreamsNotStartedError
 from streams_core.runtime.assignment import StreamsMetadataState
 from streams_core.runtime.kafka_streams import LagInfo
 from streams_core.runtime.partitioner import default_partition
+from streams_core.runtime.store_host import Deadline, StoreRead
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state import QueryableStoreType
@@ -80,6 +81,30 @@ def build_topology() -> Topology:
     )
 
 
+class FakeStoreQueries:
+    """The asynchronous query path of a `FakeKafkaStreams`: its views read at once (an in-process thread)."""
+
+    def __init__(self, streams: FakeKafkaStreams) -> None:
+        self._streams = streams
+
+    async def query(self, read: StoreRead, deadline: Deadline) -> Any:
+        query = read.query
+        view = self._streams.store(
+            read.store, read.store_type, partition=query.partition, stale=query.stale, max_lag=query.max_lag
+        )
+        result = getattr(view, read.method)(*read.args)
+        if read.with_position:
+            partition = query.partition
+            return result, None if partition is None else self._streams.store_position(read.store, partition)
+        return result
+
+    async def query_position(self, store_name: str, partition: int, deadline: Deadline) -> dict[TopicPartition, int] | None:
+        return self._streams.store_position(store_name, partition)
+
+    def hosts(self) -> list[Any]:
+        return []
+
+
 class FakeKafkaStreams:
     """A started instance: its active partitions' stores in one driver, its standbys' in another."""
 
@@ -108,6 +133,7 @@ class FakeKafkaStreams:
         self.positions: dict[int, int] = {}
         self.active_driver = TopologyTestDriver(topology(), props)
         self.standby_driver = TopologyTestDriver(topology(), props)
+        self.store_queries = FakeStoreQueries(self)
 
     def close(self) -> None:
         self.active_driver.close()

@@ -19,7 +19,42 @@ async def test_health_and_ready_while_running(client: httpx.AsyncClient) -> None
     for path in ("/health", "/ready"):
         answer = await client.get(path)
         assert answer.status_code == 200
-        assert answer.json() == {"status": "UP", "state": "RUNNING"}
+        assert answer.json() == {"status": "UP", "state": "RUNNING", "degradedThreads": []}
+
+
+class _Host:
+    """A store host as the probes see it: its name, how long it left a query unanswered, its pings."""
+
+    def __init__(self, name: str, unanswered_for: float) -> None:
+        self.host_name = name
+        self.waited = unanswered_for
+        self.probes = 0
+
+    def unanswered_for(self) -> float:
+        return self.waited
+
+    def probe(self) -> None:
+        self.probes += 1
+
+
+async def test_probes_list_a_stalled_worker_without_waiting_for_it(
+    cluster: Cluster, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that left a query unanswered past the query deadline is a degraded thread; the probe stays
+    UP (a liveness probe must not restart the instance for it) and pings only the workers that answer."""
+    stalled, answering = _Host("app-StreamThread-1", 7.25), _Host("app-StreamThread-2", 0.0)
+    monkeypatch.setattr(cluster.a.store_queries, "hosts", lambda: [stalled, answering])
+    for path in ("/health", "/ready"):
+        answer = await client.get(path)
+        assert answer.status_code == 200
+        assert answer.json() == {
+            "status": "UP",
+            "state": "RUNNING",
+            "degradedThreads": [{"thread": "app-StreamThread-1", "unansweredMs": 7250}],
+        }
+    assert (stalled.probes, answering.probes) == (0, 2)
+    stalled.waited = 4.0  # under the 5 s deadline: waiting, not yet degraded
+    assert (await client.get("/health")).json()["degradedThreads"] == []
 
 
 @pytest.mark.parametrize(
@@ -38,7 +73,7 @@ async def test_probes_by_state(
     cluster.a.state = state
     live, readiness = await client.get("/health"), await client.get("/ready")
     assert (live.status_code, readiness.status_code) == (health, ready)
-    assert readiness.json() == {"status": "DOWN", "state": state.name}
+    assert readiness.json() == {"status": "DOWN", "state": state.name, "degradedThreads": []}
     assert readiness.headers["Retry-After"] == "1"
 
 

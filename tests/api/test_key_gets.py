@@ -1,5 +1,5 @@
-"""KeyGetFastPath: a plain local key get is answered without the app, exactly as the app would
-answer it; every other request reaches the app untouched."""
+"""KeyGetFastPath: a plain key get is answered by the route's own function without FastAPI's layers,
+exactly as the app answers it (200, 404, 400, 503, relayed); every other request reaches the app untouched."""
 
 from __future__ import annotations
 
@@ -35,11 +35,16 @@ class _App:
 
 @pytest.fixture
 async def fast(cluster: Cluster) -> AsyncIterator[tuple[httpx.AsyncClient, _App, StreamsMetrics]]:
+    """The fast path of instance A with the app's forwarder: keys of B are relayed from B."""
     app = _App()
     metrics = StreamsMetrics(cluster.a)
-    middleware = KeyGetFastPath(app, cluster.a, metrics, HOST_A)
+    forwarder = Forwarder(cluster.transport, cluster.settings.timeout(), HOST_A, on_forward=metrics.forwarded)
+    middleware = KeyGetFastPath(app, cluster.a, metrics, HOST_A, forwarder=lambda: forwarder, retry_after=7)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(middleware), base_url=f"http://{HOST_A}") as client:
         yield client, app, metrics
+
+
+forwarding = fast
 
 
 def _local_words(cluster: Cluster) -> list[str]:
@@ -80,12 +85,10 @@ async def test_everything_else_goes_to_the_app(cluster: Cluster, fast: tuple[htt
     client, app, _ = fast
     word = _local_words(cluster)[0]
     remote = next(w for w in WORDS if cluster.owner_host(w) == HOST_B)
+    assert remote
     handed_over = {
-        "a key owned by the other instance": f"/state/keyvalue/{COUNTS}/{remote}",
-        "an absent key": f"/state/keyvalue/{COUNTS}/no-such-word",
         "an unknown store": f"/state/keyvalue/nope/{word}",
         "a window store": f"/state/keyvalue/{WINDOWED}/{word}",
-        "a key the serde rejects": f"/state/keyvalue/{IDS}/abc",
         "a query string": f"/state/keyvalue/{COUNTS}/{word}?stale=true",
         "a path segment more": f"/state/keyvalue/{COUNTS}/{word}/x",
         "no key": f"/state/keyvalue/{COUNTS}/",
@@ -100,17 +103,27 @@ async def test_everything_else_goes_to_the_app(cluster: Cluster, fast: tuple[htt
     assert len(app.paths) == len(handed_over) + 1
 
 
-async def test_nothing_queryable_now_goes_to_the_app(
+async def test_absent_keys_bad_keys_and_nothing_queryable_are_answered_without_the_app(
     cluster: Cluster, fast: tuple[httpx.AsyncClient, _App, StreamsMetrics]
 ) -> None:
-    client, app, _ = fast
+    """One path: the route's function answers every plain get, its errors rendered as the app renders them."""
+    client, app, metrics = fast
     word = _local_words(cluster)[0]
+    absent = next(f"gone{i}" for i in range(100) if cluster.owner_host(f"gone{i}") == HOST_A)
+    missing = await client.get(f"/state/keyvalue/{COUNTS}/{absent}")
+    assert missing.status_code == 404 and missing.json() == {"error": "key not found", "store": COUNTS, "key": absent}
+    rejected = await client.get(f"/state/keyvalue/{IDS}/abc")
+    assert rejected.status_code == 400 and rejected.json()["error"] == "invalid key"
     cluster.a.stores_fail = True
-    assert (await client.get(f"/state/keyvalue/{COUNTS}/{word}")).status_code == 299
+    failing = await client.get(f"/state/keyvalue/{COUNTS}/{word}")
+    assert failing.status_code == 503 and failing.json()["error"] == "state store not queryable"
+    assert failing.headers["retry-after"] == "7" and failing.headers["x-served-by"] == str(HOST_A)
     cluster.a.stores_fail = False
     cluster.rebalance()
-    assert (await client.get(f"/state/keyvalue/{COUNTS}/{word}")).status_code == 299
-    assert len(app.paths) == 2
+    rebalancing = await client.get(f"/state/keyvalue/{COUNTS}/{word}")
+    assert rebalancing.status_code == 503 and rebalancing.headers["retry-after"] == "7"
+    assert app.paths == []
+    assert metrics.registry.get_sample_value("streams_query_responses_total", {"route": ROUTE, "code": "503"}) == 2
 
 
 async def test_a_forwarded_get_for_a_key_here_is_answered(
@@ -145,17 +158,6 @@ def _remote_words(cluster: Cluster) -> list[str]:
     return [word for word in WORDS if cluster.owner_host(word) == HOST_B]
 
 
-@pytest.fixture
-async def forwarding(cluster: Cluster) -> AsyncIterator[tuple[httpx.AsyncClient, _App, StreamsMetrics]]:
-    """The fast path of instance A with the app's forwarder: keys of B are relayed from B."""
-    app = _App()
-    metrics = StreamsMetrics(cluster.a)
-    forwarder = Forwarder(cluster.transport, cluster.settings.timeout(), HOST_A, on_forward=metrics.forwarded)
-    middleware = KeyGetFastPath(app, cluster.a, metrics, HOST_A, forwarder=lambda: forwarder, retry_after=7)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(middleware), base_url=f"http://{HOST_A}") as client:
-        yield client, app, metrics
-
-
 async def test_a_plain_get_of_a_key_owned_elsewhere_is_relayed_without_the_app(
     cluster: Cluster, forwarding: tuple[httpx.AsyncClient, _App, StreamsMetrics]
 ) -> None:
@@ -188,13 +190,14 @@ async def test_an_unreachable_owner_answers_503_without_the_app(
     assert app.paths == []
 
 
-async def test_a_forwarded_get_for_a_key_elsewhere_goes_to_the_app(
+async def test_a_forwarded_get_for_a_key_elsewhere_is_not_forwarded_again(
     cluster: Cluster, forwarding: tuple[httpx.AsyncClient, _App, StreamsMetrics]
 ) -> None:
     """One hop at most: an instance that is not the owner of a forwarded key never forwards it again."""
     client, app, _ = forwarding
     answer = await client.get(f"/state/keyvalue/{COUNTS}/{_remote_words(cluster)[0]}", headers={HOP_HEADER: str(HOST_B)})
-    assert answer.status_code == 299 and len(app.paths) == 1
+    assert answer.status_code == 503 and answer.json()["error"] == "not the owner"
+    assert app.paths == []
     assert cluster.transport.forwarded_to(HOST_B) == []
 
 

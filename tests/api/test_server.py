@@ -35,8 +35,8 @@ async def test_serve_answers_over_http_in_this_loop_and_stops(streams: FakeKafka
     try:
         assert handle.host == "127.0.0.1" and handle.port > 0
         async with httpx.AsyncClient(base_url=handle.url, timeout=5) as client:
-            assert (await client.get("/health")).json() == {"status": "UP", "state": "RUNNING"}
-            assert (await client.get("/health/")).json() == {"status": "UP", "state": "RUNNING"}
+            assert (await client.get("/health")).json() == {"status": "UP", "state": "RUNNING", "degradedThreads": []}
+            assert (await client.get("/health/")).json() == {"status": "UP", "state": "RUNNING", "degradedThreads": []}
             answer = await client.get(f"/state/keyvalues/{COUNTS}/all", params={"scope": "local"})
             assert answer.json() == [{"key": "served", "value": 1}]
             slashed = await client.get(f"/state/keyvalues/{COUNTS}/all/", params={"scope": "local"})

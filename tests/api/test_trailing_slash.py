@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("yaml", reason="needs PyYAML (dev extra: pyyaml)")
 
 from api import create_app
+from api.forwarding import Forwarder
 from api.key_gets import KeyGetFastPath
 from api.metrics import StreamsMetrics
 from api.middleware import TrailingSlashMiddleware
@@ -67,7 +68,8 @@ async def test_only_a_slash_sent_as_such_is_dropped(client: httpx.AsyncClient) -
 
 async def test_the_fast_path_answers_slashed_key_gets_itself(cluster: Cluster) -> None:
     app = _App()
-    fast = TrailingSlashMiddleware(KeyGetFastPath(app, cluster.a, StreamsMetrics(cluster.a), HOST_A))
+    forwarder = Forwarder(cluster.transport, cluster.settings.timeout(), HOST_A)
+    fast = TrailingSlashMiddleware(KeyGetFastPath(app, cluster.a, StreamsMetrics(cluster.a), HOST_A, lambda: forwarder))
     local = [word for word in WORDS if cluster.owner_host(word) == HOST_A]
     assert local
     async with httpx.AsyncClient(transport=httpx.ASGITransport(fast), base_url=f"http://{HOST_A}") as client:

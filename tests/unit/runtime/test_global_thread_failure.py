@@ -80,7 +80,7 @@ async def test_the_probes_say_down_once_the_global_thread_died(tmp_path: Path) -
         await eventually(lambda: instance.streams.state is State.ERROR, what="ERROR")
         for path in ("/health", "/ready"):
             answer = await client.get(path)
-            assert (answer.status_code, answer.json()) == (503, {"status": "DOWN", "state": "ERROR"})
+            assert (answer.status_code, answer.json()) == (503, {"status": "DOWN", "state": "ERROR", "degradedThreads": []})
     await instance.close()
 
 

@@ -14,6 +14,7 @@ from streams_core.runtime.state_store_providers import (
     StoreQuery,
     StreamThreadStateStoreProvider,
 )
+from streams_core.runtime.store_host import Deadline, StoreRead
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
@@ -109,3 +110,49 @@ def test_the_position_is_the_active_copys_processed_input_offsets(tmp_path: Path
     assert provider.position("counts", 0) == {TopicPartition("in", 0): 100}
     assert provider.position("counts", 1) is None, "a standby copy has no input position"
     assert provider.position("other", 0) is None
+
+
+async def test_the_async_query_path_reads_the_same_copies_as_the_views(tmp_path: Path) -> None:
+    """`query()` (the REST layer's path) answers as `get_store()` views do: a partition with no copy
+    here, or only a standby too far behind, is retry (InvalidStateStoreError), never absent."""
+    thread = Thread()
+    thread.active.append((TaskId(0, 0), task_state(tmp_path, 0, b"active")))
+    standby = task_state(tmp_path, 1, b"standby")
+    thread.standby.append((TaskId(0, 1), standby))
+    changelog = TopicPartition("app-counts-changelog", 1)
+    standby.update_changelog_offsets({changelog: 10})
+    thread.highwater[changelog] = 25
+    thread.caught_up.add(TaskId(0, 1))
+    queryable = QueryableStoreProvider(lambda: [StreamThreadStateStoreProvider(thread)], lambda name, stale: None)
+    deadline = Deadline.after(1.0)
+
+    def get(query: StoreQuery) -> StoreRead:
+        return StoreRead("counts", KV, "get", (b"k",), query)
+
+    assert await queryable.query(get(StoreQuery(0)), deadline) == b"active"
+    with pytest.raises(InvalidStateStoreError, match="for partition 1"):
+        await queryable.query(get(StoreQuery(1)), deadline)
+    assert await queryable.query(get(StoreQuery(1, stale=True)), deadline) == b"standby"
+    with pytest.raises(InvalidStateStoreError, match="for partition 1"):
+        await queryable.query(get(StoreQuery(1, stale=True, max_lag=14)), deadline)
+    assert [kv.value for kv in await queryable.query(StoreRead("counts", KV, "all"), deadline)] == [b"active"]
+    assert await queryable.query(get(StoreQuery(0))._replace(with_position=True), deadline) == (
+        b"active",
+        {TopicPartition("in", 0): 100},
+    )
+    assert await queryable.query_position("counts", 0, deadline) == {TopicPartition("in", 0): 100}
+    assert await queryable.query_position("counts", 1, deadline) is None
+
+
+async def test_answers_of_several_hosts_merge_in_key_order(tmp_path: Path) -> None:
+    first, second = Thread(), Thread()
+    low, high = task_state(tmp_path, 0, b"low"), task_state(tmp_path, 1, b"high")
+    low.get_store("counts").put(b"a", b"1")
+    high.get_store("counts").put(b"b", b"2")
+    first.active.append((TaskId(0, 0), low))
+    second.active.append((TaskId(0, 1), high))
+    hosts = [StreamThreadStateStoreProvider(first, "t-1"), StreamThreadStateStoreProvider(second, "t-2")]
+    queryable = QueryableStoreProvider(lambda: hosts, lambda name, stale: None)
+    entries = await queryable.query(StoreRead("counts", KV, "all"), Deadline.after(1.0))
+    assert [(kv.key, kv.value) for kv in entries] == [(b"a", b"1"), (b"b", b"2"), (b"k", b"low"), (b"k", b"high")]
+    assert await queryable.query(StoreRead("counts", KV, "get", (b"b",)), Deadline.after(1.0)) == b"2"
