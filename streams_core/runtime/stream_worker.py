@@ -218,13 +218,13 @@ class StreamWorker:
 async def _main(control_fd: int, query_fd: int) -> None:
     reader, writer = await asyncio.open_connection(sock=socket.socket(fileno=control_fd))
     sys.path[:], payload, spec = await read_frame(reader)  # the instance's path: user modules import by reference
-    app: WorkerApplication = topology_shipping.load(payload)
     logging.basicConfig(
         level=spec.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s [worker %(process)d] %(name)s: %(message)s"
     )
     try:
+        app: WorkerApplication = topology_shipping.load(payload)
         worker = StreamWorker(app, spec, writer)
-    except Exception as exc:  # e.g. its global stores' directory is locked: the instance gets the reason
+    except Exception as exc:  # a user module it cannot import, its global stores' directory locked: the instance gets the reason
         write_frame(writer, ("start-failed", exc))
         await writer.drain()
         raise
