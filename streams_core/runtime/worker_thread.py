@@ -35,6 +35,7 @@ from streams_core.runtime.thread_metadata import ThreadMetadata, thread_metadata
 from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.runtime.worker_channel import ChannelClosedError, QueryChannel, read_frame, write_frame
+from streams_core.runtime.worker_logging import LoggingSetup
 
 __all__ = ["WorkerThread", "WorkerThreadFactory"]
 
@@ -315,8 +316,6 @@ class WorkerThreadFactory:
         """A worker for `<application.id>-StreamThread-<index>` (not started), its cache `cache_max_bytes`."""
         config = self._config
         name = f"{config['application.id']}-StreamThread-{index}"
-        spec = WorkerSpec(
-            index, cache_max_bytes, dict(self._partition_counts()), logging.getLogger("streams_core").getEffectiveLevel()
-        )
+        spec = WorkerSpec(index, cache_max_bytes, dict(self._partition_counts()), LoggingSetup.capture().ship())
         fallback = thread_metadata(config, index, name, ThreadState.CREATED.name)
         return WorkerThread(index, name, self._application, spec, self._callbacks, self._key_serde, fallback)
