@@ -215,7 +215,8 @@ class KafkaStreams:
     # -- start and stop -----------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Check topics, create internal topics and start the stream threads (state REBALANCING)."""
+        """Check topics, create internal topics and start the stream threads (state REBALANCING); a
+        thread that fails or dies while starting goes to the uncaught-exception handler, not raised."""
         if self._state is not State.CREATED:
             raise StreamsError(f"KafkaStreams can be started once, from CREATED; it is {self._state.name}")
         if self._state_changed is None:
@@ -274,22 +275,10 @@ class KafkaStreams:
 
     def _track_thread_start(self, thread: InstanceThread) -> asyncio.Task[InstanceThread | None]:
         """Start a thread in a task that a concurrent close() waits for before stopping the threads."""
-        task = asyncio.get_running_loop().create_task(self._start_thread(thread))
+        task = asyncio.get_running_loop().create_task(self._threads.start(thread, self._respond))
         self._thread_starts.add(task)
         task.add_done_callback(self._thread_starts.discard)
         return task
-
-    async def _start_thread(self, thread: InstanceThread) -> InstanceThread | None:
-        """Start `thread`; one that fails or dies while starting is a dead thread like any other (the
-        handler decides) and a REPLACE_THREAD replacement is started in turn. The thread that started."""
-        replacement: InstanceThread | None = thread
-        while replacement is not None:
-            thread = replacement
-            error = await self._threads.start(thread)
-            if error is None:
-                return thread
-            replacement = self._respond(thread, error)
-        return None
 
     async def _prepare_topics(self) -> None:
         admin = self._clients.get_admin(self.config)
@@ -311,7 +300,8 @@ class KafkaStreams:
 
     async def add_stream_thread(self) -> str | None:
         """Start one more stream thread (KIP-663), `<application.id>-StreamThread-<lowest free index>`; its
-        name, or None unless RUNNING or REBALANCING. Its join makes the group rebalance to give it tasks."""
+        name (or its REPLACE_THREAD replacement's, should it die starting), or None unless RUNNING or
+        REBALANCING. Its join makes the group rebalance to give it tasks."""
         if not self._state.is_running_or_rebalancing():
             log.warning("stream-client [%s] cannot add a stream thread in state %s", self.application_id, self._state.name)
             return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
@@ -83,17 +84,24 @@ class StreamThreads:
         self._threads.append(thread)
         return thread
 
-    async def start(self, thread: InstanceThread) -> Exception | None:
-        """Start a thread made by `add`; the error of one that failed to start (killed or crashed while
-        starting included): it is DEAD, gives its cache share back, and counts towards `failed_starts`."""
-        try:
-            await thread.start()
-        except Exception as exc:
-            self.failed_starts += 1
-            log.warning("%s failed to start (%d in a row): %r", thread.name, self.failed_starts, exc)
-            self.resize_caches()
-            return exc
-        self.failed_starts = 0
+    async def start(
+        self, thread: InstanceThread, on_failure: Callable[[InstanceThread, Exception], InstanceThread | None]
+    ) -> InstanceThread | None:
+        """Start a thread made by `add`; the thread that started, or None. One that fails or dies while
+        starting is DEAD, gives its cache share back and counts towards `failed_starts`; `on_failure`
+        (the uncaught-exception handler's response) may give a replacement to start in its place."""
+        current: InstanceThread | None = thread
+        while current is not None:
+            try:
+                await current.start()
+            except Exception as exc:
+                self.failed_starts += 1
+                log.warning("%s failed to start (%d in a row): %r", current.name, self.failed_starts, exc)
+                self.resize_caches()
+                current = on_failure(current, exc)
+                continue
+            self.failed_starts = 0
+            return current
         return None
 
     def gives_up(self, name: str, error: BaseException) -> StreamsError | None:
