@@ -127,7 +127,7 @@ class LoggingSetup:
         """This process's configuration now: the root logger and the named loggers set up apart from it."""
         named = [
             logger
-            for logger in logging.Logger.manager.loggerDict.values()
+            for logger in list(logging.Logger.manager.loggerDict.values())  # a snapshot: other threads add loggers
             if isinstance(logger, logging.Logger)
             and (logger.level != logging.NOTSET or logger.handlers or not logger.propagate or logger.disabled)
         ]
