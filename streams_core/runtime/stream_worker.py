@@ -230,8 +230,10 @@ async def _main(control_fd: int, query_fd: int) -> None:
         await writer.drain()
         return
     write_frame(writer, ("ready",))
-    if (await read_frame(reader))[0] != "go":  # the instance starts its workers' threads together
-        return
+    while (command := await read_frame(reader))[0] != "go":  # the instance starts its workers' threads together
+        if command[0] != "resize":  # "stop": closed before it started
+            return
+        worker.thread.resize_cache(command[1])  # a thread came or went meanwhile
     await worker.run(reader, socket.socket(fileno=query_fd))
     writer.close()
 

@@ -106,7 +106,12 @@ def workers(tmp_path: Path, supplier: DyingSupplier, threads: int) -> tuple[Kafk
     config = streams_config(tmp_path, {"num.stream.threads": threads, "stream.threads.mode": "process"})
     streams = KafkaStreams(passthrough_topology(), config, client_supplier=supplier)
     handled: list[BaseException] = []
-    streams.set_uncaught_exception_handler(lambda error: handled.append(error) or StreamThreadExceptionResponse.REPLACE_THREAD)
+
+    def replace(error: BaseException) -> StreamThreadExceptionResponse:
+        handled.append(error)
+        return StreamThreadExceptionResponse.REPLACE_THREAD
+
+    streams.set_uncaught_exception_handler(replace)
     return streams, handled
 
 
@@ -172,3 +177,20 @@ async def test_a_worker_that_never_starts_ends_the_client_after_the_bound(tmp_pa
     assert f"{MAX_FAILED_STARTS} stream thread starts in a row failed" in str(gave_up) and cause in str(gave_up)
     assert gave_up.__cause__ is failures[-1]
     assert not any(t.alive for t in streams.threads)
+
+
+async def test_a_worker_given_a_new_cache_size_before_it_starts_still_starts(tmp_path: Path) -> None:
+    """A thread that comes or dies while a worker is prepared re-divides the cache, so the worker may
+    hear of its new size before "go": it takes it and starts (it took any word but "go" for a stop,
+    and ended with exit code 0 while starting: found by the test above when a kill came in between)."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    streams, _handled = workers(tmp_path, DyingSupplier(cluster(), marks), threads=1)
+    thread = streams._threads.add()
+    await thread.prepare()
+    thread.resize_cache(4096)
+    try:
+        await thread.start()
+        assert thread.alive and thread.state is not ThreadState.DEAD
+    finally:
+        await thread.stop()
