@@ -129,7 +129,7 @@ class KafkaStreams:
         self._partition_counts: dict[str, int] = {}
         self._state_changed = asyncio.Condition() if _has_loop() else None
         self._closing: asyncio.Task[bool] | None = None
-        self._thread_starts: set[asyncio.Task[None]] = set()
+        self._thread_starts: set[asyncio.Task[InstanceThread | None]] = set()
         self._cleaner: asyncio.Task[None] | None = None
         self._pattern_watcher: asyncio.Task[None] | None = None
         self._errors: list[BaseException] = []
@@ -215,7 +215,8 @@ class KafkaStreams:
     # -- start and stop -----------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Check topics, create internal topics and start the stream threads (state REBALANCING)."""
+        """Check topics, create internal topics and start the stream threads (state REBALANCING); a
+        thread that fails or dies while starting goes to the uncaught-exception handler, not raised."""
         if self._state is not State.CREATED:
             raise StreamsError(f"KafkaStreams can be started once, from CREATED; it is {self._state.name}")
         if self._state_changed is None:
@@ -275,13 +276,13 @@ class KafkaStreams:
             )
         threads = [self._threads.add() for _ in range(self.config["num.stream.threads"])]
         if not self._inline and self._closing is None:  # workers prepared, then started together: one rebalance
-            await asyncio.gather(*(thread.prepare() for thread in threads))
+            await asyncio.gather(*(thread.prepare() for thread in threads), return_exceptions=True)  # start() raises again
         if self._closing is None:
             await asyncio.gather(*(self._track_thread_start(thread) for thread in threads))
 
-    def _track_thread_start(self, thread: InstanceThread) -> asyncio.Task[None]:
+    def _track_thread_start(self, thread: InstanceThread) -> asyncio.Task[InstanceThread | None]:
         """Start a thread in a task that a concurrent close() waits for before stopping the threads."""
-        task = asyncio.get_running_loop().create_task(self._threads.start(thread))
+        task = asyncio.get_running_loop().create_task(self._threads.start(thread, self._respond))
         self._thread_starts.add(task)
         task.add_done_callback(self._thread_starts.discard)
         return task
@@ -306,13 +307,13 @@ class KafkaStreams:
 
     async def add_stream_thread(self) -> str | None:
         """Start one more stream thread (KIP-663), `<application.id>-StreamThread-<lowest free index>`; its
-        name, or None unless RUNNING or REBALANCING. Its join makes the group rebalance to give it tasks."""
+        name (or its REPLACE_THREAD replacement's, should it die starting), or None unless RUNNING or
+        REBALANCING. Its join makes the group rebalance to give it tasks."""
         if not self._state.is_running_or_rebalancing():
             log.warning("stream-client [%s] cannot add a stream thread in state %s", self.application_id, self._state.name)
             return None
-        thread = self._threads.add()
-        await self._track_thread_start(thread)
-        return thread.name if self._state.is_running_or_rebalancing() else None
+        started = await self._track_thread_start(self._threads.add())
+        return started.name if started is not None and self._state.is_running_or_rebalancing() else None
 
     async def remove_stream_thread(self, timeout: float | None = None) -> str | None:
         """Stop one stream thread cleanly (KIP-663: commit, close its tasks, leave the group so the others
@@ -424,8 +425,15 @@ class KafkaStreams:
             )
 
     def _on_thread_error(self, thread: InstanceThread | GlobalStreamThread, error: BaseException) -> None:
-        """A thread died: the uncaught-exception handler chooses the response. A dead global thread
-        closes the client to ERROR whatever it says (Kafka Streams: "Global thread has died")."""
+        """A running thread died: the handler's response (a REPLACE_THREAD replacement is started)."""
+        replacement = self._respond(thread, error)
+        if replacement is not None:
+            self._track_thread_start(replacement)
+
+    def _respond(self, thread: InstanceThread | GlobalStreamThread, error: BaseException) -> InstanceThread | None:
+        """A thread died: the uncaught-exception handler chooses the response; the replacement to start
+        for REPLACE_THREAD. A dead global thread closes the client to ERROR whatever it says (Kafka
+        Streams: "Global thread has died"), and so do `MAX_FAILED_STARTS` failed starts in a row."""
         error = clients.explain(error, self.config)  # a missing ACL: named with the principal
         self._errors.append(error)
         response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT
@@ -441,12 +449,16 @@ class KafkaStreams:
             if response is StreamThreadExceptionResponse.REPLACE_THREAD:
                 response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT  # a global thread cannot be replaced
             self._set_state(State.PENDING_ERROR)
-        elif response is StreamThreadExceptionResponse.REPLACE_THREAD and self._state.is_running_or_rebalancing():
-            self._track_thread_start(self._threads.add())  # the dead thread's index is the lowest free one
-            return
+        elif response is StreamThreadExceptionResponse.REPLACE_THREAD and self._closing is None and self._state.is_running_or_rebalancing():
+            gave_up = self._threads.gives_up(thread.name, error)
+            if gave_up is None:
+                return self._threads.add()  # the dead thread's index is the lowest free one
+            self._errors.append(gave_up)
+            log.error("stream-client [%s] shutting down: %s", self.application_id, gave_up)
         if self._closing is None and response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
             self._closing = asyncio.get_running_loop().create_task(self._shut_down_application())
         self._begin_close(error=True)
+        return None
 
     async def _shut_down_application(self) -> bool:
         """Tell every member to shut down, then shut this client down (SHUTDOWN_APPLICATION)."""

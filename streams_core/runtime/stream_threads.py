@@ -7,14 +7,18 @@ The registry behind `KafkaStreams.add_stream_thread` / `remove_stream_thread` an
 - `statestore.cache.max.bytes` is divided evenly among the live threads (neither asked to stop nor
   dead) and the global thread when the topology has one, re-divided whenever a thread comes or goes;
 - the thread removed is the oldest live one (Kafka's list order; Kafka leaves the choice unspecified).
+A thread that fails to start is a dead thread; the registry counts such failures in a row, which
+bound REPLACE_THREAD's immediate replacements (`gives_up`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from streams_core.config import StreamsConfig
+from streams_core.errors import StreamsError
 from streams_core.runtime.instance_thread import InstanceThread, ThreadFactory
 from streams_core.runtime.thread_metadata import ThreadMetadata
 from streams_core.runtime.thread_state import ThreadState
@@ -26,11 +30,14 @@ log = logging.getLogger(__name__)
 
 _NOT_LIVE = frozenset({ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD})
 
+MAX_FAILED_STARTS = 5
+"""Thread starts that may fail in a row (no start succeeding in between) before REPLACE_THREAD gives up."""
+
 
 class StreamThreads:
     """The instance's stream threads (in-process or worker processes) in the order they were added, made by its `ThreadFactory`."""
 
-    __slots__ = ("_config", "_factory", "_global_share", "_threads", "_total_cache_bytes", "global_cache")
+    __slots__ = ("_config", "_factory", "_global_share", "_threads", "_total_cache_bytes", "failed_starts", "global_cache")
 
     def __init__(self, factory: ThreadFactory, config: StreamsConfig, *, global_thread: bool) -> None:
         """`global_thread`: the topology has global stores, whose thread takes a share of the cache."""
@@ -41,6 +48,8 @@ class StreamThreads:
         self._threads: list[InstanceThread] = []
         self.global_cache: ThreadCache | None = None
         """The global thread's cache, once it exists: resized with the stream threads'."""
+        self.failed_starts = 0
+        """Thread starts that failed since the last one that succeeded."""
 
     def all(self) -> list[InstanceThread]:
         """Every thread not yet trimmed (dead ones included until an index is needed), by index."""
@@ -75,13 +84,35 @@ class StreamThreads:
         self._threads.append(thread)
         return thread
 
-    async def start(self, thread: InstanceThread) -> None:
-        """Start a thread made by `add`; one that fails to start is DEAD and gives its cache share back."""
-        try:
-            await thread.start()
-        except Exception:
-            self.resize_caches()
-            raise
+    async def start(
+        self, thread: InstanceThread, on_failure: Callable[[InstanceThread, Exception], InstanceThread | None]
+    ) -> InstanceThread | None:
+        """Start a thread made by `add`; the thread that started, or None. One that fails or dies while
+        starting is DEAD, gives its cache share back and counts towards `failed_starts`; `on_failure`
+        (the uncaught-exception handler's response) may give a replacement to start in its place."""
+        current: InstanceThread | None = thread
+        while current is not None:
+            try:
+                await current.start()
+            except Exception as exc:
+                self.failed_starts += 1
+                log.warning("%s failed to start (%d in a row): %r", current.name, self.failed_starts, exc)
+                self.resize_caches()
+                current = on_failure(current, exc)
+                continue
+            self.failed_starts = 0
+            return current
+        return None
+
+    def gives_up(self, name: str, error: BaseException) -> StreamsError | None:
+        """The error that ends the client once `MAX_FAILED_STARTS` starts failed in a row (`error` the
+        last, of thread `name`): a thread that can never start (a broken install, an import error) is
+        not replaced over and over. None while a replacement may still start."""
+        if self.failed_starts < MAX_FAILED_STARTS:
+            return None
+        gave_up = StreamsError(f"{name}: {self.failed_starts} stream thread starts in a row failed, the last with {error!r}")
+        gave_up.__cause__ = error
+        return gave_up
 
     async def remove(self, timeout: float | None) -> str | None:
         """Stop the oldest running thread and forget it; its name, or None without a running thread.

@@ -47,6 +47,7 @@ from streams_core.runtime.thread_metadata import ThreadMetadata
 from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.runtime.worker_channel import ChannelClosedError, read_frame, write_frame
+from streams_core.runtime.worker_logging import LoggingSetup
 from streams_core.runtime.worker_store_queries import WorkerStoreQueries, local_copies
 
 __all__ = ["WorkerApplication", "WorkerSpec", "WorkerStatus", "main"]
@@ -79,7 +80,8 @@ class WorkerSpec:
     index: int
     cache_max_bytes: int
     partition_counts: Mapping[str, int]
-    log_level: int
+    logging_setup: bytes
+    """The instance's `LoggingSetup`, shipped: loaded once the worker has the instance's `sys.path`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,19 +220,20 @@ class StreamWorker:
 async def _main(control_fd: int, query_fd: int) -> None:
     reader, writer = await asyncio.open_connection(sock=socket.socket(fileno=control_fd))
     sys.path[:], payload, spec = await read_frame(reader)  # the instance's path: user modules import by reference
-    app: WorkerApplication = topology_shipping.load(payload)
-    logging.basicConfig(
-        level=spec.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s [worker %(process)d] %(name)s: %(message)s"
-    )
     try:
+        LoggingSetup.load(spec.logging_setup).apply()
+        app: WorkerApplication = topology_shipping.load(payload)
         worker = StreamWorker(app, spec, writer)
-    except Exception as exc:  # e.g. its global stores' directory is locked: the instance gets the reason
+    except Exception as exc:  # a user module it cannot import, its global stores' directory locked: the instance gets the reason
+        log.exception("worker process %d cannot start", os.getpid())
         write_frame(writer, ("start-failed", exc))
         await writer.drain()
-        raise
-    write_frame(writer, ("ready",))
-    if (await read_frame(reader))[0] != "go":  # the instance starts its workers' threads together
         return
+    write_frame(writer, ("ready",))
+    while (command := await read_frame(reader))[0] != "go":  # the instance starts its workers' threads together
+        if command[0] != "resize":  # "stop": closed before it started
+            return
+        worker.thread.resize_cache(command[1])  # a thread came or went meanwhile
     await worker.run(reader, socket.socket(fileno=query_fd))
     writer.close()
 
@@ -249,5 +252,9 @@ def _die_with_instance(instance_pid: int) -> None:
 def main(argv: list[str]) -> None:
     """`<control fd> <query fd> <instance pid>`: the socket-pair ends the instance passed to this process."""
     _die_with_instance(int(argv[2]))
-    asyncio.run(_main(int(argv[0]), int(argv[1])))
+    try:
+        asyncio.run(_main(int(argv[0]), int(argv[1])))
+    except Exception:  # through the instance's logging set-up (JSON lines stay JSON), not a bare traceback
+        log.exception("worker process %d failed", os.getpid())
+        sys.exit(1)
 

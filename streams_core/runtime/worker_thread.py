@@ -35,6 +35,7 @@ from streams_core.runtime.thread_metadata import ThreadMetadata, thread_metadata
 from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.runtime.worker_channel import ChannelClosedError, QueryChannel, read_frame, write_frame
+from streams_core.runtime.worker_logging import LoggingSetup
 
 __all__ = ["WorkerThread", "WorkerThreadFactory"]
 
@@ -72,6 +73,8 @@ class WorkerThread:
         self._fallback_metadata = fallback_metadata
         self._stopping = False
         self._killed = False
+        self._failure: BaseException | None = None
+        """Why the worker could not start: `prepare` and `start` raise it again."""
         self._process: asyncio.subprocess.Process | None = None
         self._control: asyncio.StreamWriter | None = None
         self._channel: QueryChannel | None = None
@@ -95,7 +98,10 @@ class WorkerThread:
 
     async def prepare(self) -> None:
         """Start the worker process and wait until it loaded the application (the slow part of a
-        start: a new interpreter and its imports); a worker that fails here is DEAD, its error raised."""
+        start: a new interpreter and its imports); a worker that fails here is DEAD, its error raised
+        (again by `start`)."""
+        if self._failure is not None:
+            raise self._failure
         if self._process is not None:
             return
         self._set_state(ThreadState.STARTING)
@@ -126,18 +132,22 @@ class WorkerThread:
         self._listener = asyncio.create_task(self._listen(self._reader), name=f"{self.name}-listener")
 
     async def _until(self, step: str) -> tuple[Any, ...]:
-        """The worker's message `step`, applying reports meanwhile; its failure raised (DEAD)."""
+        """The worker's message `step`, applying reports meanwhile; its failure raised (DEAD): the
+        error it reported, or `WorkerDiedError` when it ended without one (killed, crashed)."""
         assert self._process is not None and self._reader is not None
         reply: tuple[Any, ...]
         try:
             while (reply := await read_frame(self._reader))[0] not in (step, "start-failed"):
                 self._take(reply)
         except ChannelClosedError:
-            reply = ("start-failed", WorkerDiedError(f"worker process {self._process.pid} ended while starting"))
+            reply = ("start-failed", None)
         if reply[0] == "start-failed":
-            await self._ended()
+            code = await self._ended()
+            self._failure = reply[1] or WorkerDiedError(
+                f"{self.name}: worker process {self._process.pid} ended while starting with exit code {code}"
+            )
             self._set_state(ThreadState.DEAD)
-            raise reply[1]
+            raise self._failure
         return reply
 
     def _take(self, message: tuple[Any, ...]) -> None:
@@ -306,8 +316,6 @@ class WorkerThreadFactory:
         """A worker for `<application.id>-StreamThread-<index>` (not started), its cache `cache_max_bytes`."""
         config = self._config
         name = f"{config['application.id']}-StreamThread-{index}"
-        spec = WorkerSpec(
-            index, cache_max_bytes, dict(self._partition_counts()), logging.getLogger("streams_core").getEffectiveLevel()
-        )
+        spec = WorkerSpec(index, cache_max_bytes, dict(self._partition_counts()), LoggingSetup.capture().ship())
         fallback = thread_metadata(config, index, name, ThreadState.CREATED.name)
         return WorkerThread(index, name, self._application, spec, self._callbacks, self._key_serde, fallback)

@@ -57,6 +57,7 @@ SEED_ENV = "CHAOS_SEED"
 TOPIC_PARTITIONS = 4
 """The partitions `python -m app wordcount` creates its topics with (a batch run's input exists before it)."""
 _RESTORED = re.compile(r"restored (\d+) records from .* in ([\d.]+) s")
+_FAILED_START = re.compile(r" failed to start \(\d+ in a row\)")
 _INCIDENT = re.compile(r" (WARNING|ERROR|CRITICAL) |rebalance: assigned|restored [1-9]|task migrated|state \w+ -> (ERROR|PENDING_SHUTDOWN)")
 _INCIDENT_LINES = 40
 
@@ -128,6 +129,8 @@ class ChaosReport:
     ready_after_restart: list[float] = field(default_factory=list)
     restore_seconds: list[float] = field(default_factory=list)
     restored_records: int = 0
+    failed_thread_starts: int = 0
+    """Stream threads (worker processes) that died or failed while starting, each replaced."""
     problems: list[str] = field(default_factory=list)
 
     def fail(self, problem: str) -> None:
@@ -150,6 +153,7 @@ class ChaosReport:
             "restart -> ready s (min/median/max)": spread(self.ready_after_restart),
             "restores (count, records)": f"{len(self.restore_seconds)}, {self.restored_records}",
             "restore s (min/median/max)": spread(self.restore_seconds),
+            "thread starts failed": self.failed_thread_starts,
         }  # fmt: skip
 
     def raise_if_failed(self) -> None:
@@ -516,13 +520,16 @@ class _FinishedWatch:
 
 
 def _read_restores(cluster: WordCountCluster, report: ChaosReport) -> None:
-    """Restore durations and sizes from the instances' logs (StoreChangelogReader's 'restored' lines)."""
+    """Restore durations and sizes from the instances' logs (StoreChangelogReader's 'restored' lines),
+    and the thread starts that failed (StreamThreads' 'failed to start' lines)."""
     for instance in cluster.instances.values():
         if instance.log_path is None or not instance.log_path.exists():
             continue
-        for match in _RESTORED.finditer(instance.log_path.read_text(errors="replace")):
+        text = instance.log_path.read_text(errors="replace")
+        for match in _RESTORED.finditer(text):
             report.restored_records += int(match.group(1))
             report.restore_seconds.append(float(match.group(2)))
+        report.failed_thread_starts += len(_FAILED_START.findall(text))
 
 
 def _print_incidents(cluster: WordCountCluster) -> None:

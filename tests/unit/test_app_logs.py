@@ -55,9 +55,11 @@ def test_configure_logging_installs_the_format(log_format: str, formatter: type[
         configure_logging("debug", log_format)
         assert type(root.handlers[0].formatter) is formatter
         assert root.level == logging.DEBUG
+        assert logging.getLogger("py.warnings").handlers == [] and root.handlers, "warnings go through the root's handler"
     finally:
         root.handlers[:], _ = saved
         root.setLevel(saved[1])
+        logging.captureWarnings(False)
 
 
 def test_streams_log_format_env_is_the_flags_default() -> None:

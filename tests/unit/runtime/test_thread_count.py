@@ -13,6 +13,7 @@ import pytest
 
 from streams_core import KafkaStreams, TaskId, TaskMetadata, ThreadMetadata, clients
 from streams_core.runtime.kafka_streams import StreamThreadExceptionResponse
+from streams_core.runtime.stream_threads import MAX_FAILED_STARTS
 from streams_core.runtime.thread_state import ThreadState
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.thread_cache import ThreadCache
@@ -236,13 +237,41 @@ async def test_the_global_thread_takes_a_share_of_the_cache(tmp_path: Path) -> N
         assert global_cache.max_bytes == CACHE, "without stream threads the global thread has all of it"
 
 
-async def test_a_thread_that_fails_to_start_is_dead_and_gives_its_share_back(tmp_path: Path) -> None:
+async def test_a_thread_that_fails_to_start_is_replaced_like_any_dead_thread(tmp_path: Path) -> None:
+    """As in Kafka Streams, a thread that fails while starting goes to the uncaught-exception handler:
+    REPLACE_THREAD starts another with its index, and add_stream_thread() answers that one's name."""
     cluster = cluster_with(4)
+    handled: list[BaseException] = []
     async with running(cluster, passthrough_topology(), config(tmp_path)) as app:
+        app.streams.set_uncaught_exception_handler(lambda error: handled.append(error) or StreamThreadExceptionResponse.REPLACE_THREAD)
         cluster.fail_next("consumer_start", clients.KafkaConnectionError("no broker known"))
-        with pytest.raises(clients.KafkaConnectionError):
-            await app.streams.add_stream_thread()
-        assert names(app) == [f"{APP}-StreamThread-1"] and app.streams.state is KafkaStreams.State.RUNNING
-        await caches_become(app, [CACHE])
-        assert await app.streams.add_stream_thread() == f"{APP}-StreamThread-2", "its index is free again"
+        assert await app.streams.add_stream_thread() == f"{APP}-StreamThread-2"
+        assert [type(error) for error in handled] == [clients.KafkaConnectionError]
         await spread_over(app, 2)
+        await caches_become(app, [CACHE // 2, CACHE // 2])
+
+
+async def test_a_thread_that_fails_to_start_shuts_the_client_down_by_default(tmp_path: Path) -> None:
+    cluster = cluster_with(4)
+    failure = clients.KafkaConnectionError("no broker known")
+    async with running(cluster, passthrough_topology(), config(tmp_path)) as app:
+        cluster.fail_next("consumer_start", failure)
+        assert await app.streams.add_stream_thread() is None, "the client is shutting down"
+        await app.streams.wait_for_state(KafkaStreams.State.ERROR, timeout=5)
+        assert app.streams.errors == [failure]
+
+
+async def test_threads_that_never_start_end_the_client_in_error_after_the_bound(tmp_path: Path) -> None:
+    """REPLACE_THREAD replaces a thread that fails to start at most MAX_FAILED_STARTS times in a row: a
+    thread that can never start ends the client with an error naming the cause, instead of looping."""
+    cluster = cluster_with(4)
+    cluster.fail_next("consumer_start", RuntimeError("broken install"), times=1000)
+    instance = Instance(cluster, passthrough_topology(), config(tmp_path))
+    instance.streams.set_uncaught_exception_handler(lambda error: StreamThreadExceptionResponse.REPLACE_THREAD)
+    await instance.start(wait=False)
+    await instance.streams.wait_for_state(KafkaStreams.State.ERROR, timeout=5)
+    *failures, gave_up = instance.streams.errors
+    assert len(failures) == MAX_FAILED_STARTS and all(str(error) == "broken install" for error in failures)
+    assert f"{MAX_FAILED_STARTS} stream thread starts in a row failed" in str(gave_up) and "broken install" in str(gave_up)
+    assert gave_up.__cause__ is failures[-1]
+    await instance.close()
