@@ -7,6 +7,7 @@ the local broker's users and by `python -m streams_core.tools acls`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
@@ -14,7 +15,7 @@ from typing import Final, Self
 
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import for_code
-from aiokafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest
+from aiokafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
 from streams_core.clients.client_config import admin_kwargs
 from streams_core.config import StreamsConfig
@@ -86,6 +87,13 @@ class _AclAdminClient(AIOKafkaAdminClient):  # type: ignore[misc]
             if error_code:
                 raise AclError(f"cannot create the ACL {binding}: {for_code(error_code).__name__} {message or ''}")
 
+    async def has_acl(self, binding: AclBinding) -> bool:
+        """Whether the broker's authorizer holds `binding` (DescribeAcls answers from its cache)."""
+        response = await self._send_request(DescribeAclsRequest(*binding._fields()))
+        if response.error_code:
+            raise AclError(f"cannot describe the ACL {binding}: {for_code(response.error_code).__name__}")
+        return any(acls for *_, acls in response.resources)
+
     async def delete_acl(self, binding: AclBinding) -> int:
         response = await self._send_request(DeleteAclsRequest(*binding._fields()))
         deleted = 0
@@ -110,10 +118,19 @@ class AclAdmin:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         await self._admin.close()
 
-    async def create(self, bindings: Iterable[AclBinding]) -> None:
-        """Create the ACLs (an existing identical ACL is fine)."""
-        for binding in bindings:
+    async def create(self, bindings: Iterable[AclBinding], *, timeout_s: float = 15.0) -> None:
+        """Create the ACLs (an existing identical ACL is fine) and return once the broker's
+        authorizer holds every one: KRaft applies a created ACL asynchronously, so a client
+        connecting right after CreateAcls may still be refused."""
+        created = list(bindings)
+        for binding in created:
             await self._admin.create_acl(binding)
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        for binding in created:
+            while not await self._admin.has_acl(binding):
+                if asyncio.get_running_loop().time() > deadline:
+                    raise AclError(f"the ACL {binding} was created but the authorizer did not show it within {timeout_s} s")
+                await asyncio.sleep(0.05)
 
     async def delete(self, bindings: Iterable[AclBinding]) -> int:
         """Delete the ACLs; returns how many the broker removed."""
