@@ -2,7 +2,7 @@
 
 An operator that holds records between records (suppression, a stream-table join's grace
 period) keeps them in memory, in a store of Kafka Streams' name registered with its task, so
-that they survive a crash or a move to another instance (DESIGN.md: every buffer is a store).
+that they survive a crash or a move to another instance (every buffer is a store: docs/state.md).
 As Java's `InMemoryTimeOrderedKeyValueChangeBuffer`, a write only marks its changelog key dirty;
 `flush` (every commit, before the producer is flushed and the offsets committed) sends the
 current value of each dirty key, or a tombstone for one that left the buffer, so a key updated

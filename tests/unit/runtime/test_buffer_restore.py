@@ -1,4 +1,4 @@
-"""Buffers are stores (DESIGN.md): a suppression buffer, a stream-table join's grace buffer and a
+"""Buffers are stores (docs/state.md): a suppression buffer, a stream-table join's grace buffer and a
 left stream-stream join's unmatched records survive a crash, restored from their changelogs on
 the same state directory or a fresh one, with the observed stream time the operator resumes from.
 
