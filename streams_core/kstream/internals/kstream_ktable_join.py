@@ -24,7 +24,7 @@ from typing import Any, Generic
 from streams_core.kstream.internals.ktable_value_getters import ValueGetterSupplier
 from streams_core.kstream.internals.type_vars import GK, VO, VR, K, V
 from streams_core.processor.processor import ProcessorContext, Record
-from streams_core.state.internals.buffer_value import RecordContext
+from streams_core.state.internals.buffer_value import record_context
 from streams_core.state.internals.changelogged_buffer import resume_stream_time
 from streams_core.state.internals.time_ordered_key_value_buffer import TimeOrderedKeyValueBuffer
 
@@ -87,10 +87,10 @@ class KStreamKTableJoin(Generic[K, V, GK, VO, VR]):
             return
         context = self._context
         offset, partition = context.offset, context.partition
-        self._buffer.put(record, RecordContext(
+        self._buffer.put(record, record_context((
             timestamp, -1 if offset is None else offset, context.topic or "", -1 if partition is None else partition,
             record.headers,
-        ))  # fmt: skip
+        )))  # fmt: skip
         if timestamp > self._buffer_time:
             self._buffer_time = self._buffer.observed_stream_time = timestamp
             self._metadata.add_processor_metadata_key_value(self._buffer.name, timestamp)

@@ -34,9 +34,10 @@ from streams_core.kstream.internals.ktable_value_getters import StoreSource, Val
 from streams_core.kstream.internals.type_vars import K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
 from streams_core.processor.processor import ProcessorContext, Record
-from streams_core.state.internals.buffer_value import RecordContext
+from streams_core.state.internals.buffer_value import record_context
 from streams_core.state.internals.changelogged_buffer import resume_stream_time
 from streams_core.state.internals.in_memory_time_ordered_key_value_change_buffer import (
+    BufferEntry,
     InMemoryTimeOrderedKeyValueChangeBuffer,
 )
 
@@ -130,17 +131,18 @@ class KTableSuppress(Generic[K, V]):
         # buffered by window end only for windowed tables, whose keys are Windowed
         time = record.key.window.end if self._window_end_time else timestamp  # type: ignore[attr-defined]
         offset, partition = context.offset, context.partition
-        self._buffer.put(time, record, RecordContext(
+        buffer = self._buffer
+        buffer.put(time, record, record_context((
             timestamp, -1 if offset is None else offset, context.topic or "", -1 if partition is None else partition,
             record.headers,
-        ))  # fmt: skip
-        self._enforce()
+        )))  # fmt: skip
+        for entry in buffer.evict_until(self._observed - self._duration):
+            self._emit(entry)
+        if self._record_limit is not None or self._byte_limit is not None:
+            self._enforce_limits()
 
-    def _enforce(self) -> None:
+    def _enforce_limits(self) -> None:
         buffer = self._buffer
-        expiry = self._observed - self._duration
-        while (oldest := buffer.min_timestamp) is not None and oldest <= expiry:
-            self._emit_oldest()
         while self._over_limit():
             if self._fail_when_full:
                 raise StreamsError(
@@ -158,8 +160,10 @@ class KTableSuppress(Generic[K, V]):
 
     def _emit_oldest(self) -> None:
         entry = self._buffer.evict_oldest()
-        if entry is None:
-            return
+        if entry is not None:
+            self._emit(entry)
+
+    def _emit(self, entry: BufferEntry[K, V]) -> None:
         record = entry.record
         new = record.value.new_value
         if new is None and self._drop_tombstones:

@@ -19,12 +19,14 @@ the header `v` = 3). `RecordContext.size` is Java's `residentMemorySizeEstimate`
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 from streams_core.errors import DeserializationError
 from streams_core.processor.processor import Headers
 
-__all__ = ["CHANGELOG_HEADERS", "BufferValue", "RecordContext"]
+__all__ = ["CHANGELOG_HEADERS", "BufferValue", "RecordContext", "record_context"]
 
 CHANGELOG_HEADERS: Headers = (("v", b"\x03"),)
 """The header of the suppression buffer's changelog values (Java's `V_3_CHANGELOG_HEADER_VALUE`)."""
@@ -52,6 +54,11 @@ class RecordContext(NamedTuple):
         for key, value in self.headers:
             size += len(key) + (0 if value is None else len(value))
         return size
+
+
+record_context: Callable[[tuple[int, int, str, int, Headers]], RecordContext] = partial(tuple.__new__, RecordContext)
+"""A RecordContext of a (timestamp, offset, topic, partition, headers) tuple, without NamedTuple's
+Python-level `__new__` (the buffers make one per record)."""
 
 
 def _sized(parts: list[bytes], data: bytes | None) -> None:

@@ -18,6 +18,7 @@ metadata the operator commits (`resume_stream_time`), where its observed stream 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from streams_core.errors import InvalidStateStoreError
@@ -32,6 +33,10 @@ __all__ = ["NO_TIMESTAMP", "BufferStoreBuilder", "ChangeloggedBuffer", "resume_s
 log = logging.getLogger(__name__)
 
 NO_TIMESTAMP = -1
+
+
+def _ignore(key: bytes) -> None:
+    """What `_mark` is when the store logs nothing."""
 
 
 def resume_stream_time(context: Any, buffer: ChangeloggedBuffer) -> int:
@@ -57,6 +62,8 @@ class ChangeloggedBuffer:
         self._open = False
         self._collector: Any = None
         self._dirty: set[bytes] = set()
+        self._mark: Callable[[bytes], None] = _ignore
+        """Marks a changelog key dirty (logged at the next flush); ignores it when nothing is logged."""
         self._logged: set[bytes] = set()
         """Keys whose last changelog record is a value: only they need a tombstone when they leave."""
         self.restored_stream_time = NO_TIMESTAMP
@@ -84,14 +91,11 @@ class ChangeloggedBuffer:
             self._collector = getattr(context, "record_collector", None)
             self._topic = store_changelog_topic(context.application_id, self._name)
             self._partition: int = context.task_id.partition
+        self._mark = self._dirty.add if self._collector is not None else _ignore
         context.register(root, self.restore_batch)
 
     def _init(self, context: StateStoreContext) -> None:
         """Resolve what the subclass needs from the context (its serdes) before any restore."""
-
-    def _mark(self, key: bytes) -> None:
-        if self._collector is not None:
-            self._dirty.add(key)
 
     def flush(self) -> None:
         """Log the current state of every key changed since the last flush."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
 
 from streams_core.kstream.internals.change import Change
@@ -27,6 +28,8 @@ from streams_core.state.internals.changelogged_buffer import BufferStoreBuilder,
 from streams_core.state.store import StateStoreContext
 
 __all__ = ["BufferEntry", "InMemoryTimeOrderedKeyValueChangeBuffer", "SuppressionBufferBuilder"]
+
+_LATEST = 2**63 - 1
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -114,20 +117,24 @@ class InMemoryTimeOrderedKeyValueChangeBuffer(ChangeloggedBuffer, Generic[K, V])
             self.buffer_size += entry.size
         self._mark(entry.key_bytes)
 
-    def evict_oldest(self) -> BufferEntry[K, V] | None:
-        """Remove and return the entry with the smallest (buffer time, serialized key); None when empty."""
-        heap, entries = self._heap, self._entries
-        while heap:
+    def evict_until(self, time: int) -> Iterator[BufferEntry[K, V]]:
+        """Remove and yield, oldest first, the entries with a buffer time at or before `time` (each
+        removed before it is yielded, so what its consumer forwards sees it gone)."""
+        heap, entries, keys, mark = self._heap, self._entries, self._keys, self._mark
+        while heap and heap[0][0] <= time:
             _, _, seq, key = heapq.heappop(heap)
             entry = entries.get(key)
             if entry is None or entry.seq != seq:
-                continue
+                continue  # emitted or replaced before
             del entries[key]
-            del self._keys[entry.key_bytes]
+            del keys[entry.key_bytes]
             self.buffer_size -= entry.size
-            self._mark(entry.key_bytes)
-            return entry
-        return None
+            mark(entry.key_bytes)
+            yield entry
+
+    def evict_oldest(self) -> BufferEntry[K, V] | None:
+        """Remove and return the entry with the smallest (buffer time, serialized key); None when empty."""
+        return next(self.evict_until(_LATEST), None)
 
     def _serialized(self, value: V | None) -> bytes | None:
         return None if value is None else self.value_serde.serialize(None, value)
