@@ -23,7 +23,7 @@ from streams_core.kstream.internals.ktable_processors import (
     KTableRepartitionMap,
     KTableToStream,
 )
-from streams_core.kstream.internals.ktable_suppress import KTableSuppress, SuppressBuffers, SuppressValueGetterSupplier
+from streams_core.kstream.internals.ktable_suppress import KTableSuppress, SuppressValueGetterSupplier
 from streams_core.kstream.internals.ktable_value_getters import (
     FilterValueGetterSupplier,
     JoinValueGetterSupplier,
@@ -40,6 +40,7 @@ from streams_core.kstream.suppressed import Suppressed
 from streams_core.kstream.table_joined import TableJoined
 from streams_core.kstream.value_transformer_with_key import ValueTransformerWithKey, ValueTransformerWithKeySupplier
 from streams_core.serde import Serde
+from streams_core.state.internals.in_memory_time_ordered_key_value_change_buffer import SuppressionBufferBuilder
 
 if TYPE_CHECKING:
     from streams_core.kstream.internals.internal_streams_builder import InternalStreamsBuilder
@@ -240,8 +241,7 @@ class KTable(Generic[K, V]):
         if self.versioned:
             b.at_build(_refuse_versioned_suppress)
         name = suppressed.name or b.new_processor_name(names.KTABLE_SUPPRESS)
-        if not suppressed.name:
-            b.new_store_name(names.KTABLE_SUPPRESS)
+        store_name = f"{suppressed.name}-store" if suppressed.name else b.new_store_name(names.KTABLE_SUPPRESS)
         if suppressed.final_results:
             if self.windows is None:
                 raise TopologyError(
@@ -252,13 +252,12 @@ class KTable(Generic[K, V]):
         else:
             duration = suppressed.time_limit_ms  # type: ignore[assignment]
         buffer = suppressed.buffer_config
-        serdes = (self.key_serde, self.value_serde)
-        buffers: SuppressBuffers[K, V] = SuppressBuffers()
+        store = SuppressionBufferBuilder(store_name, self.key_serde, self.value_serde, buffer.byte_limit is not None)
         b.add_processor(name, lambda: KTableSuppress(
-            name, duration, suppressed.final_results, suppressed.final_results, buffer.record_limit,
-            buffer.byte_limit, buffer.fail_when_full, serdes, buffers,
-        ), (self.name,))  # fmt: skip
-        getter = None if self._getter is None else SuppressValueGetterSupplier(self._getter, buffers)
+            name, store_name, duration, suppressed.final_results, suppressed.final_results, buffer.record_limit,
+            buffer.byte_limit, buffer.fail_when_full,
+        ), (self.name,), stores=(store,))  # fmt: skip
+        getter = None if self._getter is None else SuppressValueGetterSupplier(self._getter, store_name)
         return KTable(b, name, self.key_serde, self.value_serde, self.source_nodes, getter, None, self.windows,
                       old_values=SendOldValues("processor", False, (self.old_values,)))  # fmt: skip
 

@@ -1,7 +1,7 @@
 """What a processor keeps outside its stores between records, for runners that rebuild it between batches.
 
 Windowed aggregations keep Java's `observedStreamTime` (and, emitting on window close, the last
-close time) in the processor, stream-stream joins their task's stream time, suppress its buffer:
+close time) in the processor, stream-stream joins their task's stream time, suppress its observed stream time:
 the asyncio runtime keeps a processor for its task's life. A runner that rebuilds a task's
 processors for each batch (the Spark runner, which keeps the stores' changelog in Spark state;
 see docs/spark.md) carries this over: `carried_state()` after a batch, `restore_carried_state()`

@@ -26,6 +26,7 @@ from streams_core.kstream.joined import Joined
 from streams_core.kstream.named import Named, name_of
 from streams_core.kstream.stream_joined import StreamJoined
 from streams_core.kstream.windows import JoinWindows
+from streams_core.state.internals.time_ordered_key_value_buffer import JoinBufferBuilder
 from streams_core.state.stores import Stores
 
 if TYPE_CHECKING:
@@ -196,11 +197,14 @@ def _stream_table(
     sources = this.source_nodes | table.source_nodes
     b.copartition(sources)
     grace = j.grace_period_ms
+    buffer_name: str | None = None
+    buffers: tuple[JoinBufferBuilder, ...] = ()
     if grace is not None:
         _check_grace_period(b, table, getter.store_names, grace)
-    key_serde = b.bound(this.key_serde) if this.key_serde is not None else None
-    b.add_processor(name, lambda: KStreamKTableJoin(getter, joiner, left, None, grace, key_serde), (this.name,),
-                    connected=getter.store_names)  # fmt: skip
+        buffer_name = f"{name}-Buffer"  # Java's name; a changelogged store (KIP-923)
+        buffers = (JoinBufferBuilder(buffer_name, j.key_serde or this.key_serde, j.value_serde or this.value_serde),)
+    b.add_processor(name, lambda: KStreamKTableJoin(getter, joiner, left, None, grace, buffer_name), (this.name,),
+                    stores=buffers, connected=getter.store_names)  # fmt: skip
     if left:
         b.relaxed_null_key_join(name)
     return KStream(b, name, this.key_serde, b.infer(this.value_serde, "value"), sources)

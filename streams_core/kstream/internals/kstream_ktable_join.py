@@ -10,13 +10,13 @@ with None (or with what its selected global key finds), as Java's KStreamKTableJ
 A versioned table is read as of the stream record's timestamp. With a grace period (KIP-923)
 a record waits in a buffer until the largest timestamp buffered so far passes its own by the
 grace period, then joins; records leave the buffer in (timestamp, serialized key, arrival)
-order, and a record already older than that when it arrives joins at once. The buffer is in
-memory (Java's is a changelogged store): records waiting when a task closes are lost.
+order, and a record already older than that when it arrives joins at once. The buffer is a
+changelogged store named `<join name>-Buffer` (`TimeOrderedKeyValueBuffer`), restored with the
+largest timestamp buffered so far when the task starts again, here or on another instance.
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 from collections.abc import Callable
 from typing import Any, Generic
@@ -24,7 +24,9 @@ from typing import Any, Generic
 from streams_core.kstream.internals.ktable_value_getters import ValueGetterSupplier
 from streams_core.kstream.internals.type_vars import GK, VO, VR, K, V
 from streams_core.processor.processor import ProcessorContext, Record
-from streams_core.serde import Serde
+from streams_core.state.internals.buffer_value import record_context
+from streams_core.state.internals.changelogged_buffer import resume_stream_time
+from streams_core.state.internals.time_ordered_key_value_buffer import TimeOrderedKeyValueBuffer
 
 __all__ = ["KStreamKTableJoin"]
 
@@ -41,14 +43,12 @@ class KStreamKTableJoin(Generic[K, V, GK, VO, VR]):
         left: bool,
         key_selector: Callable[[K, V], GK] | None = None,
         grace_ms: int | None = None,
-        key_serde: Serde[K] | None = None,
+        buffer_store: str | None = None,
     ) -> None:
         self._getter = getter_supplier.get()
         self._grace = grace_ms
-        self._given_key_serde = key_serde
-        self._buffer: list[tuple[int, bytes, int, Record[K, V]]] = []
+        self._buffer_store = buffer_store
         self._buffer_time = -1
-        self._seq = 0
         self._joiner = joiner
         self._left = left
         self._key_selector = key_selector
@@ -59,8 +59,14 @@ class KStreamKTableJoin(Generic[K, V, GK, VO, VR]):
         self._forward = context.forward
         self._context = context
         self._as_of = getattr(self._getter, "get_as_of", None) if getattr(self._getter, "versioned", False) else None
-        given = self._given_key_serde
-        self._key_serde: Serde[K] = given if given is not None else context.key_serde
+        if self._buffer_store is not None:
+            buffer: TimeOrderedKeyValueBuffer[K, V] = context.get_state_store(self._buffer_store)
+            self._buffer = buffer
+            self._metadata: Any = context
+            self._buffer_time = buffer.observed_stream_time = resume_stream_time(context, buffer)
+            if buffer.num_records:
+                log.info("join %s: resuming with %d buffered records at stream time %d",
+                         self._buffer_store, buffer.num_records, self._buffer_time)  # fmt: skip
 
     def close(self) -> None:
         """Stores are closed by their tasks."""
@@ -75,15 +81,20 @@ class KStreamKTableJoin(Generic[K, V, GK, VO, VR]):
         if self._grace is None:
             self._join(record, lookup)
             return
-        if self._buffer_time - self._grace > timestamp:
+        if self._buffer_time - self._grace > timestamp or key is None:
+            # late, or a left join's record without a key (which finds no table value at any time)
             self._join(record, lookup)
             return
-        key_bytes = self._key_serde.serialize(None, key) or b""
-        heapq.heappush(self._buffer, (timestamp, key_bytes, self._seq, record))
-        self._seq += 1
-        self._buffer_time = max(self._buffer_time, timestamp)
-        while self._buffer and self._buffer[0][0] <= self._buffer_time - self._grace:
-            waiting = heapq.heappop(self._buffer)[3]
+        context = self._context
+        offset, partition = context.offset, context.partition
+        self._buffer.put(record, record_context((
+            timestamp, -1 if offset is None else offset, context.topic or "", -1 if partition is None else partition,
+            record.headers,
+        )))  # fmt: skip
+        if timestamp > self._buffer_time:
+            self._buffer_time = self._buffer.observed_stream_time = timestamp
+            self._metadata.add_processor_metadata_key_value(self._buffer.name, timestamp)
+        for waiting in self._buffer.evict_until(self._buffer_time - self._grace):
             selected = waiting.key if self._key_selector is None else self._key_selector(waiting.key, waiting.value)
             self._join(waiting, selected)
 

@@ -15,14 +15,18 @@ either fails or emits its oldest entries; its bytes are counted as Java counts t
 time, key, prior/old/new values, and the record context: timestamp, offset, topic, partition,
 headers). While a key waits, a join reading the suppressed table sees its prior value
 (`SuppressValueGetterSupplier`, Java's `KTableSuppressProcessorSupplier.view()`).
+
+The buffer is a changelogged store (`InMemoryTimeOrderedKeyValueChangeBuffer`, named
+`KTABLE-SUPPRESS-STATE-STORE-<n>` or `<name>-store`), restored when the task starts again here
+or elsewhere. The observed stream time is kept too (Java restarts it at -1, which delays
+emission until a newer record comes): in the task's processor metadata under the store's name,
+committed with the offsets, and seen in the restored records' timestamps.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
-from typing import Generic
+from typing import Any, Generic
 
 from streams_core.errors import StreamsError
 from streams_core.kstream.internals.change import Change
@@ -30,196 +34,138 @@ from streams_core.kstream.internals.ktable_value_getters import StoreSource, Val
 from streams_core.kstream.internals.type_vars import K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
 from streams_core.processor.processor import ProcessorContext, Record
-from streams_core.processor.task_id import TaskId
-from streams_core.serde import Serde
+from streams_core.state.internals.buffer_value import record_context
+from streams_core.state.internals.changelogged_buffer import resume_stream_time
+from streams_core.state.internals.in_memory_time_ordered_key_value_change_buffer import (
+    BufferEntry,
+    InMemoryTimeOrderedKeyValueChangeBuffer,
+)
 
-__all__ = ["KTableSuppress", "SuppressBuffers", "SuppressValueGetterSupplier"]
+__all__ = ["KTableSuppress", "SuppressValueGetterSupplier"]
 
 log = logging.getLogger(__name__)
 
-NO_TIMESTAMP = -1
-
-
-class _Entry(Generic[K, V]):
-    __slots__ = ("prior", "record", "seq", "size", "time")
-
-    def __init__(self, time: int, seq: int, record: Record[K, Change[V]], prior: V | None, size: int) -> None:
-        self.time = time
-        self.seq = seq
-        self.record = record
-        self.prior = prior
-        self.size = size
-
-
-class SuppressBuffers(Generic[K, V]):
-    """The buffer of each task's KTableSuppress, for the value getters of the suppressed table."""
-
-    def __init__(self) -> None:
-        self.by_task: dict[TaskId, KTableSuppress[K, V]] = {}
-
 
 class _SuppressGetter(Generic[K, V]):
-    __slots__ = ("_buffers", "_context", "_parent")
+    __slots__ = ("_buffer", "_parent", "_store_name")
 
-    def __init__(self, parent: ValueGetter[K, V], buffers: SuppressBuffers[K, V]) -> None:
+    def __init__(self, parent: ValueGetter[K, V], store_name: str) -> None:
         self._parent = parent
-        self._buffers = buffers
+        self._store_name = store_name
 
     def init(self, context: StoreSource) -> None:
-        self._context = context
+        self._buffer: InMemoryTimeOrderedKeyValueChangeBuffer[K, V] = context.get_state_store(self._store_name)
         self._parent.init(context)
 
     def get(self, key: K) -> ValueAndTimestamp[V] | None:
-        suppress = self._buffers.by_task.get(self._context.task_id)
-        entry = None if suppress is None else suppress.buffered(key)
+        entry = self._buffer.buffered(key)
         if entry is None:
             return self._parent.get(key)
         return None if entry.prior is None else ValueAndTimestamp(entry.prior, entry.record.timestamp)
 
 
 class SuppressValueGetterSupplier(Generic[K, V]):
-    """A suppressed table's value: the prior value of a buffered key, else the parent table's."""
+    """A suppressed table's value: the prior value of a buffered key, else the parent table's.
+    It reads the buffer store, so a join of the suppressed table is connected to it (as Java's)."""
 
-    def __init__(self, parent: ValueGetterSupplier[K, V], buffers: SuppressBuffers[K, V]) -> None:
+    def __init__(self, parent: ValueGetterSupplier[K, V], store_name: str) -> None:
         self._parent = parent
-        self._buffers = buffers
-        self.store_names: tuple[str, ...] = parent.store_names
+        self._store_name = store_name
+        self.store_names: tuple[str, ...] = (store_name, *parent.store_names)
 
     def get(self) -> _SuppressGetter[K, V]:
-        return _SuppressGetter(self._parent.get(), self._buffers)
+        return _SuppressGetter(self._parent.get(), self._store_name)
 
 
 class KTableSuppress(Generic[K, V]):
-    """Buffers `Change` updates by key and forwards them once their buffer time expires."""
+    """Buffers `Change` updates by key in its store and forwards them once their buffer time expires."""
 
     def __init__(
         self,
         name: str,
+        store_name: str,
         duration_ms: int,
         window_end_time: bool,
         drop_tombstones: bool,
         record_limit: int | None,
         byte_limit: int | None,
         fail_when_full: bool,
-        serdes: tuple[Serde[K] | None, Serde[V] | None] | None = None,
-        buffers: SuppressBuffers[K, V] | None = None,
     ) -> None:
-        self._buffers = buffers
         self._name = name
+        self._store_name = store_name
         self._duration = duration_ms
         self._window_end_time = window_end_time
         self._drop_tombstones = drop_tombstones
         self._record_limit = record_limit
         self._byte_limit = byte_limit
         self._fail_when_full = fail_when_full
-        self._given_serdes = serdes
-        self._entries: dict[K, _Entry[K, V]] = {}
-        self._heap: list[tuple[int, bytes, int, K]] = []
-        self._seq = itertools.count()
-        self._bytes = 0
-        self._observed = NO_TIMESTAMP
 
     def init(self, context: ProcessorContext[K, Change[V]]) -> None:
         self._forward = context.forward
         self._context = context
-        if self._buffers is not None:
-            self._buffers.by_task[context.task_id] = self
-        key_serde, value_serde = self._given_serdes or (None, None)
-        self._serdes: tuple[Serde[K], Serde[V]] = (key_serde or context.key_serde, value_serde or context.value_serde)
-
-    def buffered(self, key: K) -> _Entry[K, V] | None:
-        return self._entries.get(key)
+        self._metadata: Any = context
+        buffer: InMemoryTimeOrderedKeyValueChangeBuffer[K, V] = context.get_state_store(self._store_name)
+        self._buffer = buffer
+        self._observed = buffer.observed_stream_time = resume_stream_time(context, buffer)
+        if buffer.num_records:
+            log.info("%s: resuming with %d buffered updates at observed stream time %d",
+                     self._name, buffer.num_records, self._observed)  # fmt: skip
 
     def close(self) -> None:
-        if self._buffers is not None and self._buffers.by_task.get(self._context.task_id) is self:
-            del self._buffers.by_task[self._context.task_id]
-        if self._entries:
-            log.info("%s: closing with %d buffered updates not emitted", self._name, len(self._entries))
+        """The buffer is closed by the task (its content lives on in the changelog)."""
 
-    def carried_state(self) -> tuple[int, list[tuple[int, Record[K, Change[V]], V | None, int]]]:
-        """Observed stream time and the buffered updates (time, record, prior, size) in arrival order,
-        for a runner that rebuilds the processor between batches (see carried_state.py)."""
-        entries = sorted(self._entries.values(), key=lambda entry: entry.seq)
-        return self._observed, [(e.time, e.record, e.prior, e.size) for e in entries]
+    def carried_state(self) -> int:
+        """The observed stream time, for a runner that rebuilds the processor between batches (see
+        carried_state.py); the buffered updates are in the store, carried as its changelog."""
+        return self._observed
 
-    def restore_carried_state(self, state: tuple[int, list[tuple[int, Record[K, Change[V]], V | None, int]]]) -> None:
-        self._observed, buffered = state
-        for time, record, prior, size in buffered:
-            entry = _Entry(time, next(self._seq), record, prior, size)
-            self._entries[record.key] = entry
-            heapq.heappush(self._heap, (time, self._serdes[0].serialize(None, record.key) or b"", entry.seq, record.key))
-            self._bytes += size
+    def restore_carried_state(self, state: int) -> None:
+        self._observed = self._buffer.observed_stream_time = max(self._observed, state)
 
     def process(self, record: Record[K, Change[V]]) -> None:
-        if record.timestamp > self._observed:
-            self._observed = record.timestamp
-        self._buffer(record)
-        self._enforce()
+        timestamp = record.timestamp
+        if timestamp > self._observed:
+            self._observed = self._buffer.observed_stream_time = timestamp
+            self._metadata.add_processor_metadata_key_value(self._store_name, timestamp)
+        context = self._context
+        # buffered by window end only for windowed tables, whose keys are Windowed
+        time = record.key.window.end if self._window_end_time else timestamp  # type: ignore[attr-defined]
+        offset, partition = context.offset, context.partition
+        buffer = self._buffer
+        buffer.put(time, record, record_context((
+            timestamp, -1 if offset is None else offset, context.topic or "", -1 if partition is None else partition,
+            record.headers,
+        )))  # fmt: skip
+        for entry in buffer.evict_until(self._observed - self._duration):
+            self._emit(entry)
+        if self._record_limit is not None or self._byte_limit is not None:
+            self._enforce_limits()
 
-    def _buffer(self, record: Record[K, Change[V]]) -> None:
-        key = record.key
-        existing = self._entries.get(key)
-        if existing is None:
-            # buffered by window end only for windowed tables, whose keys are Windowed
-            time = key.window.end if self._window_end_time else record.timestamp  # type: ignore[attr-defined]
-            entry = _Entry(time, next(self._seq), record, record.value.old_value, 0)
-            self._entries[key] = entry
-            # Java's buffer is sorted by (buffer time, serialized key)
-            heapq.heappush(self._heap, (time, self._serdes[0].serialize(None, key) or b"", entry.seq, key))
-        else:
-            entry = existing
-            entry.record = record
-            self._bytes -= entry.size
-        entry.size = self._size_of(key, entry, existing is None) if self._byte_limit is not None else 0
-        self._bytes += entry.size
-
-    def _enforce(self) -> None:
-        expiry = self._observed - self._duration
-        while self._heap and self._heap[0][0] <= expiry:
-            self._emit_oldest()
+    def _enforce_limits(self) -> None:
+        buffer = self._buffer
         while self._over_limit():
             if self._fail_when_full:
                 raise StreamsError(
-                    f"suppression buffer {self._name!r} is full ({len(self._entries)} records, {self._bytes} bytes; "
-                    f"limits: {self._record_limit} records, {self._byte_limit} bytes); give it a larger "
+                    f"suppression buffer {self._name!r} is full ({buffer.num_records} records, {buffer.buffer_size} "
+                    f"bytes; limits: {self._record_limit} records, {self._byte_limit} bytes); give it a larger "
                     "BufferConfig or emit early with emit_early_when_full()"
                 )
             self._emit_oldest()
 
     def _over_limit(self) -> bool:
-        return (self._record_limit is not None and len(self._entries) > self._record_limit) or (
-            self._byte_limit is not None and self._bytes > self._byte_limit
+        buffer = self._buffer
+        return (self._record_limit is not None and buffer.num_records > self._record_limit) or (
+            self._byte_limit is not None and buffer.buffer_size > self._byte_limit
         )
 
     def _emit_oldest(self) -> None:
-        heap, entries = self._heap, self._entries
-        while heap:
-            _, _, seq, key = heapq.heappop(heap)
-            entry = entries.get(key)
-            if entry is None or entry.seq != seq:  # emitted before; a key has one live heap entry
-                continue
-            del entries[key]
-            self._bytes -= entry.size
-            record = entry.record
-            new = record.value.new_value
-            if new is None and self._drop_tombstones:
-                return
-            self._forward(record.with_value(Change(new, entry.prior)))
+        entry = self._buffer.evict_oldest()
+        if entry is not None:
+            self._emit(entry)
+
+    def _emit(self, entry: BufferEntry[K, V]) -> None:
+        record = entry.record
+        new = record.value.new_value
+        if new is None and self._drop_tombstones:
             return
-
-    def _size_of(self, key: K, entry: _Entry[K, V], prior_is_old: bool) -> int:
-        """Java's `computeRecordSize`: buffer time, key, prior/old/new values and the record context."""
-        key_serde, value_serde = self._serdes
-        change = entry.record.value
-
-        def length(value: V | None) -> int:
-            return 0 if value is None else len(value_serde.serialize(None, value) or b"")
-
-        size = 8 + len(key_serde.serialize(None, key) or b"")
-        size += length(entry.prior) + (0 if prior_is_old else length(change.old_value))
-        size += length(change.new_value)
-        context = self._context
-        size += 8 + 8 + len(context.topic or "") + 4
-        for name, value in entry.record.headers:
-            size += len(name) + (0 if value is None else len(value))
-        return size
+        self._forward(record.with_value(Change(new, entry.prior)))

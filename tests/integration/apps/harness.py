@@ -80,13 +80,13 @@ def _die_with_parent() -> None:
 class AppProcess:
     """One running `counting_app`; stdout is read by a thread that collects its lines."""
 
-    def __init__(self, name: str, args: Sequence[str], log_path: Path) -> None:
+    def __init__(self, name: str, args: Sequence[str], log_path: Path, module: str = APP_MODULE) -> None:
         self.name = name
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", APP_MODULE, *args],
+            [sys.executable, "-m", module, *args],
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -125,9 +125,7 @@ class AppProcess:
         start = time.monotonic()
         while self.running_count() < count:
             if self.proc.poll() is not None:
-                raise AssertionError(
-                    f"{self.name} exited with {self.proc.returncode} before RUNNING:\n{self.log_tail()}"
-                )
+                raise AssertionError(f"{self.name} exited with {self.proc.returncode} before RUNNING:\n{self.log_tail()}")
             if time.monotonic() - start > timeout:
                 raise AssertionError(f"{self.name} not RUNNING after {timeout} s:\n{self.log_tail()}")
             await asyncio.sleep(0.05)
@@ -160,9 +158,13 @@ class AppProcess:
 
 
 class AppProcesses:
-    """Starts counting apps of one test and kills whatever is left at the end."""
+    """Starts counting apps (or another app `module` taking the same arguments) of one test and
+    kills whatever is left at the end."""
 
-    def __init__(self, tmp_path: Path, bootstrap: str, app_id: str, input_topic: str, output_topic: str) -> None:
+    def __init__(
+        self, tmp_path: Path, bootstrap: str, app_id: str, input_topic: str, output_topic: str, module: str = APP_MODULE
+    ) -> None:
+        self.module = module
         self.tmp_path = tmp_path
         self.bootstrap = bootstrap
         self.app_id = app_id
@@ -182,17 +184,23 @@ class AppProcesses:
     def start(self, instance: str, guarantee: str = "at_least_once", *extra_args: str) -> AppProcess:
         """Start instance `instance` (its state dir is `<tmp>/<instance>`: a restart reuses it)."""
         args = [
-            "--bootstrap", self.bootstrap,
-            "--app-id", self.app_id,
-            "--input", self.input_topic,
-            "--output", self.output_topic,
-            "--state-dir", str(self.state_dir(instance)),
-            "--guarantee", guarantee,
+            "--bootstrap",
+            self.bootstrap,
+            "--app-id",
+            self.app_id,
+            "--input",
+            self.input_topic,
+            "--output",
+            self.output_topic,
+            "--state-dir",
+            str(self.state_dir(instance)),
+            "--guarantee",
+            guarantee,
             *extra_args,
         ]
         number = sum(1 for p in self.started if p.name.startswith(f"{instance}#")) + 1
         name = f"{instance}#{number}"
-        process = AppProcess(name, args, self.tmp_path / "logs" / f"{name}.log")
+        process = AppProcess(name, args, self.tmp_path / "logs" / f"{name}.log", self.module)
         self.started.append(process)
         return process
 
@@ -211,9 +219,7 @@ class AppProcesses:
 
 
 @contextlib.asynccontextmanager
-async def running_instance(
-    topology: Topology, config: Mapping[str, Any], timeout: float = 60.0
-) -> AsyncIterator[KafkaStreams]:
+async def running_instance(topology: Topology, config: Mapping[str, Any], timeout: float = 60.0) -> AsyncIterator[KafkaStreams]:
     """An instance in this event loop, yielded once RUNNING, always closed at the end."""
     streams = KafkaStreams(topology, config)
     try:
@@ -227,9 +233,7 @@ async def running_instance(
     assert await streams.close(timeout=30), "the in-process instance did not close in time"
 
 
-async def kill_in_open_transaction(
-    process: AppProcess, bootstrap: str, topics: Sequence[str], timeout: float = 5.0
-) -> bool:
+async def kill_in_open_transaction(process: AppProcess, bootstrap: str, topics: Sequence[str], timeout: float = 5.0) -> bool:
     """kill -9 `process` at a moment when one of `topics` has an open transaction holding records.
 
     Polls the high watermarks, then the last stable offsets: LSO < HW means a transaction wrote
@@ -238,9 +242,7 @@ async def kill_in_open_transaction(
     """
     tps = [tp for topic in topics for tp in await topic_partitions(bootstrap, topic)]
     uncommitted = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    committed = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level="read_committed"
-    )
+    committed = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level="read_committed")
     await uncommitted.start()
     await committed.start()
     seen = False
