@@ -233,7 +233,10 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
                 processors.append(node.name)
                 local = node.store_names - global_stores  # global stores are read, filled by the runner
                 per_task |= _needs_task(node.name, node.processor, local, built.state_stores)
-            stage = "task" if per_task else "keyed" if info.state_stores else "stateless"
+            # A task reading several topics must wait for the one behind (Kafka Streams' PartitionGroup):
+            # a rule over the task's partitions, which only the task stage sees together.
+            several = len(info.source_topics) + len(info.source_patterns) > 1
+            stage = "task" if per_task or (several and info.state_stores) else "keyed" if info.state_stores else "stateless"
             # Only a stateless stage reading external topics writes each origin partition in offset
             # order (one Spark task per Kafka partition), which replay detection relies on.
             stamp_origin = not info.state_stores and not (info.source_topics & readback_written)

@@ -101,6 +101,7 @@ class SparkRunner:
         self._counts: dict[str, int] = {}
         self._matched: dict[int, frozenset[str]] = {}
         self._global_rows: tuple[InputRow, ...] = ()
+        self._waits: dict[int, dict[tuple[str, int], int]] = {}
 
     @property
     def stopped(self) -> bool:
@@ -135,6 +136,7 @@ class SparkRunner:
         counts = self._ensure_internal_topics(plan)
         self._global_rows = self._read_global_topics(global_topics, counts) if global_topics else ()
         self._starts = self._internal_start_offsets(plan, checkpoints, counts)
+        self._waits = self._wait_offsets(plan, counts)
         self._stopped = False
         queries = [q for q in plan.queries if self._topics_of(q)]
         for query in queries:
@@ -223,7 +225,7 @@ class SparkRunner:
                 F.unhex(F.lpad(F.hex("count"), 16, "0")).alias("value"),  # the Long serde's 8 big-endian bytes
             )  # fmt: skip
         spec = replace(query.spec, sink_partitions={t: self._counts.get(t, 0) for t in query.partitioned_sinks},
-                       global_records=self._global_rows)
+                       global_records=self._global_rows, wait_offsets=self._waits.get(query.subtopology_id, {}))
         if query.stage == "stateless":
             return rows.mapInArrow(StatelessStage(spec), OUTPUT_SCHEMA)
         if query.stage == "keyed":
@@ -315,6 +317,31 @@ class SparkRunner:
         log.info("Read %d records of the global topics %s", len(rows), sorted(set(t.topic for t in tps)))
         return rows
 
+    def _wait_offsets(self, plan: SparkPlan, counts: Mapping[str, int]) -> dict[int, dict[tuple[str, int], int]]:
+        """Per task-stage query reading several topics: the offset of each source partition's last
+        record now, from where the query reads (what Kafka Streams' consumer knows as fetch lag). Its
+        tasks wait for a partition read below it (`partition_group.take_ready`); none with
+        `max.task.idle.ms` -1, as in Kafka Streams."""
+        if int(self.config["max.task.idle.ms"]) < 0:
+            return {}
+        topics = {q.subtopology_id: self._topics_of(q) for q in plan.queries if q.stage == "task"}
+        topics = {sid: ts for sid, ts in topics.items() if len(ts) > 1}
+        if not topics:
+            return {}
+        tps = sorted({TopicPartition(t, p) for ts in topics.values() for t in ts for p in range(counts[t])})
+        config = self.config
+        if self._source_options.get("kafka.isolation.level") == "read_committed":  # Spark skips aborted records
+            config = config.with_overrides({"restore.consumer.isolation.level": "read_committed"})
+        last = _run_coroutine(_last_record_offsets(config, tps))
+        waits: dict[int, dict[tuple[str, int], int]] = {}
+        for sid, ts in topics.items():
+            waits[sid] = {
+                (tp.topic, tp.partition): offset for tp, offset in last.items()
+                if tp.topic in ts and offset >= self._starts.get(tp.topic, {}).get(str(tp.partition), 0)
+            }  # fmt: skip
+        log.info("Task stages wait for partitions read below their last records: %s", waits)
+        return waits
+
     def _topics_of(self, query: QueryPlan) -> list[str]:
         """The topics `query` reads: its named ones and those its patterns matched when the run started."""
         return sorted(set(query.source_topics) | self._matched.get(query.subtopology_id, frozenset()))
@@ -332,7 +359,9 @@ class SparkRunner:
         # A native windowed count's tasks are the partitions of the repartition topic it replaces.
         replaced = {q.native.window.partitions_of for q in plan.queries
                     if q.native is not None and q.native.window is not None and q.native.window.partitions_of}  # fmt: skip
-        if not (plan.internal_topics or builder.copartition_groups() or partitioned or patterns or global_topics or replaced):
+        several = any(q.stage == "task" and len(q.source_topics) > 1 for q in plan.queries)  # _wait_offsets
+        if not (plan.internal_topics or builder.copartition_groups() or partitioned or patterns or global_topics or replaced
+                or several):
             return {}
         internal = set(plan.internal_topics)
         named = sorted(({t for q in plan.queries for t in q.source_topics} | global_topics) - internal)
@@ -434,6 +463,40 @@ def _check_state_format(checkpoint: Path, stage: str) -> None:
         )
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(expected + "\n")
+
+
+async def _last_record_offsets(config: StreamsConfig, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """The offset of each partition's last record (end offsets can point past transaction markers):
+    read back from the end, 1 then 16, 256... offsets, until a record shows."""
+    consumer = create_restore_consumer(config, client_id=f"{config['application.id']}-spark-last-offsets")
+    await consumer.start()
+    try:
+        parts = {to_aiokafka(tp): tp for tp in tps}
+        consumer.assign(list(parts))
+        begins = await consumer.beginning_offsets(list(parts))
+        ends = await consumer.end_offsets(list(parts))
+        found: dict[TopicPartition, int] = {}
+        pending = {tp for tp in parts if ends[tp] > begins[tp]}
+        back = 1
+        deadline = asyncio.get_running_loop().time() + 120
+        while pending:
+            for tp in pending:
+                consumer.seek(tp, max(begins[tp], ends[tp] - back))
+            reading = set(pending)
+            while reading:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise TimeoutError(f"reading the last records of {sorted(map(str, reading))} took over 120 s")
+                batch = await consumer.getmany(*reading, timeout_ms=200)
+                for tp, records in batch.items():
+                    for record in records:
+                        if record.offset < ends[tp]:
+                            found[parts[tp]] = max(found.get(parts[tp], -1), record.offset)
+                reading = {tp for tp in reading if await consumer.position(tp) < ends[tp]}
+            pending = {tp for tp in pending if parts[tp] not in found and ends[tp] - back > begins[tp]}
+            back *= 16
+        return found
+    finally:
+        await consumer.stop()
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -122,6 +122,10 @@ class SubtopologySpec:
     #: The global topics' records up to their end when the run started (read by the runner), which
     #: fill the global stores before the task's first record, as a global thread bootstraps.
     global_records: tuple[InputRow, ...] = ()
+    #: Task stage reading several topics: per source partition, the offset of its last record when
+    #: the run started. A task holds its records while one of its partitions is empty and has not
+    #: been read up to there (`partition_group.take_ready`: Kafka Streams waits for it the same way).
+    wait_offsets: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
 
 def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
