@@ -30,8 +30,9 @@ from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.native_count import NativeCount
+from streams_core.spark.progress_reporter import ProgressReporter
 from streams_core.spark.spark_plan import QueryPlan, SparkPlan, plan_topology
-from streams_core.spark.spark_session import build_session
+from streams_core.spark.spark_session import QUIET_SPARK_CONF, build_session, quiet_session
 from streams_core.spark.subtopology_executor import InputRow
 
 __all__ = ["Mode", "SparkRunner"]
@@ -67,8 +68,11 @@ class SparkRunner:
     connector jars from `make setup`); `spark.*` keys of `config` configure it. `source_options`
     are extra options of Spark's Kafka source (e.g. `maxOffsetsPerTrigger`). `associative_reducers`:
     the user vouches that every `reduce()`'s reducer is associative, so a stateless chain into
-    one reduces partially per Spark partition first (docs/spark.md). After a run,
-    `progress[sub-topology id]` holds its query's progress reports (rows read per micro-batch).
+    one reduces partially per Spark partition first (docs/spark.md). `progress`: `run()` reports
+    each query's micro-batches, records and rate (a line on a terminal, else INFO logs);
+    `progress[sub-topology id]` holds its query's Spark progress reports (rows read per micro-batch).
+    `worker_output`: let Spark's and the Python workers' own log output reach the terminal (off:
+    a session the runner builds logs at ERROR only, docs/spark.md).
     """
 
     def __init__(
@@ -79,6 +83,8 @@ class SparkRunner:
         *,
         source_options: Mapping[str, str] | None = None,
         associative_reducers: bool = False,
+        progress: bool = True,
+        worker_output: bool = False,
     ) -> None:
         split = sorted(set(source_options or {}) & {"minPartitions", "maxRecordsPerPartition"})
         if split:
@@ -88,8 +94,12 @@ class SparkRunner:
             )
         self._source_options = {**_SOURCE_OPTIONS, **(source_options or {})}
         self._associative_reducers = associative_reducers
+        self._reporter = ProgressReporter(enabled=progress)
+        self._worker_output = worker_output
         self.progress: dict[int, list[dict[str, Any]]] = {}
         self._spark_conf = {k: v for k, v in config.items() if k.startswith("spark.")}
+        if not worker_output:
+            self._spark_conf = {**QUIET_SPARK_CONF, **self._spark_conf}
         self._props = {k: v for k, v in config.items() if not k.startswith("spark.")}
         self.config = StreamsConfig(self._props, required=("application.id", "bootstrap.servers"))
         self.topology = topology
@@ -113,6 +123,8 @@ class SparkRunner:
         """The SparkSession (built on first use when none was given)."""
         if self._spark is None:
             self._spark = build_session(self._spark_conf, app_name=self.config["application.id"])
+            if not self._worker_output:
+                quiet_session(self._spark)
         return self._spark
 
     def plan(self) -> SparkPlan:
@@ -149,21 +161,28 @@ class SparkRunner:
                 if self._stopped:
                     return
                 handle = self._start(query, checkpoints, available_now=True)
-                handle.awaitTermination()
-                self.progress[query.subtopology_id] = [dict(p) for p in handle.recentProgress]
-                rows = sum(p.get("numInputRows", 0) for p in self.progress[query.subtopology_id])
-                log.info("Query %s finished: %d input rows", handle.name, rows)
+                totals = self._reporter.start(handle.name)
+                self.progress[query.subtopology_id] = totals.reports
+                while not handle.awaitTermination(0.5):  # raises the query's error if it failed
+                    self._reporter.poll([(totals, handle)])
+                self._reporter.finish(totals, handle)
             return
         handles = [self._start(query, checkpoints, available_now=False) for query in queries]
+        running = [(self._reporter.start(handle.name), handle) for handle in handles]
+        for query, (totals, _) in zip(queries, running, strict=True):
+            self.progress[query.subtopology_id] = totals.reports
         try:
             while not self._stopped:
-                for handle in handles:
+                for _, handle in running:
                     # Raises the query's error if it failed; True once it has terminated.
                     if handle.awaitTermination(0.5) and not self._stopped:
                         log.warning("Query %s terminated; stopping the others", handle.name)
                         return
+                self._reporter.poll(running)
         finally:
             self.stop()
+            for totals, handle in running:
+                self._reporter.finish(totals, handle)
 
     def stop(self) -> None:
         """Stop the running queries (from another thread or a signal handler)."""

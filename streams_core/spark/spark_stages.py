@@ -131,6 +131,7 @@ class KeyedStage(StatefulProcessor):
         applied = {(topic, partition): (offset, index) for (topic, partition), (offset, index) in self._applied.iterator()}
         before = dict(applied)
         out = executor.process(kafka_order(iter_rows(rows)), applied)
+        out.extend(executor.commit())  # the caches' updates: one per key and micro-batch
         for topic, store in self._stores.items():
             entries, old = store.dump(), saved[topic]
             for store_key, value in entries.items():

@@ -312,6 +312,11 @@ class SubtopologyExecutor:
             )
         return found
 
+    def commit(self) -> list[OutputRow]:
+        """Flush the stores' caches as a commit does; the sinks' output that forwarded."""
+        self._task.commit()
+        return self.take_rows()
+
     def take_rows(self) -> list[OutputRow]:
         """The sinks' output since the last call, in order."""
         out = self._collector.rows

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from streams_core import Materialized, Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
@@ -27,7 +30,10 @@ def tier_of(customer: int) -> str:
     return TIERS[customer % 3]
 
 
-async def test_orders_meet_customers_read_in_later_micro_batches(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
+async def test_orders_meet_customers_read_in_later_micro_batches(
+    bootstrap_servers: str, spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="streams_core.spark.progress_reporter")
     suffix = unique_topic("mbjoin")
     customers, orders = f"customers-{suffix}", f"orders-{suffix}"
     joined = {engine: f"{engine}-joined-{suffix}" for engine in ("spark", "asyncio")}
@@ -66,6 +72,8 @@ async def test_orders_meet_customers_read_in_later_micro_batches(bootstrap_serve
     ]
     assert len(runner.progress[join_query.subtopology_id]) >= 5, "the input came over several micro-batches"
     assert len(batches_with_customers) >= 3
+    done = [r.getMessage() for r in caplog.records if f"subtopology-{join_query.subtopology_id}: " in r.getMessage()]
+    assert done[-1].endswith("(done)") and f"{CUSTOMERS + ORDERS} records" in done[-1], "run() reports each query's progress"
 
     expected_joined = {str(i): f"c{i % CUSTOMERS}:{tier_of(i % CUSTOMERS)}" for i in range(ORDERS)}
     expected_tiers = {tier: str(sum(1 for i in range(ORDERS) if tier_of(i % CUSTOMERS) == tier)) for tier in TIERS}
