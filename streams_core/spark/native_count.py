@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streams_core.config import StreamsConfig
-from streams_core.errors import StreamsError
+from streams_core.errors import DeserializationError, StreamsError
 from streams_core.kstream.internals.dsl_serde import InferredSerde
 from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
 from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
@@ -36,8 +36,10 @@ from streams_core.kstream.time_windowed_kstream import _zero as _window_zero
 from streams_core.processor.consumer_record import ConsumerRecord
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
 from streams_core.processor.internals.processor_topology import ProcessorTopology
+from streams_core.processor.internals.record_deserializer import RecordDeserializer, resolve_deserialization_handler
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
 from streams_core.serde import Serdes
+from streams_core.spark.subtopology_executor import InputRow
 
 __all__ = ["AGGREGATIONS", "NO_AGGREGATION", "CountKeys", "NativeCount", "WindowCount", "built_shipped", "find_native_count", "key_column", "window_count_tail"]
 
@@ -171,6 +173,8 @@ def find_native_count(
         return NO_AGGREGATION if not aggregates else "several aggregations in one sub-topology"
     (agg,) = aggregates
     (store,) = agg.store_names
+    if config["default.deserialization.exception.handler"] == "dead_letter":
+        return "the dead_letter deserialization handler writes to its topic, which the native query has no output for"
     if not builder.store_builder(store).caching_enabled:
         return "caching is off (every update is emitted, which Spark's update mode cannot)"
     window = window_count_tail(agg, readback) if isinstance(agg.processor, KStreamWindowAggregate) else None
@@ -314,11 +318,26 @@ class CountKeys:
         self.topology = topology
         self.props = dict(props)
         self.native = native
+        #: A Spark accumulator: records the deserialization handler skipped (set by the runner).
+        self.skipped: Any = None
+        # `default.deserialization.exception.handler` (dead_letter never: find_native_count refuses it).
+        self._skips = StreamsConfig(self.props)["default.deserialization.exception.handler"] not in (None, "log_and_fail")
+        self._deserializer: RecordDeserializer | None = None
 
-    @staticmethod
-    def columns(source_topics: tuple[str, ...]) -> list[str]:
-        """The source columns it reads (the topic only to pick the chain of a query reading several)."""
-        return ["timestamp", "key", "value", *(["topic"] if len(source_topics) > 1 else [])]
+    def columns(self, source_topics: tuple[str, ...]) -> list[str]:
+        """The source columns it reads (the topic only to pick the chain of a query reading several;
+        partition and offset to locate a record that fails to deserialize, when the handler skips)."""
+        located = ["partition", "offset"] if self._skips else []
+        return ["timestamp", "key", "value", *(["topic"] if len(source_topics) > 1 else []), *located]
+
+    def _skip_or_raise(self, error: DeserializationError, row: InputRow) -> None:
+        """The deserialization handler's decision on `row` (raises the located error to fail)."""
+        if self._deserializer is None:
+            handler = resolve_deserialization_handler(StreamsConfig(self.props)["default.deserialization.exception.handler"])
+            self._deserializer = RecordDeserializer(handler)
+        self._deserializer.skip_or_raise(error, row)
+        if self.skipped is not None:
+            self.skipped.add(1)
 
     def _chains(self, counted: Emit) -> dict[str, tuple[SourceNode, Emit]]:
         """Each source topic's chain, ending in `counted` (the records the count receives)."""
@@ -364,8 +383,14 @@ class CountKeys:
             self._run_topics(chains, batch)
 
     def _run(self, source: SourceNode, topic: str, run: Emit, batch: Any) -> None:
-        ks = _deserialized(batch.column("key"), source.key_serde, topic)
-        vs = _deserialized(batch.column("value"), source.value_serde, topic)
+        try:
+            ks = _deserialized(batch.column("key"), source.key_serde, topic)
+            vs = _deserialized(batch.column("value"), source.value_serde, topic)
+        except DeserializationError:
+            if not self._skips:
+                raise
+            self._run_topics({topic: (source, run)}, batch)  # record by record, the handler deciding
+            return
         timestamps = batch.column("timestamp").to_pylist()
         if min(timestamps) < 0:
             self._with_extractor(source, topic, ks, vs, timestamps, batch, run)
@@ -375,10 +400,17 @@ class CountKeys:
 
     def _run_topics(self, chains: Mapping[str, tuple[SourceNode, Emit]], batch: Any) -> None:
         columns = batch.to_pydict()
-        for topic, key, value, timestamp in zip(columns["topic"], columns["key"], columns["value"],
-                                                columns["timestamp"], strict=True):  # fmt: skip
+        n = batch.num_rows
+        topics = columns["topic"] if "topic" in columns else [next(iter(chains))] * n
+        partitions, offsets = columns.get("partition", [-1] * n), columns.get("offset", [-1] * n)
+        for topic, key, value, timestamp, partition, offset in zip(topics, columns["key"], columns["value"],
+                                                                   columns["timestamp"], partitions, offsets, strict=True):  # fmt: skip
             source, run = chains[topic]
-            k, v = source.key_serde.deserialize(topic, key), source.value_serde.deserialize(topic, value)
+            try:
+                k, v = source.key_serde.deserialize(topic, key), source.value_serde.deserialize(topic, value)
+            except DeserializationError as exc:
+                self._skip_or_raise(exc, InputRow(topic, partition, offset, timestamp, key, value, ()))
+                continue
             if timestamp < 0:
                 timestamp = _extract(source, topic, k, v, timestamp, -1)
                 if timestamp < 0:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -25,6 +26,8 @@ class QueryProgress:
     """One query's totals so far, and every progress report Spark gave (by batch id, in order)."""
 
     name: str
+    #: The records the deserialization handler skipped so far (the query's accumulator), if known.
+    skipped: Callable[[], int] | None = None
     started: float = field(default_factory=time.monotonic)
     batches: int = 0
     records: int = 0
@@ -38,7 +41,9 @@ class QueryProgress:
         return self.records / elapsed if elapsed > 0 else 0.0
 
     def line(self) -> str:
-        return f"{self.name}: {self.batches:,} micro-batches, {self.records:,} records, {self.rate:,.0f} records/s"
+        skipped = self.skipped() if self.skipped is not None else 0
+        return (f"{self.name}: {self.batches:,} micro-batches, {self.records:,} records, {self.rate:,.0f} records/s"
+                + (f", {skipped:,} skipped by the deserialization handler" if skipped else ""))  # fmt: skip
 
 
 class ProgressReporter:
@@ -51,9 +56,9 @@ class ProgressReporter:
         self._interval_s = interval_s
         self._logged: dict[str, float] = {}
 
-    def start(self, name: str) -> QueryProgress:
+    def start(self, name: str, skipped: Callable[[], int] | None = None) -> QueryProgress:
         """A query started: its totals, to pass to `poll` and `finish`."""
-        return QueryProgress(name)
+        return QueryProgress(name, skipped)
 
     def poll(self, progresses: list[tuple[QueryProgress, Any]]) -> None:
         """Take each (query totals, query handle)'s new micro-batch reports and show the totals."""

@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -112,6 +112,13 @@ class SparkRunner:
         self._matched: dict[int, frozenset[str]] = {}
         self._global_rows: tuple[InputRow, ...] = ()
         self._waits: dict[int, dict[tuple[str, int], int]] = {}
+        self._skipped: dict[int, Any] = {}
+
+    @property
+    def skipped_records(self) -> dict[int, int]:
+        """Per sub-topology, the records the deserialization handler skipped (or dead-lettered) in
+        this runner's runs (Kafka Streams counts them in the `dropped-records` metric)."""
+        return {sid: int(accumulator.value) for sid, accumulator in self._skipped.items()}
 
     @property
     def stopped(self) -> bool:
@@ -161,14 +168,15 @@ class SparkRunner:
                 if self._stopped:
                     return
                 handle = self._start(query, checkpoints, available_now=True)
-                totals = self._reporter.start(handle.name)
+                totals = self._reporter.start(handle.name, self._skipped_of(query.subtopology_id))
                 self.progress[query.subtopology_id] = totals.reports
                 while not handle.awaitTermination(0.5):  # raises the query's error if it failed
                     self._reporter.poll([(totals, handle)])
                 self._reporter.finish(totals, handle)
             return
         handles = [self._start(query, checkpoints, available_now=False) for query in queries]
-        running = [(self._reporter.start(handle.name), handle) for handle in handles]
+        running = [(self._reporter.start(handle.name, self._skipped_of(query.subtopology_id)), handle)
+                   for query, handle in zip(queries, handles, strict=True)]  # fmt: skip
         for query, (totals, _) in zip(queries, running, strict=True):
             self.progress[query.subtopology_id] = totals.reports
         try:
@@ -193,6 +201,9 @@ class SparkRunner:
         self._queries.clear()
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _skipped_of(self, subtopology_id: int) -> Callable[[], int]:
+        return lambda: self.skipped_records.get(subtopology_id, 0)
 
     def _default_checkpoints(self) -> Path:
         state_dir = str(self.config["state.dir"] or tempfile.gettempdir())
@@ -227,6 +238,7 @@ class SparkRunner:
             # Spark uses it only when the query has no checkpoint yet.
             offsets = {t: starts.get(t) or {str(p): -2 for p in range(self._counts[t])} for t in query.source_topics}
             reader = reader.option("startingOffsets", json.dumps(offsets))
+        skipped = self._skipped.setdefault(query.subtopology_id, self.spark.sparkContext.accumulator(0))
         rows = reader.option("subscribe", ",".join(self._topics_of(query))).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
         )
@@ -237,6 +249,7 @@ class SparkRunner:
         if query.native is not None:
             native = query.native
             stage = CountKeys(query.spec.topology, query.spec.props, native)
+            stage.skipped = skipped
             partial = rows.select(*stage.columns(query.source_topics)).mapInArrow(stage, stage.schema)
             key_column = F.col("key").cast("binary") if native.string_keys else F.col("key")
             return partial.groupBy("key").agg(F.sum("n").alias("count")).select(
@@ -244,7 +257,8 @@ class SparkRunner:
                 F.unhex(F.lpad(F.hex("count"), 16, "0")).alias("value"),  # the Long serde's 8 big-endian bytes
             )  # fmt: skip
         spec = replace(query.spec, sink_partitions={t: self._counts.get(t, 0) for t in query.partitioned_sinks},
-                       global_records=self._global_rows, wait_offsets=self._waits.get(query.subtopology_id, {}))
+                       global_records=self._global_rows, wait_offsets=self._waits.get(query.subtopology_id, {}),
+                       skipped=skipped)
         if query.stage == "stateless":
             return rows.mapInArrow(StatelessStage(spec), OUTPUT_SCHEMA)
         if query.stage == "keyed":
@@ -262,6 +276,7 @@ class SparkRunner:
         spec = query.spec
         partitions = self._counts.get(window.partitions_of, 0) if window.partitions_of else 0
         keys = WindowKeys(spec.topology, spec.props, native, partitions)
+        keys.skipped = self._skipped[query.subtopology_id]
         on_time = rows.select(*keys.columns(query.source_topics)).mapInArrow(keys, keys.schema).groupBy("task")
         key_type = "string" if native.string_keys else "binary"
         counts = on_time.transformWithStateInPandas(
@@ -279,6 +294,7 @@ class SparkRunner:
         spec = query.spec
         partial = native.fold == "partial"
         keys = (ReduceKeys if partial else FoldValues)(spec.topology, spec.props, native)
+        keys.skipped = self._skipped[query.subtopology_id]
         schema = f"key {'string' if native.string_keys else 'binary'}, value binary"
         values = rows.select(*keys.columns(query.source_topics)).mapInArrow(keys, keys.schema).groupBy("key")
         stage = FoldStage(spec.topology, spec.props, native)

@@ -121,7 +121,9 @@ def run_task_batch(
         ready, state["held"] = take_ready(state.get("held", ()), rows, state["read"], waits)
         if state["held"]:
             log.debug("task %s holds %d records for partitions with unread data", partition, len(state["held"]))
+        skipped = executor.skipped_records
         out = executor.process(ready, state["applied"])
+        spec.count_skipped(executor.skipped_records - skipped)
         changes: dict[ChangelogKey, bytes | None] = executor.take_changelog()
         out.extend(executor.take_rows())  # what the caches forwarded when flushed
         live.track(changes.items())
