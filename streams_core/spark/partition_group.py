@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping
 
-from streams_core.spark.subtopology_executor import InputRow
+from streams_core.spark.subtopology_executor import InputRow, event_time
 
 __all__ = ["TopicPartitionKey", "take_ready"]
 
@@ -52,7 +52,7 @@ def take_ready(
         return [], [row for queue in queues.values() for row in sorted(queue, key=lambda r: r.offset)]
     ordered = [sorted(queue, key=lambda r: r.offset) for queue in queues.values()]
     keys = list(queues)
-    heads = [(queue[0].timestamp, i, 0) for i, queue in enumerate(ordered)]
+    heads = [(event_time(queue[0]), i, 0) for i, queue in enumerate(ordered)]
     heapq.heapify(heads)
     ready: list[InputRow] = []
     while heads:
@@ -61,7 +61,7 @@ def take_ready(
         ready.append(queue[at])
         at += 1
         if at < len(queue):
-            heapq.heappush(heads, (queue[at].timestamp, i, at))
+            heapq.heappush(heads, (event_time(queue[at]), i, at))
         elif keys[i] in unread:
             break  # the task waits for this partition's next records
     rest: list[InputRow] = []

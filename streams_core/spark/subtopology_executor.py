@@ -47,6 +47,7 @@ __all__ = [
     "SubtopologyExecutor",
     "SubtopologySpec",
     "deserialization_handler",
+    "event_time",
     "kafka_order",
     "load_topology",
     "ship_topology",
@@ -153,7 +154,17 @@ def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
         (only,) = by_partition.values()
         return sorted(only, key=lambda r: r.offset)
     queues = [sorted(part, key=lambda r: r.offset) for part in by_partition.values()]
-    return list(heapq.merge(*queues, key=lambda r: r.timestamp))
+    return list(heapq.merge(*queues, key=event_time))
+
+
+def event_time(row: InputRow) -> int:
+    """The record's timestamp as its processors see it: the runner's header on a read-back topic
+    (Spark's sink stamps the produce time), else the Kafka record's."""
+    for name, value in row.headers:
+        if name == TIMESTAMP_HEADER:
+            timestamp: int = _TS.unpack(value)[0]
+            return timestamp
+    return row.timestamp
 
 
 class _StateManager:

@@ -50,3 +50,11 @@ def test_the_task_stops_when_a_partition_with_unread_data_runs_empty() -> None:
                              read, waits)
     assert names(ready) == ["customers0", "orders0", "customers1"], "customers ran empty at offset 1 of 5"
     assert names(held) == ["orders1"]
+
+
+def test_a_read_back_topics_event_time_header_orders_it_not_the_produce_time() -> None:
+    from streams_core.spark.subtopology_executor import TIMESTAMP_HEADER
+
+    stamped = InputRow("repartition", 0, 0, 999, b"k", b"v", ((TIMESTAMP_HEADER, (5).to_bytes(8, "big")),))
+    ready, _ = take_ready([], [row("table", 0, 7), stamped], {}, {})
+    assert names(ready) == ["repartition0", "table0"], "event time 5 (header) before 7, though produced at 999"
