@@ -237,7 +237,9 @@ class SparkRunner:
             # Spark uses it only when the query has no checkpoint yet.
             offsets = {t: starts.get(t) or {str(p): -2 for p in range(self._counts[t])} for t in query.source_topics}
             reader = reader.option("startingOffsets", json.dumps(offsets))
-        skipped = self._skipped.setdefault(query.subtopology_id, self.spark.sparkContext.accumulator(0))
+        if query.subtopology_id not in self._skipped:
+            self._skipped[query.subtopology_id] = self.spark.sparkContext.accumulator(0)
+        skipped = self._skipped[query.subtopology_id]
         rows = reader.option("subscribe", ",".join(self._topics_of(query))).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
         )
