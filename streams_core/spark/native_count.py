@@ -103,10 +103,6 @@ class NativeCount:
     #: With `fold` "ordered": the values reaching it are strings (the replaced repartition topic's
     #: value serde is String), handed to Spark as an Arrow string column.
     string_values: bool = False
-    #: Sinks the chain also reaches (other outputs beside the aggregation's), by node name, and
-    #: their topics: written by a fused stateless pass of their own in the same query.
-    side_sinks: tuple[str, ...] = ()
-    side_topics: tuple[str, ...] = ()
 
 
 def resolved(serde: Any) -> Any:
@@ -146,30 +142,21 @@ def _fold_tail(agg: ProcessorNode) -> SinkNode | str:
     return sink
 
 
-def _chains_into(
-    built: ProcessorTopology, end: ProcessorNode, readback: frozenset[str]
-) -> tuple[tuple[str, ...], tuple[SinkNode, ...]] | str:
-    """(the fused node names, the other sinks) when every source of `built` reaches `end` and
-    otherwise only sinks to fixed topics (side outputs) through the chain; or why not."""
+def _chains_into(built: ProcessorTopology, end: ProcessorNode) -> tuple[str, ...] | str:
+    """The fused node names when every source of `built` reaches only `end` through the chain, or why not."""
     fused: list[str] = []
-    side: dict[str, SinkNode] = {}
     for source in built.sources:
         if source.pattern is not None:
             return f"source {source.name} reads a pattern"
         if not isinstance(getattr(source.extract_timestamp, "__self__", None), _OWN_TIMESTAMP):
             return f"source {source.name} has a custom timestamp extractor"
         nodes, terminals = fused_nodes(source)
-        for terminal in terminals:
-            if terminal.name == end.name:
-                continue
-            if not isinstance(terminal, SinkNode):
-                return f"besides {end.name}, the chain from {source.name} also feeds {terminal.name} (a stateful operator)"
-            if terminal.topic is None or terminal.partitioner is not None or terminal.topic in readback:
-                return (f"the chain's other output {terminal.name} chooses its topic per record, has a custom "
-                        "partitioner or is read back by the topology")  # fmt: skip
-            side[terminal.name] = terminal
+        others = [t.name for t in terminals if t.name != end.name]
+        if others:
+            return (f"besides {end.name}, the chain from {source.name} also feeds {', '.join(others)} (another output or a "
+                    "stateful operator in the same sub-topology)")
         fused.extend(n.name for n in nodes if n.name not in fused)
-    return tuple(fused), tuple(side.values())
+    return tuple(fused)
 
 
 def find_native_count(
@@ -207,14 +194,13 @@ def find_native_count(
         elif not (_is_count(agg.processor) and same_serde(sink.value_serde, Serdes.Long())):
             fold = "ordered"  # an aggregate, or a count written with another serde than Spark's count's
         sinks, native, output_key_serde = (sink.name,), (agg.name, *(c.name for c in agg.children)), sink.key_serde
+    others = sorted({str(s.topic or f"topics chosen by {s.name}") for s in built.sinks if s.name not in sinks})
+    if others:
+        return f"the sub-topology also writes {', '.join(others)}: an output beside the aggregation's"
     chain = _chain_into(sid, built, builder, config, readback, agg, set(native), output_key_serde)
     if isinstance(chain, str):
         return chain
-    chain_sid, chain_built, end, bypassed, fused, shuffled, key_serde, side = chain
-    others = sorted({str(s.topic or f"topics chosen by {s.name}") for s in built.sinks
-                     if s.name not in sinks and all(s.name != t.name for t in side)})  # fmt: skip
-    if others:
-        return f"the sub-topology also writes {', '.join(others)}: an output beside the aggregation's"
+    chain_sid, chain_built, end, bypassed, fused, shuffled, key_serde = chain
     if (window is not None or fold) and len([t for s in chain_built.sources for t in s.topics]) != 1:
         return "it reads several topics (the order across them is the task's)"  # offset order of one topic (docs/spark.md)
     string_values = False
@@ -228,8 +214,7 @@ def find_native_count(
             (repartition,) = [s for s in chain_built.sinks if s.name == end]
             string_values = same_serde(repartition.value_serde, Serdes.String())
     return NativeCount(chain_sid, end, sid, output, bypassed, same_serde(key_serde, Serdes.String()), fused, native,
-                       shuffled, key_serde, window, fold, string_values, tuple(s.name for s in side),
-                       tuple(sorted({str(s.topic) for s in side})))  # fmt: skip
+                       shuffled, key_serde, window, fold, string_values)  # fmt: skip
 
 
 def window_count_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowCount | str:
@@ -263,7 +248,7 @@ def window_count_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowCou
                        tuple(dict.fromkeys(s.name for s in sinks)), tuple(dict.fromkeys(str(s.topic) for s in sinks)))  # fmt: skip
 
 
-_Chain = tuple[int, ProcessorTopology, str, "str | None", tuple[str, ...], tuple[str, ...], Any, tuple[SinkNode, ...]]
+_Chain = tuple[int, ProcessorTopology, str, "str | None", tuple[str, ...], tuple[str, ...], Any]
 
 
 def _chain_into(
@@ -278,17 +263,16 @@ def _chain_into(
     repartition topic's key serde must be it (the output keys are the grouping bytes).
     """
     internal_source = any(set(s.topics) & builder.internal_topics for s in built.sources)
-    found = "" if internal_source else _chains_into(built, agg, readback)
+    fused = "" if internal_source else _chains_into(built, agg)
     everything = {n.name for n in built.processors}
-    if isinstance(found, tuple):
-        fused, side = found
+    if isinstance(fused, tuple):
         if any(set(s.topics) & readback for s in built.sources):
             return "it reads a topic the topology writes (through)"
         if everything != {*fused, *native}:
             return f"the sub-topology also runs {', '.join(sorted(everything - {*fused, *native}))}"
-        return sid, built, agg.name, None, fused, (), built.sources[0].key_serde, side
-    if found:
-        return found
+        return sid, built, agg.name, None, fused, (), built.sources[0].key_serde
+    if fused:
+        return fused
     (source,) = built.sources if len(built.sources) == 1 else (None,)
     if source is None or source.children != (agg,) or len(source.topics) != 1 or everything != native:
         return "the sub-topology reading the repartition topic runs more than the aggregation"
@@ -304,8 +288,9 @@ def _chain_into(
         return (f"the sub-topology writing its repartition topic {topic} has state stores "
                 f"({', '.join(sorted(writer.state_stores))}): a join or aggregation before it")
     repartition_sinks = [s for s in writer.sinks if s.topic == topic]
-    if len(repartition_sinks) != 1:
-        return f"the sub-topology writing repartition topic {topic} has several sinks to it"
+    if len(repartition_sinks) != 1 or len(writer.sinks) != 1:
+        others = sorted(str(s.topic) for s in writer.sinks if s.topic != topic)
+        return f"the sub-topology writing its repartition topic also writes {', '.join(others)} (another output)"
     (repartition_sink,) = repartition_sinks
     if repartition_sink.partitioner is not None:
         return f"repartition topic {topic} has a custom partitioner"
@@ -313,14 +298,11 @@ def _chain_into(
         return "the repartition topic's key serde differs from the output's"
     if any(set(s.topics) & readback for s in writer.sources):
         return "the chain reads a topic the topology writes (through)"
-    chain = _chains_into(writer, repartition_sink, readback)
+    chain = _chains_into(writer, repartition_sink)
     if isinstance(chain, str):
         return chain
-    fused, side = chain
-    if len(writer.sinks) != 1 + len(side):
-        return f"the sub-topology writing repartition topic {topic} writes more than the chain reaches"
-    return (writers[0], writer, repartition_sink.name, topic, fused, (repartition_sink.name, source.name),
-            repartition_sink.key_serde, side)  # fmt: skip
+    return (writers[0], writer, repartition_sink.name, topic, chain, (repartition_sink.name, source.name),
+            repartition_sink.key_serde)  # fmt: skip
 
 
 class CountKeys:
@@ -363,8 +345,6 @@ class CountKeys:
         end = self.native.chain_end
 
         def terminal(node: ProcessorNode) -> Emit:
-            if node.name in self.native.side_sinks:
-                return _ignored  # written by the query's side pass (SparkRunner._with_side_outputs)
             if node.name != end:
                 raise StreamsError(f"the native count's chain reached {node.name!r}, not {end!r}")
             return counted
@@ -458,10 +438,6 @@ class CountKeys:
                     log.warning("dropping a record of %s at offset %s: negative timestamp %d", topic, offset, timestamp)
                     continue
             run(key, value, timestamp, ())
-
-
-def _ignored(key: Any, value: Any, timestamp: int, headers: Any) -> None:
-    """A chain terminal that drops what reaches it."""
 
 
 def built_shipped(topology: bytes, props: Mapping[str, Any], subtopology: int) -> ProcessorTopology:

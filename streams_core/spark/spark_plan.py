@@ -130,8 +130,6 @@ class QueryPlan:
                 how.append((name, f"{text}; writes {writes.get(name, '?')}"))
             return tuple(how)
         how = [(name, "python: fused stateless chain in mapInArrow, once per Arrow batch") for name in native.fused]
-        how.extend((name, "python: the chain's other output, by the chain run again in a fused mapInArrow of its own "
-                          "(its aggregation branch cut), unioned into the query's sink") for name in native.side_sinks)  # fmt: skip
         how.extend((name, f"native: Spark's shuffle (groupBy key) replaces topic {native.bypassed_topic}")
                    for name in native.shuffled)  # fmt: skip
         window = native.window
@@ -290,8 +288,7 @@ def _fuse(queries: dict[int, QueryPlan], native: NativeCount) -> dict[int, Query
     """The chain's and the count's queries as one native query (one query when they are one sub-topology)."""
     chain, count = queries[native.chain_subtopology], queries[native.count_subtopology]
     processors = chain.processors if chain is count else (*chain.processors, *count.processors)
-    sinks = tuple(sorted({*count.sink_topics, *native.side_topics}))
-    fused = replace(chain, sink_topics=sinks, stage="native", processors=processors, stores=count.stores,
+    fused = replace(chain, sink_topics=count.sink_topics, stage="native", processors=processors, stores=count.stores,
                     native=native)  # fmt: skip
     out = {sid: q for sid, q in queries.items() if sid != native.count_subtopology}
     out[native.chain_subtopology] = fused

@@ -226,6 +226,7 @@ class SparkRunner:
         """The query's streaming DataFrame: Kafka rows in, the Kafka sink's columns out."""
         from pyspark.sql import functions as F
 
+        from streams_core.spark.native_count import CountKeys
         from streams_core.spark.spark_stages import OUTPUT_SCHEMA, KeyedStage, StatelessStage, TaskStage
 
         reader = self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self._bootstrap())
@@ -243,8 +244,20 @@ class SparkRunner:
         rows = reader.option("subscribe", ",".join(self._topics_of(query))).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
         )
+        if query.native is not None and query.native.window is not None:
+            return self._window_count(query, query.native, rows)
+        if query.native is not None and query.native.fold:
+            return self._fold(query, query.native, rows)
         if query.native is not None:
-            return self._with_side_outputs(query, query.native, rows, self._native(query, query.native, rows))
+            native = query.native
+            stage = CountKeys(query.spec.topology, query.spec.props, native)
+            stage.skipped = skipped
+            partial = rows.select(*stage.columns(query.source_topics)).mapInArrow(stage, stage.schema)
+            key_column = F.col("key").cast("binary") if native.string_keys else F.col("key")
+            return partial.groupBy("key").agg(F.sum("n").alias("count")).select(
+                F.lit(native.output_topic).alias("topic"), key_column.alias("key"),
+                F.unhex(F.lpad(F.hex("count"), 16, "0")).alias("value"),  # the Long serde's 8 big-endian bytes
+            )  # fmt: skip
         spec = replace(query.spec, sink_partitions={t: self._counts.get(t, 0) for t in query.partitioned_sinks},
                        global_records=self._global_rows, wait_offsets=self._waits.get(query.subtopology_id, {}),
                        skipped=skipped)
@@ -253,37 +266,6 @@ class SparkRunner:
         if query.stage == "keyed":
             return rows.groupBy("key").transformWithState(KeyedStage(spec), OUTPUT_SCHEMA, "Update", "None")
         return rows.groupBy("partition").transformWithStateInPandas(TaskStage(spec), OUTPUT_SCHEMA, "Update", "None")
-
-    def _native(self, query: QueryPlan, native: NativeCount, rows: Any) -> Any:
-        """The native query's aggregation: Kafka rows in, the aggregation's sink columns out."""
-        from pyspark.sql import functions as F
-
-        from streams_core.spark.native_count import CountKeys
-
-        if native.window is not None:
-            return self._window_count(query, native, rows)
-        if native.fold:
-            return self._fold(query, native, rows)
-        stage = CountKeys(query.spec.topology, query.spec.props, native)
-        stage.skipped = self._skipped[query.subtopology_id]
-        partial = rows.select(*stage.columns(query.source_topics)).mapInArrow(stage, stage.schema)
-        key_column = F.col("key").cast("binary") if native.string_keys else F.col("key")
-        return partial.groupBy("key").agg(F.sum("n").alias("count")).select(
-            F.lit(native.output_topic).alias("topic"), key_column.alias("key"),
-            F.unhex(F.lpad(F.hex("count"), 16, "0")).alias("value"),  # the Long serde's 8 big-endian bytes
-        )  # fmt: skip
-
-    def _with_side_outputs(self, query: QueryPlan, native: NativeCount, rows: Any, aggregated: Any) -> Any:
-        """`aggregated` and, when the chain also feeds other sinks, their records: the chain run again in a
-        fused stateless pass (`mapInArrow`) whose aggregation branch is cut, the two unioned into the
-        sink (missing headers and partition are null: no headers, murmur2)."""
-        from streams_core.spark.spark_stages import OUTPUT_SCHEMA, StatelessStage
-
-        if not native.side_sinks:
-            return aggregated
-        side = replace(query.spec, cut=frozenset({native.chain_end}), skipped=None)  # skips counted once, above
-        outputs = rows.mapInArrow(StatelessStage(side), OUTPUT_SCHEMA)
-        return aggregated.unionByName(outputs, allowMissingColumns=True)
 
     def _window_count(self, query: QueryPlan, native: NativeCount, rows: Any) -> Any:
         """The native windowed count's query (native_window_count.py)."""

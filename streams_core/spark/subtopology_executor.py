@@ -134,9 +134,6 @@ class SubtopologySpec:
     #: A Spark accumulator counting the records the deserialization handler skipped (set by the
     #: runner when a query starts; None in tests without Spark).
     skipped: Any = field(default=None, compare=False)
-    #: Nodes whose input is dropped: a native query's side pass runs the chain for its other
-    #: outputs only, the aggregation (or the repartition sink before it) being Spark's.
-    cut: frozenset[str] = frozenset()
 
     def count_skipped(self, records: int) -> None:
         """Add to the query's count of records the deserialization handler skipped."""
@@ -288,8 +285,7 @@ class SubtopologyExecutor:
                                          deserialization_handler=self._counting(deserialization_handler(config, self._collector)))
         self._task.init()
         self._readers: dict[tuple[str, int], tuple[RecordReader, SourceNode]] = {}
-        fusable = (not built.state_stores or spec.cut) and self._global is None
-        self._fused = _fused_chains(built.sources, spec.cut) if fusable else None
+        self._fused = _fused_chains(built.sources) if not built.state_stores and self._global is None else None
         self._changelogs = {store_changelog_topic(application_id, name): name for name in self._state.restore_callbacks}
         if spec.task_stores:
             self._collector.changelog_topics = frozenset(self._changelogs)
@@ -417,19 +413,16 @@ class SubtopologyExecutor:
             self._tmp.cleanup()
 
 
-def _fused_chains(sources: Iterable[SourceNode], cut: frozenset[str] = frozenset()) -> dict[str, Emit] | None:
+def _fused_chains(sources: Iterable[SourceNode]) -> dict[str, Emit] | None:
     """Each source's fused stateless chain down to its sinks (`stateless_chain`), when every processor
-    of the sub-topology fuses and every sink has a fixed topic; None otherwise (the TaskProcessor path).
-    What reaches a node of `cut` is dropped."""
+    of the sub-topology fuses and every sink has a fixed topic; None otherwise (the TaskProcessor path)."""
     chains: dict[str, Emit] = {}
     for source in sources:
         _, terminals = fused_nodes(source)
-        if not all(t.name in cut or (isinstance(t, SinkNode) and t.topic is not None) for t in terminals):
+        if not all(isinstance(t, SinkNode) and t.topic is not None for t in terminals):
             return None
 
         def terminal(node: ProcessorNode) -> Emit:
-            if node.name in cut:
-                return lambda key, value, timestamp, headers: None
             process = node.process
             return lambda key, value, timestamp, headers: process(new_record(Record, (key, value, timestamp, headers)))
 
