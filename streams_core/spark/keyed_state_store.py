@@ -4,8 +4,9 @@ The keyed stage groups records by key bytes, so every store access of a call is 
 key: the store is loaded from the key's Spark state before the call and dumped after it. It sits
 where the store's own bytes store would (under the metered layer that applies the serdes), so
 what it holds, and what the stage saves, are the store's changelog records: key bytes to value
-bytes (a timestamped store's value-and-timestamp bytes). It has no caching layer, so tables
-forward every update at once (Kafka Streams with caching off). An access to another key means a
+bytes (a timestamped store's value-and-timestamp bytes). A store with caching keeps its caching
+layer above it, flushed after each key's call, so tables forward one update per key and
+micro-batch (Kafka Streams' record cache per commit); without caching every update at once. An access to another key means a
 processor looks beyond its own key (e.g. a foreign-key lookup): that cannot be right here, so it
 raises.
 """
@@ -17,6 +18,7 @@ from typing import Any
 
 from streams_core.errors import StreamsError
 from streams_core.spark.errors import UnsupportedOnSparkError
+from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
 from streams_core.state.internals.metered_key_value_store import MeteredKeyValueStore
 from streams_core.state.store import KeyValue, StateStore
 
@@ -127,12 +129,25 @@ class KeyedStateStore:
 
 def keyed_store(built: StateStore) -> tuple[StateStore, KeyedStateStore]:
     """The store a processor of the keyed stage gets in place of `built` (a DSL key-value store, with
-    or without its timestamped view): the same serdes and view over a `KeyedStateStore`, no caching
-    or logging layer; and that `KeyedStateStore`."""
+    or without its timestamped view): the same serdes, view and caching layer over a
+    `KeyedStateStore`, no logging layer; and that `KeyedStateStore`. The stage flushes the cache at
+    the end of each key's call: one update per key and micro-batch, as Kafka Streams' record cache
+    forwards per commit."""
     view: Any = built
     metered = getattr(view, "timestamped", view)
     if not isinstance(metered, MeteredKeyValueStore):
         raise UnsupportedOnSparkError(type(metered).__name__, built.name, "the keyed stage runs key-value stores only")
     inner = KeyedStateStore(built.name)
-    typed: Any = MeteredKeyValueStore(inner, metered.key_serde, metered.value_serde)
+    below: Any = CachingKeyValueStore(inner) if _caching(metered) else inner
+    typed: Any = MeteredKeyValueStore(below, metered.key_serde, metered.value_serde)
     return (type(view)(typed) if metered is not view else typed), inner
+
+
+def _caching(store: Any) -> bool:
+    """Whether a caching layer is among `store`'s layers."""
+    while store is not None:
+        if isinstance(store, CachingKeyValueStore):
+            return True
+        wrapped = getattr(store, "wrapped", None)
+        store = wrapped() if callable(wrapped) else wrapped  # a method on the metered layer, a property below
+    return False

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streams_core.config import StreamsConfig
-from streams_core.errors import StreamsError
+from streams_core.errors import DeserializationError, StreamsError
 from streams_core.kstream.internals.dsl_serde import InferredSerde
 from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
 from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
@@ -36,14 +36,21 @@ from streams_core.kstream.time_windowed_kstream import _zero as _window_zero
 from streams_core.processor.consumer_record import ConsumerRecord
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
 from streams_core.processor.internals.processor_topology import ProcessorTopology
+from streams_core.processor.internals.record_deserializer import RecordDeserializer, resolve_deserialization_handler
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
 from streams_core.serde import Serdes
+from streams_core.spark.subtopology_executor import InputRow
 
-__all__ = ["CountKeys", "NativeCount", "WindowCount", "built_shipped", "find_native_count", "key_column", "window_count_tail"]
+__all__ = ["AGGREGATIONS", "NO_AGGREGATION", "CountKeys", "NativeCount", "WindowCount", "built_shipped", "find_native_count", "key_column", "window_count_tail"]
 
 log = logging.getLogger(__name__)
 
 _OWN_TIMESTAMP = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp)
+
+#: The stream aggregations the native path compiles (a count, windowed count, reduce or aggregate).
+AGGREGATIONS = (KStreamAggregate, KStreamWindowAggregate, KStreamReduce)
+#: `find_native_count`'s answer for a sub-topology without one.
+NO_AGGREGATION = "no stream aggregation"
 
 #: A partial count goes to Spark once it holds this many keys (else once per Spark partition).
 _MAX_PARTIAL_KEYS = 200_000
@@ -118,30 +125,36 @@ def _is_count(processor: object) -> bool:
     return isinstance(processor, KStreamAggregate) and processor._initializer is _zero and processor._aggregator is _count_add
 
 
-def _fold_tail(agg: ProcessorNode) -> SinkNode | None:
-    """The sink of `count()`/`aggregate()`/`reduce()` -> `to_stream()` -> `to(topic)` below `agg`, None
-    if `agg` is not that."""
-    if not (isinstance(agg.processor, (KStreamAggregate, KStreamReduce)) and len(agg.children) == 1):
-        return None
+def _fold_tail(agg: ProcessorNode) -> SinkNode | str:
+    """The sink of `count()`/`aggregate()`/`reduce()` -> `to_stream()` -> `to(topic)` below `agg`, or
+    why `agg` is not followed by that."""
+    if len(agg.children) != 1:
+        return "its table feeds more than to_stream().to(topic)"
     (to_stream,) = agg.children
     if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor._key_mapper is None
             and len(to_stream.children) == 1):  # fmt: skip
-        return None
+        return "its table feeds more than to_stream().to(topic)"
     (sink,) = to_stream.children
-    if not isinstance(sink, SinkNode) or sink.topic is None or sink.partitioner is not None:
-        return None
+    if not isinstance(sink, SinkNode):
+        return f"to_stream() is followed by {sink.name}, not directly by to(topic)"
+    if sink.topic is None or sink.partitioner is not None:
+        return "its sink chooses the topic per record or has a custom partitioner"
     return sink
 
 
-def _chains_into(built: ProcessorTopology, end: ProcessorNode) -> tuple[str, ...] | None:
-    """The fused node names when every source of `built` reaches only `end` through the chain."""
+def _chains_into(built: ProcessorTopology, end: ProcessorNode) -> tuple[str, ...] | str:
+    """The fused node names when every source of `built` reaches only `end` through the chain, or why not."""
     fused: list[str] = []
     for source in built.sources:
-        if source.pattern is not None or not isinstance(getattr(source.extract_timestamp, "__self__", None), _OWN_TIMESTAMP):
-            return None
+        if source.pattern is not None:
+            return f"source {source.name} reads a pattern"
+        if not isinstance(getattr(source.extract_timestamp, "__self__", None), _OWN_TIMESTAMP):
+            return f"source {source.name} has a custom timestamp extractor"
         nodes, terminals = fused_nodes(source)
-        if [t.name for t in terminals] != [end.name]:
-            return None
+        others = [t.name for t in terminals if t.name != end.name]
+        if others:
+            return (f"besides {end.name}, the chain from {source.name} also feeds {', '.join(others)} (another output or a "
+                    "stateful operator in the same sub-topology)")
         fused.extend(n.name for n in nodes if n.name not in fused)
     return tuple(fused)
 
@@ -149,41 +162,47 @@ def _chains_into(built: ProcessorTopology, end: ProcessorNode) -> tuple[str, ...
 def find_native_count(
     sid: int, built: ProcessorTopology, builder: Any, config: StreamsConfig, readback: frozenset[str],
     associative_reducers: bool = False,
-) -> NativeCount | None:  # fmt: skip
+) -> NativeCount | str:  # fmt: skip
     """`NativeCount` when sub-topology `sid` counts, reduces or aggregates a stateless chain as Spark
-    can natively (a reduce partially with `associative_reducers`), else None.
+    can natively (a reduce partially with `associative_reducers`), else why not (for `plan()`).
 
     `readback` are the topics the topology both writes and reads; the outputs must not be one.
     """
-    kinds = (KStreamAggregate, KStreamWindowAggregate, KStreamReduce)
-    aggregates = [n for n in built.processors if isinstance(n.processor, kinds)]
+    aggregates = [n for n in built.processors if isinstance(n.processor, AGGREGATIONS)]
     if len(aggregates) != 1:
-        return None
+        return NO_AGGREGATION if not aggregates else "several aggregations in one sub-topology"
     (agg,) = aggregates
     (store,) = agg.store_names
+    if config["default.deserialization.exception.handler"] == "dead_letter":
+        return "the dead_letter deserialization handler writes to its topic, which the native query has no output for"
     if not builder.store_builder(store).caching_enabled:
-        return None  # caching off: every update is emitted, as the keyed and task stages do
+        return "caching is off (every update is emitted, which Spark's update mode cannot)"
     window = window_count_tail(agg, readback) if isinstance(agg.processor, KStreamWindowAggregate) else None
     fold = ""
+    if isinstance(window, str):
+        return window
     if window is not None:
         sinks, native, output_key_serde = window.sinks, (agg.name, window.to_stream, *window.tail), None
     else:
         sink = _fold_tail(agg)
-        if sink is None or sink.topic in readback:
-            return None
+        if isinstance(sink, str):
+            return sink
+        if sink.topic in readback:
+            return f"its output topic {sink.topic} is read back by the topology"
         if isinstance(agg.processor, KStreamReduce):
             fold = "partial" if associative_reducers else "ordered"
         elif not (_is_count(agg.processor) and same_serde(sink.value_serde, Serdes.Long())):
             fold = "ordered"  # an aggregate, or a count written with another serde than Spark's count's
         sinks, native, output_key_serde = (sink.name,), (agg.name, *(c.name for c in agg.children)), sink.key_serde
-    if sorted(s.name for s in built.sinks) != sorted(sinks):
-        return None
+    others = sorted({str(s.topic or f"topics chosen by {s.name}") for s in built.sinks if s.name not in sinks})
+    if others:
+        return f"the sub-topology also writes {', '.join(others)}: an output beside the aggregation's"
     chain = _chain_into(sid, built, builder, config, readback, agg, set(native), output_key_serde)
-    if chain is None:
-        return None
+    if isinstance(chain, str):
+        return chain
     chain_sid, chain_built, end, bypassed, fused, shuffled, key_serde = chain
     if (window is not None or fold) and len([t for s in chain_built.sources for t in s.topics]) != 1:
-        return None  # one task per partition of one topic: its records in offset order (docs/spark.md)
+        return "it reads several topics (the order across them is the task's)"  # offset order of one topic (docs/spark.md)
     string_values = False
     if window is not None:
         window = replace(window, partitions_of=bypassed)
@@ -198,28 +217,33 @@ def find_native_count(
                        shuffled, key_serde, window, fold, string_values)  # fmt: skip
 
 
-def window_count_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowCount | None:
+def window_count_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowCount | str:
     """What follows a windowed `count()` (emitting per update) when it is `to_stream()`, fused stateless
-    operators and sinks to fixed topics without a custom partitioner; else None."""
+    operators and sinks to fixed topics without a custom partitioner; else why not."""
     processor = agg.processor
     if not (isinstance(processor, KStreamWindowAggregate) and processor._initializer is _window_zero
-            and processor._aggregator is _window_count_add and not processor._emit_strategy.emits_on_close
-            and len(agg.children) == 1):  # fmt: skip
-        return None
+            and processor._aggregator is _window_count_add):  # fmt: skip
+        return "a windowed aggregate or reduce (only the windowed count() is native)"
+    if processor._emit_strategy.emits_on_close:
+        return "it emits on window close"
+    if len(agg.children) != 1:
+        return "its windowed table feeds more than to_stream()"
     (to_stream,) = agg.children
     if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor._key_mapper is None):
-        return None
+        return "its windowed table feeds more than to_stream() (suppress, a join, to_stream(mapper))"
     tail: list[str] = []
     sinks: list[SinkNode] = []
     for child in to_stream.children:
         nodes, terminals = fused_nodes(child)
         tail.extend(n.name for n in nodes if n.name not in tail)
         for end in terminals:
-            if not isinstance(end, SinkNode) or end.topic is None or end.partitioner is not None or end.topic in readback:
-                return None
+            if not isinstance(end, SinkNode):
+                return f"after to_stream(), {end.name} is not a stateless operator or a sink"
+            if end.topic is None or end.partitioner is not None or end.topic in readback:
+                return f"sink {end.name} chooses its topic per record, has a custom partitioner or is read back"
             sinks.append(end)
     if not sinks:
-        return None
+        return "its windowed table is written nowhere"
     return WindowCount(processor._size, processor._advance, processor._grace, to_stream.name, tuple(tail),
                        tuple(dict.fromkeys(s.name for s in sinks)), tuple(dict.fromkeys(str(s.topic) for s in sinks)))  # fmt: skip
 
@@ -230,47 +254,53 @@ _Chain = tuple[int, ProcessorTopology, str, "str | None", tuple[str, ...], tuple
 def _chain_into(
     sid: int, built: ProcessorTopology, builder: Any, config: StreamsConfig, readback: frozenset[str],
     agg: ProcessorNode, native: set[str], output_key_serde: Any,
-) -> _Chain | None:  # fmt: skip
+) -> _Chain | str:  # fmt: skip
     """The stateless chain feeding `agg`, in its own sub-topology or through a repartition topic.
 
     (chain sub-topology id, its built topology, node the chain ends at, repartition topic Spark's
     shuffle replaces or None, fused node names, replaced sink and source, the grouping key's
-    serde); None when anything else hangs off the chain. With `output_key_serde`, the
+    serde); or why not: anything else hangs off the chain. With `output_key_serde`, the
     repartition topic's key serde must be it (the output keys are the grouping bytes).
     """
     internal_source = any(set(s.topics) & builder.internal_topics for s in built.sources)
-    fused = None if internal_source else _chains_into(built, agg)
+    fused = "" if internal_source else _chains_into(built, agg)
     everything = {n.name for n in built.processors}
-    if fused is not None:
-        if any(set(s.topics) & readback for s in built.sources) or everything != {*fused, *native}:
-            return None
+    if isinstance(fused, tuple):
+        if any(set(s.topics) & readback for s in built.sources):
+            return "it reads a topic the topology writes (through)"
+        if everything != {*fused, *native}:
+            return f"the sub-topology also runs {', '.join(sorted(everything - {*fused, *native}))}"
         return sid, built, agg.name, None, fused, (), built.sources[0].key_serde
+    if fused:
+        return fused
     (source,) = built.sources if len(built.sources) == 1 else (None,)
     if source is None or source.children != (agg,) or len(source.topics) != 1 or everything != native:
-        return None
+        return "the sub-topology reading the repartition topic runs more than the aggregation"
     (topic,) = source.topics
     if topic not in builder.internal_topics:
-        return None  # a `through` topic is the user's: it is written as the topology says
+        return f"it reads {topic}, a through() topic (the user's: written as the topology says)"
     writers = [w for w, info in builder.topic_groups().items() if topic in info.sink_topics]
     readers = [r for r, info in builder.topic_groups().items() if topic in info.source_topics]
     if len(writers) != 1 or readers != [sid] or writers[0] == sid:
-        return None
+        return f"repartition topic {topic} has several writers or readers"
     writer = builder.build_subtopology(writers[0], config)
     if writer.state_stores:
-        return None
+        return (f"the sub-topology writing its repartition topic {topic} has state stores "
+                f"({', '.join(sorted(writer.state_stores))}): a join or aggregation before it")
     repartition_sinks = [s for s in writer.sinks if s.topic == topic]
     if len(repartition_sinks) != 1 or len(writer.sinks) != 1:
-        return None
+        others = sorted(str(s.topic) for s in writer.sinks if s.topic != topic)
+        return f"the sub-topology writing its repartition topic also writes {', '.join(others)} (another output)"
     (repartition_sink,) = repartition_sinks
     if repartition_sink.partitioner is not None:
-        return None
+        return f"repartition topic {topic} has a custom partitioner"
     if output_key_serde is not None and not same_serde(repartition_sink.key_serde, output_key_serde):
-        return None
+        return "the repartition topic's key serde differs from the output's"
     if any(set(s.topics) & readback for s in writer.sources):
-        return None
+        return "the chain reads a topic the topology writes (through)"
     chain = _chains_into(writer, repartition_sink)
-    if chain is None:
-        return None
+    if isinstance(chain, str):
+        return chain
     return (writers[0], writer, repartition_sink.name, topic, chain, (repartition_sink.name, source.name),
             repartition_sink.key_serde)  # fmt: skip
 
@@ -288,11 +318,26 @@ class CountKeys:
         self.topology = topology
         self.props = dict(props)
         self.native = native
+        #: A Spark accumulator: records the deserialization handler skipped (set by the runner).
+        self.skipped: Any = None
+        # `default.deserialization.exception.handler` (dead_letter never: find_native_count refuses it).
+        self._skips = StreamsConfig(self.props)["default.deserialization.exception.handler"] not in (None, "log_and_fail")
+        self._deserializer: RecordDeserializer | None = None
 
-    @staticmethod
-    def columns(source_topics: tuple[str, ...]) -> list[str]:
-        """The source columns it reads (the topic only to pick the chain of a query reading several)."""
-        return ["timestamp", "key", "value", *(["topic"] if len(source_topics) > 1 else [])]
+    def columns(self, source_topics: tuple[str, ...]) -> list[str]:
+        """The source columns it reads (the topic only to pick the chain of a query reading several;
+        partition and offset to locate a record that fails to deserialize, when the handler skips)."""
+        located = ["partition", "offset"] if self._skips else []
+        return ["timestamp", "key", "value", *(["topic"] if len(source_topics) > 1 else []), *located]
+
+    def _skip_or_raise(self, error: DeserializationError, row: InputRow) -> None:
+        """The deserialization handler's decision on `row` (raises the located error to fail)."""
+        if self._deserializer is None:
+            handler = resolve_deserialization_handler(StreamsConfig(self.props)["default.deserialization.exception.handler"])
+            self._deserializer = RecordDeserializer(handler)
+        self._deserializer.skip_or_raise(error, row)
+        if self.skipped is not None:
+            self.skipped.add(1)
 
     def _chains(self, counted: Emit) -> dict[str, tuple[SourceNode, Emit]]:
         """Each source topic's chain, ending in `counted` (the records the count receives)."""
@@ -338,8 +383,14 @@ class CountKeys:
             self._run_topics(chains, batch)
 
     def _run(self, source: SourceNode, topic: str, run: Emit, batch: Any) -> None:
-        ks = _deserialized(batch.column("key"), source.key_serde, topic)
-        vs = _deserialized(batch.column("value"), source.value_serde, topic)
+        try:
+            ks = _deserialized(batch.column("key"), source.key_serde, topic)
+            vs = _deserialized(batch.column("value"), source.value_serde, topic)
+        except DeserializationError:
+            if not self._skips:
+                raise
+            self._run_topics({topic: (source, run)}, batch)  # record by record, the handler deciding
+            return
         timestamps = batch.column("timestamp").to_pylist()
         if min(timestamps) < 0:
             self._with_extractor(source, topic, ks, vs, timestamps, batch, run)
@@ -349,10 +400,17 @@ class CountKeys:
 
     def _run_topics(self, chains: Mapping[str, tuple[SourceNode, Emit]], batch: Any) -> None:
         columns = batch.to_pydict()
-        for topic, key, value, timestamp in zip(columns["topic"], columns["key"], columns["value"],
-                                                columns["timestamp"], strict=True):  # fmt: skip
+        n = batch.num_rows
+        topics = columns["topic"] if "topic" in columns else [next(iter(chains))] * n
+        partitions, offsets = columns.get("partition", [-1] * n), columns.get("offset", [-1] * n)
+        for topic, key, value, timestamp, partition, offset in zip(topics, columns["key"], columns["value"],
+                                                                   columns["timestamp"], partitions, offsets, strict=True):  # fmt: skip
             source, run = chains[topic]
-            k, v = source.key_serde.deserialize(topic, key), source.value_serde.deserialize(topic, value)
+            try:
+                k, v = source.key_serde.deserialize(topic, key), source.value_serde.deserialize(topic, value)
+            except DeserializationError as exc:
+                self._skip_or_raise(exc, InputRow(topic, partition, offset, timestamp, key, value, ()))
+                continue
             if timestamp < 0:
                 timestamp = _extract(source, topic, k, v, timestamp, -1)
                 if timestamp < 0:

@@ -152,8 +152,8 @@ class _GroupedValues(CountKeys):
     """`mapInArrow` functions whose chain ends in a reduce or aggregate: the partition column read,
     keys grouped as the count's (strings, or the output key serde's bytes)."""
 
-    def columns(self, source_topics: tuple[str, ...]) -> list[str]:  # type: ignore[override]
-        return ["partition", *CountKeys.columns(source_topics)]
+    def columns(self, source_topics: tuple[str, ...]) -> list[str]:
+        return ["partition", *(c for c in super().columns(source_topics) if c != "partition")]
 
     def _key_serializer(self) -> Callable[[str, Any], Any] | None:
         """Serializes the keys other than strings (grouped by their bytes); None for strings."""

@@ -65,9 +65,9 @@ class WindowKeys(CountKeys):
         self.schema = f"task int, key {'string' if native.string_keys else 'binary'}, start bigint, n bigint, time bigint"
         self.partitions = partitions
 
-    def columns(self, source_topics: tuple[str, ...]) -> list[str]:  # type: ignore[override]
+    def columns(self, source_topics: tuple[str, ...]) -> list[str]:
         """The source columns it reads: the partition is the task when no repartition topic is replaced."""
-        return ["partition", "timestamp", "key", "value"]
+        return ["partition", *(c for c in super().columns(source_topics) if c != "partition")]
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         keys: list[Any] = []

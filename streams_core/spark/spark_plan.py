@@ -23,7 +23,8 @@ from streams_core.kstream.internals.timestamped_stores import TimestampedKeyValu
 from streams_core.processor.internals.processor_node import SinkNode, SourceNode
 from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
-from streams_core.spark.native_count import NativeCount, find_native_count
+from streams_core.spark.native_count import AGGREGATIONS, NO_AGGREGATION, NativeCount, find_native_count
+from streams_core.spark.plan_notes import STAGE_LABELS, stage_reason, writes
 from streams_core.spark.subtopology_executor import SubtopologyExecutor, SubtopologySpec, ship_topology
 from streams_core.state.versioned_key_value_store import VersionedKeyValueStore
 
@@ -88,14 +89,6 @@ _STAGES: Mapping[str, str] = {
                      ".transformWithStateInPandas (stream time) -> groupBy(key, window start).sum() -> mapInArrow (tail)",
 }
 
-#: How each stage runs the processors it does not run natively.
-_IN_PYTHON: Mapping[str, str] = {
-    "stateless": "python: TaskProcessor in mapInArrow",
-    "keyed": "python: TaskProcessor in transformWithState by key",
-    "task": "python: TaskProcessor in transformWithState by task",
-}
-
-
 @dataclass(frozen=True)
 class QueryPlan:
     """One Structured Streaming query: a sub-topology, its topics and the stage it compiles to."""
@@ -115,12 +108,27 @@ class QueryPlan:
     #: For stage "native": the chain and the count Spark runs (two sub-topologies fused when
     #: Spark's shuffle replaces their repartition topic).
     native: NativeCount | None = None
+    #: Why the sub-topology runs in its Python stage (`plan_notes.stage_reason`).
+    why: str = ""
+    #: Why its aggregation is not compiled natively (`find_native_count`'s reason), "" if it is or has none.
+    not_native: str = ""
+    #: Per processor: how many records it writes per update it receives (`plan_notes.writes`).
+    writes: tuple[tuple[str, str], ...] = ()
+    #: The stream aggregations among the processors (what the native path would compile).
+    aggregations: tuple[str, ...] = ()
 
     def operators(self) -> tuple[tuple[str, str], ...]:
         """(processor or node name, how it runs): natively in Spark, or in Python and how."""
         native = self.native
         if native is None:
-            return tuple((name, _IN_PYTHON[self.stage]) for name in self.processors)
+            writes = dict(self.writes)
+            how = []
+            for name in self.processors:
+                text = STAGE_LABELS[self.stage]
+                if name in self.aggregations and self.not_native:
+                    text += f"; not native: {self.not_native}"
+                how.append((name, f"{text}; writes {writes.get(name, '?')}"))
+            return tuple(how)
         how = [(name, "python: fused stateless chain in mapInArrow, once per Arrow batch") for name in native.fused]
         how.extend((name, f"native: Spark's shuffle (groupBy key) replaces topic {native.bypassed_topic}")
                    for name in native.shuffled)  # fmt: skip
@@ -160,6 +168,7 @@ class QueryPlan:
             + (f", after {', '.join(map(str, self.after))}" if self.after else ""),
             f"  read   kafka {', '.join([*self.source_topics, *(f'pattern {p!r}' for p in self.source_patterns)])}",
             f"  run    {how}: {' -> '.join(self.processors) or '(pass-through)'}",
+            *([f"  why    {self.why}"] if native is None and self.why else []),
             *(f"    {name}: {where}" for name, where in self.operators()),
         ]
         if self.stores:
@@ -208,16 +217,18 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
     shipped = ship_topology(topology)
     queries: dict[int, QueryPlan] = {}
     natives: list[NativeCount] = []
+    caching = {name: builder.store_builder(name).caching_enabled for name in builder.state_store_names}
     with tempfile.TemporaryDirectory(prefix="streams-core-spark-plan-") as state_dir:
         config = config.with_overrides({"state.dir": state_dir})
         for sid, info in groups.items():
             built = builder.build_subtopology(sid, config)
             native = find_native_count(sid, built, builder, config, readback_written, associative_reducers)
-            if native is not None:
+            if isinstance(native, NativeCount):
                 natives.append(native)
             processors: list[str] = []
             partitioned: set[str] = set()
             per_task = False
+            task_operator: str | None = None
             for node in built.nodes:
                 if isinstance(node, SinkNode):
                     if node.partitioner is not None:
@@ -232,8 +243,12 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
                     continue
                 processors.append(node.name)
                 local = node.store_names - global_stores  # global stores are read, filled by the runner
-                per_task |= _needs_task(node.name, node.processor, local, built.state_stores)
-            stage = "task" if per_task else "keyed" if info.state_stores else "stateless"
+                if _needs_task(node.name, node.processor, local, built.state_stores) and not per_task:
+                    per_task, task_operator = True, TASK_OPERATORS[type(node.processor).__name__]
+            # A task reading several topics must wait for the one behind (Kafka Streams' PartitionGroup):
+            # a rule over the task's partitions, which only the task stage sees together.
+            several = len(info.source_topics) + len(info.source_patterns) > 1
+            stage = "task" if per_task or (several and info.state_stores) else "keyed" if info.state_stores else "stateless"
             # Only a stateless stage reading external topics writes each origin partition in offset
             # order (one Spark task per Kafka partition), which replay detection relies on.
             stamp_origin = not info.state_stores and not (info.source_topics & readback_written)
@@ -255,6 +270,10 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
                 after=(),
                 spec=spec,
                 partitioned_sinks=tuple(sorted(partitioned)),
+                why=stage_reason(stage, task_operator, len(info.source_topics) + len(info.source_patterns)),
+                not_native="" if isinstance(native, NativeCount) or native == NO_AGGREGATION else native,
+                writes=tuple((n.name, writes(n, caching)) for n in built.processors),
+                aggregations=tuple(n.name for n in built.processors if isinstance(n.processor, AGGREGATIONS)),
             )
     internal = set(builder.internal_topics)
     for native in natives:

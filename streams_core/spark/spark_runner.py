@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -31,8 +31,9 @@ from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.native_count import NativeCount
+from streams_core.spark.progress_reporter import ProgressReporter
 from streams_core.spark.spark_plan import QueryPlan, SparkPlan, plan_topology
-from streams_core.spark.spark_session import build_session
+from streams_core.spark.spark_session import QUIET_SPARK_CONF, build_session, quiet_session
 from streams_core.spark.subtopology_executor import InputRow
 
 __all__ = ["Mode", "SparkRunner"]
@@ -68,8 +69,11 @@ class SparkRunner:
     connector jars from `make setup`); `spark.*` keys of `config` configure it. `source_options`
     are extra options of Spark's Kafka source (e.g. `maxOffsetsPerTrigger`). `associative_reducers`:
     the user vouches that every `reduce()`'s reducer is associative, so a stateless chain into
-    one reduces partially per Spark partition first (docs/spark.md). After a run,
-    `progress[sub-topology id]` holds its query's progress reports (rows read per micro-batch).
+    one reduces partially per Spark partition first (docs/spark.md). `progress`: `run()` reports
+    each query's micro-batches, records and rate (a line on a terminal, else INFO logs);
+    `progress[sub-topology id]` holds its query's Spark progress reports (rows read per micro-batch).
+    `worker_output`: let Spark's and the Python workers' own log output reach the terminal (off:
+    a session the runner builds logs at ERROR only, docs/spark.md).
     """
 
     def __init__(
@@ -80,6 +84,8 @@ class SparkRunner:
         *,
         source_options: Mapping[str, str] | None = None,
         associative_reducers: bool = False,
+        progress: bool = True,
+        worker_output: bool = False,
     ) -> None:
         split = sorted(set(source_options or {}) & {"minPartitions", "maxRecordsPerPartition"})
         if split:
@@ -89,8 +95,12 @@ class SparkRunner:
             )
         self._source_options = {**_SOURCE_OPTIONS, **(source_options or {})}
         self._associative_reducers = associative_reducers
+        self._reporter = ProgressReporter(enabled=progress)
+        self._worker_output = worker_output
         self.progress: dict[int, list[dict[str, Any]]] = {}
         self._spark_conf = {k: v for k, v in config.items() if k.startswith("spark.")}
+        if not worker_output:
+            self._spark_conf = {**QUIET_SPARK_CONF, **self._spark_conf}
         self._props = {k: v for k, v in config.items() if not k.startswith("spark.")}
         self.config = StreamsConfig(self._props, required=("application.id", "bootstrap.servers"))
         self.topology = topology
@@ -102,6 +112,14 @@ class SparkRunner:
         self._counts: dict[str, int] = {}
         self._matched: dict[int, frozenset[str]] = {}
         self._global_rows: tuple[InputRow, ...] = ()
+        self._waits: dict[int, dict[tuple[str, int], int]] = {}
+        self._skipped: dict[int, Any] = {}
+
+    @property
+    def skipped_records(self) -> dict[int, int]:
+        """Per sub-topology, the records the deserialization handler skipped (or dead-lettered) in
+        this runner's runs (Kafka Streams counts them in the `dropped-records` metric)."""
+        return {sid: int(accumulator.value) for sid, accumulator in self._skipped.items()}
 
     @property
     def stopped(self) -> bool:
@@ -113,6 +131,8 @@ class SparkRunner:
         """The SparkSession (built on first use when none was given)."""
         if self._spark is None:
             self._spark = build_session(self._spark_conf, app_name=self.config["application.id"])
+            if not self._worker_output:
+                quiet_session(self._spark)
         return self._spark
 
     def plan(self) -> SparkPlan:
@@ -136,6 +156,7 @@ class SparkRunner:
         counts = self._ensure_internal_topics(plan)
         self._global_rows = self._read_global_topics(global_topics, counts) if global_topics else ()
         self._starts = self._internal_start_offsets(plan, checkpoints, counts)
+        self._waits = self._wait_offsets(plan, counts)
         self._stopped = False
         queries = [q for q in plan.queries if self._topics_of(q)]
         for query in queries:
@@ -148,21 +169,29 @@ class SparkRunner:
                 if self._stopped:
                     return
                 handle = self._start(query, checkpoints, available_now=True)
-                handle.awaitTermination()
-                self.progress[query.subtopology_id] = [dict(p) for p in handle.recentProgress]
-                rows = sum(p.get("numInputRows", 0) for p in self.progress[query.subtopology_id])
-                log.info("Query %s finished: %d input rows", handle.name, rows)
+                totals = self._reporter.start(handle.name, self._skipped_of(query.subtopology_id))
+                self.progress[query.subtopology_id] = totals.reports
+                while not handle.awaitTermination(0.5):  # raises the query's error if it failed
+                    self._reporter.poll([(totals, handle)])
+                self._reporter.finish(totals, handle)
             return
         handles = [self._start(query, checkpoints, available_now=False) for query in queries]
+        running = [(self._reporter.start(handle.name, self._skipped_of(query.subtopology_id)), handle)
+                   for query, handle in zip(queries, handles, strict=True)]  # fmt: skip
+        for query, (totals, _) in zip(queries, running, strict=True):
+            self.progress[query.subtopology_id] = totals.reports
         try:
             while not self._stopped:
-                for handle in handles:
+                for _, handle in running:
                     # Raises the query's error if it failed; True once it has terminated.
                     if handle.awaitTermination(0.5) and not self._stopped:
                         log.warning("Query %s terminated; stopping the others", handle.name)
                         return
+                self._reporter.poll(running)
         finally:
             self.stop()
+            for totals, handle in running:
+                self._reporter.finish(totals, handle)
 
     def stop(self) -> None:
         """Stop the running queries (from another thread or a signal handler)."""
@@ -173,6 +202,9 @@ class SparkRunner:
         self._queries.clear()
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _skipped_of(self, subtopology_id: int) -> Callable[[], int]:
+        return lambda: self.skipped_records.get(subtopology_id, 0)
 
     def _default_checkpoints(self) -> Path:
         state_dir = str(self.config["state.dir"] or tempfile.gettempdir())
@@ -209,6 +241,9 @@ class SparkRunner:
             # Spark uses it only when the query has no checkpoint yet.
             offsets = {t: starts.get(t) or {str(p): -2 for p in range(self._counts[t])} for t in query.source_topics}
             reader = reader.option("startingOffsets", json.dumps(offsets))
+        if query.subtopology_id not in self._skipped:
+            self._skipped[query.subtopology_id] = self.spark.sparkContext.accumulator(0)
+        skipped = self._skipped[query.subtopology_id]
         rows = reader.option("subscribe", ",".join(self._topics_of(query))).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
         )
@@ -219,6 +254,7 @@ class SparkRunner:
         if query.native is not None:
             native = query.native
             stage = CountKeys(query.spec.topology, query.spec.props, native)
+            stage.skipped = skipped
             partial = rows.select(*stage.columns(query.source_topics)).mapInArrow(stage, stage.schema)
             key_column = F.col("key").cast("binary") if native.string_keys else F.col("key")
             return partial.groupBy("key").agg(F.sum("n").alias("count")).select(
@@ -226,7 +262,8 @@ class SparkRunner:
                 F.unhex(F.lpad(F.hex("count"), 16, "0")).alias("value"),  # the Long serde's 8 big-endian bytes
             )  # fmt: skip
         spec = replace(query.spec, sink_partitions={t: self._counts.get(t, 0) for t in query.partitioned_sinks},
-                       global_records=self._global_rows)
+                       global_records=self._global_rows, wait_offsets=self._waits.get(query.subtopology_id, {}),
+                       skipped=skipped)
         if query.stage == "stateless":
             return rows.mapInArrow(StatelessStage(spec), OUTPUT_SCHEMA)
         if query.stage == "keyed":
@@ -244,6 +281,7 @@ class SparkRunner:
         spec = query.spec
         partitions = self._counts.get(window.partitions_of, 0) if window.partitions_of else 0
         keys = WindowKeys(spec.topology, spec.props, native, partitions)
+        keys.skipped = self._skipped[query.subtopology_id]
         on_time = rows.select(*keys.columns(query.source_topics)).mapInArrow(keys, keys.schema).groupBy("task")
         key_type = "string" if native.string_keys else "binary"
         counts = on_time.transformWithStateInPandas(
@@ -261,6 +299,7 @@ class SparkRunner:
         spec = query.spec
         partial = native.fold == "partial"
         keys = (ReduceKeys if partial else FoldValues)(spec.topology, spec.props, native)
+        keys.skipped = self._skipped[query.subtopology_id]
         schema = f"key {'string' if native.string_keys else 'binary'}, value binary"
         values = rows.select(*keys.columns(query.source_topics)).mapInArrow(keys, keys.schema).groupBy("key")
         stage = FoldStage(spec.topology, spec.props, native)
@@ -318,6 +357,31 @@ class SparkRunner:
         log.info("Read %d records of the global topics %s", len(rows), sorted(set(t.topic for t in tps)))
         return rows
 
+    def _wait_offsets(self, plan: SparkPlan, counts: Mapping[str, int]) -> dict[int, dict[tuple[str, int], int]]:
+        """Per task-stage query reading several topics: the offset of each source partition's last
+        record now, from where the query reads (what Kafka Streams' consumer knows as fetch lag). Its
+        tasks wait for a partition read below it (`partition_group.take_ready`); none with
+        `max.task.idle.ms` -1, as in Kafka Streams."""
+        if int(self.config["max.task.idle.ms"]) < 0:
+            return {}
+        topics = {q.subtopology_id: self._topics_of(q) for q in plan.queries if q.stage == "task"}
+        topics = {sid: ts for sid, ts in topics.items() if len(ts) > 1}
+        if not topics:
+            return {}
+        tps = sorted({TopicPartition(t, p) for ts in topics.values() for t in ts for p in range(counts[t])})
+        config = self.config
+        if self._source_options.get("kafka.isolation.level") == "read_committed":  # Spark skips aborted records
+            config = config.with_overrides({"restore.consumer.isolation.level": "read_committed"})
+        last = _run_coroutine(_last_record_offsets(config, tps))
+        waits: dict[int, dict[tuple[str, int], int]] = {}
+        for sid, ts in topics.items():
+            waits[sid] = {
+                (tp.topic, tp.partition): offset for tp, offset in last.items()
+                if tp.topic in ts and offset >= self._starts.get(tp.topic, {}).get(str(tp.partition), 0)
+            }  # fmt: skip
+        log.info("Task stages wait for partitions read below their last records: %s", waits)
+        return waits
+
     def _topics_of(self, query: QueryPlan) -> list[str]:
         """The topics `query` reads: its named ones and those its patterns matched when the run started."""
         return sorted(set(query.source_topics) | self._matched.get(query.subtopology_id, frozenset()))
@@ -335,7 +399,9 @@ class SparkRunner:
         # A native windowed count's tasks are the partitions of the repartition topic it replaces.
         replaced = {q.native.window.partitions_of for q in plan.queries
                     if q.native is not None and q.native.window is not None and q.native.window.partitions_of}  # fmt: skip
-        if not (plan.internal_topics or builder.copartition_groups() or partitioned or patterns or global_topics or replaced):
+        several = any(q.stage == "task" and len(q.source_topics) > 1 for q in plan.queries)  # _wait_offsets
+        if not (plan.internal_topics or builder.copartition_groups() or partitioned or patterns or global_topics or replaced
+                or several):
             return {}
         internal = set(plan.internal_topics)
         named = sorted(({t for q in plan.queries for t in q.source_topics} | global_topics) - internal)
@@ -437,6 +503,40 @@ def _check_state_format(checkpoint: Path, stage: str) -> None:
         )
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(expected + "\n")
+
+
+async def _last_record_offsets(config: StreamsConfig, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """The offset of each partition's last record (end offsets can point past transaction markers):
+    read back from the end, 1 then 16, 256... offsets, until a record shows."""
+    consumer = create_restore_consumer(config, client_id=f"{config['application.id']}-spark-last-offsets")
+    await consumer.start()
+    try:
+        parts = {to_aiokafka(tp): tp for tp in tps}
+        consumer.assign(list(parts))
+        begins = await consumer.beginning_offsets(list(parts))
+        ends = await consumer.end_offsets(list(parts))
+        found: dict[TopicPartition, int] = {}
+        pending = {tp for tp in parts if ends[tp] > begins[tp]}
+        back = 1
+        deadline = asyncio.get_running_loop().time() + 120
+        while pending:
+            for tp in pending:
+                consumer.seek(tp, max(begins[tp], ends[tp] - back))
+            reading = set(pending)
+            while reading:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise TimeoutError(f"reading the last records of {sorted(map(str, reading))} took over 120 s")
+                batch = await consumer.getmany(*reading, timeout_ms=200)
+                for tp, records in batch.items():
+                    for record in records:
+                        if record.offset < ends[tp]:
+                            found[parts[tp]] = max(found.get(parts[tp], -1), record.offset)
+                reading = {tp for tp in reading if await consumer.position(tp) < ends[tp]}
+            pending = {tp for tp in pending if parts[tp] not in found and ends[tp] - back > begins[tp]}
+            back *= 16
+        return found
+    finally:
+        await consumer.stop()
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_SPARK_CONF", "build_session", "connector_jars", "spark_conf"]
+__all__ = ["DEFAULT_SPARK_CONF", "QUIET_SPARK_CONF", "build_session", "connector_jars", "quiet_session", "spark_conf"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,15 @@ DEFAULT_SPARK_CONF: Mapping[str, str] = {
     "spark.sql.streaming.stateStore.providerClass":
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+}
+
+
+#: What keeps a session the runner builds quiet (unless `worker_output=True`): Spark's own log at
+#: ERROR from the start (`spark.log.level`, before `setLogLevel` can run), and no Python warnings
+#: printed by the workers (pandas' and pyarrow's deprecation notices, per worker and batch).
+QUIET_SPARK_CONF: Mapping[str, str] = {
+    "spark.log.level": "ERROR",
+    "spark.executorEnv.PYTHONWARNINGS": "ignore",
 }
 
 
@@ -94,3 +103,10 @@ def build_session(overrides: Mapping[str, Any] | None = None, app_name: str = "s
     session = builder.getOrCreate()
     log.info("Spark session %s (master %s)", session.version, session.sparkContext.master)
     return session
+
+
+def quiet_session(session: Any) -> None:
+    """Keep Spark's own log output (the JVM's WARN and INFO lines, which the Python workers' stderr
+    joins in local mode) out of the user's terminal: ERROR and above only. `SparkRunner(...,
+    worker_output=True)` skips this."""
+    session.sparkContext.setLogLevel("ERROR")

@@ -97,6 +97,7 @@ class StatelessStage:
             for batch in batches:
                 yield _arrow_batch(executor.process(iter_rows(batch.to_pylist())))
         finally:
+            self.spec.count_skipped(executor.skipped_records)
             executor.close()
 
 
@@ -129,8 +130,10 @@ class KeyedStage(StatefulProcessor):
         for topic, store in self._stores.items():
             store.load(dict(saved[topic]))
         applied = {(topic, partition): (offset, index) for (topic, partition), (offset, index) in self._applied.iterator()}
-        before = dict(applied)
+        before, skipped = dict(applied), executor.skipped_records
         out = executor.process(kafka_order(iter_rows(rows)), applied)
+        self.spec.count_skipped(executor.skipped_records - skipped)
+        out.extend(executor.commit())  # the caches' updates: one per key and micro-batch
         for topic, store in self._stores.items():
             entries, old = store.dump(), saved[topic]
             for store_key, value in entries.items():

@@ -20,17 +20,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from streams_core.clients.ports import RawRecord
 from streams_core.config import StreamsConfig
-from streams_core.errors import StreamsError
+from streams_core.errors import DeserializationError, StreamsError
 from streams_core.kstream.internals.stateless_chain import Emit, compose, fused_nodes
 from streams_core.processor.internals import topology_shipping
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
 from streams_core.processor.internals.punctuation_queue import PunctuationSchedule
+from streams_core.processor.internals.record_deserializer import DeserializationHandler, resolve_deserialization_handler
 from streams_core.processor.internals.stream_time import StreamTime
 from streams_core.processor.internals.task_processor import RecordReader, TaskProcessor
 from streams_core.processor.processor import Headers, PunctuationType, Punctuator, Record
 from streams_core.processor.task_id import TaskId
 from streams_core.processor.topology import Topology
+from streams_core.runtime.dead_letter_sink import DeadLetterSink, RecordSender
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.keyed_state_store import KeyedStateStore, keyed_store
 from streams_core.state.internals.store_names import store_changelog_topic
@@ -43,6 +46,8 @@ __all__ = [
     "OutputRow",
     "SubtopologyExecutor",
     "SubtopologySpec",
+    "deserialization_handler",
+    "event_time",
     "kafka_order",
     "load_topology",
     "ship_topology",
@@ -122,6 +127,18 @@ class SubtopologySpec:
     #: The global topics' records up to their end when the run started (read by the runner), which
     #: fill the global stores before the task's first record, as a global thread bootstraps.
     global_records: tuple[InputRow, ...] = ()
+    #: Task stage reading several topics: per source partition, the offset of its last record when
+    #: the run started. A task holds its records while one of its partitions is empty and has not
+    #: been read up to there (`partition_group.take_ready`: Kafka Streams waits for it the same way).
+    wait_offsets: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    #: A Spark accumulator counting the records the deserialization handler skipped (set by the
+    #: runner when a query starts; None in tests without Spark).
+    skipped: Any = field(default=None, compare=False)
+
+    def count_skipped(self, records: int) -> None:
+        """Add to the query's count of records the deserialization handler skipped."""
+        if records and self.skipped is not None:
+            self.skipped.add(records)
 
 
 def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
@@ -134,7 +151,17 @@ def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
         (only,) = by_partition.values()
         return sorted(only, key=lambda r: r.offset)
     queues = [sorted(part, key=lambda r: r.offset) for part in by_partition.values()]
-    return list(heapq.merge(*queues, key=lambda r: r.timestamp))
+    return list(heapq.merge(*queues, key=event_time))
+
+
+def event_time(row: InputRow) -> int:
+    """The record's timestamp as its processors see it: the runner's header on a read-back topic
+    (Spark's sink stamps the produce time), else the Kafka record's."""
+    for name, value in row.headers:
+        if name == TIMESTAMP_HEADER:
+            timestamp: int = _TS.unpack(value)[0]
+            return timestamp
+    return row.timestamp
 
 
 class _StateManager:
@@ -252,13 +279,28 @@ class SubtopologyExecutor:
         self._collector = _Collector(spec.readback_topics, spec.stamp_origin, spec.sink_partitions)
         self._state = _StateManager(Path(self._tmp.name), global_stores)
         task_id = TaskId(spec.subtopology_id, partition)
-        self._task = _SparkTaskProcessor(task_id, built, config, self._state, self._collector)
+        #: Records the deserialization handler skipped (or sent to the dead-letter topic) so far.
+        self.skipped_records = 0
+        self._task = _SparkTaskProcessor(task_id, built, config, self._state, self._collector,
+                                         deserialization_handler=self._counting(deserialization_handler(config, self._collector)))
         self._task.init()
         self._readers: dict[tuple[str, int], tuple[RecordReader, SourceNode]] = {}
         self._fused = _fused_chains(built.sources) if not built.state_stores and self._global is None else None
         self._changelogs = {store_changelog_topic(application_id, name): name for name in self._state.restore_callbacks}
         if spec.task_stores:
             self._collector.changelog_topics = frozenset(self._changelogs)
+
+    def _counting(self, handler: DeserializationHandler | None) -> DeserializationHandler | None:
+        """`handler`, counting in `skipped_records` the records it lets the task skip."""
+        if handler is None:
+            return None
+
+        def counted(error: DeserializationError, raw: RawRecord) -> bool:
+            skip = handler(error, raw)
+            self.skipped_records += bool(skip)
+            return skip
+
+        return counted
 
     def process(
         self, rows: Iterable[InputRow], applied: dict[tuple[str, int], tuple[int, int]] | None = None
@@ -307,6 +349,11 @@ class SubtopologyExecutor:
                 self._task.record_reader(topic, StreamTime()), self._task.source_node(topic)
             )
         return found
+
+    def commit(self) -> list[OutputRow]:
+        """Flush the stores' caches as a commit does; the sinks' output that forwarded."""
+        self._task.commit()
+        return self.take_rows()
 
     def take_rows(self) -> list[OutputRow]:
         """The sinks' output since the last call, in order."""
@@ -402,6 +449,13 @@ def _global_task(builder: Any, config: StreamsConfig, task_dir: Path, rows: Iter
             task.process_record(source, record, row.topic, row.partition, row.offset)
     task.commit()
     return task
+
+
+def deserialization_handler(config: StreamsConfig, sender: RecordSender) -> DeserializationHandler | None:
+    """`default.deserialization.exception.handler` as the runtime applies it, its dead letters written
+    through `sender` (the stage's output rows, so the query's Kafka sink writes them)."""
+    dead_letters = DeadLetterSink(sender, config["errors.dead.letter.queue.topic.name"])
+    return resolve_deserialization_handler(config["default.deserialization.exception.handler"], dead_letters.send)
 
 
 def _runner_headers(row: InputRow) -> tuple[int, Headers, Origin | None]:

@@ -20,12 +20,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from streams_core.spark.partition_group import take_ready
 from streams_core.spark.subtopology_executor import (
     InputRow,
     OutputRow,
     SubtopologyExecutor,
     SubtopologySpec,
-    kafka_order,
 )
 from streams_core.state.internals import session_key_schema, window_key_schema
 from streams_core.state.internals.abstract_session_store import AbstractSessionStore
@@ -95,10 +95,11 @@ def run_task_batch(
 ) -> TaskBatch:  # fmt: skip
     """One micro-batch of task `partition`: its stores from this worker's live task or restored from
     `changelog()` (called only then), its carried state from `task` (None the first time); runs
-    `rows` in Kafka Streams' order and flushes the stores as a commit does."""
+    `rows` (with the records held before) in Kafka Streams' order, holding those that must wait for
+    a partition with unread data (`take_ready`), and flushes the stores as a commit does."""
     state: dict[str, Any] = (
         pickle.loads(task) if task is not None
-        else {"carried": {}, "applied": {}, "lineage": uuid.uuid4().hex, "version": 0}
+        else {"carried": {}, "applied": {}, "read": {}, "held": [], "lineage": uuid.uuid4().hex, "version": 0}
     )  # fmt: skip
     slot = (state["lineage"], partition)
     live = _live.pop(slot, None)  # out of the cache while it runs: a failure leaves nothing behind
@@ -114,7 +115,15 @@ def run_task_batch(
         live.executor.restore_carried_state(state["carried"])
     executor = live.executor
     try:
-        out = executor.process(kafka_order(rows), state["applied"])
+        waits = {tp: offset for tp, offset in spec.wait_offsets.items() if tp[1] == partition}
+        if "read" not in state:  # state of a version that did not track reads: take what it read as read
+            state["read"] = dict(waits)
+        ready, state["held"] = take_ready(state.get("held", ()), rows, state["read"], waits)
+        if state["held"]:
+            log.debug("task %s holds %d records for partitions with unread data", partition, len(state["held"]))
+        skipped = executor.skipped_records
+        out = executor.process(ready, state["applied"])
+        spec.count_skipped(executor.skipped_records - skipped)
         changes: dict[ChangelogKey, bytes | None] = executor.take_changelog()
         out.extend(executor.take_rows())  # what the caches forwarded when flushed
         live.track(changes.items())

@@ -52,15 +52,18 @@ async def test_spark_output_is_a_changelog_served_by_kafka_streams_over_rest(
     await create_topic(bootstrap_servers, output, partitions=3)
     await produce(bootstrap_servers, events, [Rec(k.encode(), v.encode(), timestamp_ms=BASE_TS + i) for i, (k, v) in enumerate(EVENTS)])
 
-    runner = SparkRunner(latest_status(events, output), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers},
-                         spark=spark)
+    # Caching off: every update and delete reaches the output (with caching on, the keyed stage forwards
+    # a key's last update per micro-batch, as the record cache per commit, and a delete only of a key
+    # stored before the micro-batch).
+    runner = SparkRunner(latest_status(events, output), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers,
+                                                         "statestore.cache.max.bytes": 0}, spark=spark)
     await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
 
     records = await read_all(bootstrap_servers, output)
     assert all(r.key is not None and r.partition == default_partition(r.key, 3) for r in records), "murmur2 by key"
     tombstones = {r.key for r in records if r.value is None}
-    # The keyed stage has no record cache: Kafka Streams with caching off, which forwards the delete
-    # of u5 (never present) too, as Java's KTableSource does.
+    # Kafka Streams with caching off forwards the delete of u5 (never present) too, as Java's
+    # KTableSource does.
     with TopologyTestDriver(latest_status("e", "o"), {"application.id": "d", "statestore.cache.max.bytes": 0}) as driver:
         driver.create_input_topic("e", Serdes.String(), Serdes.String()).pipe_record_list(
             [(k, v, i) for i, (k, v) in enumerate(EVENTS)])

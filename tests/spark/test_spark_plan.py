@@ -130,7 +130,7 @@ def test_suppress_runs_in_a_task_stage() -> None:
     assert query.stage == "task"
 
 
-def test_stream_stream_joins_run_in_a_task_stage_and_table_table_joins_in_a_keyed_stage() -> None:
+def test_stream_stream_and_table_table_joins_run_in_a_task_stage() -> None:
     builder = StreamsBuilder()
     left = builder.stream("left", key_serde=Serdes.String(), value_serde=Serdes.String())
     right = builder.stream("right", key_serde=Serdes.String(), value_serde=Serdes.String())
@@ -143,7 +143,7 @@ def test_stream_stream_joins_run_in_a_task_stage_and_table_table_joins_in_a_keye
     right_table = builder.table("right", key_serde=Serdes.String(), value_serde=Serdes.String())
     left_table.join(right_table, lambda a, b: a + b).to_stream().to("out")
     (query,) = plan_of(builder.build()).queries
-    assert query.stage == "keyed"
+    assert query.stage == "task", "two topics: the task waits for the one behind, as Kafka Streams' PartitionGroup"
 
 
 def test_a_table_regrouping_is_two_keyed_queries() -> None:
@@ -246,11 +246,60 @@ def test_punctuations_are_refused_at_plan_time() -> None:
         plan_of(topology)
 
 
-def test_count_with_materialized_store_and_stream_table_join_are_keyed() -> None:
+def test_a_stream_table_join_runs_in_the_task_stage() -> None:
     builder = StreamsBuilder()
     table = builder.table("users", key_serde=Serdes.String(), value_serde=Serdes.String(),
                           materialized=Materialized.as_("users"))
     clicks = builder.stream("clicks", key_serde=Serdes.String(), value_serde=Serdes.String())
     clicks.join(table, lambda click, user: f"{user}:{click}").to("enriched")
     (query,) = plan_of(builder.build()).queries
-    assert query.stage == "keyed" and query.source_topics == ("clicks", "users")
+    assert query.stage == "task" and query.source_topics == ("clicks", "users")
+
+
+def operator_notes(query: Any) -> dict[str, str]:
+    return dict(query.operators())
+
+
+def test_plan_says_why_a_reduce_beside_another_output_is_not_native_and_what_it_writes() -> None:
+    builder = StreamsBuilder()
+    orders = builder.stream("orders", key_serde=Serdes.String(), value_serde=Serdes.Long())
+    orders.filter(lambda customer, amount: amount > 100).to("big-orders")
+    orders.group_by_key().reduce(lambda a, b: a + b).to_stream().to("totals")
+    (query,) = plan_of(builder.build()).queries
+    notes = operator_notes(query)
+    (reduce,) = query.aggregations
+    assert notes[reduce] == (
+        "keyed stage (python, per key); not native: the sub-topology also writes big-orders: an output beside the "
+        "aggregation's; writes one record per changed key and micro-batch (the record cache per commit)"
+    )
+    assert "why    its stores are read and written for the record's own key only" in query.describe()
+
+
+def test_plan_names_the_task_stage_reason_and_the_emission_of_each_stateful_operator() -> None:
+    builder = StreamsBuilder()
+    table = builder.table("customers", key_serde=Serdes.String(), value_serde=Serdes.String())
+    orders = builder.stream("orders", key_serde=Serdes.String(), value_serde=Serdes.String())
+    orders.join(table, lambda order, tier: tier).group_by(lambda customer, tier: tier).count(
+        Materialized.as_("per-tier").with_caching_disabled()).to_stream().to("tiers", value_serde=Serdes.Long())
+    join, count = plan_of(builder.build()).queries
+    assert join.why.startswith("it reads 2 topics with state: the task waits for the topic behind")
+    notes = operator_notes(join)
+    joiner = next(name for name in join.processors if "JOIN" in name)
+    assert notes[joiner].startswith("task stage (python, per task); writes one record per stream record that finds its key")
+    (aggregate,) = count.aggregations
+    assert count.not_native.startswith("caching is off")
+    assert notes_for(count, aggregate).endswith("writes one record per update (caching off)")
+
+
+def notes_for(query: Any, name: str) -> str:
+    return operator_notes(query)[name]
+
+
+def test_windowed_aggregations_say_why_they_need_the_task_stage() -> None:
+    builder, grouped = words()
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(1000)).reduce(lambda a, b: a + b).to_stream().to("out")
+    (query,) = plan_of(builder.build()).queries
+    (aggregate,) = query.aggregations
+    assert query.why.startswith("windowed_by(TimeWindows).aggregate/count/reduce needs the whole task")
+    assert "not native: a windowed aggregate or reduce (only the windowed count() is native)" in notes_for(query, aggregate)
+    assert notes_for(query, aggregate).endswith("writes one record per changed window and micro-batch")

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from app.wordcount import build_topology
+from streams_core import Serdes, StreamsBuilder
 from streams_core.spark import SparkRunner, task_batch
 from streams_core.spark.subtopology_executor import (
     ORIGIN_HEADER,
@@ -218,3 +219,22 @@ def test_global_records_fill_the_global_store_before_the_first_record() -> None:
     finally:
         executor.close()
     assert [r.value for r in out] == [b"d1:uno", b"d2:two", b"d3:None"]
+
+
+def test_the_keyed_stage_forwards_a_caching_stores_updates_once_per_key_and_call() -> None:
+    """Kafka Streams' record cache coalesces a key's updates per commit; the keyed stage's call is the commit."""
+    builder = StreamsBuilder()
+    orders = builder.stream("orders", key_serde=Serdes.String(), value_serde=Serdes.Long())
+    orders.filter(lambda customer, amount: amount > 100).to("big-orders")
+    orders.group_by_key().reduce(lambda a, b: a + b).to_stream().to("totals")
+    (query,) = SparkRunner(builder.build(), CONFIG).plan().queries
+    assert query.stage == "keyed"
+    executor = SubtopologyExecutor(query.spec)
+    try:
+        (store,) = executor.stores.values()
+        store.load({})
+        rows = [InputRow("orders", 0, i, 10 + i, b"c1", amount.to_bytes(8, "big"), ()) for i, amount in enumerate((50, 150, 7))]
+        out = executor.process(rows) + executor.commit()
+    finally:
+        executor.close()
+    assert [(r.topic, int.from_bytes(r.value or b"", "big")) for r in out] == [("big-orders", 150), ("totals", 207)]
