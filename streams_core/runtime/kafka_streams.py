@@ -26,6 +26,8 @@ from streams_core.errors import (
     UnknownStateStoreError,
 )
 from streams_core.processor.topology import Topology
+from streams_core.query.state_query_request import StateQueryRequest
+from streams_core.query.state_query_result import StateQueryResult
 from streams_core.runtime.assignment import (
     HostInfo,
     KeyQueryMetadata,
@@ -36,6 +38,7 @@ from streams_core.runtime.assignment import (
 )
 from streams_core.runtime.global_stream_thread import GlobalStreamThread
 from streams_core.runtime.instance_thread import InstanceThread, ThreadCallbacks
+from streams_core.runtime.interactive_query import DEFAULT_QUERY_TIMEOUT_S, query_store
 from streams_core.runtime.run_mode import run_mode
 from streams_core.runtime.shutdown_request import broadcast_shutdown_request
 from streams_core.runtime.signal_runner import run_until_signal
@@ -502,6 +505,14 @@ class KafkaStreams:
         kind, query = store_type or QueryableStoreTypes.key_value_store(), StoreQuery(partition, stale, max_lag)
         self._store_provider.local_stores(store_name, kind, query)
         return self._store_provider.get_store(store_name, kind, query)
+
+    async def query(self, request: StateQueryRequest[T], *, timeout: float = DEFAULT_QUERY_TIMEOUT_S) -> StateQueryResult[T]:
+        """IQv2 (KIP-796): `request` answered per partition by this instance's copies through the one
+        store path, each host within `timeout` s (runtime/interactive_query.py, docs/iqv2.md)."""
+        self._require_started()
+        self._require_store(request.store_name)
+        live = None if self._state.is_running_or_rebalancing() else self._state.name
+        return await query_store(self._store_provider, self.metadata, self._partition_counts, request, timeout, live)
 
     def store_position(self, store_name: str, partition: int) -> dict[TopicPartition, int] | None:
         """How far the local active copy of a store's partition has processed its input: per source
