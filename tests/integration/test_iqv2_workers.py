@@ -1,0 +1,81 @@
+"""IQv2 (`KafkaStreams.query`) against the real broker, the stores in two worker processes.
+
+Each partition is asked of the worker that holds it, through the one store path: key and range
+queries answer from both workers with their copies' positions, and a stalled worker (SIGSTOP)
+costs only its own partitions, which come back as STORE_EXCEPTION results by the deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from streams_core import FailureReason, KeyQuery, Position, PositionBound, RangeQuery, StateQueryRequest
+from tests.integration import streams_testkit as kit
+from tests.integration.test_worker_processes import PARTITIONS, PROCESS_MODE, counting_topology, keyed, setup_topics, worker_pids
+from tests.kafka_utils import produce
+
+pytestmark = pytest.mark.broker
+
+
+async def test_queries_are_answered_per_partition_by_the_workers_and_a_stalled_one_fails_alone(
+    bootstrap_servers: str, tmp_path: Path
+) -> None:
+    source, sink = await setup_topics(bootstrap_servers)
+    records = keyed("k", 200)
+    await produce(bootstrap_servers, source, records)
+    async with kit.StreamsApp(
+        bootstrap_servers, tmp_path, partial(counting_topology, source, sink), config=PROCESS_MODE
+    ) as app:
+        streams = await app.start(0)
+        await app.wait_settled(kit.tasks_of(PARTITIONS))
+        await kit.wait_for_output_keys(bootstrap_servers, sink, [k for k, _ in records])
+        counts = StateQueryRequest.in_store("counts")
+
+        for key, _ in records[::25]:
+            result = await streams.query(counts.with_query(KeyQuery.with_key(key)))
+            assert set(result.get_partition_results()) == set(range(PARTITIONS))
+            only = result.get_only_partition_result()
+            assert only is not None and only.get_result() == 1, key
+
+        ranged = await streams.query(counts.with_query(RangeQuery.with_no_bounds()).enable_execution_info())
+        keys: list[bytes] = []
+        for partition, answer in sorted(ranged.get_partition_results().items()):
+            entries = list(answer.get_result())
+            assert entries and [kv.key for kv in entries] == sorted(kv.key for kv in entries), "one copy's range, in key order"
+            keys += [kv.key for kv in entries]
+            position = answer.get_position()
+            assert position is not None and set(position.get_partition_positions(source)) == {partition}
+            assert answer.get_execution_info()
+        assert sorted(keys) == sorted(key for key, _ in records), "every key in exactly one partition"
+
+        reached = PositionBound.at(ranged.get_position())
+        bounded = await streams.query(counts.with_query(KeyQuery.with_key(records[0][0])).with_position_bound(reached))
+        assert all(r.is_success() for r in bounded.get_partition_results().values())
+        ahead = PositionBound.at(Position.from_map({source: dict.fromkeys(range(PARTITIONS), 10**9)}))
+        behind = await streams.query(counts.with_query(KeyQuery.with_key(records[0][0])).with_position_bound(ahead))
+        assert {r.get_failure_reason() for r in behind.get_partition_results().values()} == {FailureReason.NOT_UP_TO_BOUND}
+
+        thread, pid = sorted(worker_pids(streams).items())[0]
+        stalled = {t.task_id.partition for m in streams.metadata_for_local_threads() if m.thread_name == thread for t in m.active_tasks}
+        assert stalled and stalled != set(range(PARTITIONS))
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            result = await streams.query(counts.with_query(RangeQuery.with_no_bounds()), timeout=1.0)
+            took = time.monotonic() - started
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert took < 5.0, f"the deadline holds: {took:.2f} s"
+        failed = {p for p, r in result.get_partition_results().items() if r.is_failure()}
+        assert failed == stalled
+        assert {result.get_partition_results()[p].get_failure_reason() for p in failed} == {FailureReason.STORE_EXCEPTION}
+        assert all(list(r.get_result()) for p, r in result.get_partition_results().items() if p not in stalled)
+
+        again = await streams.query(counts.with_query(RangeQuery.with_no_bounds()), timeout=30.0)
+        assert all(r.is_success() for r in again.get_partition_results().values()), "the resumed worker answers again"
