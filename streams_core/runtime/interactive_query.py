@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
-from streams_core.errors import InvalidStateStoreError
+from streams_core.errors import InvalidStateStoreError, StreamsError, StreamsNotStartedError
 from streams_core.query.internals.store_query_utils import QUERY_STORE_TYPE, UnknownQueryTypeError
 from streams_core.query.position import Position
 from streams_core.query.query_result import FailureReason, QueryResult
@@ -33,7 +33,7 @@ from streams_core.runtime.state_store_providers import QueryableStoreProvider
 from streams_core.runtime.store_host import Deadline, StoreQuery, StoreQueryTimeoutError, StoreRead
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
-__all__ = ["DEFAULT_QUERY_TIMEOUT_S", "query_partitions", "query_store"]
+__all__ = ["DEFAULT_QUERY_TIMEOUT_S", "query_off_loop", "query_partitions", "query_store"]
 
 R = TypeVar("R")
 
@@ -59,6 +59,22 @@ async def query_store(
     topics = metadata.store_source_topics.get(request.store_name, ())
     counts = [partition_counts[topic] for topic in topics if topic in partition_counts]
     return await query_partitions(provider, request, Deadline.after(timeout), max(counts) if counts else None)
+
+
+def query_off_loop(
+    loop: asyncio.AbstractEventLoop | None, query: Callable[[], Coroutine[Any, Any, StateQueryResult[R]]], timeout: float
+) -> StateQueryResult[R]:
+    """`query()` run on the instance's `loop` from another thread, waited for (the hosts' deadline, plus
+    a second for the loop to get to it). StreamsError on the loop's own thread: it would wait for itself."""
+    if loop is None:
+        raise StreamsNotStartedError("KafkaStreams is not started: call start() first")
+    try:
+        on_loop = asyncio.get_running_loop() is loop
+    except RuntimeError:
+        on_loop = False
+    if on_loop:
+        raise StreamsError("query_sync() on the instance's event loop would block it: await query() there")
+    return asyncio.run_coroutine_threadsafe(query(), loop).result(timeout + 1.0)
 
 
 def global_store_result(request: StateQueryRequest[R]) -> StateQueryResult[R]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from streams_core import (
     PositionBound,
     RangeQuery,
     StateQueryRequest,
+    StreamsError,
     TimestampedKeyQuery,
     TimestampedRangeQuery,
     UnknownStateStoreError,
@@ -175,3 +177,14 @@ async def test_a_partition_not_here_is_not_present(tmp_path: Path) -> None:
     finally:
         await first.close()
         await second.close()
+
+
+async def test_query_sync_answers_from_another_thread_and_refuses_the_loop_itself(tmp_path: Path) -> None:
+    cluster = cluster_with(1)
+    async with running(cluster, counting_topology(), streams_config(tmp_path)) as app:
+        await counted(cluster, app, "a a")
+        request = in_counts(KeyQuery.with_key("a"))
+        result = await asyncio.to_thread(app.streams.query_sync, request, timeout=5.0)
+        assert result.get_partition_results()[0].get_result() == 2
+        with pytest.raises(StreamsError, match="await query"):
+            app.streams.query_sync(request)
