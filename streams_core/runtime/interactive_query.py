@@ -96,9 +96,12 @@ async def query_partitions(
     `partition_count` the store's number of partitions when known (for DOES_NOT_EXIST)."""
     copies = provider.copies(request.store_name)
     wanted = sorted(copies) if request.is_all_partitions() else sorted(request.partitions)
-    results = await asyncio.gather(
-        *(_partition(provider, request, p, copies.get(p), partition_count, deadline) for p in wanted)
-    )
+    if len(wanted) == 1:  # a key's partition: no task to schedule (most of a get's cost otherwise)
+        results = [await _partition(provider, request, wanted[0], copies.get(wanted[0]), partition_count, deadline)]
+    else:
+        results = await asyncio.gather(
+            *(_partition(provider, request, p, copies.get(p), partition_count, deadline) for p in wanted)
+        )
     return StateQueryResult(dict(zip(wanted, results, strict=True)))
 
 
@@ -150,4 +153,4 @@ async def _ask(provider: QueryableStoreProvider, read: StoreRead, partition: int
         return QueryResult.for_failure(FailureReason.NOT_ACTIVE, f"partition {partition} cannot be queried now: {exc}")
     except Exception as exc:
         return QueryResult.for_failure(FailureReason.STORE_EXCEPTION, f"partition {partition}: {type(exc).__name__}: {exc}")
-    return QueryResult.for_result(answer).with_position(None if position is None else Position(position))
+    return QueryResult(answer, None, None, None if position is None else Position(position))

@@ -86,3 +86,13 @@ def test_a_failed_result_raises_on_get_result_and_only_partition_result_skips_fa
     with pytest.raises(ValueError):
         StateQueryResult({0: QueryResult.for_result(1), 1: QueryResult.for_result(2)}).get_only_partition_result()
     assert one.get_global_result() is None
+
+
+def test_the_query_store_type_is_one_value_across_pickles() -> None:
+    """A worker keeps one view per (store, type, partition...): the type that each request brings
+    over the channel must be equal (and hash equal) to the last one, or the views would pile up."""
+    from streams_core.query.internals.store_query_utils import QUERY_STORE_TYPE
+
+    copy = pickle.loads(pickle.dumps(QUERY_STORE_TYPE))
+    assert copy == QUERY_STORE_TYPE and hash(copy) == hash(QUERY_STORE_TYPE)
+    assert len({("counts", copy, 0), ("counts", QUERY_STORE_TYPE, 0)}) == 1
