@@ -7,6 +7,7 @@ costs only its own partitions, which come back as STORE_EXCEPTION results by the
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -15,10 +16,29 @@ from pathlib import Path
 
 import pytest
 
-from streams_core import FailureReason, KeyQuery, Position, PositionBound, RangeQuery, StateQueryRequest
+from streams_core import (
+    FailureReason,
+    Grouped,
+    KeyQuery,
+    Materialized,
+    MultiVersionedKeyQuery,
+    Position,
+    PositionBound,
+    RangeQuery,
+    Serdes,
+    StateQueryRequest,
+    StateQueryResult,
+    Stores,
+    StreamsBuilder,
+    TimestampedKeyQuery,
+    TimeWindows,
+    Topology,
+    VersionedRecord,
+    WindowKeyQuery,
+)
 from tests.integration import streams_testkit as kit
 from tests.integration.test_worker_processes import PARTITIONS, PROCESS_MODE, counting_topology, keyed, setup_topics, worker_pids
-from tests.kafka_utils import produce
+from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 
 pytestmark = pytest.mark.broker
 
@@ -79,3 +99,54 @@ async def test_queries_are_answered_per_partition_by_the_workers_and_a_stalled_o
 
         again = await streams.query(counts.with_query(RangeQuery.with_no_bounds()), timeout=30.0)
         assert all(r.is_success() for r in again.get_partition_results().values()), "the resumed worker answers again"
+
+
+def dsl_topology(source: str, versioned: str) -> Topology:
+    """Counts of `source` per key in a table ("table") and 10 ms windows ("windows"); "versions" a versioned table of `versioned`."""
+    text = Serdes.String()
+    builder = StreamsBuilder()
+    grouped = builder.stream(source, key_serde=text, value_serde=text).group_by_key(Grouped.with_(text, text))
+    grouped.count(Materialized.as_("table"))
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).count(Materialized.as_("windows"))
+    versions = Materialized.as_(Stores.persistent_versioned_key_value_store("versions", 10_000))
+    builder.table(versioned, versions, key_serde=text, value_serde=text)
+    built: Topology = builder.build()
+    return built
+
+
+async def test_timestamped_window_and_versioned_queries_cross_the_worker_channel(bootstrap_servers: str, tmp_path: Path) -> None:
+    """The queries, the IQv2 store type and the answers (ValueAndTimestamp, windows, VersionedRecords) pickle both ways."""
+    source, versioned = unique_topic("iqv2-in"), unique_topic("iqv2-versions")
+    await create_topic(bootstrap_servers, source, PARTITIONS)
+    await create_topic(bootstrap_servers, versioned, PARTITIONS)
+    await produce(bootstrap_servers, source, [Rec(b"a", b"x", timestamp_ms=t) for t in (1, 3, 12)])
+    await produce(bootstrap_servers, versioned, [Rec(b"k", v, timestamp_ms=t) for v, t in ((b"v1", 100), (b"v2", 200))])
+    async with kit.StreamsApp(
+        bootstrap_servers, tmp_path, partial(dsl_topology, source, versioned), config=PROCESS_MODE
+    ) as app:
+        streams = await app.start(0)
+        await app.wait_settled(kit.tasks_of(PARTITIONS, 0) | kit.tasks_of(PARTITIONS, 1))
+
+        async def answer(store: str, query: object, expected: object) -> None:
+            """The partitions' answers to `query` (a value, or an iterator's entries, joined) once they are
+            `expected` (the workers process meanwhile); a range answers an iterator in every partition."""
+            found: object = None
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                result: StateQueryResult[object] = await streams.query(StateQueryRequest.in_store(store).with_query(query))  # type: ignore[arg-type]
+                answers = [r.get_result() for r in result.get_partition_results().values()]
+                if any(hasattr(a, "__next__") for a in answers):
+                    found = [entry for a in answers for entry in a]  # type: ignore[attr-defined]
+                else:
+                    found = next((a for a in answers if a is not None), None)
+                if found == expected:
+                    return
+                await asyncio.sleep(0.1)
+            raise AssertionError(f"{store}: {query!r} answered {found!r}, not {expected!r}")
+
+        await answer("table", TimestampedKeyQuery.with_key("a"), (3, 12))
+        await answer("windows", WindowKeyQuery.with_key_and_window_start_range("a", 0, 10), [(0, 2), (10, 1)])
+        await answer("versions", MultiVersionedKeyQuery.with_key("k").with_ascending_timestamps(),
+                     [VersionedRecord("v1", 100, 200), VersionedRecord("v2", 200, None)])  # fmt: skip
+        wrong = await streams.query(StateQueryRequest.in_store("versions").with_query(KeyQuery.with_key("k")))
+        assert {r.get_failure_reason() for r in wrong.get_partition_results().values()} == {FailureReason.UNKNOWN_QUERY_TYPE}
