@@ -11,14 +11,17 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from streams_core import (
     FailureReason,
     Grouped,
+    KafkaStreams,
     KeyQuery,
     Materialized,
     MultiVersionedKeyQuery,
@@ -43,6 +46,18 @@ from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 pytestmark = pytest.mark.broker
 
 
+async def all_answered(streams: KafkaStreams, request: StateQueryRequest[Any], timeout: float = 30.0) -> StateQueryResult[Any]:
+    """The result of `request` once every partition succeeds (a rebalance of the workers' tasks may
+    briefly answer NOT_ACTIVE or NOT_PRESENT: retry, as a caller would)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = await streams.query(request)
+        if len(result.get_partition_results()) == PARTITIONS and all(r.is_success() for r in result.get_partition_results().values()):
+            return result
+        assert time.monotonic() < deadline, f"not every partition answered: {dict(result.get_partition_results())}"
+        await asyncio.sleep(0.1)
+
+
 async def test_queries_are_answered_per_partition_by_the_workers_and_a_stalled_one_fails_alone(
     bootstrap_servers: str, tmp_path: Path
 ) -> None:
@@ -58,12 +73,11 @@ async def test_queries_are_answered_per_partition_by_the_workers_and_a_stalled_o
         counts = StateQueryRequest.in_store("counts")
 
         for key, _ in records[::25]:
-            result = await streams.query(counts.with_query(KeyQuery.with_key(key)))
-            assert set(result.get_partition_results()) == set(range(PARTITIONS))
+            result = await all_answered(streams, counts.with_query(KeyQuery.with_key(key)))
             only = result.get_only_partition_result()
             assert only is not None and only.get_result() == 1, key
 
-        ranged = await streams.query(counts.with_query(RangeQuery.with_no_bounds()).enable_execution_info())
+        ranged = await all_answered(streams, counts.with_query(RangeQuery.with_no_bounds()).enable_execution_info())
         keys: list[bytes] = []
         for partition, answer in sorted(ranged.get_partition_results().items()):
             entries = list(answer.get_result())
@@ -97,8 +111,7 @@ async def test_queries_are_answered_per_partition_by_the_workers_and_a_stalled_o
         assert {result.get_partition_results()[p].get_failure_reason() for p in failed} == {FailureReason.STORE_EXCEPTION}
         assert all(list(r.get_result()) for p, r in result.get_partition_results().items() if p not in stalled)
 
-        again = await streams.query(counts.with_query(RangeQuery.with_no_bounds()), timeout=30.0)
-        assert all(r.is_success() for r in again.get_partition_results().values()), "the resumed worker answers again"
+        await all_answered(streams, counts.with_query(RangeQuery.with_no_bounds()))  # the resumed worker answers again
 
 
 def dsl_topology(source: str, versioned: str) -> Topology:
@@ -107,7 +120,7 @@ def dsl_topology(source: str, versioned: str) -> Topology:
     builder = StreamsBuilder()
     grouped = builder.stream(source, key_serde=text, value_serde=text).group_by_key(Grouped.with_(text, text))
     grouped.count(Materialized.as_("table"))
-    grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).count(Materialized.as_("windows"))
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).count(Materialized.as_("windows").with_retention(60_000))
     versions = Materialized.as_(Stores.persistent_versioned_key_value_store("versions", 10_000))
     builder.table(versioned, versions, key_serde=text, value_serde=text)
     built: Topology = builder.build()
@@ -150,3 +163,55 @@ async def test_timestamped_window_and_versioned_queries_cross_the_worker_channel
                      [VersionedRecord("v1", 100, 200), VersionedRecord("v2", 200, None)])  # fmt: skip
         wrong = await streams.query(StateQueryRequest.in_store("versions").with_query(KeyQuery.with_key("k")))
         assert {r.get_failure_reason() for r in wrong.get_partition_results().values()} == {FailureReason.UNKNOWN_QUERY_TYPE}
+
+
+async def test_a_standby_in_a_worker_answers_unless_active_is_required_and_after_failover_it_is_active(
+    bootstrap_servers: str, tmp_path: Path
+) -> None:
+    """Two instances, one worker each, two partitions: each holds one active copy and a standby of the
+    other. The standby answers a plain query (its position: none) and NOT_ACTIVE under
+    require_active(); once its peer leaves, it answers as the active copy, nothing lost."""
+    source, sink = unique_topic("iqv2-standby-in"), unique_topic("iqv2-standby-out")
+    await create_topic(bootstrap_servers, source, 2)
+    await create_topic(bootstrap_servers, sink, 2)
+    records = keyed("s", 40)
+    await produce(bootstrap_servers, source, records)
+    config = {"num.stream.threads": 1, "stream.threads.mode": "process", "num.standby.replicas": 1}
+    async with kit.StreamsApp(bootstrap_servers, tmp_path, partial(counting_topology, source, sink), config=config) as app:
+        first = await app.start(0)
+        await app.start(1)
+        tasks = await app.wait_settled(kit.tasks_of(2))
+        mine = {t.partition for t in tasks[0]}
+        assert len(mine) == 1
+        await kit.wait_for_output_keys(bootstrap_servers, sink, [k for k, _ in records])
+        everything = StateQueryRequest.in_store("counts").with_query(RangeQuery.with_no_bounds())
+
+        expected = sorted(k for k, _ in records)
+        active, other = next(iter(mine)), 1 - next(iter(mine))
+
+        async def answered(request: StateQueryRequest[Any], done: Callable[[dict[int, Any]], bool]) -> dict[int, Any]:
+            """Per partition, the keys read or the failure reason, once `done` of them (the standby catches up)."""
+            deadline = time.monotonic() + 60
+            while True:
+                results = (await first.query(request)).get_partition_results()
+                found = {p: sorted(kv.key for kv in r.get_result()) if r.is_success() else r.get_failure_reason()
+                         for p, r in results.items()}  # fmt: skip
+                if done(found):
+                    return found
+                assert time.monotonic() < deadline, f"not answered in time: {found}"
+                await asyncio.sleep(0.2)
+
+        def all_keys(found: dict[int, Any]) -> bool:
+            return set(found) == {0, 1} and all(isinstance(v, list) for v in found.values()) and sorted(
+                k for v in found.values() for k in v
+            ) == expected
+
+        await answered(everything, all_keys)  # the standby answers too
+        results = (await first.query(everything)).get_partition_results()
+        assert results[other].get_position() is None and results[active].get_position() is not None
+        required = await answered(everything.require_active(), lambda found: set(found) == {0, 1})
+        assert required[other] is FailureReason.NOT_ACTIVE and isinstance(required[active], list) and required[active]
+
+        await app.stop(1)
+        await app.wait_settled(kit.tasks_of(2))
+        await answered(everything.require_active(), all_keys)  # failed over: both copies active here, nothing lost

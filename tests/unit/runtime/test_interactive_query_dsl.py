@@ -41,7 +41,7 @@ def topology() -> Topology:
     builder = StreamsBuilder()
     grouped = builder.stream("in", key_serde=S, value_serde=S).group_by_key(Grouped.with_(S, S))
     grouped.count(Materialized.as_("table"))
-    grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).count(Materialized.as_("windows"))
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).count(Materialized.as_("windows").with_retention(60_000))
     grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(5)).count(Materialized.as_("sessions"))
     builder.table("vin", Materialized.as_(Stores.persistent_versioned_key_value_store("versions", 1_000)), key_serde=S, value_serde=S)
     built: Topology = builder.build()
