@@ -28,6 +28,9 @@ class Position:
     def __post_init__(self) -> None:
         object.__setattr__(self, "offsets", MappingProxyType(dict(self.offsets)))
 
+    def __reduce__(self) -> tuple[type[Position], tuple[dict[TopicPartition, int]]]:
+        return Position, (dict(self.offsets),)
+
     def __hash__(self) -> int:
         return hash(frozenset(self.offsets.items()))
 

@@ -69,6 +69,7 @@ def test_position_merge_takes_the_larger_offset_and_a_bound_checks_only_its_part
     assert not bound.permits(None, 0), "a copy without a position has not reached any bound"
     assert bound.permits(None, 3), "no entry for partition 3"
     assert PositionBound.unbounded().permits(None, 0)
+    assert pickle.loads(pickle.dumps(bound)) == bound, "a position is a token a caller may keep or send"
 
 
 def test_a_failed_result_raises_on_get_result_and_only_partition_result_skips_failures() -> None:
