@@ -39,6 +39,7 @@ from streams_core import (
     VersionedRecord,
     WindowKeyQuery,
 )
+from streams_core.runtime.kafka_streams import State, StreamThreadExceptionResponse
 from tests.integration import streams_testkit as kit
 from tests.integration.test_worker_processes import PARTITIONS, PROCESS_MODE, counting_topology, keyed, setup_topics, worker_pids
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
@@ -215,3 +216,45 @@ async def test_a_standby_in_a_worker_answers_unless_active_is_required_and_after
         await app.stop(1)
         await app.wait_settled(kit.tasks_of(2))
         await answered(everything.require_active(), all_keys)  # failed over: both copies active here, nothing lost
+
+
+async def test_a_killed_worker_fails_only_its_partitions_and_its_replacement_answers_every_count(
+    bootstrap_servers: str, tmp_path: Path
+) -> None:
+    """kill -9 of a worker under exactly-once: IQv2 never raises and never answers a wrong count; a
+    partition answers a count of 1 or fails with a reason, until the replacement answers them all."""
+    source, sink = await setup_topics(bootstrap_servers)
+    records = keyed("kill", 200)
+    await produce(bootstrap_servers, source, records)
+    config: dict[str, Any] = {**PROCESS_MODE, "processing.guarantee": "exactly_once_v2"}
+    async with kit.StreamsApp(bootstrap_servers, tmp_path, partial(counting_topology, source, sink), config=config) as app:
+        streams = app.create(0)
+        streams.set_uncaught_exception_handler(lambda error: StreamThreadExceptionResponse.REPLACE_THREAD)
+        await streams.start()
+        await app.wait_settled(kit.tasks_of(PARTITIONS))
+        await kit.wait_for_output_keys(bootstrap_servers, sink, [k for k, _ in records])
+        everything = StateQueryRequest.in_store("counts").with_query(RangeQuery.with_no_bounds())
+        await all_answered(streams, everything)
+        first = f"{app.application_id}-StreamThread-1"
+        victim = worker_pids(streams)[first]
+
+        os.kill(victim, signal.SIGKILL)
+        reasons: set[FailureReason] = set()
+        deadline = time.monotonic() + 60
+        while worker_pids(streams).get(first) in (None, victim) or reasons == set():
+            assert time.monotonic() < deadline, f"no replacement of {first}: {worker_pids(streams)}"
+            if streams.state is not State.RUNNING and streams.state is not State.REBALANCING:
+                await asyncio.sleep(0.05)  # a stopped instance raises, as Kafka's StreamsStoppedException
+                continue
+            for partition, result in (await streams.query(everything, timeout=2.0)).get_partition_results().items():
+                if result.is_failure():
+                    reasons.add(result.get_failure_reason())
+                else:
+                    counts = {kv.value for kv in result.get_result()}
+                    assert counts <= {1}, f"partition {partition}: counts {counts}"
+            await asyncio.sleep(0.02)
+        assert reasons <= {FailureReason.NOT_ACTIVE, FailureReason.NOT_PRESENT, FailureReason.STORE_EXCEPTION}, reasons
+
+        result = await all_answered(streams, everything, timeout=60)
+        entries = [kv for r in result.get_partition_results().values() for kv in r.get_result()]
+        assert sorted(kv.key for kv in entries) == sorted(k for k, _ in records) and {kv.value for kv in entries} == {1}
