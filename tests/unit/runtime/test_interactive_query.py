@@ -10,13 +10,17 @@ import pytest
 
 from streams_core import (
     FailureReason,
+    InvalidStateStoreError,
     KafkaStreams,
     KeyQuery,
+    Materialized,
     Position,
     PositionBound,
     RangeQuery,
     StateQueryRequest,
+    StreamsBuilder,
     StreamsError,
+    StreamsNotStartedError,
     TimestampedKeyQuery,
     TimestampedRangeQuery,
     UnknownStateStoreError,
@@ -25,7 +29,7 @@ from streams_core import (
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.testing import FakeKafkaCluster
 
-from .harness import APP, Instance, counting_topology, eventually, produce_words, running, streams_config
+from .harness import APP, STRING, Instance, counting_topology, eventually, produce_words, running, streams_config
 
 
 def cluster_with(partitions: int) -> FakeKafkaCluster:
@@ -188,3 +192,27 @@ async def test_query_sync_answers_from_another_thread_and_refuses_the_loop_itsel
         assert result.get_partition_results()[0].get_result() == 2
         with pytest.raises(StreamsError, match="await query"):
             app.streams.query_sync(request)
+
+
+async def test_query_raises_only_before_start_and_once_stopped_and_a_global_store_answers_unknown(tmp_path: Path) -> None:
+    cluster = cluster_with(1)
+    cluster.create_topic("reference", 1)
+    builder = StreamsBuilder()
+    builder.global_table("reference", Materialized.as_("reference-store"), key_serde=STRING, value_serde=STRING)
+    builder.stream("in", key_serde=STRING, value_serde=STRING).to("out")
+    app = Instance(cluster, builder.build(), streams_config(tmp_path))
+    request = StateQueryRequest.in_store("reference-store").with_query(KeyQuery.with_key("a"))
+    with pytest.raises(StreamsNotStartedError):
+        await app.streams.query(request)
+    with pytest.raises(StreamsNotStartedError):
+        app.streams.query_sync(request)
+    await app.start()
+    try:
+        result = await app.streams.query(request)
+        assert result.get_partition_results() == {}
+        global_result = result.get_global_result()
+        assert global_result is not None and global_result.get_failure_reason() is FailureReason.UNKNOWN_QUERY_TYPE
+    finally:
+        await app.close()
+    with pytest.raises(InvalidStateStoreError, match="NOT_RUNNING"):
+        await app.streams.query(request)
