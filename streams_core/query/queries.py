@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 __all__ = [
     "KeyQuery",
@@ -26,8 +26,6 @@ __all__ = [
     "TimestampedRangeQuery",
 ]
 
-K = TypeVar("K")
-V = TypeVar("V")
 R = TypeVar("R")
 
 
@@ -46,11 +44,11 @@ class ResultOrder(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class _KeyQuery(Query[Any], Generic[K]):
+class _KeyQuery(Query[Any]):
     _key: Any
 
     @classmethod
-    def with_key(cls, key: Any) -> Any:
+    def with_key(cls, key: Any) -> Self:
         if key is None:
             raise ValueError("the key of a key query cannot be None")
         return cls(key)
@@ -60,12 +58,12 @@ class _KeyQuery(Query[Any], Generic[K]):
 
 
 @dataclass(frozen=True, slots=True)
-class KeyQuery(_KeyQuery[K], Generic[K, V]):
+class KeyQuery(_KeyQuery):
     """The value of one key (None when absent)."""
 
     skip_cache_flag: bool = False
 
-    def skip_cache(self) -> KeyQuery[K, V]:
+    def skip_cache(self) -> KeyQuery:
         """Kafka's hint to read past the record cache; accepted and ignored here (reads see the cache)."""
         return replace(self, skip_cache_flag=True)
 
@@ -74,31 +72,31 @@ class KeyQuery(_KeyQuery[K], Generic[K, V]):
 
 
 @dataclass(frozen=True, slots=True)
-class TimestampedKeyQuery(_KeyQuery[K], Generic[K, V]):
+class TimestampedKeyQuery(_KeyQuery):
     """The `ValueAndTimestamp` of one key (None when absent); timestamped stores only."""
 
 
 @dataclass(frozen=True, slots=True)
-class _RangeQuery(Query[Any], Generic[K]):
+class _RangeQuery(Query[Any]):
     _lower: Any = None
     _upper: Any = None
     _order: ResultOrder = ResultOrder.ANY
 
     @classmethod
-    def with_range(cls, lower: Any, upper: Any) -> Any:
+    def with_range(cls, lower: Any, upper: Any) -> Self:
         """Keys from `lower` to `upper`, both inclusive; None leaves that end open."""
         return cls(lower, upper)
 
     @classmethod
-    def with_lower_bound(cls, lower: Any) -> Any:
+    def with_lower_bound(cls, lower: Any) -> Self:
         return cls(lower, None)
 
     @classmethod
-    def with_upper_bound(cls, upper: Any) -> Any:
+    def with_upper_bound(cls, upper: Any) -> Self:
         return cls(None, upper)
 
     @classmethod
-    def with_no_bounds(cls) -> Any:
+    def with_no_bounds(cls) -> Self:
         return cls()
 
     def lower_bound(self) -> Any:
@@ -111,18 +109,18 @@ class _RangeQuery(Query[Any], Generic[K]):
     def result_order(self) -> ResultOrder:
         return self._order
 
-    def with_descending_keys(self) -> Any:
+    def with_descending_keys(self) -> Self:
         return replace(self, _order=ResultOrder.DESCENDING)
 
-    def with_ascending_keys(self) -> Any:
+    def with_ascending_keys(self) -> Self:
         return replace(self, _order=ResultOrder.ASCENDING)
 
 
 @dataclass(frozen=True, slots=True)
-class RangeQuery(_RangeQuery[K], Generic[K, V]):
+class RangeQuery(_RangeQuery):
     """The entries whose keys lie in the bounds, as an iterator of `KeyValue(key, value)`."""
 
 
 @dataclass(frozen=True, slots=True)
-class TimestampedRangeQuery(_RangeQuery[K], Generic[K, V]):
+class TimestampedRangeQuery(_RangeQuery):
     """The entries in the bounds as `KeyValue(key, ValueAndTimestamp)`; timestamped stores only."""

@@ -13,30 +13,28 @@ Versioned stores answer only these (a KeyQuery of one is UNKNOWN_QUERY_TYPE, as 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from streams_core.query.queries import Query, ResultOrder
 
 __all__ = ["MultiVersionedKeyQuery", "VersionedKeyQuery"]
 
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 @dataclass(frozen=True, slots=True)
-class VersionedKeyQuery(Query[Any], Generic[K, V]):
+class VersionedKeyQuery(Query[Any]):
     """The version of a key valid at a time (`as_of`), or its latest."""
 
     _key: Any
     _as_of: int | None = None
 
     @classmethod
-    def with_key(cls, key: K) -> VersionedKeyQuery[K, V]:
+    def with_key(cls, key: Any) -> VersionedKeyQuery:
         if key is None:
             raise ValueError("the key of a versioned key query cannot be None")
         return cls(key)
 
-    def as_of(self, as_of_timestamp: int) -> VersionedKeyQuery[K, V]:
+    def as_of(self, as_of_timestamp: int) -> VersionedKeyQuery:
         return replace(self, _as_of=as_of_timestamp)
 
     def key(self) -> Any:
@@ -48,7 +46,7 @@ class VersionedKeyQuery(Query[Any], Generic[K, V]):
 
 
 @dataclass(frozen=True, slots=True)
-class MultiVersionedKeyQuery(Query[Any], Generic[K, V]):
+class MultiVersionedKeyQuery(Query[Any]):
     """A key's versions valid at some time in `[from_time, to_time]` (either end open when None)."""
 
     _key: Any
@@ -57,21 +55,21 @@ class MultiVersionedKeyQuery(Query[Any], Generic[K, V]):
     _order: ResultOrder = ResultOrder.ANY
 
     @classmethod
-    def with_key(cls, key: K) -> MultiVersionedKeyQuery[K, V]:
+    def with_key(cls, key: Any) -> MultiVersionedKeyQuery:
         if key is None:
             raise ValueError("the key of a multi-versioned key query cannot be None")
         return cls(key)
 
-    def from_time(self, from_time: int) -> MultiVersionedKeyQuery[K, V]:
+    def from_time(self, from_time: int) -> MultiVersionedKeyQuery:
         return replace(self, _from=from_time)
 
-    def to_time(self, to_time: int) -> MultiVersionedKeyQuery[K, V]:
+    def to_time(self, to_time: int) -> MultiVersionedKeyQuery:
         return replace(self, _to=to_time)
 
-    def with_descending_timestamps(self) -> MultiVersionedKeyQuery[K, V]:
+    def with_descending_timestamps(self) -> MultiVersionedKeyQuery:
         return replace(self, _order=ResultOrder.DESCENDING)
 
-    def with_ascending_timestamps(self) -> MultiVersionedKeyQuery[K, V]:
+    def with_ascending_timestamps(self) -> MultiVersionedKeyQuery:
         return replace(self, _order=ResultOrder.ASCENDING)
 
     def key(self) -> Any:

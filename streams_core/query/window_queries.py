@@ -14,18 +14,16 @@ Times are epoch milliseconds (Kafka's take `Instant`s), both ends inclusive.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from streams_core.query.queries import Query
 
 __all__ = ["WindowKeyQuery", "WindowRangeQuery"]
 
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 @dataclass(frozen=True, slots=True)
-class WindowKeyQuery(Query[Any], Generic[K, V]):
+class WindowKeyQuery(Query[Any]):
     """A key's windows whose start lies in `[time_from, time_to]`."""
 
     _key: Any
@@ -33,7 +31,7 @@ class WindowKeyQuery(Query[Any], Generic[K, V]):
     _time_to: int
 
     @classmethod
-    def with_key_and_window_start_range(cls, key: K, time_from: int, time_to: int) -> WindowKeyQuery[K, V]:
+    def with_key_and_window_start_range(cls, key: Any, time_from: int, time_to: int) -> WindowKeyQuery:
         if key is None:
             raise ValueError("the key of a window key query cannot be None")
         return cls(key, time_from, time_to)
@@ -49,7 +47,7 @@ class WindowKeyQuery(Query[Any], Generic[K, V]):
 
 
 @dataclass(frozen=True, slots=True)
-class WindowRangeQuery(Query[Any], Generic[K, V]):
+class WindowRangeQuery(Query[Any]):
     """Every key's windows starting in a range (window stores), or one key's sessions (session stores)."""
 
     _key: Any = None
@@ -57,13 +55,13 @@ class WindowRangeQuery(Query[Any], Generic[K, V]):
     _time_to: int | None = None
 
     @classmethod
-    def with_key(cls, key: K) -> WindowRangeQuery[K, V]:
+    def with_key(cls, key: Any) -> WindowRangeQuery:
         if key is None:
             raise ValueError("the key of a window range query cannot be None")
         return cls(key)
 
     @classmethod
-    def with_window_start_range(cls, time_from: int, time_to: int) -> WindowRangeQuery[K, V]:
+    def with_window_start_range(cls, time_from: int, time_to: int) -> WindowRangeQuery:
         return cls(None, time_from, time_to)
 
     def key(self) -> Any:

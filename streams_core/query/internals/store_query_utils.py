@@ -57,7 +57,7 @@ def _kind(store: Any) -> str:
     return "key-value"
 
 
-def _range(store: Any, query: RangeQuery[Any, Any] | TimestampedRangeQuery[Any, Any]) -> Iterator[Any]:
+def _range(store: Any, query: RangeQuery | TimestampedRangeQuery) -> Iterator[Any]:
     lower, upper = query.lower_bound(), query.upper_bound()
     if query.result_order() is ResultOrder.DESCENDING:
         found: Iterator[Any] = store.reverse_range(lower, upper)
@@ -105,7 +105,7 @@ def _versioned(store: Any, query: Query[Any]) -> Any:
     raise _unknown(store, query)
 
 
-def _versions(store: Any, query: MultiVersionedKeyQuery[Any, Any]) -> Iterator[Any]:
+def _versions(store: Any, query: MultiVersionedKeyQuery) -> Iterator[Any]:
     """The versions valid at some time in the query's range, newest first unless ASCENDING."""
     records = store.versions(query.key(), query.get_from_time(), query.get_to_time())
     if query.result_order() is ResultOrder.ASCENDING:
