@@ -26,6 +26,8 @@ from streams_core.errors import (
     UnknownStateStoreError,
 )
 from streams_core.processor.topology import Topology
+from streams_core.query.state_query_request import StateQueryRequest
+from streams_core.query.state_query_result import StateQueryResult
 from streams_core.runtime.assignment import (
     HostInfo,
     KeyQueryMetadata,
@@ -36,6 +38,7 @@ from streams_core.runtime.assignment import (
 )
 from streams_core.runtime.global_stream_thread import GlobalStreamThread
 from streams_core.runtime.instance_thread import InstanceThread, ThreadCallbacks
+from streams_core.runtime.interactive_query import DEFAULT_QUERY_TIMEOUT_S, query_off_loop, query_store
 from streams_core.runtime.run_mode import run_mode
 from streams_core.runtime.shutdown_request import broadcast_shutdown_request
 from streams_core.runtime.signal_runner import run_until_signal
@@ -128,6 +131,7 @@ class KafkaStreams:
         self._exception_handler: UncaughtExceptionHandler | None = None
         self._partition_counts: dict[str, int] = {}
         self._state_changed = asyncio.Condition() if _has_loop() else None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._closing: asyncio.Task[bool] | None = None
         self._thread_starts: set[asyncio.Task[InstanceThread | None]] = set()
         self._cleaner: asyncio.Task[None] | None = None
@@ -221,6 +225,7 @@ class KafkaStreams:
             raise StreamsError(f"KafkaStreams can be started once, from CREATED; it is {self._state.name}")
         if self._state_changed is None:
             self._state_changed = asyncio.Condition()
+        self._loop = asyncio.get_running_loop()  # for query_sync() from other threads
         self._state_directory.lock()  # another instance running on state.dir: StreamsError, as Kafka
         try:
             await self._prepare_topics()
@@ -514,6 +519,18 @@ class KafkaStreams:
         kind, query = store_type or QueryableStoreTypes.key_value_store(), StoreQuery(partition, stale, max_lag)
         self._store_provider.local_stores(store_name, kind, query)
         return self._store_provider.get_store(store_name, kind, query)
+
+    async def query(self, request: StateQueryRequest[T], *, timeout: float = DEFAULT_QUERY_TIMEOUT_S) -> StateQueryResult[T]:
+        """IQv2 (KIP-796): `request` answered per partition by this instance's copies through the one
+        store path, each host within `timeout` s (runtime/interactive_query.py, docs/iqv2.md)."""
+        self._require_started()
+        self._require_store(request.store_name)
+        live = None if self._state.is_running_or_rebalancing() else self._state.name
+        return await query_store(self._store_provider, self.metadata, self._partition_counts, request, timeout, live)
+
+    def query_sync(self, request: StateQueryRequest[T], *, timeout: float = DEFAULT_QUERY_TIMEOUT_S) -> StateQueryResult[T]:
+        """`query()` for code on another thread than the instance's event loop (Kafka's blocking call)."""
+        return query_off_loop(self._loop, lambda: self.query(request, timeout=timeout), timeout)
 
     def store_position(self, store_name: str, partition: int) -> dict[TopicPartition, int] | None:
         """How far the local active copy of a store's partition has processed its input: per source

@@ -163,6 +163,9 @@ class RemoteStoreProvider:
         copies = self._worker.copies().get(store_name, frozenset())
         return any((query.partition is None or p == query.partition) and (active or query.stale) for p, active in copies)
 
+    def copies(self, store_name: str) -> dict[int, bool]:
+        return dict(self._worker.copies().get(store_name, frozenset()))
+
     def key_serde(self, store_name: str) -> Any:
         return self._key_serde(store_name)
 

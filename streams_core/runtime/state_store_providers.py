@@ -103,6 +103,11 @@ class StreamThreadStateStoreProvider:
             )
         )
 
+    def copies(self, store_name: str) -> dict[int, bool]:
+        found = {task_id.partition: False for task_id, state in self._thread.readable_standby_states() if state.get_store(store_name)}
+        found.update((task_id.partition, True) for task_id, state in self._thread.active_states() if state.get_store(store_name))
+        return found
+
     def key_serde(self, store_name: str) -> Any:
         """The key serde of the thread's copies (a bytes store's keys are their own bytes)."""
         for _, state in self._thread.active_states():
@@ -287,6 +292,14 @@ class QueryableStoreProvider:
                 found: dict[TopicPartition, int] | None = await host.ask(PositionRead(store_name, partition), deadline)
                 return found
         return None
+
+    def copies(self, store_name: str) -> dict[int, bool]:
+        """Partition -> whether active, of every host's copies of the store (an active copy wins)."""
+        found: dict[int, bool] = {}
+        for host in self._providers():
+            for partition, active in host.copies(store_name).items():
+                found[partition] = found.get(partition, False) or active
+        return found
 
     def hosts(self) -> list[ThreadStoreProvider]:
         """The store hosts of the instance (its stream threads), for health reports."""

@@ -10,8 +10,8 @@ across a wait, so a stalled worker delays only the answers asked of it.
 
 `QueryableStoreProvider.query()` asks every host holding a copy at once and merges their
 answers as the composite read-only views do; the REST layer reads through it, and so can a
-query API built on top (IQv2's per-partition results map `StoreQueryTimeoutError` and the
-other `InvalidStateStoreError`s to failure reasons).
+query API built on top: IQv2 (`runtime/interactive_query.py`) asks it once per partition and
+maps `StoreQueryTimeoutError` and the other `InvalidStateStoreError`s to failure reasons.
 """
 
 from __future__ import annotations
@@ -126,6 +126,11 @@ class StoreHost(Protocol):
 
     def key_serde(self, store_name: str) -> Any:
         """The store's key serde, for merging answers of several hosts in key order."""
+        ...
+
+    def copies(self, store_name: str) -> dict[int, bool]:
+        """Partition -> whether active, of the host's copies of the store (standbys once readable), as far
+        as the instance knows now (no wait): IQv2 answers per partition from it."""
         ...
 
     async def ask(self, request: HostRequest, deadline: Deadline) -> Any:

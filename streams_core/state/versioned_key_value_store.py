@@ -172,6 +172,21 @@ class VersionedKeyValueStore:
             found = None if value is DELETED else VersionedRecord(value, timestamp, valid_to)
         return found
 
+    def versions(self, key: Any, from_time: int | None = None, to_time: int | None = None) -> list[VersionedRecord]:
+        """The versions of `key` valid at some time in `[from_time, to_time]` (None: open), newest first;
+        versions that ended before the history retention are gone (IQv2's MultiVersionedKeyQuery)."""
+        history = self._history(key)
+        floor = self._observed - self.history_retention_ms
+        found: list[VersionedRecord] = []
+        for index, (timestamp, value) in enumerate(history):
+            valid_to = history[index + 1][0] if index + 1 < len(history) else None
+            ended = valid_to is not None and (valid_to <= floor or (from_time is not None and valid_to <= from_time))
+            if value is DELETED or ended or (to_time is not None and timestamp > to_time):
+                continue
+            found.append(VersionedRecord(value, timestamp, valid_to))
+        found.reverse()
+        return found
+
     def get_with_timestamp(self, key: Any) -> VersionedRecord | None:
         """The latest record (its `value` and `timestamp` are what the DSL's value getters read)."""
         return self.get(key)
