@@ -184,6 +184,9 @@ class Forwarder:
     stream threads on the same cores would have used.
     """
 
+    def __repr__(self) -> str:
+        return f"Forwarder({self.served_by}, {self.scheme})"
+
     def __init__(
         self,
         transport: httpx.AsyncBaseTransport,
@@ -191,6 +194,7 @@ class Forwarder:
         this_host: HostInfo | None,
         scheme: str = "http",
         on_forward: Callable[[str, str], None] | None = None,
+        authorization: str | None = None,
     ) -> None:
         self._transport = transport
         self._timeout = timeout
@@ -199,6 +203,8 @@ class Forwarder:
         self.this_host = this_host
         self.scheme = scheme
         self._hop = {HOP_HEADER: str(this_host) if this_host else "unknown"}
+        if authorization is not None:  # this instance's own credentials (api/auth.py): the peers require them too
+            self._hop["Authorization"] = authorization
 
     @property
     def served_by(self) -> str:
