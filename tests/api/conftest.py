@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
-from streams_core import Serdes, State
 from api import Credentials
+from streams_core import Serdes, State
 from tests.api.fakes import COUNTS, HOST_A, HOST_B, IDS, Cluster
 from tests.api.secured import ENTRIES, STORE_TOKEN
 
@@ -88,7 +89,7 @@ def live(request: pytest.FixtureRequest) -> Iterator[tuple[Cluster, asyncio.Runn
 
     Synchronous (module-scoped, for Hypothesis): tests send requests with `runner.run(...)`.
     """
-    secured = {"credentials": Credentials.from_mapping(ENTRIES), "principal": "instances"}
+    secured: dict[str, Any] = {"credentials": Credentials.from_mapping(ENTRIES), "principal": "instances"}
     cluster = Cluster(**secured) if request.param in SECURED else Cluster()
     populate(cluster)
     CONDITIONS[request.param](cluster)

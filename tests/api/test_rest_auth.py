@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -128,7 +128,7 @@ async def test_an_instance_whose_credentials_the_peer_refuses_answers_503_not_40
     """The client's credentials were good: the owner refused the instance's, so 401 would mislead the client."""
     cluster = _secured()
     refusing = Credentials.from_mapping({k: v for k, v in ENTRIES.items() if k != "instances"})
-    auth = next(m for m in cluster.app[HOST_B].user_middleware if m.cls is AuthMiddleware)
+    auth = next(m for m in cluster.app[HOST_B].user_middleware if cast(Any, m.cls) is AuthMiddleware)
     auth.kwargs["credentials"] = refusing  # B accepts the clients but not A (its stack is built on the first request)
     try:
         async with cluster.running(), cluster.client(HOST_A) as client:
