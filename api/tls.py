@@ -37,9 +37,9 @@ class TlsSettings:
             raise ValueError("client certificate authentication needs the CA file that signs client certificates")
 
     def _load_own(self, context: ssl.SSLContext) -> None:
-        password = self.key_password.reveal() if self.key_password else None
-        try:
-            context.load_cert_chain(self.certfile, self.keyfile, (lambda: password) if password else None)
+        password = self.key_password.reveal() if self.key_password else ""
+        try:  # always a callback: without one, OpenSSL would ask for the passphrase on the terminal
+            context.load_cert_chain(self.certfile, self.keyfile, lambda: password)
         except ssl.SSLError as exc:  # the message of a bad passphrase names no secret, but say what failed
             raise ValueError(f"cannot load the certificate {self.certfile} with its key: {exc.reason or exc}") from None
 
