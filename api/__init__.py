@@ -11,8 +11,23 @@
 """
 
 from api.app import create_app
+from api.auth import Credentials, Principal
 from api.runner import run, serve_until_signal
+from api.secrets import Secret
 from api.server import BindError, ServerHandle, serve
 from api.settings import ApiSettings
+from api.tls import TlsSettings
 
-__all__ = ["ApiSettings", "BindError", "ServerHandle", "create_app", "run", "serve", "serve_until_signal"]
+__all__ = [
+    "ApiSettings",
+    "BindError",
+    "Credentials",
+    "Principal",
+    "Secret",
+    "ServerHandle",
+    "TlsSettings",
+    "create_app",
+    "run",
+    "serve",
+    "serve_until_signal",
+]

@@ -184,6 +184,9 @@ class Forwarder:
     stream threads on the same cores would have used.
     """
 
+    def __repr__(self) -> str:
+        return f"Forwarder({self.served_by}, {self.scheme})"
+
     def __init__(
         self,
         transport: httpx.AsyncBaseTransport,
@@ -191,6 +194,7 @@ class Forwarder:
         this_host: HostInfo | None,
         scheme: str = "http",
         on_forward: Callable[[str, str], None] | None = None,
+        authorization: str | None = None,
     ) -> None:
         self._transport = transport
         self._timeout = timeout
@@ -199,6 +203,8 @@ class Forwarder:
         self.this_host = this_host
         self.scheme = scheme
         self._hop = {HOP_HEADER: str(this_host) if this_host else "unknown"}
+        if authorization is not None:  # this instance's own credentials (api/auth.py): the peers require them too
+            self._hop["Authorization"] = authorization
 
     @property
     def served_by(self) -> str:
@@ -264,7 +270,8 @@ class Forwarder:
         """The owner's answer to this request, status and body as they are (it may wait `wait_s` first).
 
         A server error of the owner other than 503 becomes a 503 here (the owner is not
-        answering properly now, so the client should retry).
+        answering properly now, so the client should retry), and so does a 401 or 403: the
+        owner refused this instance's credentials, not the client's.
         """
         return self._relayed(host, await self.get(host, request, request.query_params, None, wait_s, deadline))
 
@@ -276,6 +283,9 @@ class Forwarder:
     def _relayed(host: HostInfo, answer: httpx.Response) -> Response:
         if answer.status_code >= 500 and answer.status_code != 503:
             raise NotAvailableError("instance failed", instance=str(host), status=answer.status_code)
+        if answer.status_code in (401, 403):  # the client's credentials were good here: ours were refused there
+            log.warning("%s refused this instance's credentials (%s): check --rest-principal", host, answer.status_code)
+            raise NotAvailableError("instance refused the forwarded query", instance=str(host), status=answer.status_code)
         headers = {name: value for name, value in answer.headers.items() if name in _RELAYED_HEADERS}
         headers.setdefault(SERVED_BY_HEADER.lower(), str(host))
         return Response(answer.content, status_code=answer.status_code, headers=headers)

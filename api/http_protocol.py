@@ -11,6 +11,10 @@ from h11's in three ways this class undoes, so that the contract of `RequestTarg
   `MAX_TARGET_BYTES` is not kept, the true length is passed in the scope's extensions);
 - llhttp sets no bound on a request's head; here a head over `MAX_HEAD_BYTES` is refused with a
   plain 400 and the connection closed, as h11's `max_incomplete_event_size` did.
+
+On shutdown an idle TLS connection is aborted, not closed: a close waits for the client's
+`close_notify`, which an idle client pool (another instance's forwarding) never reads to send,
+and so held every stop of an HTTPS server for its whole 5 s timeout.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.utils import is_ssl
 
 from api.middleware import MAX_TARGET_BYTES, TARGET_LENGTH
 
@@ -64,3 +69,10 @@ class StreamsHttpProtocol(HttpToolsProtocol):
         self._head_bytes += size
         if self._head_bytes > MAX_HEAD_BYTES:
             raise HeadTooLarge(f"request head over {MAX_HEAD_BYTES} bytes")
+
+    def shutdown(self) -> None:
+        """uvicorn's graceful shutdown, but an idle TLS connection is aborted (see the module doc)."""
+        if is_ssl(self.transport) and (self.cycle is None or self.cycle.response_complete):
+            self.transport.abort()
+            return
+        super().shutdown()

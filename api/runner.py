@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import signal
 from typing import Any
 
 from api.server import DEFAULT_HOST, serve
@@ -50,6 +51,9 @@ async def serve_until_signal(
     once the instance is closed and the server stopped.
     """
     server = await serve(streams, host, port, settings=settings)
+    loop = asyncio.get_running_loop()
+    if server.tls:  # certificate rotation: write the new files, then `kill -HUP <pid>`
+        loop.add_signal_handler(signal.SIGHUP, server.reload_tls)
 
     froze = False
 
@@ -62,6 +66,8 @@ async def serve_until_signal(
     try:
         await streams.run_until_signal(on_started=started, close_timeout=close_timeout)
     finally:
+        if server.tls:
+            loop.remove_signal_handler(signal.SIGHUP)
         await server.stop()
         if froze:  # the instance and its server are garbage once dropped, also in a process that goes on
             gc.unfreeze()

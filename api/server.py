@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 import logging
 import socket
-from collections.abc import Iterator
+import ssl
+from collections.abc import Callable, Iterator
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -45,15 +46,40 @@ class _EmbeddedServer(uvicorn.Server):
 class ServerHandle:
     """A running REST server: where it listens, and `stop()`."""
 
-    def __init__(self, server: uvicorn.Server, task: asyncio.Task[None], sock: socket.socket) -> None:
+    def __init__(
+        self,
+        server: uvicorn.Server,
+        task: asyncio.Task[None],
+        sock: socket.socket,
+        reload_tls: Callable[[], None] | None = None,
+    ) -> None:
         self._server = server
         self._task = task
         self._socket = sock
+        self._reload_tls = reload_tls
         self.host, self.port = sock.getsockname()[:2]
 
     @property
     def url(self) -> str:
-        return f"http://{HostInfo(self.host, self.port)}"
+        scheme = "https" if self._server.config.ssl is not None else "http"
+        return f"{scheme}://{HostInfo(self.host, self.port)}"
+
+    @property
+    def tls(self) -> bool:
+        return self._reload_tls is not None
+
+    def reload_tls(self) -> bool:
+        """Read the certificate and key files again (the rotation of docs/deploy.md, on SIGHUP): new
+        connections, forwarded queries' included, use them. False, logged, when the new files cannot
+        be loaded (the served certificate stays); False without TLS."""
+        if self._reload_tls is None:
+            return False
+        try:
+            self._reload_tls()
+        except (OSError, ValueError) as exc:
+            log.error("REST certificate not reloaded, the old one stays: %s", exc)
+            return False
+        return True
 
     @property
     def running(self) -> bool:
@@ -107,18 +133,36 @@ async def serve(
         if not server_address:
             raise ValueError("serve() needs a port, or application.server in the streams config")
         port = HostInfo.parse(server_address).port
+    tls = settings.tls if settings is not None else None
+    server_context = tls.server_context() if tls is not None else None
+    app = create_app(streams, settings=settings)
     sock = bind(host, port)
-    return await serve_asgi(create_app(streams, settings=settings), sock)
+    reload_tls = None
+    if tls is not None and server_context is not None:
+        contexts = [server_context, *([app.state.peer_ssl_context] if app.state.peer_ssl_context else [])]
+
+        def reload_tls() -> None:
+            tls.reload(*contexts)
+
+    return await serve_asgi(app, sock, server_context, reload_tls)
 
 
-async def serve_asgi(app: ASGIApp, sock: socket.socket) -> ServerHandle:
-    """Serve any ASGI app on a bound socket as `serve` does (bench/query_cost.py's floor uses it)."""
+async def serve_asgi(
+    app: ASGIApp,
+    sock: socket.socket,
+    ssl_context: ssl.SSLContext | None = None,
+    reload_tls: Callable[[], None] | None = None,
+) -> ServerHandle:
+    """Serve any ASGI app on a bound socket as `serve` does (bench/query_cost.py's floor uses it),
+    over TLS with `ssl_context`."""
     config = uvicorn.Config(
         app,
         lifespan="on",
         log_config=None,
         access_log=False,
         http=StreamsHttpProtocol,
+        # ours, not uvicorn's own: reload_tls loads new certificates into the very context served
+        ssl_context_factory=None if ssl_context is None else lambda config, default: ssl_context,
     )
     host, port = sock.getsockname()[:2]
     server = _EmbeddedServer(config)
@@ -129,6 +173,6 @@ async def serve_asgi(app: ASGIApp, sock: socket.socket) -> ServerHandle:
         sock.close()
         task.result()
         raise RuntimeError(f"the REST server on {host}:{port} stopped while starting")
-    handle = ServerHandle(server, task, sock)
+    handle = ServerHandle(server, task, sock, reload_tls)
     log.info("REST server listening on %s", handle.url)
     return handle

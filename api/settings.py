@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 import httpx
 
+from api.auth import Credentials, Principal
+from api.tls import TlsSettings
+
 __all__ = ["QUERY_DEADLINE_ENV", "ApiSettings"]
 
 QUERY_DEADLINE_ENV = "STREAMS_QUERY_DEADLINE_MS"
@@ -36,8 +39,31 @@ class ApiSettings:
     lag_timeout: float = 2.0
     """Seconds `/metrics` waits for changelog end offsets before it leaves the lag out."""
     scheme: str = "http"
-    """How other instances are reached."""
+    """How other instances are reached without `tls` (with it: https)."""
     transport: httpx.AsyncBaseTransport | None = None
+    tls: TlsSettings | None = None
+    """HTTPS (and mutual TLS) of this server and of its forwarded queries (api/tls.py); plain HTTP without."""
+    credentials: Credentials | None = None
+    """The principals a request must authenticate as (api/auth.py); every request is let in without."""
+    principal: str | None = None
+    """The principal of `credentials` whose token (or password) this instance sends to the others."""
+    open_probes: bool = True
+    """`/health` and `/ready` answer without credentials (probes of an orchestrator)."""
+
+    def __post_init__(self) -> None:
+        if self.principal is not None and (self.credentials is None or self.principal not in self.credentials.principals):
+            raise ValueError(f"the REST principal {self.principal!r} is not in the credentials")
+
+    @property
+    def peer_scheme(self) -> str:
+        """How other instances are reached: https when this one serves TLS (they all do alike)."""
+        return "https" if self.tls is not None else self.scheme
+
+    def own_principal(self) -> Principal | None:
+        """The principal whose credentials forwarded queries carry."""
+        if self.credentials is None or self.principal is None:
+            return None
+        return self.credentials.principals[self.principal]
 
     def timeout(self) -> httpx.Timeout:
         return httpx.Timeout(self.forward_timeout, connect=self.connect_timeout)

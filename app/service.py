@@ -2,7 +2,8 @@
 instance with its REST server until SIGINT/SIGTERM), with a local broker when none is given.
 
 Exit codes: 0 after SIGINT/SIGTERM; 2 when Kafka cannot be reached; 3 when the REST port is
-taken; 4 when the application fails (its error is logged).
+taken; 4 when the application fails (its error is logged); 5 when the REST layer's TLS or
+credentials files cannot be used.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from api import ApiSettings, BindError, serve_until_signal
+from api import BindError, serve_until_signal
 from app.settings import ServiceSettings
 from streams_core import KafkaStreams, State, StreamThreadExceptionResponse, Topology, WorkerDiedError, clients
 from streams_core.testing.broker import LocalKafkaBroker
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 EXIT_KAFKA_UNREACHABLE = 2
 EXIT_PORT_TAKEN = 3
 EXIT_APP_FAILED = 4
+EXIT_BAD_SETTINGS = 5
 
 
 class ServiceError(Exception):
@@ -79,11 +81,14 @@ async def _serve(
         **settings.properties,
         **extra_config,
     }
+    try:
+        api_settings = settings.rest.api_settings(settings.query_deadline_ms / 1000)
+    except (OSError, ValueError) as exc:
+        raise ServiceError(EXIT_BAD_SETTINGS, f"REST security: {exc}") from None
     await _ensure_topics(config, topics, timeout=15)
     streams = KafkaStreams(topology_factory(), config)
     streams.set_uncaught_exception_handler(replace_dead_workers)
     try:
-        api_settings = ApiSettings(query_deadline=settings.query_deadline_ms / 1000)
         await serve_until_signal(streams, settings.bind_host, settings.port, settings=api_settings)
     except BindError as exc:
         raise ServiceError(

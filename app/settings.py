@@ -13,6 +13,10 @@ Security (docs/security.md): `--security-protocol`, `--sasl-mechanism`, `--sasl-
 `--ssl-cafile`, `--ssl-certfile`, `--ssl-keyfile` and `--command-config FILE` (client properties,
 Kafka's tools' option); a password only from STREAMS_SASL_PLAIN_PASSWORD or that file, never a flag
 (a command line is visible to every user of the machine).
+The REST layer's own security (docs/deploy.md, "Securing the REST layer"): `--rest-ssl-certfile`,
+`--rest-ssl-keyfile`, `--rest-ssl-cafile`, `--rest-ssl-client-auth`, `--rest-credentials FILE`,
+`--rest-principal`, `--rest-protect-probes` (each also STREAMS_REST_<NAME>); the key's passphrase
+only from STREAMS_REST_SSL_KEY_PASSWORD, the tokens and passwords only in the credentials file.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from api import ApiSettings, Credentials, Secret, TlsSettings
 from streams_core import StreamsConfig
 from streams_core.config import CLIENT_KEYS
 from streams_core.tools.command_config import add_command_config_argument, read_properties
@@ -31,6 +36,7 @@ from streams_core.tools.command_config import add_command_config_argument, read_
 __all__ = [
     "FLAG_PROPERTIES",
     "SECURITY_FLAGS",
+    "RestSecurity",
     "ServiceSettings",
     "add_service_arguments",
     "default_application_server",
@@ -57,6 +63,37 @@ FLAG_PROPERTIES = frozenset({
 
 
 @dataclass(frozen=True, slots=True)
+class RestSecurity:
+    """The REST layer's TLS and authentication as given (files are read by `api_settings`)."""
+
+    certfile: str | None = None
+    keyfile: str | None = None
+    cafile: str | None = None
+    client_auth: bool = False
+    credentials_file: str | None = None
+    principal: str | None = None
+    protect_probes: bool = False
+
+    def api_settings(self, query_deadline: float, environ: Mapping[str, str] | None = None) -> ApiSettings:
+        """ApiSettings with this TLS and these credentials; ValueError (naming no secret) when they do not fit."""
+        environ = os.environ if environ is None else environ
+        password = environ.get("STREAMS_REST_SSL_KEY_PASSWORD")
+        tls = None
+        if self.certfile:
+            tls = TlsSettings(self.certfile, self.keyfile, Secret(password) if password else None, self.cafile, self.client_auth)
+        elif self.keyfile or self.cafile or self.client_auth:
+            raise ValueError("--rest-ssl-keyfile, --rest-ssl-cafile and --rest-ssl-client-auth need --rest-ssl-certfile")
+        credentials = Credentials.load(self.credentials_file) if self.credentials_file else None
+        return ApiSettings(
+            query_deadline=query_deadline,
+            tls=tls,
+            credentials=credentials,
+            principal=self.principal,
+            open_probes=not self.protect_probes,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceSettings:
     """Where Kafka is, where this instance answers queries, and where it keeps state."""
 
@@ -73,6 +110,8 @@ class ServiceSettings:
     """How long a REST query may take before it answers 503 (`api.ApiSettings.query_deadline`)."""
     properties: Mapping[str, str] = field(default_factory=dict)
     """The other Kafka Streams properties and client keys set as STREAMS_<NAME> (StreamsConfig parses the text)."""
+    rest: RestSecurity = field(default_factory=RestSecurity)
+    """HTTPS and authentication of the REST layer."""
 
     @property
     def port(self) -> int:
@@ -130,6 +169,21 @@ def add_service_arguments(parser: argparse.ArgumentParser, application_id: str) 
     for flag, key, help_text in SECURITY_FLAGS:
         security.add_argument(flag, dest=key.replace(".", "_"), metavar=key.rsplit(".", 1)[-1].upper(), help=help_text)
     add_command_config_argument(security)
+    rest = parser.add_argument_group("REST security (docs/deploy.md; STREAMS_REST_<NAME> variables work too)")
+    rest.add_argument("--rest-ssl-certfile", default=_env("REST_SSL_CERTFILE"),
+                      help="PEM certificate (chain) of this instance: serve HTTPS and forward over HTTPS")
+    rest.add_argument("--rest-ssl-keyfile", default=_env("REST_SSL_KEYFILE"),
+                      help="PEM key of the certificate (its passphrase: STREAMS_REST_SSL_KEY_PASSWORD)")
+    rest.add_argument("--rest-ssl-cafile", default=_env("REST_SSL_CAFILE"),
+                      help="PEM CA(s) that signed the instances' (and clients') certificates")
+    rest.add_argument("--rest-ssl-client-auth", default=_env("REST_SSL_CLIENT_AUTH", "none"), choices=["none", "required"],
+                      help="required: mutual TLS, every client presents a certificate signed by --rest-ssl-cafile")
+    rest.add_argument("--rest-credentials", default=_env("REST_CREDENTIALS_FILE"), metavar="FILE",
+                      help="JSON file of the principals (tokens, passwords) a request must authenticate as")
+    rest.add_argument("--rest-principal", default=_env("REST_PRINCIPAL"),
+                      help="the principal of --rest-credentials whose token this instance sends to the others")
+    rest.add_argument("--rest-protect-probes", action="store_true", default=_env("REST_PROTECT_PROBES", "") == "true",
+                      help="/health and /ready also require credentials (default: open to probes)")
 
 
 def settings_from(args: argparse.Namespace) -> ServiceSettings:
@@ -145,6 +199,15 @@ def settings_from(args: argparse.Namespace) -> ServiceSettings:
         autostop_at=args.autostop,
         query_deadline_ms=args.query_deadline_ms,
         properties={k: v for k, v in properties_from_env().items() if k not in FLAG_PROPERTIES} | _security(args),
+        rest=RestSecurity(
+            certfile=getattr(args, "rest_ssl_certfile", None),
+            keyfile=getattr(args, "rest_ssl_keyfile", None),
+            cafile=getattr(args, "rest_ssl_cafile", None),
+            client_auth=getattr(args, "rest_ssl_client_auth", "none") == "required",
+            credentials_file=getattr(args, "rest_credentials", None),
+            principal=getattr(args, "rest_principal", None),
+            protect_probes=bool(getattr(args, "rest_protect_probes", False)),
+        ),
     )
 
 

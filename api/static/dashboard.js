@@ -34,8 +34,39 @@ function setStatus(text, isError = false) {
   status.classList.toggle("error", isError);
 }
 
+// -- credentials -----------------------------------------------------------------------------
+// A server that requires credentials (docs/deploy.md) answers 401. A browser sends the Basic
+// credentials it was given for this origin by itself; a token is asked once, on the first 401,
+// and kept for the tab's session (sessionStorage), so every fetch below carries it.
+
+const TOKEN_KEY = "streams.token";
+let asking = null;
+
+function askToken() {
+  if (asking === null) {
+    asking = Promise.resolve(window.prompt("This server requires a token (Bearer):") || "").then((token) => {
+      if (token) sessionStorage.setItem(TOKEN_KEY, token);
+      asking = null;
+      return token;
+    });
+  }
+  return asking;
+}
+
+async function authorized(path, init = {}, retry = true) {
+  const headers = new Headers(init.headers || {});
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.set("Authorization", "Bearer " + token);
+  const response = await fetch(path, { ...init, headers, credentials: "same-origin" });
+  if (response.status === 401 && retry) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    if (await askToken()) return authorized(path, init, false);
+  }
+  return response;
+}
+
 async function getJson(path) {
-  const response = await fetch(path, { headers: { Accept: "application/json" } });
+  const response = await authorized(path, { headers: { Accept: "application/json" } });
   let body = null;
   try {
     body = await response.json();
@@ -239,7 +270,7 @@ function readMetrics(samples, active) {
 
 async function instanceMetrics(name, active) {
   try {
-    const response = await fetch("metrics/" + encodeURIComponent(name));
+    const response = await authorized("metrics/" + encodeURIComponent(name));
     if (!response.ok) return null;
     return readMetrics(parsePrometheus(await response.text()), active);
   } catch {

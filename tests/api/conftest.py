@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
+from api import Credentials
 from streams_core import Serdes, State
 from tests.api.fakes import COUNTS, HOST_A, HOST_B, IDS, Cluster
+from tests.api.secured import ENTRIES, STORE_TOKEN
 
 WORDS = {"apple": 5, "banana": 6, "cherry": 6, "date": 4, "elder": 5, "fig": 3, "grape": 5}
 NUMBERS = {-7: "minus seven", -5: "minus five", -1: "minus one", 0: "zero", 1: "one", 3: "three", 42: "x", 100: "c"}
@@ -62,14 +65,22 @@ def _not_started(cluster: Cluster) -> None:
     cluster.a.state = State.CREATED
 
 
+def _forbidden(cluster: Cluster) -> None:
+    cluster.headers["Authorization"] = f"Bearer {STORE_TOKEN}"
+
+
 CONDITIONS: dict[str, Callable[[Cluster], None]] = {
     "running": lambda cluster: None,
+    "unauthenticated": lambda cluster: None,
+    "forbidden": _forbidden,
     "rebalancing": _rebalancing,
     "restoring": _restoring,
     "peer-down": _peer_down,
     "not-started": _not_started,
 }
 """States of the cluster that the conformance tests query instance A in."""
+SECURED = {"unauthenticated", "forbidden"}
+"""The conditions of a cluster that requires credentials (tests/api/secured.py's principals)."""
 
 
 @pytest.fixture(scope="module", params=list(CONDITIONS))
@@ -78,7 +89,8 @@ def live(request: pytest.FixtureRequest) -> Iterator[tuple[Cluster, asyncio.Runn
 
     Synchronous (module-scoped, for Hypothesis): tests send requests with `runner.run(...)`.
     """
-    cluster = Cluster()
+    secured: dict[str, Any] = {"credentials": Credentials.from_mapping(ENTRIES), "principal": "instances"}
+    cluster = Cluster(**secured) if request.param in SECURED else Cluster()
     populate(cluster)
     CONDITIONS[request.param](cluster)
     with asyncio.Runner(loop_factory=asyncio.new_event_loop) as runner:

@@ -251,12 +251,15 @@ class ClusterTransport(httpx.AsyncBaseTransport):
 class Cluster:
     """Instances A and B of one application, their apps, and a transport that reaches both."""
 
-    def __init__(self, settings: ApiSettings | None = None) -> None:
+    def __init__(self, settings: ApiSettings | None = None, **options: Any) -> None:
+        """`options` are ApiSettings fields besides the cluster's own transport (credentials, principal...)."""
         topology = build_topology()
         store_topics = TopologyMetadata(topology.internal_topology_builder, "api-test").store_source_topics
         self.transport = ClusterTransport()
         self.instances: dict[HostInfo, FakeKafkaStreams] = {}
-        self.settings = settings or ApiSettings(transport=self.transport)
+        self.settings = settings or ApiSettings(transport=self.transport, **options)
+        self.headers: dict[str, str] = {}
+        """Sent by every `client()` (e.g. credentials)."""
         for host, active in ((HOST_A, {0}), (HOST_B, {1})):
             self.instances[host] = FakeKafkaStreams(host, active, StreamsMetadataState(store_topics, host))
         self.assign()
@@ -310,7 +313,7 @@ class Cluster:
 
     def client(self, host: HostInfo = HOST_A) -> httpx.AsyncClient:
         """An HTTP client talking to one instance (through the cluster transport)."""
-        return httpx.AsyncClient(transport=self.transport, base_url=f"http://{host}")
+        return httpx.AsyncClient(transport=self.transport, base_url=f"http://{host}", headers=self.headers)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Cluster]:

@@ -35,7 +35,7 @@ from urllib.parse import quote
 
 import httpx
 
-from api import ServerHandle, serve
+from api import ApiSettings, ServerHandle, serve
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, WINDOW_MS, build_topology
 from streams_core import KafkaStreams, State
 
@@ -191,6 +191,7 @@ class Instance:
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
     stopped: bool = field(default=False)
+    scheme: str = "http"
 
     @property
     def server(self) -> str:
@@ -198,7 +199,7 @@ class Instance:
 
     @property
     def url(self) -> str:
-        return f"http://{self.server}"
+        return f"{self.scheme}://{self.server}"
 
     def log_tail(self, lines: int = 30) -> str:
         if self.log_path is None or not self.log_path.exists():
@@ -227,8 +228,11 @@ class WordCountCluster:
         config: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
         instance_config: dict[str, dict[str, Any]] | None = None,
+        api_settings: ApiSettings | None = None,
+        http: Callable[[float], httpx.AsyncClient] | None = None,
     ) -> None:
-        """`instance_config`: more config for the in-process instances of those names."""
+        """`instance_config`: more config for the in-process instances of those names; `api_settings`:
+        their REST settings; `http(timeout)`: the client that checks readiness (a secured REST layer's)."""
         self.bootstrap_servers = bootstrap_servers
         self.tmp_path = tmp_path
         self.application_id = application_id
@@ -240,6 +244,11 @@ class WordCountCluster:
         self.env = dict(env or {})
         self.instance_config = dict(instance_config or {})
         self.instances: dict[str, Instance] = {}
+        self.api_settings = api_settings
+        self.http = http or (lambda timeout: httpx.AsyncClient(timeout=timeout))
+        self.scheme = "https" if api_settings is not None and api_settings.tls is not None else "http"
+        if "STREAMS_REST_SSL_CERTFILE" in self.env:
+            self.scheme = "https"
 
     def live(self) -> list[Instance]:
         """The instances not stopped or killed, in start order."""
@@ -276,11 +285,11 @@ class WordCountCluster:
             }
             streams = KafkaStreams(build_topology(self.input_topic, self.output_topic, self.window_ms), config)
             try:
-                handle = await serve(streams, "127.0.0.1", port)
+                handle = await serve(streams, "127.0.0.1", port, settings=self.api_settings)
             except OSError:  # someone took the port meanwhile
                 await streams.close()
                 continue
-            instance = Instance(name, port, streams=streams, handle=handle)
+            instance = Instance(name, port, streams=streams, handle=handle, scheme=self.scheme)
             self.instances[name] = instance
             return instance
         raise RuntimeError("no free port for the REST server after 5 tries")
@@ -315,7 +324,7 @@ class WordCountCluster:
                     preexec_fn=_die_with_parent,
                     env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
                 )
-            instance = Instance(name, port, process=process, log_path=log_path)
+            instance = Instance(name, port, process=process, log_path=log_path, scheme=self.scheme)
             self.instances[name] = instance
             if not wait_ready:
                 return instance
@@ -330,7 +339,7 @@ class WordCountCluster:
     async def _wait_ready(self, instance: Instance, timeout: float) -> None:
         assert instance.process is not None
         deadline = time.monotonic() + timeout
-        async with httpx.AsyncClient(timeout=2) as http:
+        async with self.http(2) as http:
             while True:
                 code = instance.process.poll()
                 if code == 3:
@@ -391,7 +400,7 @@ class WordCountCluster:
         servers = sorted(i.server for i in live)
 
         async def settled() -> bool:
-            async with httpx.AsyncClient(timeout=2) as http:
+            async with self.http(2) as http:
                 for instance in live:
                     if instance.streams is not None and instance.streams.state is not State.RUNNING:
                         return False
