@@ -5,6 +5,7 @@
     python -m streams_core.tools consume TOPIC --bootstrap-servers B [--from-beginning]
         [--max-messages N] [--timeout-ms T] [--print-key] [--print-timestamp] [--key-separator SEP]
         [--key-serde NAME] [--value-serde NAME]
+    both also [--command-config FILE]   (client properties for a secured cluster; docs/security.md)
 
 Serdes are named as `default.key.serde` takes them (`string`, `long`, `integer`, `double`,
 `json`, `bytes`): `produce` parses each key and value from its text (`long`: an integer, `json`:
@@ -22,13 +23,14 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
 from streams_core.errors import ConfigError, StreamsError
 from streams_core.serde import Serde, Serdes, resolve_serde
+from streams_core.tools.command_config import add_command_config_argument, client_properties
 from streams_core.tools.topics import CONNECT_TIMEOUT_S, KafkaUnreachableError
 
 __all__ = ["consume", "format_value", "main_consume", "main_produce", "parse_value", "produce"]
@@ -60,8 +62,8 @@ def format_value(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _config(bootstrap_servers: str) -> StreamsConfig:
-    return StreamsConfig({"bootstrap.servers": bootstrap_servers}, required=("bootstrap.servers",))
+def _config(bootstrap_servers: str, client_config: Mapping[str, Any] | None) -> StreamsConfig:
+    return StreamsConfig({**(client_config or {}), "bootstrap.servers": bootstrap_servers}, required=("bootstrap.servers",))
 
 
 async def produce(
@@ -74,6 +76,7 @@ async def produce(
     parse_key: bool = False,
     key_separator: str = "\t",
     null_marker: str | None = None,
+    client_config: Mapping[str, Any] | None = None,
 ) -> int:
     """Send one record per line (blank lines skipped); returns how many were sent and acknowledged."""
     records: list[tuple[bytes | None, bytes | None]] = []
@@ -92,7 +95,7 @@ async def produce(
         except ValueError as exc:  # json.JSONDecodeError and int() are ValueErrors
             raise StreamsError(f"line {number}: cannot read {line!r} with {value_serde!r}: {exc}") from exc
         records.append((key, value))
-    producer = clients.create_producer(_config(bootstrap_servers), client_id="streams-core-console-producer")
+    producer = clients.create_producer(_config(bootstrap_servers, client_config), client_id="streams-core-console-producer")
     try:
         await asyncio.wait_for(producer.start(), CONNECT_TIMEOUT_S)
     except Exception as exc:
@@ -119,16 +122,17 @@ async def consume(
     print_key: bool = False,
     print_timestamp: bool = False,
     key_separator: str = "\t",
+    client_config: Mapping[str, Any] | None = None,
 ) -> int:
     """Print the topic's records to `out` as they come; returns how many were printed."""
     from streams_core.tools.topics import admin_client
 
-    async with admin_client({"bootstrap.servers": bootstrap_servers}) as admin:
+    async with admin_client({**(client_config or {}), "bootstrap.servers": bootstrap_servers}) as admin:
         counts = await clients.InternalTopicManager(admin).partition_counts([topic])
     if counts.get(topic) is None:
         raise StreamsError(f"topic {topic!r} does not exist")
     partitions = [clients.KafkaTopicPartition(topic, p) for p in range(counts[topic] or 0)]
-    consumer = clients.create_global_consumer(_config(bootstrap_servers), client_id="streams-core-console-consumer")
+    consumer = clients.create_global_consumer(_config(bootstrap_servers, client_config), client_id="streams-core-console-consumer")
     await asyncio.wait_for(consumer.start(), CONNECT_TIMEOUT_S)
     printed = 0
     loop = asyncio.get_running_loop()
@@ -172,6 +176,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key-serde", default="string", metavar="NAME", help="string (default), long, integer, double, json, bytes")
     parser.add_argument("--value-serde", default="string", metavar="NAME", help="string (default), long, integer, double, json, bytes")
     parser.add_argument("--key-separator", default="\t", metavar="SEP", help="between key and value (default: a tab)")
+    add_command_config_argument(parser)
 
 
 def _serdes(args: argparse.Namespace) -> tuple[Serde[Any], Serde[Any]]:
@@ -202,7 +207,8 @@ def main_produce(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         parser.error(str(exc))
     return _run(produce(args.bootstrap_servers, args.topic, sys.stdin, key_serde, value_serde, parse_key=args.parse_key,
-                        key_separator=args.key_separator, null_marker=args.null_marker))  # fmt: skip
+                        key_separator=args.key_separator, null_marker=args.null_marker,
+                        client_config=client_properties(args)))  # fmt: skip
 
 
 def main_consume(argv: Sequence[str] | None = None) -> int:
@@ -222,4 +228,4 @@ def main_consume(argv: Sequence[str] | None = None) -> int:
     return _run(consume(args.bootstrap_servers, args.topic, key_serde, value_serde, sys.stdout,
                         from_beginning=args.from_beginning, max_messages=args.max_messages, timeout_ms=args.timeout_ms,
                         print_key=args.print_key, print_timestamp=args.print_timestamp,
-                        key_separator=args.key_separator))  # fmt: skip
+                        key_separator=args.key_separator, client_config=client_properties(args)))  # fmt: skip

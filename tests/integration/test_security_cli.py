@@ -1,4 +1,4 @@
-"""The command lines against the secured broker: the topics and acls tools with `--command-config`,
+"""The command lines against the secured broker: the topics, acls, produce and consume tools with `--command-config`,
 and `python -m app wordcount` with security flags and its password from STREAMS_SASL_PLAIN_PASSWORD."""
 
 from __future__ import annotations
@@ -27,10 +27,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _run(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def _run(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", *args],
         cwd=ROOT,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -49,9 +52,10 @@ async def test_tools_and_app_cli_over_sasl(secure_broker: LocalKafkaBroker, tmp_
     admin_file = _properties(tmp_path / "admin.properties", {k: v for k, v in admin.items() if k != "bootstrap.servers"})
     bootstrap = admin["bootstrap.servers"]
     app_id, source, sink = unique_topic("cliapp"), unique_topic("lines"), unique_topic("counts")
+    console = unique_topic("console")
 
     made = await asyncio.to_thread(
-        _run, "streams_core.tools", "topics", "create", source, sink, "--partitions", "4",
+        _run, "streams_core.tools", "topics", "create", source, sink, console, "--partitions", "4",
         "--bootstrap-servers", bootstrap, "--command-config", str(admin_file),
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
@@ -59,6 +63,17 @@ async def test_tools_and_app_cli_over_sasl(secure_broker: LocalKafkaBroker, tmp_
         _run, "streams_core.tools", "topics", "list", "--bootstrap-servers", bootstrap, "--command-config", str(admin_file)
     )
     assert source in listed.stdout and sink in listed.stdout
+    sent = await asyncio.to_thread(
+        _run, "streams_core.tools", "produce", console, "--parse-key", "--value-serde", "long",
+        "--bootstrap-servers", bootstrap, "--command-config", str(admin_file), stdin="a\t1\nb\t2\n",
+    )  # fmt: skip
+    assert sent.returncode == 0, sent.stderr
+    read = await asyncio.to_thread(
+        _run, "streams_core.tools", "consume", console, "--from-beginning", "--print-key", "--value-serde", "long",
+        "--max-messages", "2", "--timeout-ms", "20000", "--bootstrap-servers", bootstrap, "--command-config", str(admin_file),
+    )  # fmt: skip
+    assert read.returncode == 0, read.stderr
+    assert sorted(read.stdout.splitlines()) == ["a\t1", "b\t2"]
     granted = await asyncio.to_thread(
         _run, "streams_core.tools", "acls", "--application-id", app_id, "--principal", "User:bob",
         "--input", source, "--output", sink, "--create", "--bootstrap-servers", bootstrap,
