@@ -71,9 +71,9 @@ def windowed_input(base: int, count: int) -> tuple[list[Rec], Counter[str]]:
             "at_least_once",
             marks=pytest.mark.xfail(
                 strict=False,
-                reason="known bug (issue 35 stays open): under at-least-once a kill between the changelog flush and the "
-                "offset commit restores the suppression buffer's observed stream time ahead of the reprocessed records, "
-                "so a window is emitted early with a partial count (seen: k@33000 emitted 1 of 5)",
+                reason="known bug (issue 35 stays open): under at-least-once a window is sometimes emitted early with a partial count "
+                "after the kills, likely because the buffer's restored observed stream time is ahead of the reprocessed records "
+                "(seen: every key's window at +33 s emitted 1-2 of 5)",
             ),
         ),
     ],
