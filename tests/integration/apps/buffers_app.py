@@ -1,4 +1,4 @@
-"""Buffers app: the DSL's buffering operators as a process to kill (tests/integration/test_buffer_kill.py).
+"""Buffers app: the DSL's buffering operators as a process to kill (tests/chaos/buffer_kills.py).
 
     python -m tests.integration.apps.buffers_app --topology suppress|join --bootstrap B --app-id A
         --input T --output O --state-dir D --guarantee at_least_once|exactly_once [--table T]
@@ -6,6 +6,10 @@
 
 `suppress`: a count per String key and 1 s tumbling window (no grace), suppressed until the
 window closes (the buffer `final-store`), written as `key@window start` with the count (Long).
+The counts store keeps windows for `RETENTION_MS`, not Kafka's default of size + grace (1 s):
+under at-least-once a restart reprocesses up to a commit interval of records whose windows the
+restored store may already have expired, and an expired window counts again from zero (in
+Kafka Streams too; docs/runtime.md, "At-least-once and window retention").
 `join`: the input stream (String keys and values) joined with the versioned table read from
 `--table` (history 10 min) with a grace period of `GRACE_MS`, written as `value+table value`.
 
@@ -35,9 +39,10 @@ from streams_core import (
 )
 from tests.integration.apps.counting_app import streams_config
 
-__all__ = ["GRACE_MS", "WINDOW_MS", "join_topology", "main", "suppress_topology"]
+__all__ = ["GRACE_MS", "RETENTION_MS", "WINDOW_MS", "join_topology", "main", "suppress_topology"]
 
 WINDOW_MS = 1_000
+RETENTION_MS = 600_000
 GRACE_MS = 2_000
 S = Serdes.String()
 
@@ -47,7 +52,7 @@ def suppress_topology(input_topic: str, output_topic: str) -> Topology:
     (builder.stream(input_topic, key_serde=S, value_serde=S)
      .group_by_key()
      .windowed_by(TimeWindows.of_size_with_no_grace(WINDOW_MS))
-     .count(Materialized.as_("counts"))
+     .count(Materialized.as_("counts").with_retention(RETENTION_MS))
      .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final"))
      .to_stream()
      .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}", count))
