@@ -189,7 +189,7 @@ def test_describe_request_and_answer() -> None:
         "m-1", 5, None, None, "client", "/127.0.0.1", 0, "p-1", ("h", 8081, {}), [("zone", "a", {})], [], [],
         ([("0", [0, 1], {})], [], [], {}), empty_assignment, False, {},
     )  # fmt: skip
-    topology = (
+    topology: tuple[Any, ...] = (
         0,
         [("0", ["in"], ["app-r"], [], [], {}), ("1", [], [], [("app-c", 0, -1, [], {})], [("app-r", 2, -1, [], {})], {})],
         {},
