@@ -254,10 +254,10 @@ class StreamsGroupMembership:
             raise ValueError(f"heartbeat answer with member epoch {response.member_epoch} while {self.state.name}")
         self.member_epoch = response.member_epoch
         self.heartbeat_interval_ms = response.heartbeat_interval_ms
-        if response.status is not None:
-            self.statuses = response.status
-            for status in response.status:
+        if response.status is not None and response.status != self.statuses:
+            for status in set(response.status) - set(self.statuses):
                 log.warning("streams group %r: %s", self.group_id, status)
+            self.statuses = response.status
         if response.endpoints is not None:
             self.endpoints = response.endpoints
             self._endpoint_epoch = response.endpoint_information_epoch

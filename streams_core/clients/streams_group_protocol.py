@@ -52,6 +52,7 @@ class StatusCode(enum.IntEnum):
     INCORRECTLY_PARTITIONED_TOPICS = 2
     MISSING_INTERNAL_TOPICS = 3
     SHUTDOWN_APPLICATION = 4
+    ASSIGNMENT_DELAYED = 5  # the initial rebalance delay or the assignment interval holds the assignment back
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError
 
 from streams_core import Materialized, Serdes, StreamsBuilder
@@ -24,7 +25,7 @@ from streams_core.clients.streams_group_topology import streams_group_topology
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.assignment.host_info import HostInfo
 from streams_core.runtime.topology_metadata import TopologyMetadata
-from tests.kafka_utils import create_topic, unique_topic
+from tests.kafka_utils import create_topic, unique_topic, wait_for_topic
 
 pytestmark = pytest.mark.broker
 
@@ -67,6 +68,8 @@ async def settle(channel: StreamsGroupChannel, members: list[StreamsGroupMembers
                 step = member.reconciliation
                 member.revoked(step)
                 member.assigned(step)
+            owned = [t for m in members for t in m.owned.active]
+            assert len(owned) == len(set(owned)), f"the broker gave a task to two members: {sorted(owned)}"
         await asyncio.sleep(0.2)
 
 
@@ -89,9 +92,16 @@ async def test_members_join_split_the_tasks_and_leave(bootstrap_servers: str, ad
     await settle(channel, [first], lambda: first.state is MemberState.STABLE and first.owned.active == all_tasks())
     assert first.member_epoch > 0 and first.heartbeat_interval_ms > 0
     assert not any(s.code == StatusCode.MISSING_SOURCE_TOPICS for s in first.statuses)
+    assert StatusCode.ASSIGNMENT_DELAYED not in {s.code for s in first.statuses}, "the delay is over once tasks came"
+
+    # the broker created the internal topics from the topology: one partition per task
+    await wait_for_topic(bootstrap_servers, f"{app}-counts-repartition", PARTITIONS, admin=admin)
+    await wait_for_topic(bootstrap_servers, f"{app}-counts-changelog", PARTITIONS, admin=admin)
+    assert await topic_config(admin, f"{app}-counts-changelog", "cleanup.policy") == "compact"
+    assert await topic_config(admin, f"{app}-counts-repartition", "cleanup.policy") == "delete"
 
     described = await channel.describe()
-    assert described.error_code == 0 and described.state in ("STABLE", "Stable", "stable"), described
+    assert described.error_code == 0 and described.state == "Stable", described
     assert described.topology is not None
     by_id = {s.subtopology_id: s for s in described.topology.subtopologies}
     assert sorted(by_id) == ["0", "1"]
@@ -128,6 +138,30 @@ async def test_members_join_split_the_tasks_and_leave(bootstrap_servers: str, ad
     await channel.heartbeat_once(first)
     assert first.state is MemberState.LEFT
     assert (await channel.describe()).members == ()
+
+
+async def topic_config(admin: AIOKafkaAdminClient, topic: str, name: str) -> str:
+    (response,) = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic, {name: None})])
+    (resource,) = response.resources
+    return str({entry[0]: entry[1] for entry in resource[4]}[name])
+
+
+async def test_missing_source_topics_are_reported_and_no_tasks_given(admin: AIOKafkaAdminClient) -> None:
+    app, source = unique_topic("sg-app"), unique_topic("sg-missing")
+    channel = StreamsGroupChannel(admin, app)
+    member = StreamsGroupMembership(app, uuid.uuid4().hex, MemberInfo(str(uuid.uuid4()), word_count_topology(app, source, "out")))
+    member.join()
+    await settle(channel, [member], lambda: bool(member.statuses))
+    assert member.owned.active == frozenset()
+    missing = [s for s in member.statuses if s.code == StatusCode.MISSING_SOURCE_TOPICS]
+    assert missing and source in missing[0].detail, member.statuses
+    member.leave()
+    await channel.heartbeat_once(member)
+
+
+async def test_describing_an_unknown_group_says_so(admin: AIOKafkaAdminClient) -> None:
+    described = await StreamsGroupChannel(admin, unique_topic("sg-none")).describe()
+    assert described.error_code == 69 and described.members == ()  # GROUP_ID_NOT_FOUND
 
 
 async def test_a_fenced_member_rejoins_with_epoch_zero(bootstrap_servers: str, admin: AIOKafkaAdminClient) -> None:
