@@ -288,6 +288,7 @@ class StreamsGroupMembership:
         name = ERROR_NAMES.get(code, f"error {code}")
         if code in RETRIABLE_ERRORS:
             log.info("streams group %r: %s, heartbeat retried", self.group_id, name)
+            self._sent_tasks = None  # the request was not applied: report the owned tasks again
             return
         if code in FENCING_ERRORS:
             if self.state is MemberState.LEAVING:

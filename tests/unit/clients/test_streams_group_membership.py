@@ -187,14 +187,17 @@ def test_a_refused_topology_is_fatal_with_the_brokers_reason() -> None:
     assert "the topology differs" in str(other.fatal_error)
 
 
-def test_coordinator_errors_are_retried_and_a_lost_answer_resends_the_tasks() -> None:
+def test_coordinator_errors_and_lost_answers_resend_the_tasks() -> None:
     coordinator = FakeStreamsGroupCoordinator("app", {"in": 3})
     a = member("a")
     a.join()
     settle(coordinator, a)
     assert a.heartbeat_request() is not None
-    a.on_response(reply(error_code=16, member_epoch=-1))  # NOT_COORDINATOR
+    a.on_response(reply(error_code=16, member_epoch=-1))  # NOT_COORDINATOR: the request was not applied
     assert a.state is MemberState.STABLE and a.member_epoch == 1
+    data = a.heartbeat_request()
+    assert data is not None and data.tasks is not None and data.tasks.active == ALL
+    a.on_response(coordinator.heartbeat(data))
     data = a.heartbeat_request()
     assert data is not None and data.tasks is None
     a.on_request_failed()
