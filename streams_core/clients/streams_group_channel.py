@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from aiokafka.errors import KafkaError
 
 from streams_core.clients.streams_group_membership import COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, StreamsGroupMembership
+from streams_core.clients.streams_group_offset_commit import MemberOffsetCommitRequest, commit_errors
 from streams_core.clients.streams_group_protocol import (
     HeartbeatRequestData,
     HeartbeatResponseData,
@@ -25,7 +26,12 @@ from streams_core.clients.streams_group_protocol import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from aiokafka.admin import AIOKafkaAdminClient
+
+    from streams_core.runtime.topic_partition import TopicPartition
+    from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 
 __all__ = ["StreamsGroupChannel"]
 
@@ -83,3 +89,21 @@ class StreamsGroupChannel:
         if description.error_code in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE):
             self._coordinator = None
         return description
+
+    async def commit_offsets(
+        self, membership: StreamsGroupMembership, offsets: Mapping[TopicPartition, OffsetAndMetadata | int]
+    ) -> dict[TopicPartition, int]:
+        """Commit offsets as this member (its id and current epoch); returns the partitions refused, with the error.
+
+        STALE_MEMBER_EPOCH (113) means the member's epoch is behind the group's: heartbeat, then retry.
+        """
+        request = MemberOffsetCommitRequest(self.group_id, membership.member_id, membership.member_epoch, offsets)
+        try:
+            node = await self._coordinator_id()
+            errors = commit_errors(await self._admin._send_request(request, node))
+        except KafkaError:
+            self._coordinator = None
+            raise
+        if any(code in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) for code in errors.values()):
+            self._coordinator = None
+        return errors

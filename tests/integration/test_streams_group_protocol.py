@@ -16,14 +16,19 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError
+from aiokafka.protocol.commit import OffsetCommitRequest
 
 from streams_core import Materialized, Serdes, StreamsBuilder
+from streams_core.clients.stable_offsets import fetch_stable_offsets
 from streams_core.clients.streams_group_channel import StreamsGroupChannel
 from streams_core.clients.streams_group_membership import MemberInfo, MemberState, StreamsGroupMembership
+from streams_core.clients.streams_group_offset_commit import STALE_MEMBER_EPOCH
 from streams_core.clients.streams_group_protocol import StatusCode, StreamsGroupTopology
 from streams_core.clients.streams_group_topology import streams_group_topology
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.assignment.host_info import HostInfo
+from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from tests.kafka_utils import create_topic, unique_topic, wait_for_topic
 
@@ -162,6 +167,32 @@ async def test_missing_source_topics_are_reported_and_no_tasks_given(admin: AIOK
 async def test_describing_an_unknown_group_says_so(admin: AIOKafkaAdminClient) -> None:
     described = await StreamsGroupChannel(admin, unique_topic("sg-none")).describe()
     assert described.error_code == 69 and described.members == ()  # GROUP_ID_NOT_FOUND
+
+
+async def test_offsets_are_committed_as_a_member_with_its_epoch(bootstrap_servers: str, admin: AIOKafkaAdminClient) -> None:
+    app = unique_topic("sg-app")
+    source, sink = unique_topic("sg-in"), unique_topic("sg-out")
+    await create_topic(bootstrap_servers, source, PARTITIONS)
+    await create_topic(bootstrap_servers, sink, PARTITIONS)
+    channel = StreamsGroupChannel(admin, app)
+    member = StreamsGroupMembership(app, uuid.uuid4().hex, MemberInfo(str(uuid.uuid4()), word_count_topology(app, source, sink)))
+    member.join()
+    await settle(channel, [member], lambda: member.state is MemberState.STABLE and member.owned.active == all_tasks())
+    tp = TopicPartition(source, 0)
+    assert await channel.commit_offsets(member, {tp: OffsetAndMetadata(5, "m")}) == {}
+    assert await fetch_stable_offsets(admin, app, [tp]) == {tp: 5}
+
+    node = await admin.find_coordinator(app)
+    as_aiokafka = OffsetCommitRequest(app, member.member_epoch, member.member_id, -1, [(source, [(0, 9, "")])])
+    assert (await admin._send_request(as_aiokafka, node)).topics == [(source, [(0, 35)])]  # UNSUPPORTED_VERSION
+    anonymous = OffsetCommitRequest(app, -1, "", -1, [(source, [(0, 9, "")])])
+    assert (await admin._send_request(anonymous, node)).topics == [(source, [(0, 25)])]  # UNKNOWN_MEMBER_ID
+    member.member_epoch += 1  # an epoch the group never gave
+    assert await channel.commit_offsets(member, {tp: 9}) == {tp: STALE_MEMBER_EPOCH}
+    member.member_epoch -= 1
+    assert await fetch_stable_offsets(admin, app, [tp]) == {tp: 5}, "no refused commit went through"
+    member.leave()
+    await channel.heartbeat_once(member)
 
 
 async def test_a_fenced_member_rejoins_with_epoch_zero(bootstrap_servers: str, admin: AIOKafkaAdminClient) -> None:

@@ -17,6 +17,13 @@ from streams_core.clients.streams_group_messages import (
     StreamsGroupHeartbeatResponse_v0,
     UInt16,
 )
+from streams_core.clients.streams_group_offset_commit import (
+    STALE_MEMBER_EPOCH,
+    MemberOffsetCommitRequest,
+    OffsetCommitRequest_v9,
+    OffsetCommitResponse_v9,
+    commit_errors,
+)
 from streams_core.clients.streams_group_protocol import (
     GroupStatus,
     HeartbeatRequestData,
@@ -32,6 +39,7 @@ from streams_core.clients.streams_group_protocol import (
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.assignment.host_info import HostInfo
 from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 
 
 def encoded(data: HeartbeatRequestData) -> bytes:
@@ -207,3 +215,17 @@ def test_describe_request_and_answer() -> None:
     assert described.user_endpoint == HostInfo("h", 8081) and described.client_tags == {"zone": "a"}
     assert described.assignment.active == {TaskId(0, 0), TaskId(0, 1)}
     assert not described.target_assignment
+
+
+def test_a_member_commit_carries_its_id_and_epoch_in_v9() -> None:
+    offsets: dict[TopicPartition, OffsetAndMetadata | int] = {
+        TopicPartition("b", 1): OffsetAndMetadata(7, "meta"),
+        TopicPartition("a", 0): 3,
+    }
+    request = MemberOffsetCommitRequest("app", "m-1", 12, offsets).build(OffsetCommitRequest_v9)
+    decoded = OffsetCommitRequest_v9.decode(request.encode())
+    assert (decoded.group_id, decoded.generation_id_or_member_epoch, decoded.member_id) == ("app", 12, "m-1")
+    assert decoded.group_instance_id is None
+    assert decoded.topics == [("a", [(0, 3, -1, "", {})], {}), ("b", [(1, 7, -1, "meta", {})], {})]
+    answer = OffsetCommitResponse_v9(0, [("a", [(0, 0, {})], {}), ("b", [(1, STALE_MEMBER_EPOCH, {})], {})], {})
+    assert commit_errors(OffsetCommitResponse_v9.decode(answer.encode())) == {TopicPartition("b", 1): STALE_MEMBER_EPOCH}
