@@ -13,6 +13,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+from aiokafka import AIOKafkaProducer
+from aiokafka import TopicPartition as KafkaTopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError
@@ -191,6 +193,17 @@ async def test_offsets_are_committed_as_a_member_with_its_epoch(bootstrap_server
     assert await channel.commit_offsets(member, {tp: 9}) == {tp: STALE_MEMBER_EPOCH}
     member.member_epoch -= 1
     assert await fetch_stable_offsets(admin, app, [tp]) == {tp: 5}, "no refused commit went through"
+
+    # a transactional producer's TxnOffsetCommit, without member id or epoch, is taken (exactly-once as today)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers, transactional_id=unique_topic("sg-txn"))
+    await producer.start()
+    try:
+        async with producer.transaction():
+            await producer.send_offsets_to_transaction({KafkaTopicPartition(source, 1): 11}, app)
+    finally:
+        await producer.stop()
+    other = TopicPartition(source, 1)
+    assert await fetch_stable_offsets(admin, app, [tp, other]) == {tp: 5, other: 11}
     member.leave()
     await channel.heartbeat_once(member)
 
