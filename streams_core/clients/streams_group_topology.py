@@ -5,7 +5,8 @@ stores excluded), its id Kafka Streams' sub-topology number as a string; its sou
 repartition topics, which are listed apart with the partition count they were declared with (0 lets the
 broker compute it); the repartition topics it writes; its logged stores' changelog topics (0 partitions:
 one per task, the broker's rule); and the DSL's co-partition groups (the inputs of joins) that lie within
-its sources. Internal topics carry the replication factor and the topic configs the runtime would create
+its sources. A store whose changelog is a source topic (a read-only store, KIP-813) has none to create.
+Internal topics carry the replication factor and the topic configs the runtime would create
 them with (`topic_preparation.py`), since the broker creates them.
 """
 
@@ -39,6 +40,7 @@ def streams_group_topology(metadata: TopologyMetadata, *, replication_factor: in
     repartition_sources = frozenset().union(*(info.source_topics & internal for info in metadata.topic_groups.values()))
     declared = _declared_partition_counts(metadata)
     copartition_groups = [frozenset(g) for g in metadata.builder.copartition_groups()]
+    source_changelogs = metadata.builder.source_store_topics  # a source topic is their changelog: nothing to create
     subtopologies = []
     placed = 0
     for sid, info in sorted(metadata.topic_groups.items()):
@@ -48,7 +50,7 @@ def streams_group_topology(metadata: TopologyMetadata, *, replication_factor: in
         changelogs = tuple(
             TopicInfo(spec.topic, 0, replication_factor, {**CHANGELOG_TOPIC_CONFIG, **spec.config})
             for store in info.state_stores
-            if (spec := metadata.changelogs.get(store)) is not None
+            if (spec := metadata.changelogs.get(store)) is not None and store not in source_changelogs
         )
         subtopologies.append(
             Subtopology(

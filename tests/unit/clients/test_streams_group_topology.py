@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from streams_core import JoinWindows, Materialized, Repartitioned, Serdes, StreamsBuilder, Topology
+from streams_core import (
+    JoinWindows,
+    Materialized,
+    Processor,
+    ProcessorContext,
+    Record,
+    Repartitioned,
+    Serdes,
+    Stores,
+    StreamsBuilder,
+    Topology,
+)
 from streams_core.clients.streams_group_protocol import Subtopology, TopicInfo
 from streams_core.clients.streams_group_topology import streams_group_topology
 from streams_core.runtime.topology_metadata import TopologyMetadata
@@ -59,3 +70,17 @@ def test_joined_streams_form_a_copartition_group_of_their_subtopology() -> None:
     assert group == {"left", repartition.name}
     assert joining.source_topics == ("left",)
     assert [s.subtopology_id for s in subs.values() if repartition.name in s.repartition_sink_topics] != []
+
+
+class _Writer(Processor[str, str, None, None]):
+    def init(self, context: ProcessorContext[None, None]) -> None:
+        self.store = context.get_state_store("read-only")
+
+    def process(self, record: Record[str, str]) -> None:
+        self.store.put(record.key, record.value)
+
+
+def test_a_store_whose_changelog_is_its_source_topic_has_no_changelog_to_create() -> None:
+    store = Stores.key_value_store_builder(Stores.in_memory_key_value_store("read-only"), S, S)
+    topology = Topology().add_read_only_state_store(store, "source", "facts", "writer", _Writer)
+    assert heartbeat_topology(topology) == {"0": Subtopology("0", source_topics=("facts",))}
