@@ -1,0 +1,191 @@
+"""FakeStreamsGroupCoordinator: the broker side of one streams group, in memory, for broker-free unit tests.
+
+It answers `HeartbeatRequestData` with `HeartbeatResponseData` as KIP-1071's coordinator does in the
+respects a member depends on, and no more: the first join initializes the topology (a later join with
+different sub-topologies is STREAMS_INVALID_TOPOLOGY); every join or leave bumps the group epoch and the
+target assignment is recomputed, balanced and sticky (active tasks only: no standbys or warm-ups); a
+member is given a task only once no other member holds it (given to it, or still reported as owned), and
+its epoch reaches the assignment epoch only once it no longer owns tasks it must give up; an unknown member id is
+UNKNOWN_MEMBER_ID, a wrong epoch FENCED_MEMBER_EPOCH; missing source topics are a MISSING_SOURCE_TOPICS
+status and no tasks. Tasks, statuses and endpoints are sent only when they changed for that member.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from streams_core.clients.streams_group_membership import FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID
+from streams_core.clients.streams_group_protocol import (
+    EndpointPartitions,
+    GroupStatus,
+    HeartbeatRequestData,
+    HeartbeatResponseData,
+    StatusCode,
+    StreamsGroupTopology,
+    TaskAssignment,
+)
+from streams_core.processor.task_id import TaskId
+from streams_core.runtime.assignment.host_info import HostInfo
+from streams_core.runtime.topic_partition import TopicPartition
+
+__all__ = ["FakeStreamsGroupCoordinator"]
+
+STREAMS_INVALID_TOPOLOGY = 130
+
+
+@dataclass(slots=True)
+class _Member:
+    member_id: str
+    process_id: str
+    endpoint: HostInfo | None
+    epoch: int = 0
+    owned: frozenset[TaskId] = frozenset()
+    given: frozenset[TaskId] = frozenset()
+    sent: frozenset[TaskId] | None = None
+    sent_status: tuple[GroupStatus, ...] | None = None
+    sent_endpoints: tuple[EndpointPartitions, ...] | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class FakeStreamsGroupCoordinator:
+    """One streams group's coordinator over fixed source topic partition counts (see module doc)."""
+
+    def __init__(self, group_id: str, partition_counts: Mapping[str, int], *, heartbeat_interval_ms: int = 5000) -> None:
+        self.group_id = group_id
+        self.partition_counts = dict(partition_counts)
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.topology: StreamsGroupTopology | None = None
+        self.members: dict[str, _Member] = {}
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.target: dict[str, frozenset[TaskId]] = {}
+        self.requests: list[HeartbeatRequestData] = []
+
+    # -- the group's tasks --------------------------------------------------------------------
+
+    def _subtopology_tasks(self) -> tuple[frozenset[TaskId], tuple[GroupStatus, ...]]:
+        if self.topology is None:
+            return frozenset(), ()
+        tasks: set[TaskId] = set()
+        missing = sorted(t for s in self.topology.subtopologies for t in s.source_topics if t not in self.partition_counts)
+        if missing:
+            return frozenset(), (
+                GroupStatus(StatusCode.MISSING_SOURCE_TOPICS, f"Source topics {', '.join(missing)} are missing."),
+            )
+        widest = max(self.partition_counts.values(), default=0)
+        for sub in self.topology.subtopologies:
+            counts = [self.partition_counts[t] for t in sub.source_topics]
+            counts += [t.partitions or widest for t in sub.repartition_source_topics]
+            tasks.update(TaskId(int(sub.subtopology_id), p) for p in range(max(counts, default=0)))
+        return frozenset(tasks), ()
+
+    def _assign(self) -> None:
+        """A balanced target that keeps each member's previous target tasks where it can."""
+        tasks, _ = self._subtopology_tasks()
+        ids = sorted(self.members)
+        self.target = {m: frozenset() for m in ids}
+        if ids:
+            quota, extra = divmod(len(tasks), len(ids))
+            limits = {m: quota + (1 if i < extra else 0) for i, m in enumerate(ids)}
+            placed: set[TaskId] = set()
+            kept: dict[str, set[TaskId]] = {m: set() for m in ids}
+            for m in ids:
+                previous = sorted(self.members[m].given & tasks)
+                kept[m].update(previous[: limits[m]])
+                placed.update(kept[m])
+            for task in sorted(tasks - placed):
+                m = min(ids, key=lambda i: (len(kept[i]) - limits[i], len(kept[i]), i))
+                kept[m].add(task)
+            self.target = {m: frozenset(kept[m]) for m in ids}
+        self.assignment_epoch = self.group_epoch
+
+    def _endpoints(self) -> tuple[EndpointPartitions, ...]:
+        topics = {}
+        if self.topology is not None:
+            topics = {int(s.subtopology_id): s.source_topics for s in self.topology.subtopologies}
+        result = []
+        for m in sorted(self.members.values(), key=lambda m: m.member_id):
+            if m.endpoint is not None:
+                active = frozenset(
+                    TopicPartition(t, task.partition) for task in m.given for t in topics.get(task.subtopology, ())
+                )
+                result.append(EndpointPartitions(m.endpoint, active, frozenset()))
+        return tuple(result)
+
+    # -- the exchange -------------------------------------------------------------------------
+
+    def heartbeat(self, data: HeartbeatRequestData) -> HeartbeatResponseData:
+        """Answer one heartbeat of a member."""
+        self.requests.append(data)
+        if data.group_id != self.group_id:
+            raise ValueError(f"heartbeat for group {data.group_id!r} sent to the coordinator of {self.group_id!r}")
+        if data.member_epoch < 0:
+            if self.members.pop(data.member_id, None) is not None:
+                self.group_epoch += 1
+                self._assign()
+            return self._answer(data.member_id, data.member_epoch)
+        if data.member_epoch == 0:
+            error = self._join(data)
+            if error:
+                return self._error(data.member_id, error[0], error[1])
+        member = self.members.get(data.member_id)
+        if member is None:
+            return self._error(data.member_id, UNKNOWN_MEMBER_ID, f"member {data.member_id} is not in the group")
+        if data.member_epoch not in (0, member.epoch):
+            return self._error(data.member_id, FENCED_MEMBER_EPOCH, f"epoch {data.member_epoch}, expected {member.epoch}")
+        if data.tasks is not None:
+            member.owned = data.tasks.active
+        return self._reconcile(member)
+
+    def _join(self, data: HeartbeatRequestData) -> tuple[int, str] | None:
+        if data.topology is None or data.process_id is None:
+            return (42, "a joining member sends its topology and process id")
+        if self.topology is None:
+            self.topology = data.topology
+        elif [s.subtopology_id for s in self.topology.subtopologies] != [s.subtopology_id for s in data.topology.subtopologies]:
+            return (STREAMS_INVALID_TOPOLOGY, "the topology differs from the group's")
+        self.members[data.member_id] = _Member(
+            data.member_id, data.process_id, data.user_endpoint, tags=dict(data.client_tags or {})
+        )
+        self.group_epoch += 1
+        self._assign()
+        return None
+
+    def _reconcile(self, member: _Member) -> HeartbeatResponseData:
+        target = self.target.get(member.member_id, frozenset())
+        # a task is free once no other member was given it nor still reports owning it
+        held_elsewhere = frozenset().union(*(m.owned | m.given for m in self.members.values() if m is not member))
+        member.given = (member.given & target) | (target - held_elsewhere)
+        if not (member.owned - target) or member.epoch == 0:
+            member.epoch = max(self.assignment_epoch, 1)
+        return self._answer(member.member_id, member.epoch)
+
+    def _answer(self, member_id: str, epoch: int) -> HeartbeatResponseData:
+        member = self.members.get(member_id)
+        tasks = status = endpoints = None
+        if member is not None:
+            if member.given != member.sent:
+                tasks = member.sent = member.given
+            _, current_status = self._subtopology_tasks()
+            if current_status != member.sent_status:
+                status = member.sent_status = current_status
+            current_endpoints = self._endpoints()
+            if current_endpoints != member.sent_endpoints:
+                endpoints = member.sent_endpoints = current_endpoints
+        return HeartbeatResponseData(
+            error_code=0,
+            error_message=None,
+            member_id=member_id,
+            member_epoch=epoch,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            acceptable_recovery_lag=10_000,
+            task_offset_interval_ms=60_000,
+            status=status,
+            tasks=None if tasks is None else TaskAssignment(tasks),
+            endpoint_information_epoch=self.group_epoch,
+            endpoints=endpoints,
+        )
+
+    def _error(self, member_id: str, code: int, message: str) -> HeartbeatResponseData:
+        return HeartbeatResponseData(code, message, member_id, -1, 0, 0, 0, None, None, 0, None)
