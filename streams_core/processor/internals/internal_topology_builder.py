@@ -490,6 +490,48 @@ class InternalTopologyBuilder:
             factory.store_names.append(store_name)
 
 
+    # -- rewriting: the DSL's `merge.repartition.topics` optimization -----------------------------
+
+    def parents_of(self, name: str) -> tuple[str, ...]:
+        return self._factories[name].parents
+
+    def remove_nodes(self, names: Iterable[str]) -> None:
+        """Drop nodes an optimization replaces (and the internal topics their sources read); `reorder` follows."""
+        for name in names:
+            factory = self._factories.pop(name)
+            if isinstance(factory, SourceNodeFactory):
+                for topic in factory.topics:
+                    del self._topic_to_source[topic]
+                    self._internal_topics.pop(topic, None)
+        self._node_groups = None
+
+    def set_parents(self, name: str, parents: Iterable[str]) -> None:
+        self._factories[name].parents = tuple(parents)
+        self._node_groups = None
+
+    def reorder(self, order: Iterable[str]) -> None:
+        """Keep the nodes in `order` (every node, parents first), then regroup the sub-topologies."""
+        self._factories = {name: self._factories[name] for name in order}
+        self._regroup()
+
+    def replace_copartition_source(self, old: str, new: str) -> None:
+        """Java's `maybeUpdateCopartitionSourceGroups`: a replaced source's co-partition groups name its replacement."""
+        self._copartition_sources = [
+            tuple(dict.fromkeys(new if name == old else name for name in group)) for group in self._copartition_sources
+        ]
+
+    def _regroup(self) -> None:
+        grouper = QuickUnion()
+        for name in self._factories:
+            grouper.add(name)
+        for name, factory in self._factories.items():
+            grouper.unite(name, *factory.parents)
+        for store in self._stores.values():
+            if store.users:
+                grouper.unite(store.users[0], *store.users[1:])
+        self._grouper = grouper
+        self._node_groups = None
+
     # -- helpers -------------------------------------------------------------------------------
 
     def _add(self, factory: NodeFactory) -> None:
