@@ -1,0 +1,155 @@
+"""A store whose changelog is a source topic, against the real broker.
+
+Translated from Kafka Streams' KTableSourceTopicRestartIntegrationTest
+(streams/src/test/java/org/apache/kafka/streams/integration/): a table read with
+`topology.optimization=all` keeps its store without a `-changelog` topic, restores it from its
+source topic (from the checkpoint; only up to the group's committed offset, as
+StoreChangelogReader does: what came after is processed, not restored) and goes on with what is
+written to the topic while the application is down. A read-only store (KIP-813) restores the same
+way, as Kafka always does for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka.admin import AIOKafkaAdminClient
+
+from streams_core import (
+    KafkaStreams,
+    Materialized,
+    Processor,
+    ProcessorContext,
+    Produced,
+    Record,
+    Serdes,
+    Stores,
+    StreamsBuilder,
+    Topology,
+)
+from tests.integration.apps.counting_app import streams_config
+from tests.integration.apps.harness import restored_by_task, running_instance, store_contents, wait_all_committed
+from tests.kafka_utils import create_topic, produce, read_all, unique_topic
+
+pytestmark = pytest.mark.broker
+
+S = Serdes.String()
+OPTIMIZED = {"topology.optimization": "all"}
+
+
+async def topics(bootstrap: str) -> set[str]:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        return set(await admin.list_topics())
+    finally:
+        await admin.close()
+
+
+async def produce_key_values(bootstrap: str, topic: str, *keys: str) -> None:
+    """The Java test's `produceKeyValues`: `key -> key + "1"`."""
+    await produce(bootstrap, topic, [(key.encode(), f"{key}1".encode()) for key in keys])
+
+
+async def wait_store(streams: KafkaStreams, store: str, expected: dict[str, str], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    found: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        found = store_contents(streams, store)
+        if found == expected:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"store {store} holds {found}, expected {expected}")
+
+
+def expected(*keys: str) -> dict[str, str]:
+    return {key: f"{key}1" for key in keys}
+
+
+class Case:
+    def __init__(self, bootstrap: str, tmp_path: Path, prefix: str) -> None:
+        self.bootstrap = bootstrap
+        self.tmp_path = tmp_path
+        self.app_id = unique_topic(prefix)
+        self.source = unique_topic(f"{prefix}-source")
+
+    def config(self, instance: str) -> dict[str, Any]:
+        extra = {"default.key.serde": S, "default.value.serde": S, **OPTIMIZED}
+        return streams_config(self.bootstrap, self.app_id, self.tmp_path / instance, extra=extra)
+
+    async def own_topics(self) -> set[str]:
+        return {t for t in await topics(self.bootstrap) if t.startswith(self.app_id)}
+
+
+async def test_a_table_restores_from_its_source_topic_with_no_changelog_topic(bootstrap_servers: str, tmp_path: Path) -> None:
+    """shouldRestoreAndProgressWhenTopicNotWrittenToDuringRestoration, plus what Kafka's reader does on
+    the way: a restart on the same state restores nothing, one on new state restores up to the
+    committed offset only, and records written while the application was down are processed."""
+    case = Case(bootstrap_servers, tmp_path, "ktable-restart")
+    output = unique_topic("ktable-restart-out")
+    await create_topic(bootstrap_servers, case.source, 2)
+    await create_topic(bootstrap_servers, output, 2)
+
+    def topology() -> Topology:
+        builder = StreamsBuilder()
+        table = builder.table(case.source, Materialized.as_("store"), key_serde=S, value_serde=S)
+        table.to_stream().to(output, Produced.with_(S, S))
+        return builder.build(OPTIMIZED)
+
+    await produce_key_values(bootstrap_servers, case.source, "a", "b", "c")
+    async with running_instance(topology(), case.config("a")) as streams:
+        await wait_store(streams, "store", expected("a", "b", "c"))
+        await wait_all_committed(bootstrap_servers, case.app_id, case.source)
+    assert await case.own_topics() == set(), "no changelog (nor any other internal topic) was created"
+
+    await produce_key_values(bootstrap_servers, case.source, "d")
+    async with running_instance(topology(), case.config("a")) as streams:
+        assert sum(restored_by_task(streams).values()) == 0, "the checkpoint is the committed offset"
+        await wait_store(streams, "store", expected("a", "b", "c", "d"))
+        await wait_all_committed(bootstrap_servers, case.app_id, case.source)
+
+    await produce_key_values(bootstrap_servers, case.source, "e")
+    async with running_instance(topology(), case.config("b")) as streams:  # new state: the task moved here
+        assert sum(restored_by_task(streams).values()) == 4, "restored a-d (committed), not e (processed)"
+        await wait_store(streams, "store", expected("a", "b", "c", "d", "e"))
+        await produce_key_values(bootstrap_servers, case.source, "f", "g", "h")
+        await wait_store(streams, "store", expected(*"abcdefgh"))
+    assert await case.own_topics() == set()
+    written = {r.key.decode(): r.value.decode() for r in await read_all(bootstrap_servers, output) if r.key and r.value}
+    assert written == expected(*"abcdefgh")
+
+
+class _Writer(Processor[str, str, None, None]):
+    """ReadOnlyStoreTest's processor: keeps the topic's latest value per key in the store."""
+
+    def init(self, context: ProcessorContext[None, None]) -> None:
+        self.store: Any = context.get_state_store("read-only")
+
+    def process(self, record: Record[str, str]) -> None:
+        self.store.put(record.key, record.value)
+
+
+async def test_a_read_only_store_restores_from_its_source_topic(bootstrap_servers: str, tmp_path: Path) -> None:
+    """Kafka restores a read-only store (Topology.addReadOnlyStateStore) from its source topic on a new
+    instance: the same rules (up to the committed offset), and no changelog topic."""
+    case = Case(bootstrap_servers, tmp_path, "read-only-restart")
+    await create_topic(bootstrap_servers, case.source, 2)
+
+    def topology() -> Topology:
+        builder = Stores.key_value_store_builder(Stores.persistent_key_value_store("read-only"), S, S)
+        return Topology().add_read_only_state_store(builder, "source", case.source, "writer", _Writer,
+                                                    key_serde=S, value_serde=S)  # fmt: skip
+
+    await produce_key_values(bootstrap_servers, case.source, "a", "b", "c")
+    async with running_instance(topology(), case.config("a")) as streams:
+        await wait_store(streams, "read-only", expected("a", "b", "c"))
+        await wait_all_committed(bootstrap_servers, case.app_id, case.source)
+    await produce_key_values(bootstrap_servers, case.source, "d")
+    async with running_instance(topology(), case.config("b")) as streams:
+        assert sum(restored_by_task(streams).values()) == 3
+        await wait_store(streams, "read-only", expected("a", "b", "c", "d"))
+    assert await case.own_topics() == set()
