@@ -77,18 +77,22 @@ class Case:
         self.app_id = unique_topic(prefix)
         self.source = unique_topic(f"{prefix}-source")
 
-    def config(self, instance: str) -> dict[str, Any]:
+    def config(self, instance: str, guarantee: str = "at_least_once") -> dict[str, Any]:
         extra = {"default.key.serde": S, "default.value.serde": S, **OPTIMIZED}
-        return streams_config(self.bootstrap, self.app_id, self.tmp_path / instance, extra=extra)
+        return streams_config(self.bootstrap, self.app_id, self.tmp_path / instance, guarantee, extra=extra)
 
     async def own_topics(self) -> set[str]:
         return {t for t in await topics(self.bootstrap) if t.startswith(self.app_id)}
 
 
-async def test_a_table_restores_from_its_source_topic_with_no_changelog_topic(bootstrap_servers: str, tmp_path: Path) -> None:
-    """shouldRestoreAndProgressWhenTopicNotWrittenToDuringRestoration, plus what Kafka's reader does on
-    the way: a restart on the same state restores nothing, one on new state restores up to the
-    committed offset only, and records written while the application was down are processed."""
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+async def test_a_table_restores_from_its_source_topic_with_no_changelog_topic(
+    bootstrap_servers: str, tmp_path: Path, guarantee: str
+) -> None:
+    """shouldRestoreAndProgressWhenTopicNotWrittenToDuringRestoration (and its EOS-v2 twin), plus what
+    Kafka's reader does on the way: a restart on the same state restores nothing, one on new state
+    restores up to the committed offset only, and records written while the application was down
+    are processed."""
     case = Case(bootstrap_servers, tmp_path, "ktable-restart")
     output = unique_topic("ktable-restart-out")
     await create_topic(bootstrap_servers, case.source, 2)
@@ -101,19 +105,19 @@ async def test_a_table_restores_from_its_source_topic_with_no_changelog_topic(bo
         return builder.build(OPTIMIZED)
 
     await produce_key_values(bootstrap_servers, case.source, "a", "b", "c")
-    async with running_instance(topology(), case.config("a")) as streams:
+    async with running_instance(topology(), case.config("a", guarantee)) as streams:
         await wait_store(streams, "store", expected("a", "b", "c"))
         await wait_all_committed(bootstrap_servers, case.app_id, case.source)
     assert await case.own_topics() == set(), "no changelog (nor any other internal topic) was created"
 
     await produce_key_values(bootstrap_servers, case.source, "d")
-    async with running_instance(topology(), case.config("a")) as streams:
+    async with running_instance(topology(), case.config("a", guarantee)) as streams:
         assert sum(restored_by_task(streams).values()) == 0, "the checkpoint is the committed offset"
         await wait_store(streams, "store", expected("a", "b", "c", "d"))
         await wait_all_committed(bootstrap_servers, case.app_id, case.source)
 
     await produce_key_values(bootstrap_servers, case.source, "e")
-    async with running_instance(topology(), case.config("b")) as streams:  # new state: the task moved here
+    async with running_instance(topology(), case.config("b", guarantee)) as streams:  # new state: the task moved here
         assert sum(restored_by_task(streams).values()) == 4, "restored a-d (committed), not e (processed)"
         await wait_store(streams, "store", expected("a", "b", "c", "d", "e"))
         await produce_key_values(bootstrap_servers, case.source, "f", "g", "h")
