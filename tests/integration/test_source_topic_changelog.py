@@ -12,7 +12,9 @@ way, as Kafka always does for it.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,15 @@ from streams_core import (
     Topology,
 )
 from tests.integration.apps.counting_app import streams_config
-from tests.integration.apps.harness import restored_by_task, running_instance, store_contents, wait_all_committed
+from tests.integration.apps.harness import (
+    AppProcesses,
+    read_latest,
+    restored_by_task,
+    running_instance,
+    store_contents,
+    wait_all_committed,
+)
+from tests.integration.apps.table_sum_app import TABLE_STORE
 from tests.kafka_utils import create_topic, produce, read_all, unique_topic
 
 pytestmark = pytest.mark.broker
@@ -157,3 +167,77 @@ async def test_a_read_only_store_restores_from_its_source_topic(bootstrap_server
         assert sum(restored_by_task(streams).values()) == 3
         await wait_store(streams, "read-only", expected("a", "b", "c", "d"))
     assert await case.own_topics() == set()
+
+
+class TableFeeder:
+    """Updates `keys` with random values in chunks, in the background; `sums` is the truth per bucket."""
+
+    def __init__(self, bootstrap: str, topic: str, updates: int, seed: int) -> None:
+        self.bootstrap, self.topic, self.updates = bootstrap, topic, updates
+        self.latest: dict[str, int] = {}
+        self._random = random.Random(seed)
+        self.task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        sent = 0
+        while sent < self.updates:
+            chunk = []
+            for _ in range(min(200, self.updates - sent)):
+                key = f"key-{self._random.randrange(60):02d}"
+                value = self._random.randrange(1000)
+                self.latest[key] = value
+                chunk.append((key.encode(), str(value).encode()))
+            await produce(self.bootstrap, self.topic, chunk)
+            sent += len(chunk)
+            await asyncio.sleep(0.1)
+
+    def start(self) -> TableFeeder:
+        self.task = asyncio.create_task(self._run(), name="table-feeder")
+        return self
+
+    async def wait(self, timeout: float = 120.0) -> dict[str, int]:
+        assert self.task is not None
+        await asyncio.wait_for(asyncio.shield(self.task), timeout)
+        sums: dict[str, int] = defaultdict(int)
+        for key, value in self.latest.items():
+            sums[key[-1]] += value
+        return dict(sums)
+
+
+async def test_kill_9_then_a_new_instance_restores_the_table_from_its_topic_and_sums_stay_exact(
+    bootstrap_servers: str, tmp_path: Path
+) -> None:
+    """Exactly-once, kill -9 while updates arrive, the task moves to a new instance (new state): the
+    table is restored from its topic up to the committed offset, so every update reaches the
+    per-bucket sums once with its right old value; a second kill and a restart on the first
+    instance's state (restored from its stored offsets) keep them exact too."""
+    case = Case(bootstrap_servers, tmp_path, "table-sum")
+    output = unique_topic("table-sum-out")
+    await create_topic(bootstrap_servers, case.source, 2)
+    await create_topic(bootstrap_servers, output, 2)
+    feeder = TableFeeder(bootstrap_servers, case.source, 6000, seed=7)
+    try:
+        with AppProcesses(tmp_path, bootstrap_servers, case.app_id, case.source, output,
+                          module="tests.integration.apps.table_sum_app") as procs:  # fmt: skip
+            first = procs.start("a", "exactly_once_v2")
+            await first.wait_running()
+            feeder.start()
+            await asyncio.sleep(random.uniform(1.5, 2.5))
+            assert feeder.task is not None and not feeder.task.done(), "input finished before the kill"
+            first.kill()
+            second = procs.start("b", "exactly_once_v2")
+            await second.wait_running()
+            await asyncio.sleep(random.uniform(1.0, 2.0))
+            second.kill()
+            third = procs.start("a", "exactly_once_v2")
+            await third.wait_running()
+            truth = await feeder.wait()
+            await wait_all_committed(bootstrap_servers, case.app_id, case.source, timeout=90)
+            assert await third.terminate() == 0, third.log_tail()
+    finally:
+        if feeder.task is not None and not feeder.task.done():
+            feeder.task.cancel()
+    assert await read_latest(bootstrap_servers, output, "read_committed") == truth
+    own = await case.own_topics()
+    assert f"{case.app_id}-{TABLE_STORE}-changelog" not in own
+    assert any(t.endswith("-changelog") for t in own), "the sums' store keeps its changelog"
