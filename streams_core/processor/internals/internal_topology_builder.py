@@ -42,6 +42,9 @@ from streams_core.processor.internals.node_factories import (
     SinkNodeFactory,
     SourceNodeFactory,
     StateStoreFactory,
+    check_pattern_free,
+    check_topic_free,
+    compile_pattern,
     kind_of,
     processor_factory,
     same_topic,
@@ -110,11 +113,11 @@ class InternalTopologyBuilder:
                 raise TopologyError(f"source {name!r}: topic names must be non-empty strings, got {topic!r}")
         if len(set(topics)) != len(topics):
             raise TopologyError(f"source {name!r} lists a topic more than once: {list(topics)}")
-        compiled = self._compile_pattern(name, pattern) if pattern is not None else None
+        compiled = compile_pattern(name, pattern) if pattern is not None else None
         for topic in topics:
-            self._check_topic_free(name, topic)
+            check_topic_free(name, topic, self._topic_to_source, self._pattern_to_source)
         if compiled is not None:
-            self._check_pattern_free(name, compiled)
+            check_pattern_free(name, compiled, self._topic_to_source, self._pattern_to_source)
         if timestamp_extractor is not None:
             try:
                 as_extract_function(timestamp_extractor)
@@ -562,44 +565,6 @@ class InternalTopologyBuilder:
         if len(set(parents)) != len(parents):
             raise TopologyError(f"{kind} {name!r} lists a parent more than once: {list(parents)}")
         return parents
-
-    def _check_topic_free(self, name: str, topic: str) -> None:
-        owner = self._topic_to_source.get(topic)
-        if owner is not None:
-            raise TopologyError(
-                f"topic {topic!r} is already consumed by source {owner!r}; source {name!r} cannot also consume it"
-            )
-        for compiled, owner in self._pattern_to_source.values():
-            if compiled.fullmatch(topic):
-                raise TopologyError(
-                    f"topic {topic!r} of source {name!r} matches pattern {compiled.pattern!r} "
-                    f"already consumed by source {owner!r}"
-                )
-
-    def _check_pattern_free(self, name: str, compiled: re.Pattern[str]) -> None:
-        same = self._pattern_to_source.get(compiled.pattern)
-        if same is not None:
-            raise TopologyError(
-                f"pattern {compiled.pattern!r} is already consumed by source {same[1]!r}; "
-                f"source {name!r} cannot also consume it"
-            )
-        for topic, owner in self._topic_to_source.items():
-            if compiled.fullmatch(topic):
-                raise TopologyError(
-                    f"pattern {compiled.pattern!r} of source {name!r} matches topic {topic!r} "
-                    f"already consumed by source {owner!r}"
-                )
-
-    @staticmethod
-    def _compile_pattern(name: str, pattern: str | re.Pattern[str]) -> re.Pattern[str]:
-        if isinstance(pattern, re.Pattern):
-            return pattern
-        if not isinstance(pattern, str) or not pattern:
-            raise TopologyError(f"source {name!r}: expected a regular expression, got {pattern!r}")
-        try:
-            return re.compile(pattern)
-        except re.error as exc:
-            raise TopologyError(f"source {name!r}: invalid pattern {pattern!r}: {exc}") from exc
 
     def _connect(self, processor_name: str, store_name: str) -> None:
         if store_name in self._global_stores and store_name not in self._stores:
