@@ -373,3 +373,25 @@ def test_optimization_is_applied_once_and_a_wrong_value_names_the_key() -> None:
     assert str(builder.build(ALL).describe()) == first
     with pytest.raises(ConfigError, match=r"topology\.optimization"):
         StreamsBuilder().build({"topology.optimization": "maybe"})
+
+
+def test_an_application_config_asking_for_optimization_of_an_unoptimized_topology_is_warned_about(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Kafka optimizes in `build(props)` only; our runtime says so (once) instead of ignoring it silently."""
+    builder = StreamsBuilder()
+    builder.stream("in").select_key(lambda k, v: v).group_by_key().count().to_stream().to("out")
+    topology = builder.build()
+    config = {"application.id": "app", **ALL}
+    with caplog.at_level("WARNING"), TopologyTestDriver(topology, config):
+        pass
+    with caplog.at_level("WARNING"), TopologyTestDriver(topology, config):
+        pass
+    warned = [r for r in caplog.records if "StreamsBuilder.build(props)" in r.getMessage()]
+    assert len(warned) == 1
+    caplog.clear()
+    optimized = StreamsBuilder()
+    optimized.stream("in").select_key(lambda k, v: v).group_by_key().count().to_stream().to("out")
+    with caplog.at_level("WARNING"), TopologyTestDriver(optimized.build(ALL), config):
+        pass
+    assert not [r for r in caplog.records if "StreamsBuilder.build(props)" in r.getMessage()]

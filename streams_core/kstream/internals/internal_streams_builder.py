@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from streams_core.config import MERGE_REPARTITION_TOPICS, REUSE_KTABLE_SOURCE_TOPICS
+from streams_core.config import MERGE_REPARTITION_TOPICS, OPTIMIZATION, REUSE_KTABLE_SOURCE_TOPICS, topology_optimizations
 from streams_core.errors import TopologyError
 from streams_core.kstream.consumed import Consumed
 from streams_core.kstream.internals import names
@@ -92,6 +92,7 @@ class InternalStreamsBuilder:
         self.record_timestamp = _RECORD_TIMESTAMP
         self._reuse_source_topics = False
         self._optimized = False
+        self._warned = False
         self.itb.on_build(self._bind)
 
     def at_build(self, check: Callable[[], None]) -> None:
@@ -117,6 +118,21 @@ class InternalStreamsBuilder:
         for serde in self._bound:
             serde.bind(config)
         self._strip_caching(config)
+        self._warn_unapplied_optimization(config)
+
+    def _warn_unapplied_optimization(self, config: Any) -> None:
+        """Kafka applies `topology.optimization` in `StreamsBuilder.build(props)` only; say so once when
+        an application's config asks for it but its topology was built without it."""
+        try:
+            asked = topology_optimizations(config[OPTIMIZATION])
+        except (KeyError, TypeError):
+            return
+        if asked and not self._optimized and not self._warned:
+            self._warned = True
+            log.warning(
+                "topology.optimization=%s is in the config, but the topology was built without it: pass the "
+                "properties to StreamsBuilder.build(props) to optimize it (as in Kafka Streams)", config[OPTIMIZATION],
+            )
 
     def dsl_store(self, store_builder: B) -> B:
         """Register a store builder of a DSL operator (its caching layer goes when the cache size is 0)."""
