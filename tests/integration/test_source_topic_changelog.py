@@ -29,6 +29,7 @@ from streams_core import (
     Produced,
     Record,
     Serdes,
+    State,
     Stores,
     StreamsBuilder,
     Topology,
@@ -36,13 +37,15 @@ from streams_core import (
 from tests.integration.apps.counting_app import streams_config
 from tests.integration.apps.harness import (
     AppProcesses,
+    committed_offsets,
     read_latest,
     restored_by_task,
     running_instance,
     store_contents,
     wait_all_committed,
 )
-from tests.integration.apps.table_sum_app import TABLE_STORE
+from tests.integration.apps.table_sum_app import TABLE_STORE, build_topology
+from tests.integration.streams_testkit import wait_until
 from tests.kafka_utils import create_topic, produce, read_all, unique_topic
 
 pytestmark = pytest.mark.broker
@@ -169,6 +172,20 @@ async def test_a_read_only_store_restores_from_its_source_topic(bootstrap_server
     assert await case.own_topics() == set()
 
 
+async def wait_sums(bootstrap: str, output: str, truth: dict[str, int], timeout: float = 90.0) -> None:
+    """Wait until the committed output's latest sum per bucket is the truth (the aggregation reads a
+    repartition topic, so it may still be catching up when the input is all committed)."""
+    deadline = time.monotonic() + timeout
+    found: dict[str, int] = {}
+    while time.monotonic() < deadline:
+        found = await read_latest(bootstrap, output, "read_committed")
+        if found == truth:
+            return
+        await asyncio.sleep(0.5)
+    wrong = {b: (found.get(b), n) for b, n in truth.items() if found.get(b) != n}
+    raise AssertionError(f"sums per bucket (found, truth) that differ after {timeout} s: {wrong}")
+
+
 class TableFeeder:
     """Updates `keys` with random values in chunks, in the background; `sums` is the truth per bucket."""
 
@@ -232,12 +249,61 @@ async def test_kill_9_then_a_new_instance_restores_the_table_from_its_topic_and_
             third = procs.start("a", "exactly_once_v2")
             await third.wait_running()
             truth = await feeder.wait()
-            await wait_all_committed(bootstrap_servers, case.app_id, case.source, timeout=90)
+            await wait_sums(bootstrap_servers, output, truth)
             assert await third.terminate() == 0, third.log_tail()
     finally:
         if feeder.task is not None and not feeder.task.done():
             feeder.task.cancel()
-    assert await read_latest(bootstrap_servers, output, "read_committed") == truth
     own = await case.own_topics()
     assert f"{case.app_id}-{TABLE_STORE}-changelog" not in own
     assert any(t.endswith("-changelog") for t in own), "the sums' store keeps its changelog"
+
+
+async def test_a_standby_of_the_table_tails_its_source_topic_and_takes_over_exactly(
+    bootstrap_servers: str, tmp_path: Path
+) -> None:
+    """Exactly-once, two instances with `num.standby.replicas=1`: the survivor keeps a standby of the
+    table's task by reading the source topic; the other instance is killed (-9) mid-stream and its
+    tasks move to the survivor; the per-bucket sums stay exact. (A standby reads its source topic to
+    the end, past the committed offset, so the promoted task is usually restored from scratch up to
+    the committed offset: docs/dsl.md, Differences.)"""
+    case = Case(bootstrap_servers, tmp_path, "table-standby")
+    output = unique_topic("table-standby-out")
+    await create_topic(bootstrap_servers, case.source, 2)
+    await create_topic(bootstrap_servers, output, 2)
+    feeder = TableFeeder(bootstrap_servers, case.source, 6000, seed=11)
+    config = streams_config(bootstrap_servers, case.app_id, tmp_path / "b", "exactly_once_v2", standby=1, extra=OPTIMIZED)
+    try:
+        with AppProcesses(tmp_path, bootstrap_servers, case.app_id, case.source, output,
+                          module="tests.integration.apps.table_sum_app") as procs:  # fmt: skip
+            victim = procs.start("a", "exactly_once_v2", "--standby", "1")
+            await victim.wait_running()
+            async with running_instance(build_topology(case.source, output), config) as survivor:
+                tm = survivor.threads[0].task_manager
+                assert tm is not None
+
+                def table_standby() -> bool:
+                    return survivor.state is State.RUNNING and any(t.subtopology == 0 for t in tm.standby_tasks)
+
+                await wait_until(table_standby, 45, message=lambda: f"tasks {set(tm.tasks)}, standbys {set(tm.standby_tasks)}")
+                standby_id = next(t for t in tm.standby_tasks if t.subtopology == 0)
+                feeder.start()
+                await wait_until(lambda: tm.standby_tasks[standby_id].updated_records > 0, 30,
+                                 message=lambda: "the table's standby read nothing of the source topic")  # fmt: skip
+
+                async def victim_committed() -> bool:
+                    return len(await committed_offsets(bootstrap_servers, case.app_id, case.source)) == 2
+
+                await wait_until(victim_committed, 30, message="the instances committed nothing of the source topic")
+                replicated = tm.standby_tasks[standby_id].updated_records
+                victim.kill()
+                await wait_until(lambda: survivor.state is State.RUNNING and standby_id in tm.tasks, 45,
+                                 message=lambda: f"survivor {survivor.state.name} with tasks {set(tm.tasks)}")  # fmt: skip
+                restored, wiped = tm.tasks[standby_id].restored_records, tm.corrupted_tasks
+                truth = await feeder.wait()
+                await wait_sums(bootstrap_servers, output, truth)
+    finally:
+        if feeder.task is not None and not feeder.task.done():
+            feeder.task.cancel()
+    print(f"\ntable standby: replicated {replicated} source records, restored {restored} on takeover, wiped {wiped}")
+    assert f"{case.app_id}-{TABLE_STORE}-changelog" not in await case.own_topics()

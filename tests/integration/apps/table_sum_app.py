@@ -1,7 +1,7 @@
 """Table-sum app: a table read from its topic with `topology.optimization=all`, summed per bucket.
 
     python -m tests.integration.apps.table_sum_app --bootstrap B --app-id A --input T --output O
-        --state-dir D --guarantee at_least_once|exactly_once_v2 [--commit-interval-ms MS]
+        --state-dir D --guarantee at_least_once|exactly_once_v2 [--commit-interval-ms MS] [--standby N]
 
 The input holds `key -> value` (Strings, the value a decimal integer): the table `table-store`
 keeps each key's latest value, with the input topic as its changelog (no `-changelog` topic).
@@ -44,13 +44,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.add_argument(flag, required=True)
     parser.add_argument("--guarantee", default="at_least_once")
     parser.add_argument("--commit-interval-ms", type=int, default=None)
+    parser.add_argument("--standby", type=int, default=0, help="num.standby.replicas")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
     extra: dict[str, object] = dict(OPTIMIZED)
     if args.commit_interval_ms is not None:
         extra["commit.interval.ms"] = args.commit_interval_ms
-    config = streams_config(args.bootstrap, args.app_id, args.state_dir, args.guarantee, extra=extra)
+    config = streams_config(args.bootstrap, args.app_id, args.state_dir, args.guarantee, standby=args.standby, extra=extra)
     streams = KafkaStreams(build_topology(args.input, args.output), config)
 
     def on_state(new: State, old: State) -> None:
