@@ -20,7 +20,18 @@ from typing import Any
 from streams_core.errors import ConfigError
 from streams_core.serde import Serde, Serdes, resolve_serde
 
-__all__ = ["CLIENT_KEYS", "CLIENT_PREFIXES", "StreamsConfig", "is_secret", "redacted"]
+__all__ = [
+    "CLIENT_KEYS",
+    "CLIENT_PREFIXES",
+    "MERGE_REPARTITION_TOPICS",
+    "OPTIMIZATION",
+    "REUSE_KTABLE_SOURCE_TOPICS",
+    "StreamsConfig",
+    "is_secret",
+    "optimization",
+    "redacted",
+    "topology_optimizations",
+]
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE = "exactly_once"
@@ -125,23 +136,49 @@ def _choice(*choices: str) -> Callable[[str, Any], str]:
     return parse
 
 
-_OPTIMIZATIONS = ("all", "reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join")
+OPTIMIZATION = "topology.optimization"
+NO_OPTIMIZATION = "none"
+OPTIMIZE = "all"
+REUSE_KTABLE_SOURCE_TOPICS = "reuse.ktable.source.topics"
+MERGE_REPARTITION_TOPICS = "merge.repartition.topics"
+SINGLE_STORE_SELF_JOIN = "single.store.self.join"
+_OPTIMIZATIONS = (OPTIMIZE, REUSE_KTABLE_SOURCE_TOPICS, MERGE_REPARTITION_TOPICS, SINGLE_STORE_SELF_JOIN)
+_IMPLEMENTED_OPTIMIZATIONS = (REUSE_KTABLE_SOURCE_TOPICS, MERGE_REPARTITION_TOPICS)
 
 
-def _no_optimization(key: str, value: Any) -> str:
-    """`none` only: Kafka's optimizations are not implemented, and accepting one silently would mislead."""
-    text = str(value).strip().lower()
-    if text == "none":
-        return text
-    asked = [part.strip() for part in text.split(",")]
-    if all(part in _OPTIMIZATIONS for part in asked):
+def _split_optimizations(value: Any) -> list[str]:
+    return [part.strip() for part in str(value).strip().lower().split(",")]
+
+
+def optimization(key: str, value: Any) -> str:
+    """Kafka's `verifyTopologyOptimizationConfigs`: `none`, `all`, or a comma list of single optimizations.
+
+    `single.store.self.join` alone is refused: its rewrite is not implemented (docs/configuration.md);
+    `all` applies the two that are.
+    """
+    asked = _split_optimizations(value)
+    if (NO_OPTIMIZATION in asked or OPTIMIZE in asked) and len(asked) > 1:
+        raise ConfigError(key, f"{value!r} is not a valid optimization config: none or all cannot be listed with others")
+    if asked == [NO_OPTIMIZATION] or asked == [OPTIMIZE]:
+        return asked[0]
+    unknown = [part for part in asked if part not in _OPTIMIZATIONS]
+    if unknown:
+        raise ConfigError(key, f"expected none, all or a list of {', '.join(_OPTIMIZATIONS[1:])}, got {value!r}")
+    if SINGLE_STORE_SELF_JOIN in asked:
         raise ConfigError(
             key,
-            f"{value!r} is not supported: Kafka Streams' topology optimizations (source topics reused as "
-            "changelogs, merged repartition topics, single-store self-joins) are not implemented here; "
-            "use 'none' (docs/configuration.md)",
+            f"{value!r}: {SINGLE_STORE_SELF_JOIN} is not implemented here (a self-join keeps its two window "
+            "stores); use all, or list reuse.ktable.source.topics and merge.repartition.topics (docs/configuration.md)",
         )
-    raise ConfigError(key, f"expected none, all or a list of {', '.join(_OPTIMIZATIONS[1:])}, got {value!r}")
+    return ",".join(dict.fromkeys(asked))
+
+
+def topology_optimizations(value: Any) -> frozenset[str]:
+    """The single optimizations a `topology.optimization` value turns on (`all`: every implemented one)."""
+    asked = _split_optimizations(value)
+    if OPTIMIZE in asked:
+        return frozenset(_IMPLEMENTED_OPTIMIZATIONS)
+    return frozenset(part for part in asked if part in _IMPLEMENTED_OPTIMIZATIONS)
 
 
 def _optional_choice(*choices: str) -> Callable[[str, Any], str | None]:
@@ -293,7 +330,7 @@ _KEYS: dict[str, _Key] = {
         _Key("poll.ms", 100, _int(0), "Longest wait of one poll for new records."),
         _Key("state.cleanup.delay.ms", 600_000, _int(0), "Delay before state of tasks no longer owned is deleted."),
         _Key("max.partition.time.lag.ms", 60_000, _int(0), "A partition this far ahead of its task's stream time is paused."),
-        _Key("topology.optimization", "none", _no_optimization, "DSL topology optimizations: only `none` (docs/configuration.md)."),
+        _Key(OPTIMIZATION, "none", optimization, "DSL topology optimizations: none, all, or a comma list (docs/configuration.md)."),
         _Key("python.gc.gen0.threshold", 10_000, _int(0), "Python's young-generation GC threshold, raised to this when the process's first stream thread starts (0: leave it alone; docs/runtime.md)."),
     )
 }

@@ -72,6 +72,7 @@ class BranchedKStream(Generic[K, V]):
     def _add(self, branched: Branched[K, V], index: int) -> str:
         stream = self._stream
         child = self.name + (branched.name if branched.name is not None else str(index))
+        stream._builder.new_processor_name(child)  # Java's createBranch uses an index per branch
         stream._builder.add_processor(child, KStreamPassThrough, (self.name,))
         from streams_core.kstream.kstream import KStream
 

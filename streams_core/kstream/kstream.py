@@ -102,6 +102,7 @@ class KStream(Generic[K, V]):
     ) -> KStream[KR, VR]:
         name = self._builder.processor_name(named, prefix)
         self._builder.add_processor(name, factory, (self.name,))
+        self._builder.note_operation(name, prefix)
         return KStream(self._builder, name, key_serde, value_serde, self.source_nodes, repartition_required)
 
     # -- stateless ----------------------------------------------------------------------------
@@ -192,6 +193,7 @@ class KStream(Generic[K, V]):
         self._check_same_builder(other)
         name = self._builder.processor_name(named, names.KSTREAM_MERGE)
         self._builder.add_processor(name, KStreamPassThrough, (self.name, other.name))
+        self._builder.note_operation(name, names.KSTREAM_MERGE)
         b = self._builder
         key_serde = self.key_serde if self.key_serde is other.key_serde else b.infer(self.key_serde, "key")
         value_serde = self.value_serde if self.value_serde is other.value_serde else b.infer(self.value_serde, "value")
@@ -282,7 +284,7 @@ class KStream(Generic[K, V]):
         prefix = r.name or b.new_processor_name(names.KSTREAM_REPARTITION)
         key, value = r.key_serde or self.key_serde, r.value_serde or self.value_serde
         source = b.repartition(self.name, prefix, key, value, number_of_partitions=r.number_of_partitions,
-                               partitioner=r.partitioner)  # fmt: skip
+                               partitioner=r.partitioner, optimizable=False)  # fmt: skip
         return KStream(b, source, key, value, frozenset({source}))
 
     @overload

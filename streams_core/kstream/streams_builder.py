@@ -15,9 +15,10 @@ Sources are named `KSTREAM-SOURCE-<n>` (or by `Consumed.as_`); a table's store i
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, overload
 
+from streams_core.config import OPTIMIZATION, optimization, topology_optimizations
 from streams_core.errors import TopologyError
 from streams_core.kstream.consumed import Consumed, Extractor
 from streams_core.kstream.global_ktable import GlobalKTable
@@ -134,7 +135,7 @@ class StreamsBuilder:
         builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
         old_values = SendOldValues("source", m.store_name is not None)
         b.add_processor(name, lambda: KTableSource(store if old_values.materialized else None), (source,))
-        b.deferred_store(name, builder, old_values)
+        b.deferred_store(name, builder, old_values, None if is_versioned(m) else topic)
         return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store,
                       queryable=m.store_name, old_values=old_values, versioned=is_versioned(m))  # fmt: skip
 
@@ -196,12 +197,19 @@ class StreamsBuilder:
                                c.key_serde, c.value_serde, c.timestamp_extractor)  # fmt: skip
         return self
 
-    def build(self) -> Topology:
+    def build(self, props: Mapping[str, Any] | None = None) -> Topology:
         """The Topology of everything built so far (the same object on every call).
 
+        `props` (a dict or StreamsConfig) may ask for `topology.optimization` (`all`, or a comma list
+        of `reuse.ktable.source.topics`, `merge.repartition.topics`), applied on the first build that
+        asks, as Kafka's `build(Properties)`; without it nothing is optimized (Kafka's default, `none`).
         Raises ValueError for what Kafka Streams rejects when it writes the topology (a stream-table
         join's grace period over a table not versioned, or a history retention shorter than it).
         """
+        if props is not None and props.get(OPTIMIZATION) is not None:
+            value = props[OPTIMIZATION]
+            optimization(OPTIMIZATION, value)  # a wrong value raises ConfigError naming the key
+            self._internal.optimize(topology_optimizations(value))
         self._internal.run_build_checks()
         return self._internal.topology
 

@@ -3,12 +3,15 @@
 It runs no processors: the stream thread's restore consumer reads the changelog partitions and
 the records are applied through the stores' restore callbacks. Its checkpoint (written on commit
 and close) lets the task become active here with only the changelog tail to restore.
+A changelog that is a source topic is read to its end (Java stops a standby at the group's
+committed offset): a copy found past the committed offset when the task becomes active here is
+restored from scratch (docs/dsl.md, "topology.optimization").
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from streams_core.config import StreamsConfig
@@ -17,7 +20,6 @@ from streams_core.processor.internals.task_processor import TaskProcessor
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
-from streams_core.state.store import RestoreCallback
 
 __all__ = ["NoRecords", "StandbyTask"]
 
@@ -50,7 +52,7 @@ class StandbyTask:
         self.id = task_id
         self.state_manager = state_manager
         self.processor = TaskProcessor(task_id, topology, config, state_manager, NoRecords())
-        self._callbacks: dict[TopicPartition, RestoreCallback] = {}
+        self._callbacks: dict[TopicPartition, Callable[[Sequence[Any]], None]] = {}
         self.updated_records = 0
         self.caught_up = False
         """Whether its changelogs once reached their ends: until then a stale read does not use this copy,
@@ -62,7 +64,7 @@ class StandbyTask:
     def initialize(self) -> None:
         """Open the stores; the state manager knows from its checkpoint how far they are."""
         self.processor.init_state_stores()
-        self._callbacks = {cp.partition: cp.restore_callback for cp in self.state_manager.changelogs_to_restore()}
+        self._callbacks = {cp.partition: cp.apply for cp in self.state_manager.changelogs_to_restore()}
 
     @property
     def partitions(self) -> frozenset[TopicPartition]:
@@ -76,7 +78,7 @@ class StandbyTask:
         batch = list(records)
         if not batch:
             return
-        self._callbacks[tp]([(r.key, r.value) for r in batch])
+        self._callbacks[tp](batch)
         self.state_manager.update_changelog_offsets({tp: batch[-1].offset + 1})
         self.updated_records += len(batch)
 

@@ -2,7 +2,10 @@
 
 KIP-28 "Persisting and Restoring State": before a task processes (or is queryable), each logged
 store replays its changelog partition from the checkpointed offset (or from the beginning) up
-to the end offset, through the restore callback the innermost store registered. The restore
+to the end offset, through the restore callback the innermost store registered. A changelog that
+is a source topic of the task (a read-only store, a table's topic reused by
+`topology.optimization`) is restored only up to the group's committed offset (the task processes
+the rest), its plain values converted for stores of `ValueAndTimestamp`s (`ChangelogPartition`). The restore
 consumer has no group; "caught up" is `position >= end offset` (under read_committed the end is
 the last stable offset and transaction markers are never returned as records).
 
@@ -77,10 +80,11 @@ class StoreChangelogReader:
             # the standby changelogs it reads are at their end: a fetch the broker holds for fetch.max.wait.ms,
             # which the end-offset request below would wait behind; restoring comes first, standbys resume after
             consumer.assign([])
-        ends = await consumer.end_offsets(list(by_tp))
+        ends = dict(await consumer.end_offsets(list(by_tp)))
         remaining: set[TopicPartition] = set()
         for ktp, cp in by_tp.items():
-            end = ends[ktp]
+            end = ends[ktp] if cp.end_offset is None else min(ends[ktp], cp.end_offset)
+            ends[ktp] = end
             start = cp.start_offset
             if start is not None and start > end:
                 raise TaskCorruptedError(
@@ -133,7 +137,9 @@ class StoreChangelogReader:
                 raise TaskCorruptedError(f"task {task_name}: the changelog no longer has the restore position: {exc!r}") from exc
             for ktp, records in batch.items():
                 cp = by_tp[ktp]
-                cp.restore_callback([(r.key, r.value) for r in records if r.key is not None])
+                if cp.end_offset is not None:  # a fetch may run past a committed-offset limit
+                    records = [r for r in records if r.offset < ends[ktp]]
+                cp.apply(records)
                 result.restored[cp.partition] += len(records)
                 if records:
                     restored_to[ktp] = records[-1].offset + 1

@@ -270,6 +270,8 @@ class StreamTask:
         state.update_changelog_offsets(
             {tp: produced_offsets[tp] + 1 for tp in state.changelog_partitions.values() if tp in produced_offsets}
         )
+        # a source topic that is a store's changelog: the store holds it up to the committed offset
+        state.update_changelog_offsets(self._prepared_offsets)
         self.processor.post_commit()
         self._committed_offsets = self._prepared_offsets
         if self._checkpoint_on_commit:

@@ -203,13 +203,15 @@ class TaskManager:
                 task.resume_at(tp, offset)
             task.processor.context.cache = self.cache
             task.processor.init_state_stores()
+            committed = await self._guarantee.committed_offsets(partitions)
+            state_manager.limit_source_changelogs({tp: found.offset for tp, found in committed.items()})
             to_restore = state_manager.changelogs_to_restore()
             if to_restore:
                 result = await self._reader.restore(str(task_id), to_restore)
                 task.restored_records = result.total
                 state_manager.update_changelog_offsets(result.end_offsets)
                 state_manager.commit_stores()  # exactly-once: what was restored, with the offsets reached
-            task.initialize_task_time_and_processor_metadata(await self._guarantee.committed_offsets(partitions))
+            task.initialize_task_time_and_processor_metadata(committed)
             task.processor.init_processors()
         except BaseException:
             if task is not None:

@@ -52,7 +52,7 @@ async def prepare_topics(
     specs = [clients.NewTopicSpec(topic, partitions, {"cleanup.policy": "delete"}) for topic, partitions in sorted(internal.items())]
     specs += [
         clients.NewTopicSpec(spec.topic, metadata.num_tasks(spec.subtopology, partition_counts), {"cleanup.policy": "compact", **spec.config})
-        for spec in metadata.changelogs.values()
+        for spec in metadata.created_changelogs
     ]
     specs += await own_topics(admin)
     if specs:

@@ -1,7 +1,8 @@
 """TopologyMetadata: what the runtime needs to know about a topology, computed once at start.
 
 Sub-topologies with their source topics, the co-partition groups, the stateful sub-topologies,
-the changelog topics of logged stores, internal topics, and which source topics feed each store
+the changelog topics of logged stores (a source topic for a store that uses it as its changelog:
+a read-only store, or a table's topic under `topology.optimization`), internal topics, and which source topics feed each store
 (for KIP-67 key lookups). Co-partitioning rule: the topics of two or more source nodes that feed
 one sub-topology must be co-partitioned (they are combined, e.g. joined, in one task); the
 topics of a single source node (a merge) need not be.
@@ -32,6 +33,9 @@ class ChangelogSpec:
     topic: str
     subtopology: int
     config: Mapping[str, str] = field(default_factory=dict)
+    source_topic: bool = False
+    """The topic is a source topic of the sub-topology (a read-only store, or a table's topic reused by
+    `topology.optimization`): the user's topic, never created here."""
 
 
 class TopologyMetadata:
@@ -53,10 +57,13 @@ class TopologyMetadata:
         self.stateful_subtopologies = frozenset(sid for sid, info in self.topic_groups.items() if info.state_stores)
         self.copartition_groups = self._copartition_groups()
         self.changelogs: dict[str, ChangelogSpec] = {}
+        source_store_topics = builder.source_store_topics
         for sid, info in self.topic_groups.items():
             for store in info.state_stores:
                 store_builder = builder.store_builder(store)
-                if getattr(store_builder, "logging_enabled", False):
+                if store in source_store_topics:
+                    self.changelogs[store] = ChangelogSpec(store, source_store_topics[store], sid, {}, True)
+                elif getattr(store_builder, "logging_enabled", False):
                     config = dict(getattr(store_builder, "log_config", dict)())
                     topic = changelog_topic_name(application_id, store)
                     self.changelogs[store] = ChangelogSpec(store, topic, sid, config)
@@ -121,7 +128,16 @@ class TopologyMetadata:
 
     def changelog_partition_counts(self, partition_counts: Mapping[str, int]) -> dict[str, int]:
         """Each changelog topic needs one partition per task of its sub-topology."""
-        return {spec.topic: self.num_tasks(spec.subtopology, partition_counts) for spec in self.changelogs.values()}
+        return {
+            spec.topic: self.num_tasks(spec.subtopology, partition_counts)
+            for spec in self.changelogs.values()
+            if not spec.source_topic
+        }
+
+    @property
+    def created_changelogs(self) -> list[ChangelogSpec]:
+        """The changelog topics the application creates (`<application.id>-<store>-changelog`)."""
+        return [spec for spec in self.changelogs.values() if not spec.source_topic]
 
     def stores_of(self, subtopology: int) -> tuple[str, ...]:
         return self.topic_groups[subtopology].state_stores

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from streams_core import ConfigError, Serde, Serdes, StreamsConfig
-from streams_core.config import CLIENT_KEYS, CLIENT_PREFIXES
+from streams_core.config import CLIENT_KEYS, CLIENT_PREFIXES, topology_optimizations
 
 BASE = {"application.id": "app"}
 
@@ -190,10 +190,37 @@ def test_choice_keys_list_what_is_accepted(key: str, bad: str, accepted: list[st
         assert choice in str(err)
 
 
-@pytest.mark.parametrize("asked", ["all", "reuse.ktable.source.topics", "merge.repartition.topics,single.store.self.join"])
-def test_topology_optimizations_are_refused_not_ignored(asked: str) -> None:
-    """Kafka's optimizations are not implemented: asking for one is an error naming the key, not a no-op."""
-    err = error_for(BASE | {"topology.optimization": asked})
+@pytest.mark.parametrize(
+    ("asked", "kept", "turned_on"),
+    [
+        ("none", "none", set()),
+        ("all", "all", {"reuse.ktable.source.topics", "merge.repartition.topics"}),
+        ("reuse.ktable.source.topics", "reuse.ktable.source.topics", {"reuse.ktable.source.topics"}),
+        (" merge.repartition.topics , reuse.ktable.source.topics", "merge.repartition.topics,reuse.ktable.source.topics",
+         {"merge.repartition.topics", "reuse.ktable.source.topics"}),
+    ],
+)  # fmt: skip
+def test_topology_optimizations_accepted(asked: str, kept: str, turned_on: set[str]) -> None:
+    """StreamsConfigTest.shouldSpecifyOptimizationWhenExplicitlyAddedToConfigs, shouldAllowMultipleOptimizations,
+    shouldEnableAllOptimizationsWithOptimizeConfig, shouldNotEnableAnyOptimizationsWithNoOptimizationConfig."""
+    assert StreamsConfig(BASE | {"topology.optimization": asked})["topology.optimization"] == kept
+    assert topology_optimizations(kept) == turned_on
+
+
+@pytest.mark.parametrize(
+    "asked",
+    ["all,none", "none,reuse.ktable.source.topics", "reuse.ktable.source.topics,maybe", "maybe"],
+)
+def test_topology_optimization_lists_kafka_refuses(asked: str) -> None:
+    """StreamsConfigTest.shouldThrowExceptionWhenTopologyOptimizationOnAndOff, ...OffAndSet,
+    ...WhenOptimizationDoesNotExistInList, ...WhenTopologyOptimizationDoesNotExist."""
+    assert error_for(BASE | {"topology.optimization": asked}).key == "topology.optimization"
+
+
+def test_single_store_self_join_alone_is_refused_not_ignored() -> None:
+    """Its rewrite is not implemented: asking for it by name is an error naming the key, not a no-op
+    (`all` turns on the two that are: docs/configuration.md)."""
+    err = error_for(BASE | {"topology.optimization": "single.store.self.join"})
     assert err.key == "topology.optimization"
     assert "not implemented" in str(err)
 

@@ -580,11 +580,8 @@ class Collect(Processor):
         pass
 
 
-def test_named_repartition_topics_of_one_key_changed_stream() -> None:
-    """RepartitionTopicNamingTest.shouldReuseFirstRepartitionTopicNameWhenOptimizing, its
-    EXPECTED_UNOPTIMIZED_TOPOLOGY: five successors of one node in Java's order, and the index
-    `count(Materialized)` burns for an unnamed store (KGroupedStreamImpl.count)."""
-    builder = StreamsBuilder()
+def named_repartition_topics(builder: StreamsBuilder) -> None:
+    """RepartitionTopicNamingTest.buildTopology: one key-changed stream grouped, aggregated and joined under names."""
     ints, longs = Serdes.Integer(), Serdes.Long()
     mapped = builder.stream("input", Consumed.with_(S, S)).map(lambda k, v: (k.upper(), v))
     mapped.filter(lambda k, v: k == "B").map_values(lambda v: v.upper()).process(Collect)
@@ -600,5 +597,13 @@ def test_named_repartition_topics_of_one_key_changed_stream() -> None:
     (mapped.filter(lambda k, v: k == "A")
         .join(counts, lambda v1, v2: f"{v1}:{v2}", JoinWindows.of_time_difference_with_no_grace(5000), joined)
         .to("outputTopicForJoin"))  # fmt: skip
+
+
+def test_named_repartition_topics_of_one_key_changed_stream() -> None:
+    """RepartitionTopicNamingTest.shouldReuseFirstRepartitionTopicNameWhenOptimizing, its
+    EXPECTED_UNOPTIMIZED_TOPOLOGY: five successors of one node in Java's order, and the index
+    `count(Materialized)` burns for an unnamed store (KGroupedStreamImpl.count)."""
+    builder = StreamsBuilder()
+    named_repartition_topics(builder)
     assert str(builder.build().describe()) == NAMED_REPARTITION_TOPICS_UNOPTIMIZED
 

@@ -11,14 +11,16 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from streams_core.config import MERGE_REPARTITION_TOPICS, OPTIMIZATION, REUSE_KTABLE_SOURCE_TOPICS, topology_optimizations
 from streams_core.errors import TopologyError
 from streams_core.kstream.consumed import Consumed
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.dsl_serde import BoundSerde, infer
 from streams_core.kstream.internals.kstream_processors import KStreamFilter
+from streams_core.kstream.internals.repartition_optimizer import OptimizableRepartition, merge_repartition_topics
 from streams_core.kstream.named import Named, name_of
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp
 from streams_core.processor.topology import Topology
@@ -39,6 +41,10 @@ B = TypeVar("B")
 _RECORD_TIMESTAMP = FailOnInvalidTimestamp()
 
 
+_KEY_CHANGING = frozenset({names.KSTREAM_KEY_SELECT, names.KSTREAM_MAP, names.KSTREAM_FLATMAP})
+_VALUE_CHANGING = frozenset({names.KSTREAM_MAPVALUES, names.KSTREAM_FLATMAPVALUES})
+
+
 def _same(a: object, b: object) -> bool:
     """Whether two serdes (or extractors, policies) are the same: equal, or of one type printing alike."""
     return a is b or a == b or (type(a) is type(b) and repr(a) == repr(b))
@@ -50,6 +56,16 @@ def _has_key(key: object, value: object) -> bool:
 
 def _any_key(key: object, value: object) -> bool:
     return True
+
+
+@dataclass(slots=True)
+class _TableSourceStore:
+    """The store of a table read from a topic, and whether it was added and uses the topic as changelog."""
+
+    builder: Any
+    topic: str | None
+    added: bool = False
+    reused: bool = False
 
 
 class InternalStreamsBuilder:
@@ -67,6 +83,16 @@ class InternalStreamsBuilder:
         self._stream_sources: dict[object, Consumed[Any, Any]] = {}
         self._declared_partitions: dict[str, tuple[str, int]] = {}
         self._copartitioned: list[frozenset[str]] = []
+        self._table_sources: list[_TableSourceStore] = []
+        self.key_changing_nodes: dict[str, None] = {}
+        """Nodes that change keys (`select_key`, `map`, `flat_map`), in the order they were added."""
+        self.value_changing_nodes: set[str] = set()
+        self.merge_nodes: list[str] = []
+        self.optimizable_repartitions: list[OptimizableRepartition] = []
+        self.record_timestamp = _RECORD_TIMESTAMP
+        self._reuse_source_topics = False
+        self._optimized = False
+        self._warned = False
         self.itb.on_build(self._bind)
 
     def at_build(self, check: Callable[[], None]) -> None:
@@ -92,6 +118,21 @@ class InternalStreamsBuilder:
         for serde in self._bound:
             serde.bind(config)
         self._strip_caching(config)
+        self._warn_unapplied_optimization(config)
+
+    def _warn_unapplied_optimization(self, config: Any) -> None:
+        """Kafka applies `topology.optimization` in `StreamsBuilder.build(props)` only; say so once when
+        an application's config asks for it but its topology was built without it."""
+        try:
+            asked = topology_optimizations(config[OPTIMIZATION])
+        except (KeyError, TypeError):
+            return
+        if asked and not self._optimized and not self._warned:
+            self._warned = True
+            log.warning(
+                "topology.optimization=%s is in the config, but the topology was built without it: pass the "
+                "properties to StreamsBuilder.build(props) to optimize it (as in Kafka Streams)", config[OPTIMIZATION],
+            )
 
     def dsl_store(self, store_builder: B) -> B:
         """Register a store builder of a DSL operator (its caching layer goes when the cache size is 0)."""
@@ -230,6 +271,7 @@ class InternalStreamsBuilder:
         number_of_partitions: int | None = None,
         partitioner: Any = None,
         null_key_filter: bool = True,
+        optimizable: bool = True,
     ) -> str:
         """Send `parent`'s records through the internal topic `<prefix>-repartition`; the new source's name.
 
@@ -238,6 +280,7 @@ class InternalStreamsBuilder:
         topology is complete, as Java's `rewriteRepartitionNodes`. The nodes are named
         `<topic>-filter`, `<topic>-sink` and `<topic>-source`, or get generated names when the
         prefix was generated (as Kafka Streams does). `KTable.group_by` has no filter.
+        `optimizable`: `merge.repartition.topics` may merge it (not `KStream.repartition()`'s).
         """
         topic = prefix if prefix.endswith(names.REPARTITION_TOPIC_SUFFIX) else prefix + names.REPARTITION_TOPIC_SUFFIX
         sink = self.new_processor_name(names.KSTREAM_SINK)
@@ -248,13 +291,17 @@ class InternalStreamsBuilder:
         self.itb.add_internal_topic(topic, number_of_partitions)
         upstream = parent
         if null_key_filter:
-            self.itb.add_processor(null_filter, lambda: KStreamFilter(self._null_key_predicate(null_filter), False),
+            self.itb.add_processor(null_filter, lambda: KStreamFilter(self.null_key_predicate(null_filter), False),
                                    (parent,))  # fmt: skip
             upstream = null_filter
         self.itb.add_sink(sink, topic, (upstream,), key_serde, value_serde, partitioner)
         self.itb.add_source(source, (topic,), None, key_serde, value_serde, _RECORD_TIMESTAMP)
         if number_of_partitions is not None:
             self._declared_partitions[source] = (topic, number_of_partitions)
+        if optimizable:
+            self.optimizable_repartitions.append(OptimizableRepartition(
+                parent, null_filter if null_key_filter else None, sink, source, topic, key_serde, value_serde
+            ))  # fmt: skip
         log.debug("repartition topic %s: %s -> %s", topic, parent, source)
         return source
 
@@ -273,16 +320,69 @@ class InternalStreamsBuilder:
         self.itb.add_source(source, (topic,), None, key_serde, value_serde, _RECORD_TIMESTAMP)
         return source
 
-    def deferred_store(self, processor_name: str, store_builder: Any, old_values: SendOldValues) -> None:
+    def deferred_store(
+        self, processor_name: str, store_builder: Any, old_values: SendOldValues, source_topic: str | None = None
+    ) -> None:
         """A source table's store, added to the topology once the table is materialised (named,
-        or needed by a join, `group_by`, ...: as Java decides); never for a table nobody needs."""
-        old_values.when_materialized(lambda: self.itb.add_state_store(store_builder, (processor_name,)))
+        or needed by a join, `group_by`, ...: as Java decides); never for a table nobody needs.
+
+        `source_topic`: the table reads it directly (`StreamsBuilder.table`, not versioned), so under
+        `reuse.ktable.source.topics` it is the store's changelog (Java's TableSourceNode).
+        """
+        source = _TableSourceStore(store_builder, source_topic)
+        if source_topic is not None:
+            self._table_sources.append(source)
+
+        def add() -> None:
+            self.itb.add_state_store(store_builder, (processor_name,))
+            source.added = True
+            if self._reuse_source_topics:
+                self._reuse_source_topic(source)
+
+        old_values.when_materialized(add)
+
+    def optimize(self, optimizations: frozenset[str]) -> None:
+        """Apply `topology.optimization` (Java's `buildAndOptimizeTopology`), once: later calls change nothing."""
+        if self._optimized:
+            return
+        self._optimized = True
+        if REUSE_KTABLE_SOURCE_TOPICS in optimizations:
+            self._reuse_source_topics = True
+            for source in self._table_sources:
+                if source.added:
+                    self._reuse_source_topic(source)
+        if MERGE_REPARTITION_TOPICS in optimizations:
+            merge_repartition_topics(self)
+        log.debug("topology optimized: %s", sorted(optimizations))
+
+    def _reuse_source_topic(self, source: _TableSourceStore) -> None:
+        """The table's topic is its store's changelog: no `-changelog` topic; restores read the topic."""
+        if source.reused or source.topic is None:
+            return
+        source.reused = True
+        source.builder.with_logging_disabled()
+        self.itb.connect_source_store_and_topic(source.builder.name, source.topic)
+
+    def note_operation(self, name: str, prefix: str) -> None:
+        """Remember what the node `name`, added by the operator of `prefix`, means to the optimizer."""
+        if prefix in _KEY_CHANGING:
+            self.key_changing_nodes[name] = None
+        elif prefix in _VALUE_CHANGING:
+            self.value_changing_nodes.add(name)
+        elif prefix == names.KSTREAM_MERGE:
+            self.merge_nodes.append(name)
+
+    def replaced_source(self, old: str, new: str) -> None:
+        """An optimization replaced the source `old` by `new`: co-partitioning checks follow it."""
+        self._copartitioned = [frozenset(new if n == old else n for n in group) for group in self._copartitioned]
+        if old in self._declared_partitions:
+            self._declared_partitions[new] = self._declared_partitions.pop(old)
 
     def relaxed_null_key_join(self, name: str) -> None:
         """`name` is a left or outer join node: repartition topics upstream of it keep None keys (KIP-962)."""
         self._relaxed_joins.add(name)
 
-    def _null_key_predicate(self, filter_name: str) -> Callable[[object, object], bool]:
+    def null_key_predicate(self, filter_name: str) -> Callable[[object, object], bool]:
         """Keep every record when a relaxed join is downstream of `filter_name`, else only keyed ones."""
         if self._relaxed_joins and self._reaches_relaxed_join(filter_name):
             return _any_key

@@ -42,6 +42,9 @@ from streams_core.processor.internals.node_factories import (
     SinkNodeFactory,
     SourceNodeFactory,
     StateStoreFactory,
+    check_pattern_free,
+    check_topic_free,
+    compile_pattern,
     kind_of,
     processor_factory,
     same_topic,
@@ -110,11 +113,11 @@ class InternalTopologyBuilder:
                 raise TopologyError(f"source {name!r}: topic names must be non-empty strings, got {topic!r}")
         if len(set(topics)) != len(topics):
             raise TopologyError(f"source {name!r} lists a topic more than once: {list(topics)}")
-        compiled = self._compile_pattern(name, pattern) if pattern is not None else None
+        compiled = compile_pattern(name, pattern) if pattern is not None else None
         for topic in topics:
-            self._check_topic_free(name, topic)
+            check_topic_free(name, topic, self._topic_to_source, self._pattern_to_source)
         if compiled is not None:
-            self._check_pattern_free(name, compiled)
+            check_pattern_free(name, compiled, self._topic_to_source, self._pattern_to_source)
         if timestamp_extractor is not None:
             try:
                 as_extract_function(timestamp_extractor)
@@ -490,6 +493,48 @@ class InternalTopologyBuilder:
             factory.store_names.append(store_name)
 
 
+    # -- rewriting: the DSL's `merge.repartition.topics` optimization -----------------------------
+
+    def parents_of(self, name: str) -> tuple[str, ...]:
+        return self._factories[name].parents
+
+    def remove_nodes(self, names: Iterable[str]) -> None:
+        """Drop nodes an optimization replaces (and the internal topics their sources read); `reorder` follows."""
+        for name in names:
+            factory = self._factories.pop(name)
+            if isinstance(factory, SourceNodeFactory):
+                for topic in factory.topics:
+                    del self._topic_to_source[topic]
+                    self._internal_topics.pop(topic, None)
+        self._node_groups = None
+
+    def set_parents(self, name: str, parents: Iterable[str]) -> None:
+        self._factories[name].parents = tuple(parents)
+        self._node_groups = None
+
+    def reorder(self, order: Iterable[str]) -> None:
+        """Keep the nodes in `order` (every node, parents first), then regroup the sub-topologies."""
+        self._factories = {name: self._factories[name] for name in order}
+        self._regroup()
+
+    def replace_copartition_source(self, old: str, new: str) -> None:
+        """Java's `maybeUpdateCopartitionSourceGroups`: a replaced source's co-partition groups name its replacement."""
+        self._copartition_sources = [
+            tuple(dict.fromkeys(new if name == old else name for name in group)) for group in self._copartition_sources
+        ]
+
+    def _regroup(self) -> None:
+        grouper = QuickUnion()
+        for name in self._factories:
+            grouper.add(name)
+        for name, factory in self._factories.items():
+            grouper.unite(name, *factory.parents)
+        for store in self._stores.values():
+            if store.users:
+                grouper.unite(store.users[0], *store.users[1:])
+        self._grouper = grouper
+        self._node_groups = None
+
     # -- helpers -------------------------------------------------------------------------------
 
     def _add(self, factory: NodeFactory) -> None:
@@ -520,44 +565,6 @@ class InternalTopologyBuilder:
         if len(set(parents)) != len(parents):
             raise TopologyError(f"{kind} {name!r} lists a parent more than once: {list(parents)}")
         return parents
-
-    def _check_topic_free(self, name: str, topic: str) -> None:
-        owner = self._topic_to_source.get(topic)
-        if owner is not None:
-            raise TopologyError(
-                f"topic {topic!r} is already consumed by source {owner!r}; source {name!r} cannot also consume it"
-            )
-        for compiled, owner in self._pattern_to_source.values():
-            if compiled.fullmatch(topic):
-                raise TopologyError(
-                    f"topic {topic!r} of source {name!r} matches pattern {compiled.pattern!r} "
-                    f"already consumed by source {owner!r}"
-                )
-
-    def _check_pattern_free(self, name: str, compiled: re.Pattern[str]) -> None:
-        same = self._pattern_to_source.get(compiled.pattern)
-        if same is not None:
-            raise TopologyError(
-                f"pattern {compiled.pattern!r} is already consumed by source {same[1]!r}; "
-                f"source {name!r} cannot also consume it"
-            )
-        for topic, owner in self._topic_to_source.items():
-            if compiled.fullmatch(topic):
-                raise TopologyError(
-                    f"pattern {compiled.pattern!r} of source {name!r} matches topic {topic!r} "
-                    f"already consumed by source {owner!r}"
-                )
-
-    @staticmethod
-    def _compile_pattern(name: str, pattern: str | re.Pattern[str]) -> re.Pattern[str]:
-        if isinstance(pattern, re.Pattern):
-            return pattern
-        if not isinstance(pattern, str) or not pattern:
-            raise TopologyError(f"source {name!r}: expected a regular expression, got {pattern!r}")
-        try:
-            return re.compile(pattern)
-        except re.error as exc:
-            raise TopologyError(f"source {name!r}: invalid pattern {pattern!r}: {exc}") from exc
 
     def _connect(self, processor_name: str, store_name: str) -> None:
         if store_name in self._global_stores and store_name not in self._stores:

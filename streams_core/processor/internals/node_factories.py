@@ -36,6 +36,9 @@ __all__ = [
     "SinkNodeFactory",
     "SourceNodeFactory",
     "StateStoreFactory",
+    "check_pattern_free",
+    "check_topic_free",
+    "compile_pattern",
     "kind_of",
     "processor_factory",
     "same_topic",
@@ -229,3 +232,51 @@ def processor_factory(name: str, supplier: Any) -> Callable[[], Any]:
         f"processor {name!r}: expected a Processor class, a zero-argument factory or a supplier with get(), "
         f"got {supplier!r}"
     )
+
+
+def check_topic_free(
+    name: str, topic: str, topic_to_source: dict[str, str], pattern_to_source: dict[str, tuple[re.Pattern[str], str]]
+) -> None:
+    """TopologyError if `topic` is already read by a source (by name or pattern)."""
+    owner = topic_to_source.get(topic)
+    if owner is not None:
+        raise TopologyError(
+            f"topic {topic!r} is already consumed by source {owner!r}; source {name!r} cannot also consume it"
+        )
+    for compiled, owner in pattern_to_source.values():
+        if compiled.fullmatch(topic):
+            raise TopologyError(
+                f"topic {topic!r} of source {name!r} matches pattern {compiled.pattern!r} "
+                f"already consumed by source {owner!r}"
+            )
+
+
+def check_pattern_free(
+    name: str, compiled: re.Pattern[str], topic_to_source: dict[str, str],
+    pattern_to_source: dict[str, tuple[re.Pattern[str], str]],
+) -> None:  # fmt: skip
+    """TopologyError if the pattern is already read, or matches a topic a source reads."""
+    same = pattern_to_source.get(compiled.pattern)
+    if same is not None:
+        raise TopologyError(
+            f"pattern {compiled.pattern!r} is already consumed by source {same[1]!r}; "
+            f"source {name!r} cannot also consume it"
+        )
+    for topic, owner in topic_to_source.items():
+        if compiled.fullmatch(topic):
+            raise TopologyError(
+                f"pattern {compiled.pattern!r} of source {name!r} matches topic {topic!r} "
+                f"already consumed by source {owner!r}"
+            )
+
+
+def compile_pattern(name: str, pattern: str | re.Pattern[str]) -> re.Pattern[str]:
+    """A source's pattern compiled; TopologyError for what is not a regular expression."""
+    if isinstance(pattern, re.Pattern):
+        return pattern
+    if not isinstance(pattern, str) or not pattern:
+        raise TopologyError(f"source {name!r}: expected a regular expression, got {pattern!r}")
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise TopologyError(f"source {name!r}: invalid pattern {pattern!r}: {exc}") from exc

@@ -26,7 +26,8 @@ ones), commits each one's data with its offsets; nothing else commits them (docs
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+import struct
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -81,9 +82,32 @@ class StateStoreMetadata:
     changelog_topic: str
 
 
+_TIMESTAMP = struct.Struct(">q")
+
+
+class _Record(Protocol):
+    """What a restore reads of a changelog record."""
+
+    @property
+    def key(self) -> bytes | None: ...
+
+    @property
+    def value(self) -> bytes | None: ...
+
+    @property
+    def timestamp(self) -> int: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ChangelogPartition:
-    """One store's changelog partition, where to start restoring it, and how to apply its records."""
+    """One store's changelog partition, where to start restoring it, and how to apply its records.
+
+    A source topic used as the changelog (a read-only store, a table's topic reused by
+    `topology.optimization`) holds plain values: for a store of `ValueAndTimestamp` bytes each
+    value gets the record's timestamp in front (Java's `RecordConverters.rawValueToTimestampedValue`),
+    and an active task restores it only up to the group's committed offset (`end_offset`): the
+    records after it are processed again.
+    """
 
     store_name: str
     partition: TopicPartition
@@ -91,6 +115,20 @@ class ChangelogPartition:
     restore_callback: RestoreCallback
     commit: Callable[[int], None] | None = None
     """A transactional store: commit what was restored, with the next offset to restore from."""
+    source_topic: bool = False
+    timestamped: bool = False
+    end_offset: int | None = None
+    """Restore no further than this offset (a source topic: the committed offset), None: the end."""
+
+    def apply(self, records: Iterable[_Record]) -> None:
+        """Hand keyed records to the store (converted when the changelog is a source topic of plain values)."""
+        if self.timestamped:
+            pack = _TIMESTAMP.pack
+            self.restore_callback(
+                [(r.key, None if r.value is None else pack(r.timestamp) + r.value) for r in records if r.key is not None]
+            )
+        else:
+            self.restore_callback([(r.key, r.value) for r in records if r.key is not None])
 
 
 class ProcessorStateManager:
@@ -129,6 +167,10 @@ class ProcessorStateManager:
         self._changelogs: dict[str, TopicPartition] = dict(changelog_partitions or {})
         self._changelog_offsets: dict[TopicPartition, int] = {}
         self._volatile: set[TopicPartition] = set()
+        self._source_changelogs: dict[TopicPartition, bool] = {}
+        """Changelogs that are source topics (read-only stores, reused table topics): whether the store
+        holds `ValueAndTimestamp` bytes (Java's timestamped stores), which a restore builds."""
+        self._restore_limits: dict[TopicPartition, int] = {}
         """Changelogs of in-memory stores: never checkpointed, always restored from the beginning."""
         self._files_at_open = _non_empty_files(self._task_dir)
         self._global_stores = global_stores or {}
@@ -177,13 +219,16 @@ class ProcessorStateManager:
             topic = store_changelog_topic(self._application_id, name)
         except ValueError as exc:
             raise ProcessorStateError(f"task {self._task_id}: {exc}") from exc
+        tp = self._changelogs.get(name)
+        if tp is not None and tp.topic != topic:
+            self._source_changelogs[tp] = bool(getattr(store, "timestamped_values", False))
+            topic = tp.topic
         self._stores[name] = StateStoreMetadata(store, restore_callback, topic)
         log.debug("task %s: registered store %s", self._task_id, name)
         offset_store = _offset_managing(store)
         if offset_store is not None and self._exactly_once:
             offset_store.set_transactional()
             self._transactional[name] = offset_store
-        tp = self._changelogs.get(name)
         if tp is None:
             return
         stored = None if offset_store is None else offset_store.committed_offsets().get(tp)
@@ -256,8 +301,22 @@ class ProcessorStateManager:
             meta = self._stores.get(store)
             if meta is not None and meta.restore_callback is not None:
                 commit = partial(self._commit_restored, store, tp) if store in self._transactional else None
-                out.append(ChangelogPartition(store, tp, self._changelog_offsets.get(tp), meta.restore_callback, commit))
+                source = tp in self._source_changelogs
+                out.append(ChangelogPartition(
+                    store, tp, self._changelog_offsets.get(tp), meta.restore_callback, commit,
+                    source, self._source_changelogs.get(tp, False), self._restore_limits.get(tp) if source else None,
+                ))  # fmt: skip
         return out
+
+    @property
+    def source_changelog_partitions(self) -> frozenset[TopicPartition]:
+        """The changelog partitions that are source topics of the task (their offsets are the consumed ones)."""
+        return frozenset(self._source_changelogs)
+
+    def limit_source_changelogs(self, committed: Mapping[TopicPartition, int]) -> None:
+        """An active task restores a source-topic changelog up to the group's committed offset only (none
+        committed: 0), as Java's StoreChangelogReader: the task processes the records after it again."""
+        self._restore_limits = {tp: committed.get(tp, 0) for tp in self._changelogs.values()}
 
     def _commit_restored(self, store: str, tp: TopicPartition, next_offset: int) -> None:
         """A transactional store holds its changelog up to `next_offset`: commit that (read_committed records)."""
