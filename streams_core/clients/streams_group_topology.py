@@ -6,8 +6,9 @@ repartition topics, which are listed apart with the partition count they were de
 broker compute it); the repartition topics it writes; its logged stores' changelog topics (0 partitions:
 one per task, the broker's rule); and the DSL's co-partition groups (the inputs of joins) that lie within
 its sources. A store whose changelog is a source topic (a read-only store, KIP-813) has none to create.
-Internal topics carry the replication factor and the topic configs the runtime would create
-them with (`topic_preparation.py`), since the broker creates them.
+Internal topics carry the replication factor and Kafka Streams' library defaults for their configs
+(`InternalTopicConfig` and its subclasses; a store's own log config wins), since the broker creates them
+and whichever member joins first decides them: a Java instance of the same application sends these.
 """
 
 from __future__ import annotations
@@ -19,9 +20,14 @@ from streams_core.runtime.topology_metadata import TopologyMetadata
 
 __all__ = ["streams_group_topology"]
 
-#: The topic configs `topic_preparation.prepare_topics` creates internal topics with.
-REPARTITION_TOPIC_CONFIG: Mapping[str, str] = {"cleanup.policy": "delete"}
-CHANGELOG_TOPIC_CONFIG: Mapping[str, str] = {"cleanup.policy": "compact"}
+#: Kafka Streams' defaults for every internal topic (`InternalTopicConfig.INTERNAL_TOPIC_DEFAULT_OVERRIDES`).
+INTERNAL_TOPIC_CONFIG: Mapping[str, str] = {"message.timestamp.type": "CreateTime"}
+#: Repartition topics (`RepartitionTopicConfig`): purged by the application, so kept forever, in 50 MB segments.
+REPARTITION_TOPIC_CONFIG: Mapping[str, str] = {
+    **INTERNAL_TOPIC_CONFIG, "cleanup.policy": "delete", "segment.bytes": "52428800", "retention.ms": "-1"
+}
+#: Changelogs of key-value stores (`UnwindowedUnversionedChangelogTopicConfig`).
+CHANGELOG_TOPIC_CONFIG: Mapping[str, str] = {**INTERNAL_TOPIC_CONFIG, "cleanup.policy": "compact"}
 
 
 def _declared_partition_counts(metadata: TopologyMetadata) -> dict[str, int]:

@@ -20,6 +20,13 @@ from streams_core.runtime.topology_metadata import TopologyMetadata
 
 S = Serdes.String()
 
+# The internal topic configs a Java Kafka Streams 4.3.1 member sends for a word count (seen through
+# StreamsGroupDescribe in tests/integration/test_streams_group_java_parity.py).
+JAVA_CHANGELOG_CONFIG = {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}
+JAVA_REPARTITION_CONFIG = {
+    "cleanup.policy": "delete", "message.timestamp.type": "CreateTime", "retention.ms": "-1", "segment.bytes": "52428800"
+}
+
 
 def heartbeat_topology(topology: Topology, app: str = "app", **kwargs: int) -> dict[str, Subtopology]:
     itb = topology.internal_topology_builder
@@ -39,8 +46,8 @@ def test_word_count_has_kafka_streams_subtopologies_and_internal_topics() -> Non
         "0": Subtopology("0", source_topics=("lines",), repartition_sink_topics=("app-counts-repartition",)),
         "1": Subtopology(
             "1",
-            state_changelog_topics=(TopicInfo("app-counts-changelog", 0, 3, {"cleanup.policy": "compact"}),),
-            repartition_source_topics=(TopicInfo("app-counts-repartition", 0, 3, {"cleanup.policy": "delete"}),),
+            state_changelog_topics=(TopicInfo("app-counts-changelog", 0, 3, JAVA_CHANGELOG_CONFIG),),
+            repartition_source_topics=(TopicInfo("app-counts-repartition", 0, 3, JAVA_REPARTITION_CONFIG),),
         ),
     }
 

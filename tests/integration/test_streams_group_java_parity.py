@@ -1,0 +1,179 @@
+"""A Java Kafka Streams word count and ours register the same topology in a streams group (KIP-1071).
+
+The Java instance (tests/integration/java/streams_group_wordcount/, compiled against kafka-streams of the
+broker's version from Maven Central, cached under .cache/) runs with `group.protocol=streams`; the broker
+records the topology it sends, which StreamsGroupDescribe returns. That must equal what
+`streams_group_topology` builds for the same Python topology, and a Python member with that topology
+must share the group's tasks with the Java one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import IO
+
+import pytest
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
+
+from streams_core.clients.streams_group_channel import StreamsGroupChannel
+from streams_core.clients.streams_group_membership import MemberInfo, MemberState, StreamsGroupMembership
+from streams_core.clients.streams_group_protocol import StreamsGroupDescription, StreamsGroupTopology, Subtopology
+from streams_core.processor.task_id import TaskId
+from streams_core.runtime.assignment.host_info import HostInfo
+from tests.integration.test_streams_group_protocol import PARTITIONS, admin, all_tasks, word_count_topology
+from tests.kafka_utils import create_topic, unique_topic
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = Path(__file__).resolve().parent / "java" / "streams_group_wordcount" / "StreamsGroupWordCount.java"
+CACHE = ROOT / ".cache" / "streams-group-java"
+BUILD_DEADLINE_S = 900.0  # Maven Central fetch of kafka-streams' jars on a fresh machine
+JAVA_DEADLINE_S = 120.0  # the Java member's join and first assignment (the broker delays it 3 s)
+JAVA_ENDPOINT = HostInfo("127.0.0.1", 18081)
+
+__all__ = ["admin"]  # the fixture, re-exported for this module's tests
+
+
+def java_classpath() -> str:
+    """kafka-streams' jars (bench/peers/install.py fetches them with Maven) and the word count compiled once."""
+    fetch = (
+        "import sys; sys.path.insert(0, 'bench/peers'); import install; print(install.kstreams_classpath())"
+    )
+    try:
+        done = subprocess.run([sys.executable, "-c", fetch], cwd=ROOT, capture_output=True, text=True,
+                              timeout=BUILD_DEADLINE_S)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"fetching kafka-streams from Maven Central took over {BUILD_DEADLINE_S} s (is it reachable?)")
+    if done.returncode != 0:
+        pytest.fail(f"fetching kafka-streams from Maven Central failed (is it reachable?):\n{done.stderr[-3000:]}")
+    libs = done.stdout.strip().splitlines()[-1]
+    digest = hashlib.sha256(SOURCE.read_bytes() + libs.encode()).hexdigest()[:16]
+    classes = CACHE / digest
+    if not (classes / "StreamsGroupWordCount.class").exists():
+        compiled = subprocess.run(["javac", "-d", str(classes), "-cp", libs, str(SOURCE)], capture_output=True, text=True,
+                                  timeout=300)  # fmt: skip
+        assert compiled.returncode == 0, compiled.stderr
+    return f"{classes}:{libs}"
+
+
+class JavaInstance:
+    """The Java word count as a child process; closing its standard input makes it close."""
+
+    def __init__(self, classpath: str, bootstrap: str, app: str, source: str, sink: str, work: Path) -> None:
+        self.log = work / "java.log"
+        self._out: IO[str] = self.log.open("w")
+        self.process = subprocess.Popen(
+            ["java", "-cp", classpath, "StreamsGroupWordCount", bootstrap, app, source, sink, str(work / "state"),
+             f"{JAVA_ENDPOINT.host}:{JAVA_ENDPOINT.port}"],
+            stdin=subprocess.PIPE, stdout=self._out, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def stop(self) -> None:
+        """Close it (a clean leave), killed if it has not within 45 s."""
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=45)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self._out.close()
+
+
+@pytest.fixture(scope="module")
+def classpath() -> str:
+    return java_classpath()
+
+
+@pytest.fixture
+def java(classpath: str, bootstrap_servers: str, tmp_path: Path) -> Iterator[Callable[[str, str, str], JavaInstance]]:
+    started: list[JavaInstance] = []
+
+    def start(app: str, source: str, sink: str) -> JavaInstance:
+        instance = JavaInstance(classpath, bootstrap_servers, app, source, sink, tmp_path)
+        started.append(instance)
+        return instance
+
+    yield start
+    for instance in started:
+        instance.stop()
+
+
+async def described_until(
+    channel: StreamsGroupChannel, done: Callable[[StreamsGroupDescription], bool], java: JavaInstance,
+    step: Callable[[], Awaitable[None]] | None = None,
+) -> StreamsGroupDescription:
+    """Describe the group (after `step()`, e.g. a Python member's heartbeat) until `done`, within JAVA_DEADLINE_S."""
+    deadline = time.monotonic() + JAVA_DEADLINE_S
+    while True:
+        assert java.process.poll() is None, f"the Java instance exited:\n{java.output()[-4000:]}"
+        if step is not None:
+            await step()
+        try:
+            described = await channel.describe()
+        except KafkaError as exc:  # the coordinator is still starting: retry
+            assert exc.retriable, exc
+        else:
+            if done(described):
+                return described
+        assert time.monotonic() < deadline, f"not reached within {JAVA_DEADLINE_S} s:\n{java.output()[-4000:]}"
+        await asyncio.sleep(0.5)
+
+
+def assigned(described: StreamsGroupDescription) -> frozenset[TaskId]:
+    return frozenset(t for m in described.members for t in m.assignment.active)
+
+
+def differences(java: StreamsGroupTopology, ours: StreamsGroupTopology) -> list[str]:
+    """What differs, field by field per sub-topology (empty: equal)."""
+    found: list[str] = []
+    java_subs = {s.subtopology_id: s for s in java.subtopologies}
+    our_subs = {s.subtopology_id: s for s in ours.subtopologies}
+    if sorted(java_subs) != sorted(our_subs):
+        return [f"sub-topology ids: Java {sorted(java_subs)}, ours {sorted(our_subs)}"]
+    for sid, theirs in sorted(java_subs.items()):
+        mine = our_subs[sid]
+        for name in Subtopology.__dataclass_fields__:
+            a, b = _comparable(getattr(theirs, name)), _comparable(getattr(mine, name))
+            if a != b:
+                found.append(f"sub-topology {sid} {name}: Java {a}, ours {b}")
+    return found
+
+
+def _comparable(value: object) -> object:
+    """Order-free form of a Subtopology field (TopicInfos as name -> (partitions, replication, configs))."""
+    if isinstance(value, tuple) and value and hasattr(value[0], "configs"):
+        return {t.name: (t.partitions, t.replication_factor, dict(t.configs)) for t in value}
+    if isinstance(value, tuple):
+        return sorted(value, key=repr)
+    return value
+
+
+async def test_java_and_python_register_the_same_topology(
+    bootstrap_servers: str, admin: AIOKafkaAdminClient, java: Callable[[str, str, str], JavaInstance]
+) -> None:
+    app = unique_topic("sg-java")
+    source, sink = unique_topic("sg-java-in"), unique_topic("sg-java-out")
+    await create_topic(bootstrap_servers, source, PARTITIONS)
+    await create_topic(bootstrap_servers, sink, PARTITIONS)
+    instance = java(app, source, sink)
+    channel = StreamsGroupChannel(admin, app)
+    described = await described_until(channel, lambda d: d.error_code == 0 and assigned(d) == all_tasks(), instance)
+    (member,) = described.members
+    assert member.user_endpoint == JAVA_ENDPOINT
+    assert described.topology is not None
+    ours = word_count_topology(app, source, sink)
+    found = differences(described.topology, ours)
+    assert not found, "\n".join(found)
