@@ -24,7 +24,10 @@ __all__ = ["streams_group_topology"]
 INTERNAL_TOPIC_CONFIG: Mapping[str, str] = {"message.timestamp.type": "CreateTime"}
 #: Repartition topics (`RepartitionTopicConfig`): purged by the application, so kept forever, in 50 MB segments.
 REPARTITION_TOPIC_CONFIG: Mapping[str, str] = {
-    **INTERNAL_TOPIC_CONFIG, "cleanup.policy": "delete", "segment.bytes": "52428800", "retention.ms": "-1"
+    **INTERNAL_TOPIC_CONFIG,
+    "cleanup.policy": "delete",
+    "segment.bytes": "52428800",
+    "retention.ms": "-1",
 }
 #: Changelogs of key-value stores (`UnwindowedUnversionedChangelogTopicConfig`).
 CHANGELOG_TOPIC_CONFIG: Mapping[str, str] = {**INTERNAL_TOPIC_CONFIG, "cleanup.policy": "compact"}

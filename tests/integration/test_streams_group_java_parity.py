@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
@@ -25,7 +26,7 @@ from aiokafka.errors import KafkaError
 
 from streams_core.clients.streams_group_channel import StreamsGroupChannel
 from streams_core.clients.streams_group_membership import MemberInfo, MemberState, StreamsGroupMembership
-from streams_core.clients.streams_group_protocol import StreamsGroupDescription, StreamsGroupTopology, Subtopology
+from streams_core.clients.streams_group_protocol import StreamsGroupDescription, StreamsGroupTopology, Subtopology, TopicInfo
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.assignment.host_info import HostInfo
 from tests.integration.test_streams_group_protocol import PARTITIONS, admin, all_tasks, word_count_topology
@@ -45,9 +46,7 @@ __all__ = ["admin"]  # the fixture, re-exported for this module's tests
 
 def java_classpath() -> str:
     """kafka-streams' jars (bench/peers/install.py fetches them with Maven) and the word count compiled once."""
-    fetch = (
-        "import sys; sys.path.insert(0, 'bench/peers'); import install; print(install.kstreams_classpath())"
-    )
+    fetch = "import sys; sys.path.insert(0, 'bench/peers'); import install; print(install.kstreams_classpath())"
     try:
         done = subprocess.run([sys.executable, "-c", fetch], cwd=ROOT, capture_output=True, text=True,
                               timeout=BUILD_DEADLINE_S)  # fmt: skip
@@ -112,7 +111,9 @@ def java(classpath: str, bootstrap_servers: str, tmp_path: Path) -> Iterator[Cal
 
 
 async def described_until(
-    channel: StreamsGroupChannel, done: Callable[[StreamsGroupDescription], bool], java: JavaInstance,
+    channel: StreamsGroupChannel,
+    done: Callable[[StreamsGroupDescription], bool],
+    java: JavaInstance,
     step: Callable[[], Awaitable[None]] | None = None,
 ) -> StreamsGroupDescription:
     """Describe the group (after `step()`, e.g. a Python member's heartbeat) until `done`, within JAVA_DEADLINE_S."""
@@ -136,8 +137,12 @@ def assigned(described: StreamsGroupDescription) -> frozenset[TaskId]:
     return frozenset(t for m in described.members for t in m.assignment.active)
 
 
-def differences(java: StreamsGroupTopology, ours: StreamsGroupTopology) -> list[str]:
-    """What differs, field by field per sub-topology (empty: equal)."""
+def differences(java: StreamsGroupTopology, ours: StreamsGroupTopology, *, sent: bool) -> list[str]:
+    """What differs, field by field per sub-topology (empty: equal).
+
+    `sent`: `ours` is the topology as we send it, where a partition count of 0 leaves it to the broker,
+    and a describe answers the counts the broker decided: those are not compared.
+    """
     found: list[str] = []
     java_subs = {s.subtopology_id: s for s in java.subtopologies}
     our_subs = {s.subtopology_id: s for s in ours.subtopologies}
@@ -147,6 +152,8 @@ def differences(java: StreamsGroupTopology, ours: StreamsGroupTopology) -> list[
         mine = our_subs[sid]
         for name in Subtopology.__dataclass_fields__:
             a, b = _comparable(getattr(theirs, name)), _comparable(getattr(mine, name))
+            if sent and isinstance(a, dict) and isinstance(b, dict):
+                a = {t: (p if b.get(t, (0,))[0] else 0, *rest) for t, (p, *rest) in a.items()}
             if a != b:
                 found.append(f"sub-topology {sid} {name}: Java {a}, ours {b}")
     return found
@@ -154,26 +161,123 @@ def differences(java: StreamsGroupTopology, ours: StreamsGroupTopology) -> list[
 
 def _comparable(value: object) -> object:
     """Order-free form of a Subtopology field (TopicInfos as name -> (partitions, replication, configs))."""
-    if isinstance(value, tuple) and value and hasattr(value[0], "configs"):
+    if isinstance(value, tuple) and value and isinstance(value[0], TopicInfo):
         return {t.name: (t.partitions, t.replication_factor, dict(t.configs)) for t in value}
     if isinstance(value, tuple):
         return sorted(value, key=repr)
     return value
 
 
+def renamed(topology: StreamsGroupTopology, old: str, new: str) -> StreamsGroupTopology:
+    """`topology` with the application id prefix of its internal topics changed (to compare two groups)."""
+
+    def name(topic: str) -> str:
+        return new + topic[len(old) :] if topic.startswith(f"{old}-") else topic
+
+    def infos(values: tuple[TopicInfo, ...]) -> tuple[TopicInfo, ...]:
+        return tuple(replace(t, name=name(t.name)) for t in values)
+
+    return replace(topology, subtopologies=tuple(
+        replace(s, source_topics=tuple(map(name, s.source_topics)), state_changelog_topics=infos(s.state_changelog_topics),
+                repartition_sink_topics=tuple(map(name, s.repartition_sink_topics)),
+                repartition_source_topics=infos(s.repartition_source_topics),
+                copartition_groups=tuple(frozenset(map(name, g)) for g in s.copartition_groups))
+        for s in topology.subtopologies
+    ))  # fmt: skip
+
+
+def python_member(app: str, topology: StreamsGroupTopology, port: int) -> StreamsGroupMembership:
+    member = StreamsGroupMembership(app, uuid.uuid4().hex, MemberInfo(str(uuid.uuid4()), topology, HostInfo("127.0.0.1", port)))
+    member.join()
+    return member
+
+
+async def heartbeat(channel: StreamsGroupChannel, member: StreamsGroupMembership) -> None:
+    """One heartbeat of `member`, installing at once what it is given (what the runtime's loop will do)."""
+    try:
+        await channel.heartbeat_once(member)
+    except KafkaError as exc:  # the coordinator is still starting (offsets topic): retry
+        assert exc.retriable, exc
+    assert member.state is not MemberState.FATAL, member.fatal_error
+    if member.reconciliation is not None:
+        step = member.reconciliation
+        member.revoked(step)
+        member.assigned(step)
+
+
+async def topics(bootstrap: str) -> tuple[str, str]:
+    source, sink = unique_topic("sg-java-in"), unique_topic("sg-java-out")
+    await create_topic(bootstrap, source, PARTITIONS)
+    await create_topic(bootstrap, sink, PARTITIONS)
+    return source, sink
+
+
 async def test_java_and_python_register_the_same_topology(
     bootstrap_servers: str, admin: AIOKafkaAdminClient, java: Callable[[str, str, str], JavaInstance]
 ) -> None:
     app = unique_topic("sg-java")
-    source, sink = unique_topic("sg-java-in"), unique_topic("sg-java-out")
-    await create_topic(bootstrap_servers, source, PARTITIONS)
-    await create_topic(bootstrap_servers, sink, PARTITIONS)
+    source, sink = await topics(bootstrap_servers)
     instance = java(app, source, sink)
     channel = StreamsGroupChannel(admin, app)
     described = await described_until(channel, lambda d: d.error_code == 0 and assigned(d) == all_tasks(), instance)
     (member,) = described.members
     assert member.user_endpoint == JAVA_ENDPOINT
-    assert described.topology is not None
+    java_topology = described.topology
+    assert java_topology is not None
+    assert [s.subtopology_id for s in java_topology.subtopologies] == ["0", "1"]
+
     ours = word_count_topology(app, source, sink)
-    found = differences(described.topology, ours)
+    found = differences(java_topology, ours, sent=True)
     assert not found, "\n".join(found)
+
+    # the same topology under another application id, as the broker records it from our member
+    other = unique_topic("sg-python")
+    python = python_member(other, word_count_topology(other, source, sink), 18090)
+    other_channel = StreamsGroupChannel(admin, other)
+    recorded = await described_until(other_channel, lambda d: d.error_code == 0 and assigned(d) == all_tasks(), instance,
+                                     lambda: heartbeat(other_channel, python))  # fmt: skip
+    assert recorded.topology is not None
+    found = differences(java_topology, renamed(recorded.topology, other, app), sent=False)
+    assert not found, "\n".join(found)
+    python.leave()
+    await other_channel.heartbeat_once(python)
+
+
+@pytest.mark.parametrize("java_first", [True, False], ids=["java-first", "python-first"])
+async def test_java_and_python_members_share_one_group(
+    bootstrap_servers: str, admin: AIOKafkaAdminClient, java: Callable[[str, str, str], JavaInstance], java_first: bool
+) -> None:
+    app = unique_topic("sg-mixed")
+    source, sink = await topics(bootstrap_servers)
+    channel = StreamsGroupChannel(admin, app)
+    python = python_member(app, word_count_topology(app, source, sink), 18091)
+    if java_first:
+        instance = java(app, source, sink)
+        await described_until(channel, lambda d: d.error_code == 0 and assigned(d) == all_tasks(), instance)
+    else:
+        deadline = time.monotonic() + JAVA_DEADLINE_S
+        while python.owned.active != all_tasks():
+            assert time.monotonic() < deadline, f"the Python member got no tasks: {python.state} {python.statuses}"
+            await heartbeat(channel, python)
+            await asyncio.sleep(0.2)
+        instance = java(app, source, sink)
+
+    def split(described: StreamsGroupDescription) -> bool:
+        members = {m.member_id: m.assignment.active for m in described.members}
+        ours = members.get(python.member_id, frozenset())
+        theirs = [tasks for member_id, tasks in members.items() if member_id != python.member_id]
+        return (
+            len(theirs) == 1 and bool(ours) and bool(theirs[0]) and not ours & theirs[0]
+            and ours | theirs[0] == all_tasks() and python.owned.active == ours and python.state is MemberState.STABLE
+        )  # fmt: skip
+
+    described = await described_until(channel, split, instance, lambda: heartbeat(channel, python))
+    assert described.state == "Stable", described
+    assert abs(len(python.owned.active) - len(assigned(described) - python.owned.active)) <= 1
+    assert {m.user_endpoint for m in described.members} == {JAVA_ENDPOINT, HostInfo("127.0.0.1", 18091)}
+    assert "ERROR" not in instance.output(), instance.output()
+
+    python.leave()
+    await channel.heartbeat_once(python)
+    assert python.state is MemberState.LEFT
+    await described_until(channel, lambda d: len(d.members) == 1 and assigned(d) == all_tasks(), instance)

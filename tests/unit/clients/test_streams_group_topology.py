@@ -24,7 +24,10 @@ S = Serdes.String()
 # StreamsGroupDescribe in tests/integration/test_streams_group_java_parity.py).
 JAVA_CHANGELOG_CONFIG = {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}
 JAVA_REPARTITION_CONFIG = {
-    "cleanup.policy": "delete", "message.timestamp.type": "CreateTime", "retention.ms": "-1", "segment.bytes": "52428800"
+    "cleanup.policy": "delete",
+    "message.timestamp.type": "CreateTime",
+    "retention.ms": "-1",
+    "segment.bytes": "52428800",
 }
 
 
