@@ -120,6 +120,7 @@ async def described_until(
     deadline = time.monotonic() + JAVA_DEADLINE_S
     while True:
         assert java.process.poll() is None, f"the Java instance exited:\n{java.output()[-4000:]}"
+        assert "STATE ERROR" not in java.output(), f"the Java instance failed:\n{java.output()[-4000:]}"
         if step is not None:
             await step()
         try:
@@ -275,7 +276,6 @@ async def test_java_and_python_members_share_one_group(
     assert described.state == "Stable", described
     assert abs(len(python.owned.active) - len(assigned(described) - python.owned.active)) <= 1
     assert {m.user_endpoint for m in described.members} == {JAVA_ENDPOINT, HostInfo("127.0.0.1", 18091)}
-    assert "ERROR" not in instance.output(), instance.output()
 
     python.leave()
     await channel.heartbeat_once(python)
