@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from streams_core import (
@@ -35,7 +37,7 @@ JAVA_REPARTITION_CONFIG = {
 }
 
 
-def heartbeat_topology(topology: Topology, app: str = "app", **kwargs: int) -> dict[str, Subtopology]:
+def heartbeat_topology(topology: Topology, app: str = "app", **kwargs: Any) -> dict[str, Subtopology]:
     itb = topology.internal_topology_builder
     itb.set_application_id(app)
     built = streams_group_topology(TopologyMetadata(itb, app), **kwargs)
@@ -100,7 +102,7 @@ def test_a_store_whose_changelog_is_its_source_topic_has_no_changelog_to_create(
     assert heartbeat_topology(topology) == {"0": Subtopology("0", source_topics=("facts",))}
 
 
-def changelog_configs(topology: Topology, **kwargs: int) -> dict[str, dict[str, str]]:
+def changelog_configs(topology: Topology, **kwargs: Any) -> dict[str, dict[str, str]]:
     """Store changelog topic (without the application prefix) -> the configs sent for it."""
     return {
         t.name.removeprefix("app-"): dict(t.configs)
