@@ -14,7 +14,7 @@ and refuses a member whose topology differs in anything from the group's (4.3.1:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from streams_core.clients.streams_group_java_order import java_hash_set_order, java_set_hash_code, java_string_hash_code
 from streams_core.clients.streams_group_protocol import StreamsGroupTopology, Subtopology, TopicInfo
@@ -73,20 +73,41 @@ def _declared_partition_counts(metadata: TopologyMetadata) -> dict[str, int]:
     return {f"{prefix}{name}": count for name, count in declared.items() if count is not None}
 
 
+def _joined_topics(metadata: TopologyMetadata) -> list[tuple[list[str], list[str]]]:
+    """Per join (co-partitioned source nodes), its topics as Java adds them to a group: (raw names, full names).
+
+    Java collects a join's topics into a `HashSet` of raw names, its source nodes themselves a `HashSet` of node
+    names; that order decides between two topics of one hash bucket. The builder keeps the joins' source nodes
+    privately (`_copartition_sources`); without them the groups' topics in name order stand in.
+    """
+    builder = metadata.builder
+    sources: Sequence[tuple[str, ...]] | None = getattr(builder, "_copartition_sources", None)
+    factories: Mapping[str, object] | None = getattr(builder, "_factories", None)
+    if sources is None or factories is None:
+        return [(sorted(g), sorted(g)) for g in builder.copartition_groups()]
+    decorate = builder._decorator()  # the full name of an internal topic, as in copartition_groups()
+    joined = []
+    for names in sources:
+        nodes = java_hash_set_order(list(names), java_string_hash_code)
+        raw_names: list[str] = [t for node in nodes for t in getattr(factories[node], "topics", ())]
+        raw = java_hash_set_order(raw_names, java_string_hash_code)
+        joined.append((raw, [decorate(t) for t in raw]))
+    return joined
+
+
 def _java_copartition_groups(metadata: TopologyMetadata) -> list[tuple[str, ...]]:
-    """The co-partition groups as Kafka Streams lists them (`InternalTopologyBuilder.copartitionGroups`): a group
-    sharing a topic with an earlier one merged into it, each group's topics and the groups in the order of Java
-    `HashSet`s. Insertion order, which decides between two entries of one hash bucket, is taken as name order."""
+    """The co-partition groups as Kafka Streams lists them (`InternalTopologyBuilder.copartitionGroups`): a join's
+    topics merged into the group of the first of its (raw) topics already grouped, each group's topics and the
+    groups in the iteration order of Java `HashSet`s (insertion order within a hash bucket)."""
     merged: dict[str, list[str]] = {}
     groups: list[list[str]] = []
-    for group in metadata.builder.copartition_groups():
-        topics = java_hash_set_order(sorted(group), java_string_hash_code)
-        target = next((merged[t] for t in topics if t in merged), None)
+    for raw, full in _joined_topics(metadata):
+        target = next((merged[t] for t in raw if t in merged), None)
         if target is None:
             target = []
             groups.append(target)
-        target.extend(t for t in topics if t not in target)
-        for topic in target:
+        target.extend(t for t in full if t not in target)
+        for topic in java_hash_set_order(target, java_string_hash_code):
             merged[topic] = target
     ordered = [tuple(java_hash_set_order(g, java_string_hash_code)) for g in groups]
     return java_hash_set_order(ordered, java_set_hash_code)

@@ -173,3 +173,15 @@ def test_copartition_groups_sharing_a_topic_are_merged_and_listed_in_javas_order
     (sub,) = heartbeat_topology(builder.build()).values()
     # InternalTopologyBuilder.copartitionGroups merges them; a Java HashSet's order (test_streams_group_java_order.py)
     assert sub.copartition_groups == (("payments", "orders", "customers"),)
+
+
+def test_topics_of_one_hash_bucket_keep_javas_insertion_order() -> None:
+    # "aleft0" and "zright9" share a bucket of a 16-bucket HashSet: their order is the order Java added them in,
+    # the join's source nodes in HashSet order (KSTREAM-SOURCE-0000000001 first). Java 4.3.1's
+    # InternalTopologyBuilder.copartitionGroups() printed [[zright9, aleft0]] and, sides swapped, [[aleft0, zright9]].
+    for left, right, expected in (("aleft0", "zright9", ("zright9", "aleft0")), ("zright9", "aleft0", ("aleft0", "zright9"))):
+        builder = StreamsBuilder()
+        lefts, rights = builder.stream(left, key_serde=S, value_serde=S), builder.stream(right, key_serde=S, value_serde=S)
+        lefts.join(rights, lambda lv, rv: lv + rv, JoinWindows.of_time_difference_with_no_grace(1_000)).to("out")
+        (sub,) = heartbeat_topology(builder.build()).values()
+        assert sub.copartition_groups == (expected,)
