@@ -307,8 +307,8 @@ async def test_java_and_python_register_the_same_topology(
 
 @pytest.mark.parametrize(
     ("topology", "java_first"),
-    [("word-count", True), ("word-count", False), ("windowed", True)],
-    ids=["word-count-java-first", "word-count-python-first", "windowed-java-first"],
+    [("word-count", True), ("word-count", False), ("windowed", True), ("windowed", False)],
+    ids=["word-count-java-first", "word-count-python-first", "windowed-java-first", "windowed-python-first"],
 )
 async def test_java_and_python_members_share_one_group(
     bootstrap_servers: str, admin: AIOKafkaAdminClient, java: StartJava, topology: str, java_first: bool
