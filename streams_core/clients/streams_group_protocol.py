@@ -90,7 +90,7 @@ class Subtopology:
     state_changelog_topics: tuple[TopicInfo, ...] = ()
     repartition_sink_topics: tuple[str, ...] = ()
     repartition_source_topics: tuple[TopicInfo, ...] = ()
-    copartition_groups: tuple[frozenset[str], ...] = ()
+    copartition_groups: tuple[tuple[str, ...], ...] = ()  # each group's topics in the order sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,16 +214,17 @@ def _task_ids(tasks: Iterable[TaskId]) -> list[tuple[str, list[int], dict[int, b
     return [(str(sid), sorted(ps), {}) for sid, ps in sorted(by_subtopology.items())]
 
 
-def _copartition_group(group: frozenset[str], sub: Subtopology) -> tuple[Any, ...]:
-    """A co-partition group as indices into the sub-topology's source and repartition source topics."""
+def _copartition_group(group: tuple[str, ...], sub: Subtopology) -> tuple[Any, ...]:
+    """A co-partition group as indices into the sub-topology's source and repartition source topics, in the
+    group's order (the broker compares topologies list by list, in order)."""
     repartition = [t.name for t in sub.repartition_source_topics]
-    unknown = group - set(sub.source_topics) - set(repartition)
+    unknown = set(group) - set(sub.source_topics) - set(repartition)
     if unknown:
         raise ValueError(
             f"co-partition group of sub-topology {sub.subtopology_id} names topics it does not read: {sorted(unknown)}"
         )
-    sources = sorted(sub.source_topics.index(t) for t in group if t in sub.source_topics)
-    internal = sorted(repartition.index(t) for t in group if t in repartition)
+    sources = [sub.source_topics.index(t) for t in group if t in sub.source_topics]
+    internal = [repartition.index(t) for t in group if t in repartition]
     return (sources, [], internal, {})
 
 

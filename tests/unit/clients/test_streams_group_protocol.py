@@ -89,7 +89,7 @@ def joining() -> HeartbeatRequestData:
                 ("left", "right"),
                 state_changelog_topics=(TopicInfo("app-s-changelog", 0, -1, {"cleanup.policy": "compact"}),),
                 repartition_source_topics=(TopicInfo("app-x-repartition", 6, 3, {}),),
-                copartition_groups=(frozenset({"right", "app-x-repartition"}),),
+                copartition_groups=(("right", "app-x-repartition"),),
             ),
         ),
     )
@@ -124,7 +124,7 @@ def test_a_join_heartbeat_decodes_back_with_the_schema() -> None:
 
 
 def test_a_copartition_group_must_name_topics_of_its_subtopology() -> None:
-    topology = StreamsGroupTopology(0, (Subtopology("0", ("a",), copartition_groups=(frozenset({"a", "b"}),)),))
+    topology = StreamsGroupTopology(0, (Subtopology("0", ("a",), copartition_groups=(("a", "b"),)),))
     with pytest.raises(ValueError, match=r"does not read: \['b'\]"):
         encoded(HeartbeatRequestData("g", "m", 0, topology=topology))
 
