@@ -17,6 +17,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from streams_core import clients
 from streams_core.errors import MissingSinkTopicError
 from streams_core.runtime.assignment import MissingSourceTopicError, ensure_copartitioning
+from streams_core.runtime.internal_topic_config import (
+    REPARTITION_TOPIC_CONFIG,
+    WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS,
+    changelog_config,
+)
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
 __all__ = ["prepare_topics", "watch_pattern_topics"]
@@ -28,9 +33,11 @@ async def prepare_topics(
     admin: clients.Admin,
     metadata: TopologyMetadata,
     own_topics: Callable[[clients.Admin], Awaitable[Sequence[clients.NewTopicSpec]]],
+    window_additional_retention_ms: int = WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS,
 ) -> dict[str, int]:
-    """Check and create the topics (`own_topics`: the run mode's, asked once the checks passed);
-    returns the partition count of every source, internal and through topic."""
+    """Check and create the topics (`own_topics`: the run mode's, asked once the checks passed), with
+    Kafka Streams' internal topic configs (internal_topic_config.py); returns the partition count of
+    every source, internal and through topic."""
     application_id = metadata.application_id
     if metadata.has_patterns:
         matched = metadata.match_patterns(await admin.list_topics())
@@ -49,9 +56,15 @@ async def prepare_topics(
     missing_sinks = sorted(t for t, n in sink_counts.items() if not n)
     if missing_sinks:
         raise MissingSinkTopicError(missing_sinks)
-    specs = [clients.NewTopicSpec(topic, partitions, {"cleanup.policy": "delete"}) for topic, partitions in sorted(internal.items())]
+    specs = [
+        clients.NewTopicSpec(topic, partitions, dict(REPARTITION_TOPIC_CONFIG)) for topic, partitions in sorted(internal.items())
+    ]
     specs += [
-        clients.NewTopicSpec(spec.topic, metadata.num_tasks(spec.subtopology, partition_counts), {"cleanup.policy": "compact", **spec.config})
+        clients.NewTopicSpec(
+            spec.topic,
+            metadata.num_tasks(spec.subtopology, partition_counts),
+            changelog_config(metadata.builder.store_builder(spec.store_name), spec.config, window_additional_retention_ms),
+        )
         for spec in metadata.created_changelogs
     ]
     specs += await own_topics(admin)

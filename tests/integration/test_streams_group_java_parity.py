@@ -171,31 +171,10 @@ def windowed_topology(app: str, sources: tuple[str, ...], sink: str) -> StreamsG
     return streams_group_topology(TopologyMetadata(itb, app))
 
 
-def with_delete_only_join_stores(topology: StreamsGroupTopology) -> StreamsGroupTopology:
-    """`topology` with its stream-stream join stores' changelogs `cleanup.policy=delete`, as Java sends them.
-
-    Kafka Streams' join window stores retain duplicates, so it forces their changelogs to delete only
-    (`StreamJoinedStoreFactory`); our DSL does not (streams_core/kstream/internals/kstream_joins.py, which
-    this file does not own; tests/unit/clients/test_streams_group_topology.py holds the strict xfail).
-    Standing in for that fix shows nothing else differs. A no-op once it is made.
-    """
-
-    def patched(info: TopicInfo) -> TopicInfo:
-        join_store = "-JOINTHIS-" in info.name or "-JOINOTHER-" in info.name
-        return replace(info, configs={**info.configs, "cleanup.policy": "delete"}) if join_store else info
-
-    return replace(
-        topology,
-        subtopologies=tuple(
-            replace(s, state_changelog_topics=tuple(map(patched, s.state_changelog_topics))) for s in topology.subtopologies
-        ),
-    )
-
-
 #: Topology name (StreamsGroupPeer's argument) -> its source topic count and our build of it.
 TOPOLOGIES: dict[str, tuple[int, Callable[[str, tuple[str, ...], str], StreamsGroupTopology]]] = {
     "word-count": (1, lambda app, sources, sink: word_count_topology(app, sources[0], sink)),
-    "windowed": (3, lambda app, sources, sink: with_delete_only_join_stores(windowed_topology(app, sources, sink))),
+    "windowed": (3, lambda app, sources, sink: windowed_topology(app, sources, sink)),
 }
 
 

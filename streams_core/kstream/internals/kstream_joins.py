@@ -145,7 +145,11 @@ def _stream_stream(
 
 
 def _logging(builder: Any, sj: StreamJoined) -> Any:
-    return builder.with_logging_enabled(sj.log_config) if sj.logging_enabled else builder.with_logging_disabled()
+    """A join store's changelog is deleted, never compacted: its stores keep duplicates (Java's
+    `StreamJoinedStoreFactory` forces `cleanup.policy=delete` over the user's log config)."""
+    if not sj.logging_enabled:
+        return builder.with_logging_disabled()
+    return builder.with_logging_enabled({**sj.log_config, "cleanup.policy": "delete"})
 
 
 def _window_store(

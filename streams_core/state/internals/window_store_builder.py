@@ -26,6 +26,8 @@ class WindowStoreBuilder(AbstractStoreBuilder[MeteredWindowStore[Any, Any]]):
     ) -> None:
         super().__init__(supplier.name, key_serde, value_serde)
         self._supplier = supplier
+        if supplier.retain_duplicates:  # a compacted changelog would keep one of a key's values (Java's WindowStoreBuilder)
+            self._log_config = {"cleanup.policy": "delete"}
 
     @property
     def supplier(self) -> WindowBytesStoreSupplier:

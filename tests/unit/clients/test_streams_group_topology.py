@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from streams_core import (
     JoinWindows,
     Materialized,
@@ -21,7 +19,8 @@ from streams_core import (
     Topology,
 )
 from streams_core.clients.streams_group_protocol import Subtopology, TopicInfo
-from streams_core.clients.streams_group_topology import changelog_config, streams_group_topology
+from streams_core.clients.streams_group_topology import streams_group_topology
+from streams_core.runtime.internal_topic_config import changelog_config
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
 S = Serdes.String()
@@ -148,12 +147,6 @@ def test_a_retention_past_a_java_long_saturates_as_kafka_streams_computes_it() -
     assert changelog_config(Windowed(), {}, 86_400_000)["retention.ms"] == str(2**63 - 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Kafka Streams forces cleanup.policy=delete on stream-stream join window stores (they retain duplicates: "
-    "StreamJoinedStoreFactory); our DSL's join stores (kstream/internals/kstream_joins.py `_logging`) do not, so a "
-    "Java and a Python member with a windowed join cannot share a group (docs/streams-groups.md)",
-)
 def test_join_window_store_changelogs_are_delete_only_as_in_kafka_streams() -> None:
     builder = StreamsBuilder()
     left, right = builder.stream("l", key_serde=S, value_serde=S), builder.stream("r", key_serde=S, value_serde=S)

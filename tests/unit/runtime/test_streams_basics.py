@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from streams_core import KafkaStreams, Materialized, MissingSourceTopicError, Serdes, StreamsBuilder
+from streams_core import (
+    JoinWindows,
+    KafkaStreams,
+    Materialized,
+    MissingSourceTopicError,
+    Serdes,
+    StreamsBuilder,
+    TimeWindows,
+)
 from streams_core.runtime.partitioner import default_partition
 from streams_core.testing import FakeKafkaCluster
 
@@ -95,6 +103,30 @@ async def test_internal_topics_are_created_with_the_source_partition_count(tmp_p
             cluster.produce("words", f"line{i}", word, timestamp=i)
         await eventually(lambda: counts(cluster, "counts-out").get("x") == 3, what="repartitioned counts")
     assert counts(cluster, "counts-out") == {"x": 3, "y": 2, "z": 1}
+
+
+async def test_internal_topics_carry_kafka_streams_topic_configs(tmp_path: Path) -> None:
+    """As Java's InternalTopicConfig subclasses: repartition topics kept forever in 50 MB segments,
+    window changelogs compacted and deleted a day past the store's retention, join stores (which
+    keep duplicates) deleted only, key-value changelogs compacted; CreateTime on all."""
+    cluster = cluster_with(("words", 1), ("other", 1), ("out", 1))
+    builder = StreamsBuilder()
+    words = builder.stream("words", key_serde=Serdes.String(), value_serde=Serdes.String())
+    other = builder.stream("other", key_serde=Serdes.String(), value_serde=Serdes.String())
+    words.group_by(lambda key, value: value).count(Materialized.as_("word-count"))
+    (words.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(60_000))
+     .count(Materialized.as_("windowed").with_retention(3_600_000)))  # fmt: skip
+    words.join(other, lambda a, b: a + b, JoinWindows.of_time_difference_with_no_grace(1_000)).to("out")
+    async with running(cluster, builder.build(), streams_config(tmp_path)):
+        repartition = cluster.topic_config(f"{APP}-word-count-repartition")
+        assert repartition == {"cleanup.policy": "delete", "segment.bytes": "52428800", "retention.ms": "-1",
+                               "message.timestamp.type": "CreateTime"}  # fmt: skip
+        assert cluster.topic_config(f"{APP}-word-count-changelog") == {
+            "cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}  # fmt: skip
+        windowed = cluster.topic_config(f"{APP}-windowed-changelog")
+        assert (windowed["cleanup.policy"], windowed["retention.ms"]) == ("compact,delete", str(3_600_000 + 86_400_000))
+        joins = [t for t in cluster.topics() if "-JOINTHIS-" in t or "-JOINOTHER-" in t]
+        assert len(joins) == 2 and all(cluster.topic_config(t)["cleanup.policy"] == "delete" for t in joins), joins
 
 
 async def test_missing_source_topic_fails_start(tmp_path: Path) -> None:
