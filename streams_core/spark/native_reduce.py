@@ -62,7 +62,7 @@ def _fold(topology: bytes, props: Mapping[str, Any], native: NativeCount) -> _Fo
     store_serde = built.state_stores[store].timestamped.value_serde.inner
     processor = node.processor
     if isinstance(processor, KStreamReduce):
-        reducer = processor._reducer
+        reducer = processor.reducer
 
         def reduce(key: Any, aggregate: Any, value: Any) -> Any:
             return value if aggregate is None else reducer(aggregate, value)
@@ -293,7 +293,7 @@ class FoldStage(StatefulProcessor):
         """The user's function and serdes, from the shipped topology (once per Python worker)."""
         fold = _fold(self.topology, self.props, self.native)
         native = self.native
-        if native.fold == "partial":
+        if native.kind == "partial-reduce":
             self._step, self._values = _no_delete(fold.step), self._partials
             self._incoming: Serde[Any] | _Pickled | None = fold.store_serde
         else:
