@@ -306,6 +306,7 @@ JOBS = {job.name: job for job in (
 )}
 
 BOOTSTRAP: list[str] = []  # the broker of this run
+PHASES: list[bool] = []  # --phases given
 
 
 def stream(spark: Any, topic: str) -> Any:
@@ -376,7 +377,17 @@ def run_ours(spark: Any, job: Job, topics: dict[str, str], checkpoints: Path) ->
                          spark=spark, progress=False)
     started = time.perf_counter()
     runner.run("available_now", checkpoints / app_id)
-    return time.perf_counter() - started, output
+    seconds = time.perf_counter() - started
+    if PHASES:
+        phases: Counter[str] = Counter()
+        for reports in runner.progress.values():
+            for report in reports:
+                phases.update(report.get("durationMs", {}))
+        inside = phases.get("triggerExecution", 0) / 1000
+        print(f"    Spark's durationMs over {sum(map(len, runner.progress.values()))} micro-batches: "
+              + ", ".join(f"{k} {v / 1000:.1f} s" for k, v in phases.most_common())
+              + f"; outside micro-batches {seconds - inside:.1f} s", flush=True)
+    return seconds, output
 
 
 def run_hand(spark: Any, job: Job, topics: dict[str, str], checkpoints: Path) -> tuple[float, str]:
@@ -416,7 +427,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2, help="rounds per job and size (order alternating)")
     parser.add_argument("--warmup", type=int, default=10_000, help="records per input of an untimed first run (0: none)")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--phases", action="store_true", help="print Spark's time per phase of each SparkRunner run")
     args = parser.parse_args(argv)
+    if args.phases:
+        PHASES.append(True)
     logging.basicConfig(level=logging.WARNING)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # `timeout` unwinds: the broker stops
     jobs = [JOBS[name] for name in args.jobs.split(",")]

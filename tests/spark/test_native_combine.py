@@ -3,7 +3,13 @@ against KafkaStreams on the same input."""
 
 from __future__ import annotations
 
+import asyncio
 import operator
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +18,7 @@ import pytest
 
 from streams_core import Grouped, Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
-from tests.kafka_utils import Rec, create_topic, produce, unique_topic
+from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 from tests.spark.engines import ENGINES, long_be, read_table, run_asyncio_to_end, utf8
 
 S, L = Serdes.String(), Serdes.Long()
@@ -114,3 +120,40 @@ async def test_max_per_source_key_matches_kafka_streams(bootstrap_servers: str, 
     for key, value in VALUES + MORE:
         expected[key] = max(expected.get(key, value), value)
     assert spark_table == asyncio_table == expected
+
+
+@pytest.mark.slow
+async def test_a_sum_killed_mid_run_and_rerun_ends_with_the_right_totals(bootstrap_servers: str, tmp_path: Path) -> None:
+    """SIGKILL once part of the output is written, then a rerun from the checkpoint: Spark's state
+    and offsets move together, and a replayed micro-batch writes the same totals again."""
+    suffix = unique_topic("combine-kill")
+    source, output = f"values-{suffix}", f"sums-{suffix}"
+    for topic in (source, output):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    pairs = [(f"{chr(97 + i % 7)}{i}", (i * 37) % 101 - 50) for i in range(600)]
+    await produce(bootstrap_servers, source, [Rec(k.encode(), v.to_bytes(8, "big", signed=True)) for k, v in pairs])
+    command = [sys.executable, "-m", "tests.spark.combine_job", bootstrap_servers, source, output, str(tmp_path / "ck")]
+    root = Path(__file__).parents[2]
+    victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while True:  # kill once the query has written part of its output, mid-run
+            assert victim.poll() is None, "the run ended before it could be killed"
+            try:
+                written = len(await read_all(bootstrap_servers, output, timeout=5))
+            except TimeoutError:
+                written = 0
+            if written > 0:
+                break
+            assert time.monotonic() < deadline, "no progress to kill"
+            await asyncio.sleep(0.2)
+    finally:
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=30)
+    expected: dict[str, int] = {}
+    for key, value in pairs:
+        expected[key[0]] = expected.get(key[0], 0) + value
+    assert await read_table(bootstrap_servers, output, utf8, long_be) != expected, "killed mid-run"
+    done = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=300, cwd=root)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert await read_table(bootstrap_servers, output, utf8, long_be) == expected
