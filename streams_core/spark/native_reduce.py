@@ -11,8 +11,8 @@
                    changed key)
 
 With `SparkRunner(..., associative_reducers=True)` a reduce reduces partially first: `ReduceKeys`
-reduces each key's values per Spark partition in offset order, and `FoldStage` (there the
-transformWithStateInPandas processor) reduces the partials Kafka partition by partition. That equals Kafka Streams' record-by-record reduction, in
+reduces each key's values per Spark partition in offset order, and `FoldStage` reduces the
+partials Kafka partition by partition. That equals Kafka Streams' record-by-record reduction, in
 the order where each writer's records of the micro-batch arrive together, only when the reducer
 is associative: hence the opt-in (docs/spark.md).
 """

@@ -145,25 +145,34 @@ class WindowCountStage(NativeStage):
         return counts.mapInArrow(output, output.schema)
 
 
+def _folded(native: NativeCount, spec: Any, values: Any) -> Any:
+    """`FoldStage.fold` per key over the grouped `values` on applyInPandasWithState (the key's state,
+    its value's bytes, travels with its rows: the fastest stateful API measured for it, bench/LOG.md)."""
+    from streams_core.spark.native_reduce import FoldGroups, FoldStage
+
+    stage = FoldGroups(FoldStage(spec.topology, spec.props, native))
+    return _output(native, values.applyInPandasWithState(stage, f"key {_key_type(native)}, value binary",
+                                                         "value binary", "Update", "NoTimeout"))  # fmt: skip
+
+
 class PartialReduceStage(NativeStage):
-    kind, checkpoint = "partial-reduce", "native-reduce"
+    # "native-reduce-<id>" held the same step on transformWithStateInPandas, whose state this one cannot read.
+    kind, checkpoint = "partial-reduce", "native-partial-reduce"
     label = ("mapInArrow (fused stateless chain, partial reductions per Spark partition) -> groupBy(key)"
-             ".transformWithStateInPandas (the reducer over stored value and partials)")
+             ".applyInPandasWithState (the reducer over stored value and partials)")
 
     def operators(self, native: NativeCount) -> list[tuple[str, str]]:
         fold, *rest = native.native
         return [(fold, "python: the reducer per Spark partition in mapInArrow (partial reductions), then over the "
-                       "stored value and the partials in groupBy(key).transformWithStateInPandas (state: value bytes)"),
+                       "stored value and the partials in groupBy(key).applyInPandasWithState (state: value bytes)"),
                 *((name, _UPDATE_MODE) for name in rest)]
 
     def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
-        from streams_core.spark.native_reduce import FoldStage, ReduceKeys
+        from streams_core.spark.native_reduce import ReduceKeys
 
         native, spec = _native(query), query.spec
         values = self._mapped(runner, query, ReduceKeys(spec.topology, spec.props, native), rows).groupBy("key")
-        stage = FoldStage(spec.topology, spec.props, native)  # its checkpoints hold transformWithState's state
-        return _output(native, values.transformWithStateInPandas(stage, f"key {_key_type(native)}, value binary",
-                                                                 "Update", "None"))  # fmt: skip
+        return _folded(native, spec, values)
 
 
 class OrderedFoldStage(NativeStage):
@@ -179,13 +188,11 @@ class OrderedFoldStage(NativeStage):
                 *((name, _UPDATE_MODE) for name in rest)]
 
     def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
-        from streams_core.spark.native_reduce import FoldGroups, FoldStage, FoldValues
+        from streams_core.spark.native_reduce import FoldValues
 
         native, spec = _native(query), query.spec
         values = self._mapped(runner, query, FoldValues(spec.topology, spec.props, native), rows).groupBy("key")
-        stage = FoldStage(spec.topology, spec.props, native)
-        return _output(native, values.applyInPandasWithState(FoldGroups(stage), f"key {_key_type(native)}, value binary",
-                                                             "value binary", "Update", "NoTimeout"))  # fmt: skip
+        return _folded(native, spec, values)
 
 
 def _native(query: QueryPlan) -> NativeCount:

@@ -41,7 +41,7 @@ def test_a_reduce_is_partial_only_when_the_user_vouches_for_its_reducer() -> Non
     how = dict(query.operators())
     (reduce,) = [name for name in how if "REDUCE" in name]
     assert how[reduce].startswith("python: the reducer per Spark partition")
-    assert "transformWithStateInPandas (the reducer" in query.describe()
+    assert "applyInPandasWithState (the reducer over stored value and partials)" in query.describe()
 
 
 async def run_both(build: Any, bootstrap: str, spark: Any, tmp_path: Path, suffix: str, source: str,
