@@ -20,6 +20,8 @@ Jobs (`--records` N records per input):
               `groupBy(key).agg(sum(value))` (value bytes decoded/encoded by Spark expressions)
   sum-builtin the same with `reduce(operator.add)`: a reducer SparkRunner recognises and runs as
               Spark's own sum (docs/spark.md); `sum` keeps the lambda, run in the vectorized stage
+  sum-assoc   `sum` with `SparkRunner(..., associative_reducers=True)`: partial sums per Spark
+              partition, then the lambda per key over the partials
   enrichment  N clicks (user -> page) joined with a users table (N/20 users -> one of 20 regions,
               every user record older than every click), counted per region: `stream.join(table)
               .group_by(region).count()` against a stream-static join (the users topic read as a
@@ -57,7 +59,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +113,7 @@ class Job:
     value: Callable[[bytes], Any] = long_value
     pairs: bool = False  # compare the multiset of output records, not the final table
     ignore: str | None = None  # a key left out of the comparison
+    options: dict[str, Any] = field(default_factory=dict)  # SparkRunner's keyword arguments
 
 
 # ---- sum per key
@@ -299,6 +302,7 @@ def wordcount_hand(spark: Any, topics: dict[str, str]) -> tuple[Any, str]:
 JOBS = {job.name: job for job in (
     Job("sum", make_sum, sum_topology, sum_hand),
     Job("sum-builtin", make_sum, sum_builtin_topology, sum_hand),
+    Job("sum-assoc", make_sum, sum_topology, sum_hand, options={"associative_reducers": True}),
     Job("enrichment", make_enrichment, enrichment_topology, enrichment_hand),
     Job("session", make_session, session_topology, session_hand, ignore=FLUSH_KEY),
     Job("join", make_join, join_topology, join_hand, value=bytes.decode, pairs=True),
@@ -374,7 +378,7 @@ def run_ours(spark: Any, job: Job, topics: dict[str, str], checkpoints: Path) ->
     output = f"{app_id}-out"
     asyncio.run(create_topics(BOOTSTRAP[0], [output], PARTITIONS))
     runner = SparkRunner(job.ours(topics, output), {"application.id": app_id, "bootstrap.servers": BOOTSTRAP[0]},
-                         spark=spark, progress=False)
+                         spark=spark, progress=False, **job.options)
     started = time.perf_counter()
     runner.run("available_now", checkpoints / app_id)
     seconds = time.perf_counter() - started
