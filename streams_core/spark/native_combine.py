@@ -22,9 +22,12 @@ import operator
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from streams_core.spark.native_count import CountKeys, NativeCount, key_column
+from streams_core.kstream.internals.kstream_aggregate import KStreamReduce
+from streams_core.processor.internals.processor_node import SinkNode
+from streams_core.serde import Serdes
+from streams_core.spark.native_count import CountKeys, NativeCount, key_column, same_serde
 
-__all__ = ["SPARK_COMBINES", "CombineKeys", "spark_combine_of"]
+__all__ = ["SPARK_COMBINES", "CombineKeys", "reduce_kind", "spark_combine_of"]
 
 #: The reducers Spark's own aggregation computes, by the Spark aggregate function that does.
 SPARK_COMBINES: dict[str, Callable[[Any, Any], Any]] = {"sum": operator.add, "max": max, "min": min}
@@ -36,6 +39,17 @@ _MAX_PARTIAL_KEYS = 200_000
 def spark_combine_of(reducer: object) -> str | None:
     """The Spark aggregate function computing `reducer` ("sum", "max", "min"), None if none does."""
     return next((name for name, fn in SPARK_COMBINES.items() if reducer is fn), None)
+
+
+def reduce_kind(reduce: KStreamReduce[Any, Any], store_serde: Any, sink: SinkNode,
+                associative_reducers: bool) -> tuple[str, str]:  # fmt: skip
+    """(`NativeCount.kind`, Spark aggregate function) of a `reduce()`: Spark's own aggregation for a
+    built-in reducer over Long values, else partial reductions (opted in) or the ordered fold."""
+    combine = spark_combine_of(reduce.reducer)
+    long = Serdes.Long()
+    if combine is not None and same_serde(store_serde, long) and same_serde(sink.value_serde, long):
+        return "spark-reduce", combine
+    return ("partial-reduce" if associative_reducers else "ordered-fold"), ""
 
 
 class CombineKeys(CountKeys):

@@ -127,19 +127,6 @@ def _is_count(processor: object) -> bool:
     return isinstance(processor, KStreamAggregate) and processor.operation == "count"
 
 
-def _reduce_kind(reduce: KStreamReduce[Any, Any], store_serde: Any, sink: SinkNode,
-                 associative_reducers: bool) -> tuple[str, str]:  # fmt: skip
-    """(kind, Spark aggregate function) of a `reduce()`: Spark's own aggregation for a built-in
-    reducer over Long values, else partial reductions (opted in) or the ordered fold."""
-    from streams_core.spark.native_combine import spark_combine_of
-
-    combine = spark_combine_of(reduce.reducer)
-    long = Serdes.Long()
-    if combine is not None and same_serde(store_serde, long) and same_serde(sink.value_serde, long):
-        return "spark-reduce", combine
-    return ("partial-reduce" if associative_reducers else "ordered-fold"), ""
-
-
 def _fold_tail(agg: ProcessorNode) -> SinkNode | str:
     """The sink of `count()`/`aggregate()`/`reduce()` -> `to_stream()` -> `to(topic)` below `agg`, or
     why `agg` is not followed by that."""
@@ -207,7 +194,9 @@ def find_native_count(
             return f"its output topic {sink.topic} is read back by the topology"
         if isinstance(agg.processor, KStreamReduce):
             store_serde = built.state_stores[store].timestamped.value_serde.inner
-            kind, combine = _reduce_kind(agg.processor, store_serde, sink, associative_reducers)
+            from streams_core.spark.native_combine import reduce_kind  # it builds on this module
+
+            kind, combine = reduce_kind(agg.processor, store_serde, sink, associative_reducers)
         elif not (_is_count(agg.processor) and same_serde(sink.value_serde, Serdes.Long())):
             kind = "ordered-fold"  # an aggregate, or a count written with another serde than Spark's count's
         sinks, native, output_key_serde = (sink.name,), (agg.name, *(c.name for c in agg.children)), sink.key_serde
