@@ -290,7 +290,7 @@ def keyed_folds() -> Any:
 
     def without_folds(*args: Any, **kwargs: Any) -> Any:
         native = compiled(*args, **kwargs)
-        return None if native is not None and native.fold else native
+        return None if native is not None and native.kind in ("ordered-fold", "partial-reduce", "spark-reduce") else native
 
     spark_plan.find_native_count = without_folds  # type: ignore[assignment]
     try:
@@ -310,7 +310,7 @@ def fold_api(api: str) -> Any:
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
     from streams_core.spark.native_reduce import NOTHING, FoldStage, FoldValues
-    from streams_core.spark.spark_runner import SparkRunner
+    from streams_core.spark.native_stages import NATIVE_STAGES
 
     columns = ["key", "partition", "seq", "timestamp", "value"]
 
@@ -336,8 +336,8 @@ def fold_api(api: str) -> Any:
         def close(self) -> None:
             pass
 
-    def query(self: Any, query: Any, native: Any, rows: Any) -> Any:
-        spec = query.spec
+    def query(runner: Any, query: Any, rows: Any) -> Any:
+        native, spec = query.native, query.spec
         keys = FoldValues(spec.topology, spec.props, native)
         values = rows.select(*keys.columns(query.source_topics)).mapInArrow(keys, keys.schema).groupBy("key")
         stage = FoldStage(spec.topology, spec.props, native)
@@ -348,12 +348,12 @@ def fold_api(api: str) -> Any:
             out = values.transformWithStateInPandas(stage, schema, "Update", "None")
         return out.select(F.lit(native.output_topic).alias("topic"), F.col("key").cast("binary").alias("key"), "value")
 
-    library = SparkRunner._fold
-    SparkRunner._fold = query  # type: ignore[method-assign]
+    stage = NATIVE_STAGES["ordered-fold"]
+    stage.query = query  # type: ignore[method-assign]
     try:
         yield
     finally:
-        SparkRunner._fold = library  # type: ignore[method-assign]
+        del stage.query
 
 
 def spark_run(engine: str, spark: Any, bootstrap: str, input_topic: str, checkpoints: Path) -> tuple[float, str]:

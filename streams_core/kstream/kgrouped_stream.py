@@ -76,7 +76,7 @@ class KGroupedStream(Generic[K, V]):
         """The number of records per key (records with a None key or value are not counted)."""
         self._builder.burn_count_store_name(materialized)
         return self._aggregate(names.KSTREAM_AGGREGATE, named, materialized, Serdes.Long(),
-                               lambda store: KStreamAggregate(store, _zero, _count_add))  # fmt: skip
+                               lambda store: KStreamAggregate(store, _zero, _count_add, "count"))  # fmt: skip
 
     def reduce(self, reducer: Callable[[V, V], V], materialized: Materialized | None = None,
                named: Named_ = None) -> KTable[K, V]:  # fmt: skip

@@ -30,7 +30,6 @@ from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate, K
 from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streams_core.kstream.internals.ktable_processors import KTableToStream
 from streams_core.kstream.internals.stateless_chain import Emit, compose, fused_nodes
-from streams_core.kstream.kgrouped_stream import _count_add, _zero
 from streams_core.kstream.time_windowed_kstream import _count_add as _window_count_add
 from streams_core.kstream.time_windowed_kstream import _zero as _window_zero
 from streams_core.processor.consumer_record import ConsumerRecord
@@ -96,11 +95,14 @@ class NativeCount:
     key_serde: Any = field(default=None, compare=False, repr=False)
     #: For a windowed count: its windows, tail and tasks (None for a count).
     window: WindowCount | None = None
-    #: Not a count: "partial" for a `reduce()` opted in as associative (partial reductions per Spark
-    #: partition), "ordered" for a `reduce()` or `aggregate()` applied per key in Kafka Streams' order
-    #: (native_reduce.py); "" for a count.
-    fold: str = ""
-    #: With `fold` "ordered": the values reaching it are strings (the replaced repartition topic's
+    #: The native stage's kind, its key in `native_stages.NATIVE_STAGES`: "count", "window-count",
+    #: "spark-reduce" (a built-in reducer on Spark's aggregation, native_combine.py), "partial-reduce"
+    #: (a `reduce()` opted in as associative: partial reductions per Spark partition) or
+    #: "ordered-fold" (a `reduce()`/`aggregate()` per key in Kafka Streams' order, native_reduce.py).
+    kind: str = "count"
+    #: With kind "spark-reduce": the Spark aggregate function ("sum", "max", "min").
+    combine: str = ""
+    #: With kind "ordered-fold": the values reaching it are strings (the replaced repartition topic's
     #: value serde is String), handed to Spark as an Arrow string column.
     string_values: bool = False
 
@@ -122,7 +124,7 @@ def same_serde(serde: Any, other: Any) -> bool:
 
 
 def _is_count(processor: object) -> bool:
-    return isinstance(processor, KStreamAggregate) and processor._initializer is _zero and processor._aggregator is _count_add
+    return isinstance(processor, KStreamAggregate) and processor.operation == "count"
 
 
 def _fold_tail(agg: ProcessorNode) -> SinkNode | str:
@@ -178,10 +180,11 @@ def find_native_count(
     if not builder.store_builder(store).caching_enabled:
         return "caching is off (every update is emitted, which Spark's update mode cannot)"
     window = window_count_tail(agg, readback) if isinstance(agg.processor, KStreamWindowAggregate) else None
-    fold = ""
+    kind, combine = "count", ""
     if isinstance(window, str):
         return window
     if window is not None:
+        kind = "window-count"
         sinks, native, output_key_serde = window.sinks, (agg.name, window.to_stream, *window.tail), None
     else:
         sink = _fold_tail(agg)
@@ -190,9 +193,12 @@ def find_native_count(
         if sink.topic in readback:
             return f"its output topic {sink.topic} is read back by the topology"
         if isinstance(agg.processor, KStreamReduce):
-            fold = "partial" if associative_reducers else "ordered"
+            store_serde = built.state_stores[store].timestamped.value_serde.inner
+            from streams_core.spark.native_combine import reduce_kind  # it builds on this module
+
+            kind, combine = reduce_kind(agg.processor, store_serde, sink, associative_reducers)
         elif not (_is_count(agg.processor) and same_serde(sink.value_serde, Serdes.Long())):
-            fold = "ordered"  # an aggregate, or a count written with another serde than Spark's count's
+            kind = "ordered-fold"  # an aggregate, or a count written with another serde than Spark's count's
         sinks, native, output_key_serde = (sink.name,), (agg.name, *(c.name for c in agg.children)), sink.key_serde
     others = sorted({str(s.topic or f"topics chosen by {s.name}") for s in built.sinks if s.name not in sinks})
     if others:
@@ -201,7 +207,7 @@ def find_native_count(
     if isinstance(chain, str):
         return chain
     chain_sid, chain_built, end, bypassed, fused, shuffled, key_serde = chain
-    if (window is not None or fold) and len([t for s in chain_built.sources for t in s.topics]) != 1:
+    if kind != "count" and len([t for s in chain_built.sources for t in s.topics]) != 1:
         return "it reads several topics (the order across them is the task's)"  # offset order of one topic (docs/spark.md)
     string_values = False
     if window is not None:
@@ -210,11 +216,11 @@ def find_native_count(
     else:
         output = str(built.sinks[0].topic)
         key_serde = built.sinks[0].key_serde
-        if fold == "ordered" and bypassed is not None:
+        if kind == "ordered-fold" and bypassed is not None:
             (repartition,) = [s for s in chain_built.sinks if s.name == end]
             string_values = same_serde(repartition.value_serde, Serdes.String())
     return NativeCount(chain_sid, end, sid, output, bypassed, same_serde(key_serde, Serdes.String()), fused, native,
-                       shuffled, key_serde, window, fold, string_values)  # fmt: skip
+                       shuffled, key_serde, window, kind, combine, string_values)  # fmt: skip
 
 
 def window_count_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowCount | str:

@@ -11,8 +11,8 @@
                    changed key)
 
 With `SparkRunner(..., associative_reducers=True)` a reduce reduces partially first: `ReduceKeys`
-reduces each key's values per Spark partition in offset order, and `FoldStage` (there the
-transformWithStateInPandas processor) reduces the partials Kafka partition by partition. That equals Kafka Streams' record-by-record reduction, in
+reduces each key's values per Spark partition in offset order, and `FoldStage` reduces the
+partials Kafka partition by partition. That equals Kafka Streams' record-by-record reduction, in
 the order where each writer's records of the micro-batch arrive together, only when the reducer
 is associative: hence the opt-in (docs/spark.md).
 """
@@ -62,7 +62,7 @@ def _fold(topology: bytes, props: Mapping[str, Any], native: NativeCount) -> _Fo
     store_serde = built.state_stores[store].timestamped.value_serde.inner
     processor = node.processor
     if isinstance(processor, KStreamReduce):
-        reducer = processor._reducer
+        reducer = processor.reducer
 
         def reduce(key: Any, aggregate: Any, value: Any) -> Any:
             return value if aggregate is None else reducer(aggregate, value)
@@ -293,7 +293,7 @@ class FoldStage(StatefulProcessor):
         """The user's function and serdes, from the shipped topology (once per Python worker)."""
         fold = _fold(self.topology, self.props, self.native)
         native = self.native
-        if native.fold == "partial":
+        if native.kind == "partial-reduce":
             self._step, self._values = _no_delete(fold.step), self._partials
             self._incoming: Serde[Any] | _Pickled | None = fold.store_serde
         else:

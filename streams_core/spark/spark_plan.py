@@ -24,6 +24,7 @@ from streams_core.processor.internals.processor_node import SinkNode, SourceNode
 from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.native_count import AGGREGATIONS, NO_AGGREGATION, NativeCount, find_native_count
+from streams_core.spark.native_stages import NATIVE_STAGES
 from streams_core.spark.plan_notes import STAGE_LABELS, stage_reason, writes
 from streams_core.spark.subtopology_executor import SubtopologyExecutor, SubtopologySpec, ship_topology
 from streams_core.state.versioned_key_value_store import VersionedKeyValueStore
@@ -80,14 +81,8 @@ _STAGES: Mapping[str, str] = {
     "stateless": "mapInArrow (fused stateless Python stage)",
     "keyed": "groupBy(key).transformWithState (keyed Python stage, RocksDB state)",
     "task": "groupBy(partition).transformWithState (task Python stage: stores as changelog in RocksDB state)",
-    "native": "mapInArrow (fused stateless chain, partial counts) -> groupBy(key).sum() (Spark's streaming aggregation)",
-    "native-partial": "mapInArrow (fused stateless chain, partial reductions per Spark partition) -> groupBy(key)"
-                      ".transformWithStateInPandas (the reducer over stored value and partials)",
-    "native-ordered": "mapInArrow (fused stateless chain, every value as bytes) -> groupBy(key)"
-                      ".applyInPandasWithState (the reducer or aggregator per key in Kafka Streams' order)",
-    "native-window": "mapInArrow (fused stateless chain, partial counts per task and window) -> groupBy(task)"
-                     ".transformWithStateInPandas (stream time) -> groupBy(key, window start).sum() -> mapInArrow (tail)",
 }
+
 
 @dataclass(frozen=True)
 class QueryPlan:
@@ -132,37 +127,12 @@ class QueryPlan:
         how = [(name, "python: fused stateless chain in mapInArrow, once per Arrow batch") for name in native.fused]
         how.extend((name, f"native: Spark's shuffle (groupBy key) replaces topic {native.bypassed_topic}")
                    for name in native.shuffled)  # fmt: skip
-        window = native.window
-        if window is not None:
-            count, to_stream, *tail = native.native
-            tasks = f"partitions of {window.partitions_of}" if window.partitions_of else "source partitions"
-            how.append((count, "native: windows on time per task (" + tasks + ") in mapInArrow, closed windows dropped "
-                               "by the task's stream time in groupBy(task).transformWithStateInPandas (state: one long), "
-                               "groupBy(key, window start).sum() (Spark's streaming aggregation: key, start, count)"))
-            how.append((to_stream, "native: Spark's update mode, one record per changed window and micro-batch"))
-            how.extend((name, "python: fused stateless chain in mapInArrow over the updated windows") for name in tail)
-            return tuple(how)
-        if native.fold:
-            fold, *rest = native.native
-            if native.fold == "partial":
-                how.append((fold, "python: the reducer per Spark partition in mapInArrow (partial reductions), then over the "
-                                  "stored value and the partials in groupBy(key).transformWithStateInPandas (state: value bytes)"))
-            else:
-                how.append((fold, "vectorized: the user's function over each key's stored value and values, Arrow in and out "
-                                  "per key in groupBy(key).applyInPandasWithState, in Kafka Streams' order (per Kafka "
-                                  "partition offset order; across partitions the lowest timestamp first) (state: value bytes)"))
-            how.extend((name, "native: Spark's update mode, one record per changed key and micro-batch") for name in rest)
-            return tuple(how)
-        count, *rest = native.native
-        how.append((count, "native: groupBy(key).sum() of the chain's partial counts per Spark partition, "
-                           "Spark's streaming aggregation (state: key, count)"))
-        how.extend((name, "native: value = unhex(lpad(hex(count), 16, '0')), the Long serde's bytes") for name in rest)
+        how.extend(NATIVE_STAGES[native.kind].operators(native))
         return tuple(how)
 
     def describe(self) -> str:
         native = self.native
-        how = _STAGES[self.stage if native is None else "native-window" if native.window else f"native-{native.fold}"
-                      if native.fold else self.stage]  # fmt: skip
+        how = _STAGES[self.stage] if native is None else NATIVE_STAGES[native.kind].label
         lines = [
             f"Query {self.subtopology_id}: sub-topology {self.subtopology_id}"
             + (f", after {', '.join(map(str, self.after))}" if self.after else ""),

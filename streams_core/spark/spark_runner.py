@@ -30,7 +30,7 @@ from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.spark.errors import UnsupportedOnSparkError
-from streams_core.spark.native_count import NativeCount
+from streams_core.spark.native_stages import NATIVE_STAGES
 from streams_core.spark.progress_reporter import ProgressReporter
 from streams_core.spark.spark_plan import QueryPlan, SparkPlan, plan_topology
 from streams_core.spark.spark_session import QUIET_SPARK_CONF, build_session, quiet_session
@@ -229,7 +229,6 @@ class SparkRunner:
         """The query's streaming DataFrame: Kafka rows in, the Kafka sink's columns out."""
         from pyspark.sql import functions as F
 
-        from streams_core.spark.native_count import CountKeys
         from streams_core.spark.spark_stages import OUTPUT_SCHEMA, KeyedStage, StatelessStage, TaskStage
 
         reader = self.spark.readStream.format("kafka").options(**self._kafka_options("consumer"))
@@ -247,20 +246,8 @@ class SparkRunner:
         rows = reader.option("subscribe", ",".join(self._topics_of(query))).load().select(
             "topic", "partition", "offset", F.unix_millis("timestamp").alias("timestamp"), "key", "value", "headers"
         )
-        if query.native is not None and query.native.window is not None:
-            return self._window_count(query, query.native, rows)
-        if query.native is not None and query.native.fold:
-            return self._fold(query, query.native, rows)
         if query.native is not None:
-            native = query.native
-            stage = CountKeys(query.spec.topology, query.spec.props, native)
-            stage.skipped = skipped
-            partial = rows.select(*stage.columns(query.source_topics)).mapInArrow(stage, stage.schema)
-            key_column = F.col("key").cast("binary") if native.string_keys else F.col("key")
-            return partial.groupBy("key").agg(F.sum("n").alias("count")).select(
-                F.lit(native.output_topic).alias("topic"), key_column.alias("key"),
-                F.unhex(F.lpad(F.hex("count"), 16, "0")).alias("value"),  # the Long serde's 8 big-endian bytes
-            )  # fmt: skip
+            return NATIVE_STAGES[query.native.kind].query(self, query, rows)
         spec = replace(query.spec, sink_partitions={t: self._counts.get(t, 0) for t in query.partitioned_sinks},
                        global_records=self._global_rows, wait_offsets=self._waits.get(query.subtopology_id, {}),
                        skipped=skipped)
@@ -269,46 +256,6 @@ class SparkRunner:
         if query.stage == "keyed":
             return rows.groupBy("key").transformWithState(KeyedStage(spec), OUTPUT_SCHEMA, "Update", "None")
         return rows.groupBy("partition").transformWithStateInPandas(TaskStage(spec), OUTPUT_SCHEMA, "Update", "None")
-
-    def _window_count(self, query: QueryPlan, native: NativeCount, rows: Any) -> Any:
-        """The native windowed count's query (native_window_count.py)."""
-        from pyspark.sql import functions as F
-
-        from streams_core.spark.native_window_count import StreamTimeFilter, WindowKeys, WindowOutput
-
-        window = native.window
-        assert window is not None
-        spec = query.spec
-        partitions = self._counts.get(window.partitions_of, 0) if window.partitions_of else 0
-        keys = WindowKeys(spec.topology, spec.props, native, partitions)
-        keys.skipped = self._skipped[query.subtopology_id]
-        on_time = rows.select(*keys.columns(query.source_topics)).mapInArrow(keys, keys.schema).groupBy("task")
-        key_type = "string" if native.string_keys else "binary"
-        counts = on_time.transformWithStateInPandas(
-            StreamTimeFilter(window.size + window.grace), f"key {key_type}, start bigint, n bigint", "Update", "None"
-        ).groupBy("key", "start").agg(F.sum("n").alias("count"))
-        output = WindowOutput(spec.topology, spec.props, native, window.partitions_of or query.source_topics[0])
-        return counts.mapInArrow(output, output.schema)
-
-    def _fold(self, query: QueryPlan, native: NativeCount, rows: Any) -> Any:
-        """The query of a reduce or aggregate in the vectorized stage (native_reduce.py)."""
-        from pyspark.sql import functions as F
-
-        from streams_core.spark.native_reduce import FoldGroups, FoldStage, FoldValues, ReduceKeys
-
-        spec = query.spec
-        partial = native.fold == "partial"
-        keys = (ReduceKeys if partial else FoldValues)(spec.topology, spec.props, native)
-        keys.skipped = self._skipped[query.subtopology_id]
-        schema = f"key {'string' if native.string_keys else 'binary'}, value binary"
-        values = rows.select(*keys.columns(query.source_topics)).mapInArrow(keys, keys.schema).groupBy("key")
-        stage = FoldStage(spec.topology, spec.props, native)
-        if partial:  # its checkpoints hold transformWithState's state
-            out = values.transformWithStateInPandas(stage, schema, "Update", "None")
-        else:
-            out = values.applyInPandasWithState(FoldGroups(stage), schema, "value binary", "Update", "NoTimeout")
-        key_column = F.col("key").cast("binary") if native.string_keys else F.col("key")
-        return out.select(F.lit(native.output_topic).alias("topic"), key_column.alias("key"), "value")
 
     def _start(self, query: QueryPlan, checkpoints: Path, *, available_now: bool) -> Any:
         out = self._frame(query)
@@ -483,8 +430,7 @@ class SparkRunner:
 def _checkpoint_name(query: QueryPlan) -> str:
     """A native query keeps Spark's aggregation state: never the checkpoint of a Python stage of the same id."""
     native = query.native
-    prefix = ("subtopology" if native is None else "native-window-count" if native.window else "native-reduce"
-              if native.fold == "partial" else "native-fold" if native.fold else "native-count")  # fmt: skip
+    prefix = "subtopology" if native is None else NATIVE_STAGES[native.kind].checkpoint
     return f"{prefix}-{query.subtopology_id}"
 
 

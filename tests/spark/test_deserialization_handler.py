@@ -60,7 +60,7 @@ async def test_log_and_continue_skips_and_counts_a_poison_record_in_every_stage(
     assert {name: q.stage for name, q in by_input.items()} == {
         "stateless": "stateless", "keyed": "keyed", "task": "task", "count": "native", "window": "native", "fold": "native",
     }  # fmt: skip
-    assert by_input["window"].native.window is not None and by_input["fold"].native.fold == "ordered"  # type: ignore[union-attr]
+    assert by_input["window"].native.window is not None and by_input["fold"].native.kind == "ordered-fold"  # type: ignore[union-attr]
 
     await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
 

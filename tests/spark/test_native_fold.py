@@ -63,7 +63,7 @@ def _tally_step(key: str, aggregate: dict[str, Any] | None, word: str) -> dict[s
 def test_reduce_and_aggregate_compile_to_the_vectorized_stage() -> None:
     for build in (nested, tallies):
         (query,) = SparkRunner(build("in", "out"), CONFIG).plan().queries
-        assert query.stage == "native" and query.native is not None and query.native.fold == "ordered"
+        assert query.stage == "native" and query.native is not None and query.native.kind == "ordered-fold"
         assert query.native.bypassed_topic is not None and query.native.string_values
         (fold,) = [how for name, how in query.operators() if "REDUCE-0" in name or "AGGREGATE-0" in name]
         assert fold.startswith("vectorized: the user's function") and "applyInPandasWithState" in fold
@@ -228,7 +228,7 @@ async def test_an_aggregate_without_repartition_matches_kafka_streams(bootstrap_
     runner = SparkRunner(by_length(source, on_spark), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers},
                          spark=spark, source_options={"maxOffsetsPerTrigger": "3"})  # fmt: skip
     (query,) = runner.plan().queries
-    assert query.native is not None and query.native.fold == "ordered" and query.native.bypassed_topic is None
+    assert query.native is not None and query.native.kind == "ordered-fold" and query.native.bypassed_topic is None
     await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
     await run_asyncio_to_end(by_length(source, on_asyncio), f"asyncio-{suffix}", bootstrap_servers, tmp_path / "state")
     expected: dict[str, int] = {}

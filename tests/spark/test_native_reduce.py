@@ -35,13 +35,13 @@ def joined(source: str, output: str) -> Topology:
 
 def test_a_reduce_is_partial_only_when_the_user_vouches_for_its_reducer() -> None:
     (ordered,) = SparkRunner(summed("in", "out"), CONFIG).plan().queries
-    assert ordered.native is not None and ordered.native.fold == "ordered", "record by record (test_native_fold.py)"
+    assert ordered.native is not None and ordered.native.kind == "ordered-fold", "record by record (test_native_fold.py)"
     (query,) = SparkRunner(summed("in", "out"), CONFIG, associative_reducers=True).plan().queries
-    assert query.native is not None and query.native.fold == "partial" and query.native.bypassed_topic is not None
+    assert query.native is not None and query.native.kind == "partial-reduce" and query.native.bypassed_topic is not None
     how = dict(query.operators())
     (reduce,) = [name for name in how if "REDUCE" in name]
     assert how[reduce].startswith("python: the reducer per Spark partition")
-    assert "transformWithStateInPandas (the reducer" in query.describe()
+    assert "applyInPandasWithState (the reducer over stored value and partials)" in query.describe()
 
 
 async def run_both(build: Any, bootstrap: str, spark: Any, tmp_path: Path, suffix: str, source: str,

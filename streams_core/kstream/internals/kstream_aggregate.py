@@ -56,9 +56,12 @@ class KStreamAggregate(_KStreamFold[K, V, VR]):
     """`aggregator(key, value, aggregate)` from `initializer()` for each key."""
 
     def __init__(
-        self, store_name: str, initializer: Callable[[], VR], aggregator: Callable[[K, V, VR], VR]
-    ) -> None:
+        self, store_name: str, initializer: Callable[[], VR], aggregator: Callable[[K, V, VR], VR],
+        operation: str = "aggregate",
+    ) -> None:  # fmt: skip
         super().__init__(store_name)
+        #: The DSL operator that built it ("count" or "aggregate"): what other engines compile.
+        self.operation = operation
         self._initializer = initializer
         self._aggregator = aggregator
 
@@ -87,7 +90,9 @@ class KStreamReduce(_KStreamFold[K, V, V]):
 
     def __init__(self, store_name: str, reducer: Callable[[V, V], V]) -> None:
         super().__init__(store_name)
-        self._reducer = reducer
+        self.operation = "reduce"
+        #: The user's reducer, named for other engines (Spark computes some built-ins natively).
+        self.reducer = self._reducer = reducer
 
     def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, headers = record

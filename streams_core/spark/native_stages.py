@@ -1,0 +1,207 @@
+"""The native stages as types: one class per kind of native query, with its plan text and its query.
+
+`find_native_count` (native_count.py) decides what a sub-topology's aggregation compiles to and
+names it by `NativeCount.kind`; `NATIVE_STAGES[kind]` is the stage that describes it in `plan()`
+(`label`, `operators`), names its checkpoint and builds its streaming DataFrame (`query`). The
+functions that run in Python inside those queries live beside their kind's plan:
+native_count.py (`CountKeys`), native_window_count.py, native_reduce.py, native_combine.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from streams_core.spark.native_count import NativeCount
+
+if TYPE_CHECKING:
+    from streams_core.spark.spark_plan import QueryPlan
+    from streams_core.spark.spark_runner import SparkRunner
+
+__all__ = ["NATIVE_STAGES", "NativeStage"]
+
+_UPDATE_MODE = "native: Spark's update mode, one record per changed key and micro-batch"
+
+
+def _output(native: NativeCount, frame: Any) -> Any:
+    """The Kafka sink's columns of a per-key query (topic, key bytes, value)."""
+    from pyspark.sql import functions as F
+
+    key = F.col("key").cast("binary") if native.string_keys else F.col("key")
+    return frame.select(F.lit(native.output_topic).alias("topic"), key.alias("key"), "value")
+
+
+def _long_bytes(column: str) -> Any:
+    """A bigint column as the Long serde's 8 big-endian bytes, by Spark expressions."""
+    from pyspark.sql import functions as F
+
+    return F.unhex(F.lpad(F.hex(column), 16, "0")).alias("value")
+
+
+def _key_type(native: NativeCount) -> str:
+    return "string" if native.string_keys else "binary"
+
+
+class NativeStage:
+    """One kind of native query."""
+
+    kind: ClassVar[str]
+    #: Its checkpoint directory's prefix (never a Python stage's: the state differs).
+    checkpoint: ClassVar[str]
+    #: The plan's `run` line.
+    label: ClassVar[str]
+
+    def operators(self, native: NativeCount) -> list[tuple[str, str]]:
+        """(node, how it runs) for the aggregation and the nodes after it."""
+        raise NotImplementedError
+
+    def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
+        """The streaming DataFrame from the Kafka rows to the Kafka sink's columns."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _mapped(runner: SparkRunner, query: QueryPlan, stage: Any, rows: Any) -> Any:
+        """`rows` through the `mapInArrow` function `stage` (its skips counted by the query's accumulator)."""
+        stage.skipped = runner._skipped[query.subtopology_id]
+        return rows.select(*stage.columns(query.source_topics)).mapInArrow(stage, stage.schema)
+
+
+class CountStage(NativeStage):
+    kind, checkpoint = "count", "native-count"
+    label = "mapInArrow (fused stateless chain, partial counts) -> groupBy(key).sum() (Spark's streaming aggregation)"
+
+    def operators(self, native: NativeCount) -> list[tuple[str, str]]:
+        count, *rest = native.native
+        return [(count, "native: groupBy(key).sum() of the chain's partial counts per Spark partition, "
+                        "Spark's streaming aggregation (state: key, count)"),
+                *((name, "native: value = unhex(lpad(hex(count), 16, '0')), the Long serde's bytes") for name in rest)]
+
+    def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        from streams_core.spark.native_count import CountKeys
+
+        native = _native(query)
+        partial = self._mapped(runner, query, CountKeys(query.spec.topology, query.spec.props, native), rows)
+        return _output(native, partial.groupBy("key").agg(F.sum("n").alias("count")).select("key", _long_bytes("count")))
+
+
+class SparkReduceStage(NativeStage):
+    kind, checkpoint = "spark-reduce", "native-spark-reduce"
+    label = ("mapInArrow (fused stateless chain, values combined per key and Spark partition) -> groupBy(key)"
+             ".agg(sum|max|min) (Spark's streaming aggregation)")
+
+    def operators(self, native: NativeCount) -> list[tuple[str, str]]:
+        reduce, *rest = native.native
+        return [(reduce, f"native: the built-in reducer as Spark's {native.combine}(): per Spark partition in mapInArrow, "
+                         f"then groupBy(key).agg({native.combine}) (Spark's streaming aggregation, state: key, long)"),
+                *((name, f"{_UPDATE_MODE}; value = unhex(lpad(hex(v), 16, '0')), the Long serde's bytes")
+                  for name in rest)]  # fmt: skip
+
+    def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        from streams_core.spark.native_combine import CombineKeys
+
+        native = _native(query)
+        partial = self._mapped(runner, query, CombineKeys(query.spec.topology, query.spec.props, native), rows)
+        combined = partial.groupBy("key").agg(getattr(F, native.combine)("v").alias("total"))
+        return _output(native, combined.select("key", _long_bytes("total")))
+
+
+class WindowCountStage(NativeStage):
+    kind, checkpoint = "window-count", "native-window-count"
+    label = ("mapInArrow (fused stateless chain, partial counts per task and window) -> groupBy(task)"
+             ".transformWithStateInPandas (stream time) -> groupBy(key, window start).sum() -> mapInArrow (tail)")
+
+    def operators(self, native: NativeCount) -> list[tuple[str, str]]:
+        window = native.window
+        assert window is not None
+        count, to_stream, *tail = native.native
+        tasks = f"partitions of {window.partitions_of}" if window.partitions_of else "source partitions"
+        return [(count, "native: windows on time per task (" + tasks + ") in mapInArrow, closed windows dropped "
+                        "by the task's stream time in groupBy(task).transformWithStateInPandas (state: one long), "
+                        "groupBy(key, window start).sum() (Spark's streaming aggregation: key, start, count)"),
+                (to_stream, "native: Spark's update mode, one record per changed window and micro-batch"),
+                *((name, "python: fused stateless chain in mapInArrow over the updated windows") for name in tail)]
+
+    def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        from streams_core.spark.native_window_count import StreamTimeFilter, WindowKeys, WindowOutput
+
+        native = _native(query)
+        window = native.window
+        assert window is not None
+        spec = query.spec
+        partitions = runner._counts.get(window.partitions_of, 0) if window.partitions_of else 0
+        keys = WindowKeys(spec.topology, spec.props, native, partitions)
+        on_time = self._mapped(runner, query, keys, rows).groupBy("task")
+        counts = on_time.transformWithStateInPandas(
+            StreamTimeFilter(window.size + window.grace), f"key {_key_type(native)}, start bigint, n bigint", "Update",
+            "None",
+        ).groupBy("key", "start").agg(F.sum("n").alias("count"))
+        output = WindowOutput(spec.topology, spec.props, native, window.partitions_of or query.source_topics[0])
+        return counts.mapInArrow(output, output.schema)
+
+
+def _folded(native: NativeCount, spec: Any, values: Any) -> Any:
+    """`FoldStage.fold` per key over the grouped `values` on applyInPandasWithState (the key's state,
+    its value's bytes, travels with its rows: the fastest stateful API measured for it, bench/LOG.md)."""
+    from streams_core.spark.native_reduce import FoldGroups, FoldStage
+
+    stage = FoldGroups(FoldStage(spec.topology, spec.props, native))
+    return _output(native, values.applyInPandasWithState(stage, f"key {_key_type(native)}, value binary",
+                                                         "value binary", "Update", "NoTimeout"))  # fmt: skip
+
+
+class PartialReduceStage(NativeStage):
+    # "native-reduce-<id>" held the same step on transformWithStateInPandas, whose state this one cannot read.
+    kind, checkpoint = "partial-reduce", "native-partial-reduce"
+    label = ("mapInArrow (fused stateless chain, partial reductions per Spark partition) -> groupBy(key)"
+             ".applyInPandasWithState (the reducer over stored value and partials)")
+
+    def operators(self, native: NativeCount) -> list[tuple[str, str]]:
+        fold, *rest = native.native
+        return [(fold, "python: the reducer per Spark partition in mapInArrow (partial reductions), then over the "
+                       "stored value and the partials in groupBy(key).applyInPandasWithState (state: value bytes)"),
+                *((name, _UPDATE_MODE) for name in rest)]
+
+    def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
+        from streams_core.spark.native_reduce import ReduceKeys
+
+        native, spec = _native(query), query.spec
+        values = self._mapped(runner, query, ReduceKeys(spec.topology, spec.props, native), rows).groupBy("key")
+        return _folded(native, spec, values)
+
+
+class OrderedFoldStage(NativeStage):
+    kind, checkpoint = "ordered-fold", "native-fold"
+    label = ("mapInArrow (fused stateless chain, every value as bytes) -> groupBy(key)"
+             ".applyInPandasWithState (the reducer or aggregator per key in Kafka Streams' order)")
+
+    def operators(self, native: NativeCount) -> list[tuple[str, str]]:
+        fold, *rest = native.native
+        return [(fold, "vectorized: the user's function over each key's stored value and values, Arrow in and out "
+                       "per key in groupBy(key).applyInPandasWithState, in Kafka Streams' order (per Kafka "
+                       "partition offset order; across partitions the lowest timestamp first) (state: value bytes)"),
+                *((name, _UPDATE_MODE) for name in rest)]
+
+    def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
+        from streams_core.spark.native_reduce import FoldValues
+
+        native, spec = _native(query), query.spec
+        values = self._mapped(runner, query, FoldValues(spec.topology, spec.props, native), rows).groupBy("key")
+        return _folded(native, spec, values)
+
+
+def _native(query: QueryPlan) -> NativeCount:
+    assert query.native is not None
+    return query.native
+
+
+#: The native stage of each `NativeCount.kind`.
+NATIVE_STAGES: Mapping[str, NativeStage] = {
+    stage.kind: stage
+    for stage in (CountStage(), SparkReduceStage(), WindowCountStage(), PartialReduceStage(), OrderedFoldStage())
+}

@@ -1,0 +1,159 @@
+"""`reduce(operator.add | max | min)` over Long values on Spark's own aggregation (native_combine.py),
+against KafkaStreams on the same input."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streams_core import Grouped, Serdes, StreamsBuilder, Topology
+from streams_core.spark import SparkRunner
+from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
+from tests.spark.engines import ENGINES, long_be, read_table, run_asyncio_to_end, utf8
+
+S, L = Serdes.String(), Serdes.Long()
+CONFIG = {"application.id": "plan", "bootstrap.servers": "127.0.0.1:9"}
+
+
+def by_letter(reducer: Callable[[Any, Any], Any], value_serde: Any = L) -> Callable[[str, str], Topology]:
+    """Per first letter of the key (a repartition topic), the values reduced by `reducer`."""
+
+    def build(source: str, output: str) -> Topology:
+        builder = StreamsBuilder()
+        (builder.stream(source, key_serde=S, value_serde=value_serde).filter(lambda key, value: not key.startswith("z"))
+         .group_by(lambda key, value: key[0], Grouped.with_(S, value_serde)).reduce(reducer)
+         .to_stream().to(output, key_serde=S, value_serde=value_serde))
+        return builder.build()
+
+    return build
+
+
+def per_key(reducer: Callable[[Any, Any], Any]) -> Callable[[str, str], Topology]:
+    """Per key of the source (no repartition topic), the values reduced by `reducer`."""
+
+    def build(source: str, output: str) -> Topology:
+        builder = StreamsBuilder()
+        (builder.stream(source, key_serde=S, value_serde=L).group_by_key().reduce(reducer)
+         .to_stream().to(output, key_serde=S, value_serde=L))
+        return builder.build()
+
+    return build
+
+
+@pytest.mark.parametrize(("reducer", "combine"), [(operator.add, "sum"), (max, "max"), (min, "min")])
+def test_a_built_in_reducer_over_longs_is_sparks_own_aggregation(reducer: Any, combine: str) -> None:
+    (query,) = SparkRunner(by_letter(reducer)("in", "out"), CONFIG).plan().queries
+    assert query.native is not None and (query.native.kind, query.native.combine) == ("spark-reduce", combine)
+    how = dict(query.operators())
+    (reduce,) = [name for name in how if "REDUCE" in name]
+    assert how[reduce].startswith(f"native: the built-in reducer as Spark's {combine}()")
+    assert ".agg(sum|max|min)" in query.describe()
+
+
+def test_other_reducers_or_serdes_keep_the_python_stages() -> None:
+    def kind(topology: Topology, **options: Any) -> str:
+        (query,) = SparkRunner(topology, CONFIG, **options).plan().queries
+        assert query.native is not None
+        return query.native.kind
+
+    assert kind(by_letter(lambda a, b: a + b)("in", "out")) == "ordered-fold", "a lambda is not recognised"
+    assert kind(by_letter(lambda a, b: a + b)("in", "out"), associative_reducers=True) == "partial-reduce"
+    assert kind(by_letter(operator.add, S)("in", "out")) == "ordered-fold", "string concatenation stays the user's"
+
+
+VALUES = [("apple", 5), ("avocado", -7), ("banana", 3), ("zed", 100), ("blueberry", 9), ("apricot", 2**40),
+          ("bean", -1), ("cherry", 0), ("almond", 11), ("cocoa", -2**33), ("berry", 4)]  # fmt: skip
+MORE = [("acorn", 6), ("cashew", 8), ("date", -3), ("banana", 1)]
+
+
+async def run_twice(build: Callable[[str, str], Topology], bootstrap: str, spark: Any, tmp_path: Path,
+                    name: str) -> tuple[dict[str, int], dict[str, int]]:  # fmt: skip
+    """Both engines on VALUES, then MORE (Spark: two runs from one checkpoint, 3 records per
+    micro-batch); (Spark's table, KafkaStreams')."""
+    suffix = unique_topic(name)
+    source = f"values-{suffix}"
+    outputs = {engine: f"{engine}-{suffix}" for engine in ENGINES}
+    await create_topic(bootstrap, source, partitions=2)
+    for topic in outputs.values():
+        await create_topic(bootstrap, topic, partitions=2)
+
+    def records(pairs: list[tuple[str, int]], first: int) -> list[Rec]:
+        return [Rec(k.encode(), v.to_bytes(8, "big", signed=True), partition=(first + i) % 2) for i, (k, v) in enumerate(pairs)]
+
+    runner = SparkRunner(build(source, outputs["spark"]), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap},
+                         spark=spark, source_options={"maxOffsetsPerTrigger": "3"})  # fmt: skip
+    (query,) = runner.plan().queries
+    assert query.native is not None and query.native.kind == "spark-reduce"
+    await produce(bootstrap, source, records(VALUES, 0))
+    runner.run("available_now", tmp_path / "checkpoints")
+    assert len([p for p in runner.progress[0] if p["numInputRows"]]) >= 3, "several micro-batches"
+    await produce(bootstrap, source, records(MORE, len(VALUES)))
+    runner.run("available_now", tmp_path / "checkpoints")
+    await run_asyncio_to_end(build(source, outputs["asyncio"]), f"asyncio-{suffix}", bootstrap, tmp_path / "state")
+    spark_table, asyncio_table = [await read_table(bootstrap, outputs[e], utf8, long_be) for e in ENGINES]
+    return spark_table, asyncio_table
+
+
+async def test_a_sum_through_a_replaced_repartition_topic_matches_kafka_streams(bootstrap_servers: str, spark: Any,
+                                                                                tmp_path: Path) -> None:  # fmt: skip
+    spark_table, asyncio_table = await run_twice(by_letter(operator.add), bootstrap_servers, spark, tmp_path, "combine-sum")
+    expected: dict[str, int] = {}
+    for key, value in VALUES + MORE:
+        if not key.startswith("z"):
+            expected[key[0]] = expected.get(key[0], 0) + value
+    assert spark_table == asyncio_table == expected
+
+
+async def test_max_per_source_key_matches_kafka_streams(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
+    spark_table, asyncio_table = await run_twice(per_key(max), bootstrap_servers, spark, tmp_path, "combine-max")
+    expected: dict[str, int] = {}
+    for key, value in VALUES + MORE:
+        expected[key] = max(expected.get(key, value), value)
+    assert spark_table == asyncio_table == expected
+
+
+@pytest.mark.slow
+async def test_a_sum_killed_mid_run_and_rerun_ends_with_the_right_totals(bootstrap_servers: str, tmp_path: Path) -> None:
+    """SIGKILL once part of the output is written, then a rerun from the checkpoint: Spark's state
+    and offsets move together, and a replayed micro-batch writes the same totals again."""
+    suffix = unique_topic("combine-kill")
+    source, output = f"values-{suffix}", f"sums-{suffix}"
+    for topic in (source, output):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    pairs = [(f"{chr(97 + i % 7)}{i}", (i * 37) % 101 - 50) for i in range(600)]
+    await produce(bootstrap_servers, source, [Rec(k.encode(), v.to_bytes(8, "big", signed=True)) for k, v in pairs])
+    command = [sys.executable, "-m", "tests.spark.combine_job", bootstrap_servers, source, output, str(tmp_path / "ck")]
+    root = Path(__file__).parents[2]
+    victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while True:  # kill once the query has written part of its output, mid-run
+            assert victim.poll() is None, "the run ended before it could be killed"
+            try:
+                written = len(await read_all(bootstrap_servers, output, timeout=5))
+            except TimeoutError:
+                written = 0
+            if written > 0:
+                break
+            assert time.monotonic() < deadline, "no progress to kill"
+            await asyncio.sleep(0.2)
+    finally:
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=30)
+    expected: dict[str, int] = {}
+    for key, value in pairs:
+        expected[key[0]] = expected.get(key[0], 0) + value
+    assert await read_table(bootstrap_servers, output, utf8, long_be) != expected, "killed mid-run"
+    done = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=300, cwd=root)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert await read_table(bootstrap_servers, output, utf8, long_be) == expected
