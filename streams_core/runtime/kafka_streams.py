@@ -573,10 +573,6 @@ class KafkaStreams:
         self._require_started()
         return await self._store_provider.lags()
 
-    def stores_restoring(self) -> bool:
-        """Whether any stream thread is still creating or restoring tasks."""
-        return any(t.state is not ThreadState.RUNNING for t in self._threads.all() if t.alive)
-
     # -- discovery (KIP-67) -------------------------------------------------------------------
 
     def _require_started(self) -> None:

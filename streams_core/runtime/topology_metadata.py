@@ -119,10 +119,6 @@ class TopologyMetadata:
         """Tasks of a sub-topology: the largest partition count among its source topics."""
         return max((partition_counts.get(t, 0) for t in self.subtopologies[subtopology]), default=0)
 
-    def changelog_partition_counts(self, partition_counts: Mapping[str, int]) -> dict[str, int]:
-        """Each changelog topic needs one partition per task of its sub-topology."""
-        return {spec.topic: self.num_tasks(spec.subtopology, partition_counts) for spec in self.changelogs.values()}
-
     def stores_of(self, subtopology: int) -> tuple[str, ...]:
         return self.topic_groups[subtopology].state_stores
 
