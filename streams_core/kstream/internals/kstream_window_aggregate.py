@@ -36,7 +36,15 @@ from streams_core.state.windowed import TimeWindow, Windowed
 if TYPE_CHECKING:
     from streams_core.kstream.windows import TimeWindows
 
-__all__ = ["NO_TIMESTAMP", "ON_WINDOW_UPDATE", "KStreamWindowAggregate", "init_window_forwarding", "window_aggregate_drop"]
+__all__ = [
+    "NO_TIMESTAMP",
+    "ON_WINDOW_UPDATE",
+    "KStreamWindowAggregate",
+    "TimestampedWindowAggregation",
+    "WindowedAggregation",
+    "init_window_forwarding",
+    "window_aggregate_drop",
+]
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +99,47 @@ def timestamped_windows(store: WindowStore[K, ValueAndTimestamp[VR]]) -> Fetch:
     return fetch
 
 
-class KStreamWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
+class WindowedAggregation(ObservedStreamTime, Generic[K, V, VR]):
+    """What every windowed aggregation holds: its store's name, the user's functions, the grace
+    period, the observed stream time and the dropped-record count. The task closes the store."""
+
+    def __init__(
+        self,
+        store_name: str,
+        initializer: Callable[[], VR],
+        aggregator: Callable[[K, V, VR], VR],
+        emit_strategy: EmitStrategy,
+        grace_ms: int,
+    ) -> None:
+        self._store_name = store_name
+        self._initializer = initializer
+        self._aggregator = aggregator
+        self._emit_strategy = emit_strategy
+        self._grace = grace_ms
+        self._observed = NO_TIMESTAMP
+        self.dropped_records = 0
+
+    def close(self) -> None:
+        """The store is closed by the task."""
+
+
+class TimestampedWindowAggregation(WindowedAggregation[K, V, VR]):
+    """A windowed aggregation over a timestamped window store (time and sliding windows)."""
+
+    def init(self, context: ProcessorContext[Windowed[K], Change[VR]]) -> None:
+        view = context.get_state_store(self._store_name)
+        self._context = context
+        self._store: WindowStore[K, ValueAndTimestamp[VR]] = view.timestamped
+        self._forward, self._emitter = init_window_forwarding(
+            context, self._store_name, view, self._emit_strategy, self._emit_bounds, timestamped_windows(self._store)
+        )
+
+    def _emit_bounds(self, last: int, close_time: int) -> tuple[int, int] | None:
+        """Starts of the windows closed since `last` (Java's emitRange bounds), None when there are none."""
+        raise NotImplementedError
+
+
+class KStreamWindowAggregate(TimestampedWindowAggregation[K, V, VR]):
     """`aggregator(key, value, aggregate)` per key and time window (`TimeWindows`)."""
 
     def __init__(
@@ -102,23 +150,9 @@ class KStreamWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
         aggregator: Callable[[K, V, VR], VR],
         emit_strategy: EmitStrategy = ON_WINDOW_UPDATE,
     ) -> None:
-        self._emit_strategy = emit_strategy
+        super().__init__(store_name, initializer, aggregator, emit_strategy, windows.grace_period_ms)
         self._size = windows.size_ms
         self._advance = windows.advance_ms
-        self._grace = windows.grace_period_ms
-        self._store_name = store_name
-        self._initializer = initializer
-        self._aggregator = aggregator
-        self._observed = NO_TIMESTAMP
-        self.dropped_records = 0
-
-    def init(self, context: ProcessorContext[Windowed[K], Change[VR]]) -> None:
-        view = context.get_state_store(self._store_name)
-        self._context = context
-        self._store: WindowStore[K, ValueAndTimestamp[VR]] = view.timestamped
-        self._forward, self._emitter = init_window_forwarding(
-            context, self._store_name, view, self._emit_strategy, self._emit_bounds, timestamped_windows(self._store)
-        )
 
     def _starts(self, timestamp: int) -> range:
         """The starts of the windows containing `timestamp` (Java's `windowsFor`)."""
@@ -168,6 +202,3 @@ class KStreamWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
                 store.put(key, ValueAndTimestamp(new, new_timestamp), start)
                 if forward is not None:
                     forward(Record(Windowed(key, TimeWindow(start, end)), Change(new, old), new_timestamp, headers))
-
-    def close(self) -> None:
-        """The store is closed by the task."""
