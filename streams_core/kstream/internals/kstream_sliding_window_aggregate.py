@@ -20,14 +20,11 @@ built-in stores), which fixes the order of the updates forwarded for one record.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.kstream_window_aggregate import (
     NO_TIMESTAMP,
-    ON_WINDOW_UPDATE,
     TimestampedWindowAggregation,
     window_aggregate_drop,
 )
@@ -44,18 +41,10 @@ __all__ = ["KStreamSlidingWindowAggregate"]
 log = logging.getLogger(__name__)
 
 
-class KStreamSlidingWindowAggregate(TimestampedWindowAggregation[K, V, VR]):
+class KStreamSlidingWindowAggregate(TimestampedWindowAggregation[K, V, VR, "SlidingWindows"]):
     """`aggregator(key, value, aggregate)` per key and sliding window (`SlidingWindows`)."""
 
-    def __init__(
-        self,
-        windows: SlidingWindows,
-        store_name: str,
-        initializer: Callable[[], VR],
-        aggregator: Callable[[K, V, VR], VR],
-        emit_strategy: EmitStrategy = ON_WINDOW_UPDATE,
-    ) -> None:
-        super().__init__(store_name, initializer, aggregator, emit_strategy, windows.grace_period_ms)
+    def _configure(self, windows: SlidingWindows) -> None:
         self._difference = windows.time_difference_ms
 
     def _emit_bounds(self, last: int, close_time: int) -> tuple[int, int] | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Generic, Protocol, cast
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
 from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.internals.carried_state import ObservedStreamTime
@@ -123,8 +123,34 @@ class WindowedAggregation(ObservedStreamTime, Generic[K, V, VR]):
         """The store is closed by the task."""
 
 
-class TimestampedWindowAggregation(WindowedAggregation[K, V, VR]):
-    """A windowed aggregation over a timestamped window store (time and sliding windows)."""
+class GracedWindows(Protocol):
+    """Windows with a grace period (`TimeWindows`, `SlidingWindows`)."""
+
+    @property
+    def grace_period_ms(self) -> int: ...
+
+
+WindowsT = TypeVar("WindowsT", bound=GracedWindows)
+
+
+class TimestampedWindowAggregation(WindowedAggregation[K, V, VR], Generic[K, V, VR, WindowsT]):
+    """A windowed aggregation over a timestamped window store (time and sliding windows); a
+    subclass reads the sizes it needs from its windows in `_configure`."""
+
+    def __init__(
+        self,
+        windows: WindowsT,
+        store_name: str,
+        initializer: Callable[[], VR],
+        aggregator: Callable[[K, V, VR], VR],
+        emit_strategy: EmitStrategy = ON_WINDOW_UPDATE,
+    ) -> None:
+        super().__init__(store_name, initializer, aggregator, emit_strategy, windows.grace_period_ms)
+        self._configure(windows)
+
+    def _configure(self, windows: WindowsT) -> None:
+        """Keep what the subclass needs of `windows` (sizes, advance) as attributes."""
+        raise NotImplementedError
 
     def init(self, context: ProcessorContext[Windowed[K], Change[VR]]) -> None:
         view = context.get_state_store(self._store_name)
@@ -139,18 +165,10 @@ class TimestampedWindowAggregation(WindowedAggregation[K, V, VR]):
         raise NotImplementedError
 
 
-class KStreamWindowAggregate(TimestampedWindowAggregation[K, V, VR]):
+class KStreamWindowAggregate(TimestampedWindowAggregation[K, V, VR, "TimeWindows"]):
     """`aggregator(key, value, aggregate)` per key and time window (`TimeWindows`)."""
 
-    def __init__(
-        self,
-        windows: TimeWindows,
-        store_name: str,
-        initializer: Callable[[], VR],
-        aggregator: Callable[[K, V, VR], VR],
-        emit_strategy: EmitStrategy = ON_WINDOW_UPDATE,
-    ) -> None:
-        super().__init__(store_name, initializer, aggregator, emit_strategy, windows.grace_period_ms)
+    def _configure(self, windows: TimeWindows) -> None:
         self._size = windows.size_ms
         self._advance = windows.advance_ms
 
