@@ -77,11 +77,8 @@ class KStreamSessionWindowAggregate(WindowedAggregation[K, V, VR]):
 
     def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, headers = record
-        if key is None or value is None:
-            window_aggregate_drop(self, "None key or value", record)
+        if not self._observe(record):
             return
-        if timestamp > self._observed:
-            self._observed = timestamp
         gap = self._gap
         close_time = self._observed - self._grace - gap
         store = self._store

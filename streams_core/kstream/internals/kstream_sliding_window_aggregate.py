@@ -56,12 +56,9 @@ class KStreamSlidingWindowAggregate(TimestampedWindowAggregation[K, V, VR, "Slid
         return (0 if last == NO_TIMESTAMP else max(0, last - d)), upper
 
     def process(self, record: Record[K, V]) -> None:
-        key, value, timestamp, _ = record
-        if key is None or value is None:
-            window_aggregate_drop(self, "None key or value", record)
+        key, _, timestamp, _ = record
+        if not self._observe(record):
             return
-        if timestamp > self._observed:
-            self._observed = timestamp
         close_time = self._observed - self._grace
         if timestamp + self._difference < close_time:
             window_aggregate_drop(self, "late: every window closed", record, close_time)

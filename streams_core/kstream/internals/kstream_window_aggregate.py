@@ -103,6 +103,8 @@ class WindowedAggregation(ObservedStreamTime, Generic[K, V, VR]):
     """What every windowed aggregation holds: its store's name, the user's functions, the grace
     period, the observed stream time and the dropped-record count. The task closes the store."""
 
+    _context: ProcessorContext[Windowed[K], Change[VR]]
+
     def __init__(
         self,
         store_name: str,
@@ -121,6 +123,16 @@ class WindowedAggregation(ObservedStreamTime, Generic[K, V, VR]):
 
     def close(self) -> None:
         """The store is closed by the task."""
+
+    def _observe(self, record: Record[K, V]) -> bool:
+        """False for a record without key or value (dropped and counted); else advance the
+        observed stream time to its timestamp and say True."""
+        if record.key is None or record.value is None:
+            window_aggregate_drop(self, "None key or value", record)
+            return False
+        if record.timestamp > self._observed:
+            self._observed = record.timestamp
+        return True
 
 
 class GracedWindows(Protocol):
@@ -192,11 +204,8 @@ class KStreamWindowAggregate(TimestampedWindowAggregation[K, V, VR, "TimeWindows
 
     def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, headers = record
-        if key is None or value is None:
-            window_aggregate_drop(self, "None key or value", record)
+        if not self._observe(record):
             return
-        if timestamp > self._observed:
-            self._observed = timestamp
         close_time = self._observed - self._grace
         emitter = self._emitter
         if emitter is not None:
