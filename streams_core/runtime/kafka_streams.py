@@ -78,7 +78,7 @@ class KafkaStreams(KafkaStreamsQueries):
             self.metadata.store_source_topics, HostInfo.parse(server) if server else None, self.metadata.global_store_names
         )
         self._lifecycle = ClientStateMachine(self.application_id, self._state_directory.unlock)
-        self._failures = ThreadFailures(self.config)
+        self._failures = ThreadFailures(self.application_id)
         self._partition_counts: dict[str, int] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing: asyncio.Task[bool] | None = None
@@ -347,6 +347,7 @@ class KafkaStreams(KafkaStreamsQueries):
         """A thread died: the uncaught-exception handler chooses the response (thread_failures.py); the
         replacement to start for REPLACE_THREAD. A dead global thread closes the client to ERROR, and so
         do `MAX_FAILED_STARTS` failed starts in a row."""
+        error = clients.explain(error, self.config)  # a missing ACL: named with the principal
         global_thread = isinstance(thread, GlobalStreamThread)
         response = self._failures.response(thread.name, error, global_thread=global_thread)
         if global_thread:  # PENDING_ERROR at once: its stores no longer follow their topics

@@ -13,8 +13,6 @@ import enum
 import logging
 from collections.abc import Callable
 
-from streams_core import clients
-from streams_core.config import StreamsConfig
 from streams_core.runtime.assignment import ShutdownRequestedError
 
 __all__ = ["StreamThreadExceptionResponse", "ThreadFailures", "UncaughtExceptionHandler"]
@@ -36,19 +34,17 @@ UncaughtExceptionHandler = Callable[[BaseException], StreamThreadExceptionRespon
 class ThreadFailures:
     """The exceptions that killed a client's threads, oldest first, and the handler's response to each."""
 
-    def __init__(self, config: StreamsConfig) -> None:
+    def __init__(self, application_id: str) -> None:
         self.handler: UncaughtExceptionHandler | None = None
         self.errors: list[BaseException] = []
-        self._config = config
-        self._application_id: str = config["application.id"]
+        self._application_id = application_id
 
     def record(self, error: BaseException) -> None:
         """Keep an error that ends the client without asking the handler (a failed start, too many failed starts)."""
         self.errors.append(error)
 
     def response(self, thread_name: str, error: BaseException, *, global_thread: bool) -> StreamThreadExceptionResponse:
-        """The response to a dead thread's `error` (a missing ACL named with its principal first)."""
-        error = clients.explain(error, self._config)
+        """The response to a dead thread's `error` (already `clients.explain`ed: a missing ACL named)."""
         self.errors.append(error)
         response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT
         if isinstance(error, ShutdownRequestedError):
