@@ -53,7 +53,7 @@ test-unit: setup
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
 broker: setup
-	$(PY) -m streams_core.testing.broker --port 9092 --data-dir .cache/demo-broker
+	$(PY) -m streams_core.broker --port 9092 --data-dir .cache/demo-broker
 
 demo: setup
 	$(PY) -m app demo

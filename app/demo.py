@@ -24,7 +24,7 @@ import httpx
 
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, STORE, WINDOWED_STORE
 from streams_core import StreamsConfig, clients
-from streams_core.testing.broker import LocalKafkaBroker
+from streams_core.broker import LocalKafkaBroker
 
 __all__ = ["CHROMIUM_CANDIDATES", "find_chromium", "run_demo"]
 

@@ -19,7 +19,7 @@ from typing import Any
 from api import BindError, serve_until_signal
 from app.settings import ServiceSettings
 from streams_core import KafkaStreams, State, StreamThreadExceptionResponse, Topology, WorkerDiedError, clients
-from streams_core.testing.broker import LocalKafkaBroker
+from streams_core.broker import LocalKafkaBroker
 from streams_core.tools.topics import KafkaUnreachableError, admin_client
 
 __all__ = ["ServiceError", "run_service"]

@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as KafkaTopicPartition
 
-from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
+from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 
 log = logging.getLogger("eos_restart")
 

@@ -100,7 +100,7 @@ from bench.query_measure import (  # noqa: E402
     stop_instances,
     wait_for,
 )
-from streams_core.testing.broker import LocalKafkaBroker  # noqa: E402
+from streams_core.broker import LocalKafkaBroker  # noqa: E402
 
 PARTITIONS = 4
 _FEEDER_POOL = 20_000

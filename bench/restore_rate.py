@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as KafkaTopicPartition
 
+from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 from streams_core.clients import InternalTopicManager, NewTopicSpec, create_admin, create_restore_consumer
 from streams_core.clients.client_config import consumer_kwargs
 from streams_core.config import StreamsConfig
@@ -58,7 +59,6 @@ from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.serde import Serdes
 from streams_core.state import Stores
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
-from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 
 APP = "bench-restore"
 STORE = "counts"

@@ -53,10 +53,10 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from streams_core import Processor, Record, Serdes, Stores, Topology
+from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 from streams_core.clients import InternalTopicManager, NewTopicSpec, consumer_kwargs, create_admin, producer_kwargs
 from streams_core.config import StreamsConfig
 from streams_core.runtime.kafka_streams import KafkaStreams, State
-from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 
 CLIENT_OVERRIDES: dict[str, Any] = {}
 """Producer settings given to raw and to KafkaStreams alike (`--linger-ms`, `--acks`)."""

@@ -90,7 +90,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from wordcount_guarantees import create_topics, fill, make_lines
 
 from app.wordcount import build_topology
-from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
+from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 
 LOAD_AT_START = os.getloadavg()[0]
 PARTITIONS = 4

@@ -72,7 +72,7 @@ from wordcount_guarantees import create_topics, make_lines
 
 from app.wordcount import build_topology as wordcount_topology
 from streams_core import JoinWindows, Serdes, SessionWindows, StreamJoined, StreamsBuilder, Topology
-from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
+from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 
 LOAD_AT_START = os.getloadavg()[0]
 PARTITIONS = 4

@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.wordcount import STORE, build_topology
 from bench.wordcount_guarantees import create_topics, filled_input, run_line
+from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 from streams_core.runtime.kafka_streams import KafkaStreams, State
-from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "inline-1": {"num.stream.threads": 1},

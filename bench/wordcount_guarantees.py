@@ -56,10 +56,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from aiokafka import AIOKafkaProducer
 
 from app.wordcount import STORE, build_topology
+from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 from streams_core.clients import InternalTopicManager, NewTopicSpec, create_admin
 from streams_core.config import StreamsConfig
 from streams_core.runtime.kafka_streams import KafkaStreams, State
-from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "alos": {"processing.guarantee": "at_least_once"},

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, STORE  # noqa: E402
 from bench.raw_http import RawHttpClient  # noqa: E402
 from bench.wordcount_guarantees import create_topics, fill  # noqa: E402
-from streams_core.testing.broker import LocalKafkaBroker  # noqa: E402
+from streams_core.broker import LocalKafkaBroker  # noqa: E402
 
 _TICK_S = os.sysconf("SC_CLK_TCK")
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from streams_core.config_parsers import choice, integer
 from streams_core.errors import ConfigError
 from streams_core.serde import Serde, Serdes, resolve_serde
 
@@ -109,31 +110,16 @@ class _Key:
     doc: str
 
 
-def _int(minimum: int | None = None) -> Callable[[str, Any], int]:
-    def parse(key: str, value: Any) -> int:
-        if isinstance(value, bool):
-            raise ConfigError(key, f"expected an integer, got {value!r}")
-        try:
-            number = int(value)
-        except (TypeError, ValueError):
-            raise ConfigError(key, f"expected an integer, got {value!r}") from None
-        if isinstance(value, float) and value != number:
-            raise ConfigError(key, f"expected an integer, got {value!r}")
-        if minimum is not None and number < minimum:
-            raise ConfigError(key, f"must be >= {minimum}, got {number}")
-        return number
-
-    return parse
+_int = integer
 
 
 def _choice(*choices: str) -> Callable[[str, Any], str]:
-    def parse(key: str, value: Any) -> str:
-        text = str(value).strip().lower().replace("-", "_")
-        if text not in choices:
-            raise ConfigError(key, f"expected one of {', '.join(choices)}, got {value!r}")
-        return text
+    """One of `choices`, in any case, with `-` for `_` (`exactly-once` is `exactly_once`)."""
+    return choice(*choices, normalize=_lower_underscored)
 
-    return parse
+
+def _lower_underscored(text: str) -> str:
+    return text.lower().replace("-", "_")
 
 
 OPTIMIZATION = "topology.optimization"

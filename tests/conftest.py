@@ -6,7 +6,7 @@ once per session, only when a test (or a fixture it uses) asks for ``kafka_broke
 ``pytest -m 'not broker'`` runs everything that needs no broker.
 
 ``STREAMS_TEST_BOOTSTRAP_SERVERS=host:port`` makes ``bootstrap_servers`` use an already running
-broker (e.g. ``python -m streams_core.testing.broker --port 9092 ...``) instead of starting one.
+broker (e.g. ``python -m streams_core.broker --port 9092 ...``) instead of starting one.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from streams_core.testing.broker import LocalKafkaBroker
+    from streams_core.broker import LocalKafkaBroker
 
 BROKER_FIXTURES = frozenset({"kafka_broker", "bootstrap_servers", "secure_broker"})
 ENV_BOOTSTRAP = "STREAMS_TEST_BOOTSTRAP_SERVERS"
@@ -34,7 +34,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaBroker]:
     """One local KRaft broker for the whole session, always stopped at the end."""
-    from streams_core.testing.broker import LocalKafkaBroker
+    from streams_core.broker import LocalKafkaBroker
 
     broker = LocalKafkaBroker(tmp_path_factory.mktemp("kafka-broker"), port=0)
     try:
@@ -58,7 +58,7 @@ def bootstrap_servers(request: pytest.FixtureRequest) -> str:
 def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaBroker]:
     """A second local broker that requires SASL/SSL and enforces ACLs (tests/integration/security_kit.py),
     started only by the tests that ask for it."""
-    from streams_core.testing.broker import LocalKafkaBroker
+    from streams_core.broker import LocalKafkaBroker
     from tests.integration.security_kit import SECURITY
 
     broker = LocalKafkaBroker(tmp_path_factory.mktemp("secure-broker"), port=0, security=SECURITY)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from streams_core.testing.broker import LocalKafkaBroker
+from streams_core.broker import LocalKafkaBroker
 from tests.chaos.buffer_kills import BufferReport, join_migration_and_kills, suppress_kills
 
 SCENARIOS = ("suppress-eos", "suppress-alos", "join")

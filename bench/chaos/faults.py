@@ -53,7 +53,7 @@ from streams_core import (
     TaskId,
     UsePartitionTimeOnInvalidTimestamp,
 )
-from streams_core.testing.broker import LocalKafkaBroker
+from streams_core.broker import LocalKafkaBroker
 from tests.chaos.faults import DAMAGES, POISON_KINDS, STALE_KEY, Input, json_word_count, produce_input
 from tests.integration.apps.counting_app import STORE, build_topology, streams_config
 from tests.integration.apps.harness import (

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from streams_core.testing.broker import LocalKafkaBroker
+from streams_core.broker import LocalKafkaBroker
 from tests.chaos.harness import ChaosReport, chaos_seed, run_scenario
 from tests.chaos.scenarios import FULL, Scenario
 

@@ -463,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import install
 
-    from streams_core.testing.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
+    from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 
     versions = install.install_all()
     pythons = {"quix": install.CACHE / "quix" / "bin" / "python", "faust": install.CACHE / "faust" / "bin" / "python"}

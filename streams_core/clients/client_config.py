@@ -31,6 +31,7 @@ from aiokafka.helpers import create_ssl_context
 
 from streams_core.clients.client_security import java_security_properties, parse_jaas_config, token_provider
 from streams_core.config import StreamsConfig
+from streams_core.config_parsers import boolean, choice, integer, non_empty_string
 from streams_core.errors import ConfigError
 
 __all__ = [
@@ -72,47 +73,8 @@ class _Property:
     doc: str
 
 
-def _int(minimum: int) -> Callable[[str, Any], int]:
-    def parse(key: str, value: Any) -> int:
-        if isinstance(value, bool):
-            raise ConfigError(key, f"expected an integer, got {value!r}")
-        try:
-            number = int(value)
-        except (TypeError, ValueError):
-            raise ConfigError(key, f"expected an integer, got {value!r}") from None
-        if isinstance(value, float) and value != number:
-            raise ConfigError(key, f"expected an integer, got {value!r}")
-        if number < minimum:
-            raise ConfigError(key, f"must be >= {minimum}, got {number}")
-        return number
-
-    return parse
-
-
-def _bool(key: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "false"):
-        return text == "true"
-    raise ConfigError(key, f"expected true or false, got {value!r}")
-
-
 def _choice(*choices: str, upper: bool = False) -> Callable[[str, Any], str]:
-    def parse(key: str, value: Any) -> str:
-        text = str(value).strip()
-        text = text.upper() if upper else text.lower()
-        if text not in choices:
-            raise ConfigError(key, f"expected one of {', '.join(choices)}, got {value!r}")
-        return text
-
-    return parse
-
-
-def _str(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(key, f"expected a non-empty string, got {value!r}")
-    return value.strip()
+    return choice(*choices, normalize=str.upper if upper else str.lower)
 
 
 def _acks(key: str, value: Any) -> int | str:
@@ -137,11 +99,11 @@ def _compression(key: str, value: Any) -> str | None:
 _C, _P, _A = frozenset({_CONSUMER}), frozenset({_PRODUCER}), frozenset({_ADMIN})
 
 CLIENT_PROPERTIES: Final[dict[str, _Property]] = {
-    "request.timeout.ms": _Property("request_timeout_ms", _int(1), _ALL, "Request timeout."),
-    "retry.backoff.ms": _Property("retry_backoff_ms", _int(0), _ALL, "Backoff between retries."),
-    "metadata.max.age.ms": _Property("metadata_max_age_ms", _int(0), _ALL, "Metadata refresh period."),
+    "request.timeout.ms": _Property("request_timeout_ms", integer(1), _ALL, "Request timeout."),
+    "retry.backoff.ms": _Property("retry_backoff_ms", integer(0), _ALL, "Backoff between retries."),
+    "metadata.max.age.ms": _Property("metadata_max_age_ms", integer(0), _ALL, "Metadata refresh period."),
     "connections.max.idle.ms": _Property(
-        "connections_max_idle_ms", _int(0), _ALL, "Idle connections are closed after this."
+        "connections_max_idle_ms", integer(0), _ALL, "Idle connections are closed after this."
     ),
     "security.protocol": _Property(
         "security_protocol",
@@ -155,13 +117,13 @@ CLIENT_PROPERTIES: Final[dict[str, _Property]] = {
         _ALL,
         "SASL mechanism.",
     ),
-    "sasl.plain.username": _Property("sasl_plain_username", _str, _ALL, "PLAIN/SCRAM user name."),
-    "sasl.plain.password": _Property("sasl_plain_password", _str, _ALL, "PLAIN/SCRAM password."),
+    "sasl.plain.username": _Property("sasl_plain_username", non_empty_string, _ALL, "PLAIN/SCRAM user name."),
+    "sasl.plain.password": _Property("sasl_plain_password", non_empty_string, _ALL, "PLAIN/SCRAM password."),
     "sasl.kerberos.service.name": _Property(
-        "sasl_kerberos_service_name", _str, _ALL, "Kerberos service name (GSSAPI)."
+        "sasl_kerberos_service_name", non_empty_string, _ALL, "Kerberos service name (GSSAPI)."
     ),
     "sasl.kerberos.domain.name": _Property(
-        "sasl_kerberos_domain_name", _str, _ALL, "Kerberos domain name (GSSAPI)."
+        "sasl_kerberos_domain_name", non_empty_string, _ALL, "Kerberos domain name (GSSAPI)."
     ),
     "sasl.oauth.token.provider": _Property(
         "sasl_oauth_token_provider",
@@ -169,43 +131,43 @@ CLIENT_PROPERTIES: Final[dict[str, _Property]] = {
         _ALL,
         "An aiokafka AbstractTokenProvider, or the dotted name of a class making one (OAUTHBEARER).",
     ),
-    "fetch.max.wait.ms": _Property("fetch_max_wait_ms", _int(0), _C, "Longest wait of a fetch."),
-    "fetch.min.bytes": _Property("fetch_min_bytes", _int(1), _C, "Bytes a fetch waits for."),
-    "fetch.max.bytes": _Property("fetch_max_bytes", _int(1), _C, "Most bytes of one fetch."),
+    "fetch.max.wait.ms": _Property("fetch_max_wait_ms", integer(0), _C, "Longest wait of a fetch."),
+    "fetch.min.bytes": _Property("fetch_min_bytes", integer(1), _C, "Bytes a fetch waits for."),
+    "fetch.max.bytes": _Property("fetch_max_bytes", integer(1), _C, "Most bytes of one fetch."),
     "max.partition.fetch.bytes": _Property(
-        "max_partition_fetch_bytes", _int(1), _C, "Most bytes fetched per partition."
+        "max_partition_fetch_bytes", integer(1), _C, "Most bytes fetched per partition."
     ),
     "auto.offset.reset": _Property(
         "auto_offset_reset", _choice("earliest", "latest", "none"), _C, "Where to start without a committed offset."
     ),
-    "enable.auto.commit": _Property("enable_auto_commit", _bool, _C, "Must stay false: Kafka Streams commits."),
-    "auto.commit.interval.ms": _Property("auto_commit_interval_ms", _int(0), _C, "Unused (no auto commit)."),
-    "check.crcs": _Property("check_crcs", _bool, _C, "Verify record CRCs."),
+    "enable.auto.commit": _Property("enable_auto_commit", boolean, _C, "Must stay false: Kafka Streams commits."),
+    "auto.commit.interval.ms": _Property("auto_commit_interval_ms", integer(0), _C, "Unused (no auto commit)."),
+    "check.crcs": _Property("check_crcs", boolean, _C, "Verify record CRCs."),
     "max.poll.interval.ms": _Property(
-        "max_poll_interval_ms", _int(1), _C, "Longest gap between polls before the member leaves."
+        "max_poll_interval_ms", integer(1), _C, "Longest gap between polls before the member leaves."
     ),
     "rebalance.timeout.ms": _Property(
-        "rebalance_timeout_ms", _int(1), _C, "aiokafka only: time to rejoin during a rebalance."
+        "rebalance_timeout_ms", integer(1), _C, "aiokafka only: time to rejoin during a rebalance."
     ),
-    "session.timeout.ms": _Property("session_timeout_ms", _int(1), _C, "Group session timeout."),
-    "heartbeat.interval.ms": _Property("heartbeat_interval_ms", _int(1), _C, "Group heartbeat period."),
-    "max.poll.records": _Property("max_poll_records", _int(1), _C, "Most records per poll."),
-    "exclude.internal.topics": _Property("exclude_internal_topics", _bool, _C, "Hide internal topics."),
+    "session.timeout.ms": _Property("session_timeout_ms", integer(1), _C, "Group session timeout."),
+    "heartbeat.interval.ms": _Property("heartbeat_interval_ms", integer(1), _C, "Group heartbeat period."),
+    "max.poll.records": _Property("max_poll_records", integer(1), _C, "Most records per poll."),
+    "exclude.internal.topics": _Property("exclude_internal_topics", boolean, _C, "Hide internal topics."),
     "isolation.level": _Property(
         "isolation_level", _choice("read_uncommitted", "read_committed"), _C, "Transactional visibility."
     ),
-    "client.rack": _Property("client_rack", _str, _C, "Rack id for follower fetching."),
+    "client.rack": _Property("client_rack", non_empty_string, _C, "Rack id for follower fetching."),
     "group.instance.id": _Property(
-        "group_instance_id", _str, _C, "Static membership id (suffixed with the thread index)."
+        "group_instance_id", non_empty_string, _C, "Static membership id (suffixed with the thread index)."
     ),
     "acks": _Property("acks", _acks, _P, "all, 0 or 1 (-1 means all)."),
     "compression.type": _Property("compression_type", _compression, _P, "none, gzip, snappy, lz4 or zstd."),
-    "batch.size": _Property("max_batch_size", _int(1), _P, "Most bytes of one batch."),
-    "max.batch.size": _Property("max_batch_size", _int(1), _P, "aiokafka's name for batch.size."),
-    "max.request.size": _Property("max_request_size", _int(1), _P, "Most bytes of one request."),
-    "linger.ms": _Property("linger_ms", _int(0), _P, "How long a batch waits to fill."),
-    "enable.idempotence": _Property("enable_idempotence", _bool, _P, "Idempotent producer."),
-    "transaction.timeout.ms": _Property("transaction_timeout_ms", _int(1), _P, "Transaction timeout."),
+    "batch.size": _Property("max_batch_size", integer(1), _P, "Most bytes of one batch."),
+    "max.batch.size": _Property("max_batch_size", integer(1), _P, "aiokafka's name for batch.size."),
+    "max.request.size": _Property("max_request_size", integer(1), _P, "Most bytes of one request."),
+    "linger.ms": _Property("linger_ms", integer(0), _P, "How long a batch waits to fill."),
+    "enable.idempotence": _Property("enable_idempotence", boolean, _P, "Idempotent producer."),
+    "transaction.timeout.ms": _Property("transaction_timeout_ms", integer(1), _P, "Transaction timeout."),
 }
 
 _SSL_KEYS: Final[dict[str, str]] = {
@@ -271,7 +233,7 @@ def _translate(config: StreamsConfig, client: str) -> dict[str, Any]:
         if key in _MANAGED:
             raise ConfigError(origin, f"cannot be set: {_MANAGED[key]}")
         if key in _SSL_KEYS:
-            ssl_args[_SSL_KEYS[key]] = _str(origin, value)
+            ssl_args[_SSL_KEYS[key]] = non_empty_string(origin, value)
             ssl_origins.append(origin)
             continue
         if key == _JAAS_KEY:
@@ -328,7 +290,7 @@ def default_client_id(config: StreamsConfig, client: ClientKind, thread_index: i
     """
     for prefix in _prefixes(client):
         if config.is_set(f"{prefix}client.id"):
-            return _str(f"{prefix}client.id", config[f"{prefix}client.id"])
+            return non_empty_string(f"{prefix}client.id", config[f"{prefix}client.id"])
     base = config.get("client.id") or config["application.id"] or "streams"
     if client == _ADMIN:
         return f"{base}-admin"

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 from streams_core.processor.processor import Headers, RecordMetadata
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Admin",
     "Consumer",
+    "EncodedInfo",
     "GroupAssignor",
     "KafkaClientSupplier",
     "MemberAssignment",
@@ -61,14 +63,26 @@ class RawRecord(RecordMetadata, Protocol):
     def headers(self) -> Sequence[tuple[str, bytes]]: ...
 
 
-class MemberAssignment(Protocol):
-    """One member's share of a group assignment: partitions and the leader's user data."""
+class EncodedInfo(Protocol):
+    """What the leader tells a member beside its partitions (the runtime's `AssignmentInfo`)."""
+
+    def encode(self) -> bytes: ...
+
+
+InfoT = TypeVar("InfoT", bound=EncodedInfo)
+
+
+@dataclass(slots=True, frozen=True)
+class MemberAssignment(Generic[InfoT]):
+    """One member's share of a group assignment: the partitions it consumes and the leader's
+    information for it, sent encoded as the member's user data."""
+
+    partitions: frozenset[TopicPartition]
+    info: InfoT
 
     @property
-    def partitions(self) -> Iterable[tuple[str, int]]: ...
-
-    @property
-    def user_data(self) -> bytes: ...
+    def user_data(self) -> bytes:
+        return self.info.encode()
 
 
 class GroupAssignor(Protocol):
@@ -83,7 +97,7 @@ class GroupAssignor(Protocol):
 
     def assign(
         self, partition_counts: Mapping[str, int], subscriptions: Mapping[str, bytes]
-    ) -> Mapping[str, MemberAssignment]: ...
+    ) -> Mapping[str, MemberAssignment[Any]]: ...
 
     def on_assignment(self, user_data: bytes) -> None: ...
 

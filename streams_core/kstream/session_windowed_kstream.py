@@ -9,15 +9,15 @@ agg1, agg2)` that combines two sessions' aggregates.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic
+from typing import TYPE_CHECKING
 
-from streams_core.kstream.emit_strategy import EmitStrategy, with_emit_strategy
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable
 from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
 from streams_core.kstream.internals.ktable_value_getters import SessionStoreValueGetterSupplier
-from streams_core.kstream.internals.materialize import session_store, store_name
+from streams_core.kstream.internals.materialize import session_store
 from streams_core.kstream.internals.type_vars import VR, K, V
+from streams_core.kstream.internals.windowed_stream import WindowedStream
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
 from streams_core.kstream.windowed_serdes import SessionWindowedSerde
@@ -25,7 +25,6 @@ from streams_core.kstream.windows import SessionWindows
 from streams_core.serde import Serde, Serdes
 
 if TYPE_CHECKING:
-    from streams_core.kstream.kgrouped_stream import KGroupedStream
     from streams_core.kstream.ktable import KTable
     from streams_core.state.windowed import Windowed
 
@@ -50,22 +49,10 @@ def _none() -> None:
     return None
 
 
-class SessionWindowedKStream(Generic[K, V]):
+class SessionWindowedKStream(WindowedStream[K, V, SessionWindows]):
     """A grouped stream with `SessionWindows`."""
 
-    __slots__ = ("_emit_strategy", "_grouped", "windows")
-
-    def __init__(self, grouped: KGroupedStream[K, V], windows: SessionWindows) -> None:
-        self._grouped = grouped
-        self.windows = windows
-        self._emit_strategy = EmitStrategy.on_window_update()
-
-    def __repr__(self) -> str:
-        return f"SessionWindowedKStream({self._grouped.name!r}, {self.windows!r})"
-
-    def emit_strategy(self, emit_strategy: EmitStrategy) -> SessionWindowedKStream[K, V]:
-        """When the aggregations below forward results: every update (default) or once per closed window."""
-        return with_emit_strategy(self, emit_strategy)
+    __slots__ = ()
 
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable[Windowed[K], int]:
         """Records per key and session."""
@@ -112,12 +99,8 @@ class SessionWindowedKStream(Generic[K, V]):
     ) -> KTable[Windowed[K], VR]:
         from streams_core.kstream.ktable import KTable
 
-        grouped, windows = self._grouped, self.windows
-        b = grouped._builder
-        m = (materialized or Materialized()).merged_serdes(grouped.key_serde, value_serde)
-        store = store_name(b, materialized, prefix)
-        name = b.processor_name(named, prefix)
-        parent, sources = grouped.upstream(store)
+        windows = self.windows
+        b, m, store, name, parent, sources = self._aggregation_node(named, materialized, value_serde, prefix)
         minimum = windows.inactivity_gap_ms + windows.grace_period_ms
         emit = self._emit_strategy
         if emit.emits_on_close:

@@ -10,16 +10,16 @@ on the result emits one final value per window.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic
+from typing import TYPE_CHECKING
 
-from streams_core.kstream.emit_strategy import EmitStrategy, with_emit_strategy
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable
 from streams_core.kstream.internals.kstream_sliding_window_aggregate import KStreamSlidingWindowAggregate
 from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streams_core.kstream.internals.ktable_value_getters import WindowStoreValueGetterSupplier
-from streams_core.kstream.internals.materialize import store_name, window_store
+from streams_core.kstream.internals.materialize import window_store
 from streams_core.kstream.internals.type_vars import VR, K, V
+from streams_core.kstream.internals.windowed_stream import WindowedStream
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
 from streams_core.kstream.windowed_serdes import TimeWindowedSerde
@@ -27,7 +27,6 @@ from streams_core.kstream.windows import SlidingWindows, TimeWindows
 from streams_core.serde import Serde, Serdes
 
 if TYPE_CHECKING:
-    from streams_core.kstream.kgrouped_stream import KGroupedStream
     from streams_core.kstream.ktable import KTable
     from streams_core.state.windowed import Windowed
 
@@ -48,22 +47,10 @@ def _none() -> None:
     return None
 
 
-class TimeWindowedKStream(Generic[K, V]):
+class TimeWindowedKStream(WindowedStream[K, V, TimeWindows | SlidingWindows]):
     """A grouped stream with `TimeWindows` or `SlidingWindows`."""
 
-    __slots__ = ("_emit_strategy", "_grouped", "windows")
-
-    def __init__(self, grouped: KGroupedStream[K, V], windows: TimeWindows | SlidingWindows) -> None:
-        self._grouped = grouped
-        self.windows = windows
-        self._emit_strategy = EmitStrategy.on_window_update()
-
-    def __repr__(self) -> str:
-        return f"TimeWindowedKStream({self._grouped.name!r}, {self.windows!r})"
-
-    def emit_strategy(self, emit_strategy: EmitStrategy) -> TimeWindowedKStream[K, V]:
-        """When the aggregations below forward results: every update (default) or once per closed window."""
-        return with_emit_strategy(self, emit_strategy)
+    __slots__ = ()
 
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable[Windowed[K], int]:
         """Records per key and window."""
@@ -104,12 +91,8 @@ class TimeWindowedKStream(Generic[K, V]):
     ) -> KTable[Windowed[K], VR]:
         from streams_core.kstream.ktable import KTable
 
-        grouped, windows = self._grouped, self.windows
-        b = grouped._builder
-        m = (materialized or Materialized()).merged_serdes(grouped.key_serde, value_serde)
-        store = store_name(b, materialized, prefix)
-        name = b.processor_name(named, prefix)
-        parent, sources = grouped.upstream(store)
+        windows = self.windows
+        b, m, store, name, parent, sources = self._aggregation_node(named, materialized, value_serde, prefix)
         # a reduce folds from None: its aggregate is V | None until the first value, hence no inference here
         sliding = isinstance(windows, SlidingWindows)
         processor: Callable[..., object] = KStreamSlidingWindowAggregate if sliding else KStreamWindowAggregate

@@ -5,100 +5,51 @@
 consumers join the group `application.id`. `state` follows Kafka Streams' state machine;
 `all_metadata()` and friends answer KIP-67 discovery; `run()` blocks until SIGINT/SIGTERM;
 `add_stream_thread()` / `remove_stream_thread()` change the threads while it runs (KIP-663).
+Beside it: the state machine (client_state.py), what a dead thread leads to (thread_failures.py)
+and the store queries and discovery (kafka_streams_queries.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any
 
 from streams_core import clients
 from streams_core.config import StreamsConfig
-from streams_core.errors import (
-    InvalidStateStoreError,
-    StreamsError,
-    StreamsNotStartedError,
-    UnknownStateStoreError,
-)
+from streams_core.errors import StreamsError
 from streams_core.processor.topology import Topology
-from streams_core.query.state_query_request import StateQueryRequest
-from streams_core.query.state_query_result import StateQueryResult
-from streams_core.runtime.assignment import (
-    HostInfo,
-    KeyQueryMetadata,
-    ShutdownRequestedError,
-    StreamPartitioner,
-    StreamsMetadata,
-    StreamsMetadataState,
-)
+from streams_core.runtime.assignment import HostInfo, StreamsMetadataState
+from streams_core.runtime.client_state import ClientStateMachine, State, StateListener
 from streams_core.runtime.global_stream_thread import GlobalStreamThread
 from streams_core.runtime.instance_thread import InstanceThread, ThreadCallbacks
-from streams_core.runtime.interactive_query import DEFAULT_QUERY_TIMEOUT_S, query_off_loop, query_store
+from streams_core.runtime.kafka_streams_queries import KafkaStreamsQueries
 from streams_core.runtime.run_mode import run_mode
 from streams_core.runtime.shutdown_request import broadcast_shutdown_request
 from streams_core.runtime.signal_runner import run_until_signal
 from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
-from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider, StoreQuery
+from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider
 from streams_core.runtime.stream_threads import StreamThreads
+from streams_core.runtime.thread_failures import StreamThreadExceptionResponse, ThreadFailures, UncaughtExceptionHandler
 from streams_core.runtime.thread_metadata import ThreadMetadata
-from streams_core.runtime.thread_mode import in_process, remote_global_stores, thread_factory
+from streams_core.runtime.thread_mode import in_process, thread_factory
 from streams_core.runtime.thread_state import ThreadState
-from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topic_preparation import prepare_topics, watch_pattern_topics
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.state_directory import StateDirectory
-from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
-from streams_core.state.store import ReadOnlyKeyValueStore
-from streams_core.state.store_description import StoreDescription, describe_store
 
 __all__ = ["KafkaStreams", "LagInfo", "State", "StreamThreadExceptionResponse"]
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-
-class State(enum.Enum):
-    """Kafka Streams' client states."""
-
-    CREATED = "CREATED"
-    REBALANCING = "REBALANCING"
-    RUNNING = "RUNNING"
-    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
-    NOT_RUNNING = "NOT_RUNNING"
-    PENDING_ERROR = "PENDING_ERROR"
-    ERROR = "ERROR"
-
-    def is_running_or_rebalancing(self) -> bool:
-        return self in (State.RUNNING, State.REBALANCING)
-
-
-class StreamThreadExceptionResponse(enum.Enum):
-    """What to do when a stream thread dies of an exception."""
-
-    REPLACE_THREAD = "REPLACE_THREAD"
-    SHUTDOWN_CLIENT = "SHUTDOWN_CLIENT"
-    SHUTDOWN_APPLICATION = "SHUTDOWN_APPLICATION"
-
-
-StateListener = Callable[[State, State], None]
-UncaughtExceptionHandler = Callable[[BaseException], StreamThreadExceptionResponse]
-
-_REBALANCING_THREAD_STATES = frozenset(
-    {ThreadState.CREATED, ThreadState.STARTING, ThreadState.PARTITIONS_REVOKED, ThreadState.PARTITIONS_ASSIGNED}
-)
-
-
 ClientState = State
 """`KafkaStreams.State` under a name the class body does not shadow (for annotations)."""
 
 
-class KafkaStreams:
+class KafkaStreams(KafkaStreamsQueries):
     """One instance of a Kafka Streams application."""
 
     State = State  # Kafka Streams' nested enum name: KafkaStreams.State.RUNNING
@@ -126,17 +77,14 @@ class KafkaStreams:
         self.metadata_state = StreamsMetadataState(
             self.metadata.store_source_topics, HostInfo.parse(server) if server else None, self.metadata.global_store_names
         )
-        self._state = State.CREATED
-        self._state_listener: StateListener | None = None
-        self._exception_handler: UncaughtExceptionHandler | None = None
+        self._lifecycle = ClientStateMachine(self.application_id, self._state_directory.unlock)
+        self._failures = ThreadFailures(self.application_id)
         self._partition_counts: dict[str, int] = {}
-        self._state_changed = asyncio.Condition() if _has_loop() else None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing: asyncio.Task[bool] | None = None
         self._thread_starts: set[asyncio.Task[InstanceThread | None]] = set()
         self._cleaner: asyncio.Task[None] | None = None
         self._pattern_watcher: asyncio.Task[None] | None = None
-        self._errors: list[BaseException] = []
         self._run_mode = run_mode(self.config, self._clients, self.process_id)
         self._inline = in_process(self.config, self.metadata, own_supplier=client_supplier is not None)
         factory = thread_factory(
@@ -160,71 +108,39 @@ class KafkaStreams:
         )
 
     def __repr__(self) -> str:
-        return f"KafkaStreams({self.application_id!r}, {self._state.name})"
+        return f"KafkaStreams({self.application_id!r}, {self._lifecycle.state.name})"
 
     # -- state --------------------------------------------------------------------------------
 
     @property
     def state(self) -> ClientState:
-        return self._state
+        return self._lifecycle.state
 
     @property
     def errors(self) -> list[BaseException]:
         """Exceptions that killed stream threads or the global thread, oldest first."""
-        return list(self._errors)
+        return list(self._failures.errors)
 
     def set_state_listener(self, listener: StateListener | None) -> None:
         """Called with (new, old) on every state change, on the event loop."""
-        self._state_listener = listener
+        self._lifecycle.listener = listener
 
     def set_uncaught_exception_handler(self, handler: UncaughtExceptionHandler | None) -> None:
         """Decides what a thread's fatal exception does (default: shut down this client)."""
-        self._exception_handler = handler
-
-    def _set_state(self, new: ClientState) -> None:
-        old = self._state
-        if old is new or old in (State.NOT_RUNNING, State.ERROR):
-            return
-        if old in (State.PENDING_SHUTDOWN, State.PENDING_ERROR) and new not in (State.NOT_RUNNING, State.ERROR):
-            return
-        self._state = new
-        log.info("stream-client [%s] state %s -> %s", self.application_id, old.name, new.name)
-        if new in (State.NOT_RUNNING, State.ERROR):
-            self._state_directory.unlock()
-        if self._state_listener is not None:
-            try:
-                self._state_listener(new, old)
-            except Exception:
-                log.exception("state listener failed")
-        self._notify()
-
-    def _notify(self) -> None:
-        condition = self._state_changed
-        if condition is None:
-            return
-        async def wake() -> None:
-            async with condition:
-                condition.notify_all()
-
-        asyncio.get_running_loop().create_task(wake())
+        self._failures.handler = handler
 
     async def wait_for_state(self, *states: ClientState, timeout: float = 60.0) -> ClientState:
         """Wait until the client is in one of `states` (e.g. RUNNING); TimeoutError otherwise."""
-        assert self._state_changed is not None
-        async with asyncio.timeout(timeout):
-            async with self._state_changed:
-                await self._state_changed.wait_for(lambda: self._state in states)
-        return self._state
+        return await self._lifecycle.wait_for(states, timeout)
 
     # -- start and stop -----------------------------------------------------------------------
 
     async def start(self) -> None:
         """Check topics, create internal topics and start the stream threads (state REBALANCING); a
         thread that fails or dies while starting goes to the uncaught-exception handler, not raised."""
-        if self._state is not State.CREATED:
-            raise StreamsError(f"KafkaStreams can be started once, from CREATED; it is {self._state.name}")
-        if self._state_changed is None:
-            self._state_changed = asyncio.Condition()
+        if self._lifecycle.state is not State.CREATED:
+            raise StreamsError(f"KafkaStreams can be started once, from CREATED; it is {self._lifecycle.state.name}")
+        self._lifecycle.bind_loop()
         self._loop = asyncio.get_running_loop()  # for query_sync() from other threads
         self._state_directory.lock()  # another instance running on state.dir: StreamsError, as Kafka
         try:
@@ -239,10 +155,10 @@ class KafkaStreams:
         except BaseException:
             self._state_directory.unlock()
             raise
-        if self._state is not State.CREATED:  # close() was called meanwhile: start nothing
+        if self._lifecycle.state is not State.CREATED:  # close() was called meanwhile: start nothing
             log.info("stream-client [%s] closed while starting; no stream thread started", self.application_id)
             return
-        self._set_state(State.REBALANCING)
+        self._lifecycle.set(State.REBALANCING)
         if self.metadata.global_topics and self._inline:  # a worker process runs its own
             cache = self._threads.cache_size_per_thread(self.config["num.stream.threads"])
             self._global_thread = GlobalStreamThread(
@@ -262,8 +178,8 @@ class KafkaStreams:
 
     def _fail_start(self, error: Exception) -> None:
         """A failed start closes the client to ERROR (threads, global thread, state-directory lock)."""
-        self._errors.append(error)
-        self._set_state(State.PENDING_ERROR)
+        self._failures.record(error)
+        self._lifecycle.set(State.PENDING_ERROR)
         self._begin_close(error=True)
 
     async def _start_threads(self) -> None:
@@ -314,18 +230,18 @@ class KafkaStreams:
         """Start one more stream thread (KIP-663), `<application.id>-StreamThread-<lowest free index>`; its
         name (or its REPLACE_THREAD replacement's, should it die starting), or None unless RUNNING or
         REBALANCING. Its join makes the group rebalance to give it tasks."""
-        if not self._state.is_running_or_rebalancing():
-            log.warning("stream-client [%s] cannot add a stream thread in state %s", self.application_id, self._state.name)
+        if not self._lifecycle.state.is_running_or_rebalancing():
+            log.warning("stream-client [%s] cannot add a stream thread in state %s", self.application_id, self._lifecycle.state.name)
             return None
         started = await self._track_thread_start(self._threads.add())
-        return started.name if started is not None and self._state.is_running_or_rebalancing() else None
+        return started.name if started is not None and self._lifecycle.state.is_running_or_rebalancing() else None
 
     async def remove_stream_thread(self, timeout: float | None = None) -> str | None:
         """Stop one stream thread cleanly (KIP-663: commit, close its tasks, leave the group so the others
         rebalance at once); its name, or None unless RUNNING or REBALANCING with a running thread (the last
         one included). TimeoutError when it has not stopped within `timeout` s (`StreamThreads.remove`)."""
-        if not self._state.is_running_or_rebalancing():
-            log.warning("stream-client [%s] cannot remove a stream thread in state %s", self.application_id, self._state.name)
+        if not self._lifecycle.state.is_running_or_rebalancing():
+            log.warning("stream-client [%s] cannot remove a stream thread in state %s", self.application_id, self._lifecycle.state.name)
             return None
         return await self._threads.remove(timeout)
 
@@ -335,8 +251,8 @@ class KafkaStreams:
         Returns False when the threads did not stop within `timeout` seconds (they are then
         cancelled without a final commit).
         """
-        if self._state is State.CREATED:
-            self._set_state(State.NOT_RUNNING)
+        if self._lifecycle.state is State.CREATED:
+            self._lifecycle.set(State.NOT_RUNNING)
             return True
         return await asyncio.shield(self._begin_close(timeout))
 
@@ -347,7 +263,7 @@ class KafkaStreams:
         return self._closing
 
     async def _close(self, timeout: float | None, *, error: bool = False) -> bool:
-        self._set_state(State.PENDING_ERROR if error else State.PENDING_SHUTDOWN)
+        self._lifecycle.set(State.PENDING_ERROR if error else State.PENDING_SHUTDOWN)
         for background in (self._cleaner, self._pattern_watcher):
             if background is not None:
                 background.cancel()
@@ -368,7 +284,7 @@ class KafkaStreams:
                 await self._global_thread.stop()
             except Exception:
                 log.exception("stream-client [%s] stopping the global thread failed", self.application_id)
-        self._set_state(State.ERROR if error or self._state is State.PENDING_ERROR else State.NOT_RUNNING)
+        self._lifecycle.set(State.ERROR if error or self._lifecycle.state is State.PENDING_ERROR else State.NOT_RUNNING)
         return done
 
     def clean_up_state(self) -> list[Any]:
@@ -387,7 +303,7 @@ class KafkaStreams:
         interval = max(1.0, self.config["state.cleanup.delay.ms"] / 1000)
         while True:
             await asyncio.sleep(interval)
-            if self._state is State.RUNNING:
+            if self._lifecycle.state is State.RUNNING:
                 try:
                     self.clean_up_state()
                 except OSError:
@@ -412,15 +328,7 @@ class KafkaStreams:
     # -- thread callbacks ---------------------------------------------------------------------
 
     def _on_thread_state(self, thread: InstanceThread, old: ThreadState, new: ThreadState) -> None:
-        """Kafka Streams' rule: RUNNING once each thread runs or is dead (a removed one stopping holds none back)."""
-        if not self._state.is_running_or_rebalancing():
-            return
-        states = [t.state for t in self._threads.all() if t.state is not ThreadState.DEAD]
-        running = ThreadState.RUNNING in states
-        if any(s in _REBALANCING_THREAD_STATES for s in states):
-            self._set_state(State.REBALANCING)
-        elif all(s is ThreadState.RUNNING or (s is ThreadState.PENDING_SHUTDOWN and running) for s in states):
-            self._set_state(State.RUNNING)
+        self._lifecycle.follow_threads(t.state for t in self._threads.all())
 
     def _on_thread_assignment(self, thread: InstanceThread) -> None:
         info = thread.assignment
@@ -436,29 +344,19 @@ class KafkaStreams:
             self._track_thread_start(replacement)
 
     def _respond(self, thread: InstanceThread | GlobalStreamThread, error: BaseException) -> InstanceThread | None:
-        """A thread died: the uncaught-exception handler chooses the response; the replacement to start
-        for REPLACE_THREAD. A dead global thread closes the client to ERROR whatever it says (Kafka
-        Streams: "Global thread has died"), and so do `MAX_FAILED_STARTS` failed starts in a row."""
+        """A thread died: the uncaught-exception handler chooses the response (thread_failures.py); the
+        replacement to start for REPLACE_THREAD. A dead global thread closes the client to ERROR, and so
+        do `MAX_FAILED_STARTS` failed starts in a row."""
         error = clients.explain(error, self.config)  # a missing ACL: named with the principal
-        self._errors.append(error)
-        response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT
-        if isinstance(error, ShutdownRequestedError):
-            log.error("stream-client [%s] shutting down: %s", self.application_id, error)
-        elif self._exception_handler is not None:
-            try:
-                response = self._exception_handler(error)
-            except Exception:
-                log.exception("uncaught exception handler failed; shutting down the client")
-        log.error("stream-client [%s] %s died: %r; response %s", self.application_id, thread.name, error, response.name)
-        if isinstance(thread, GlobalStreamThread):  # PENDING_ERROR at once: its stores no longer follow their topics
-            if response is StreamThreadExceptionResponse.REPLACE_THREAD:
-                response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT  # a global thread cannot be replaced
-            self._set_state(State.PENDING_ERROR)
-        elif response is StreamThreadExceptionResponse.REPLACE_THREAD and self._closing is None and self._state.is_running_or_rebalancing():
+        global_thread = isinstance(thread, GlobalStreamThread)
+        response = self._failures.response(thread.name, error, global_thread=global_thread)
+        if global_thread:  # PENDING_ERROR at once: its stores no longer follow their topics
+            self._lifecycle.set(State.PENDING_ERROR)
+        elif response is StreamThreadExceptionResponse.REPLACE_THREAD and self._closing is None and self._lifecycle.state.is_running_or_rebalancing():
             gave_up = self._threads.gives_up(thread.name, error)
             if gave_up is None:
                 return self._threads.add()  # the dead thread's index is the lowest free one
-            self._errors.append(gave_up)
+            self._failures.record(gave_up)
             log.error("stream-client [%s] shutting down: %s", self.application_id, gave_up)
         if self._closing is None and response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
             self._closing = asyncio.get_running_loop().create_task(self._shut_down_application())
@@ -473,147 +371,6 @@ class KafkaStreams:
             log.exception("stream-client [%s] could not ask the other members to shut down", self.application_id)
         return await self._close(None, error=True)
 
-    # -- interactive queries (KIP-67) ---------------------------------------------------------
-
-    @overload
-    def store(
-        self,
-        store_name: str,
-        store_type: None = None,
-        *,
-        partition: int | None = None,
-        stale: bool = False,
-        max_lag: int | None = None,
-    ) -> ReadOnlyKeyValueStore[Any, Any]: ...
-
-    @overload
-    def store(
-        self,
-        store_name: str,
-        store_type: QueryableStoreType[T],
-        *,
-        partition: int | None = None,
-        stale: bool = False,
-        max_lag: int | None = None,
-    ) -> T: ...
-
-    def store(
-        self,
-        store_name: str,
-        store_type: QueryableStoreType[Any] | None = None,
-        *,
-        partition: int | None = None,
-        stale: bool = False,
-        max_lag: int | None = None,
-    ) -> Any:
-        """A read-only view over this instance's copies of `store_name` (one per task).
-
-        Queries raise `InvalidStateStoreError` (retriable) while the instance is not RUNNING or
-        the store is closed or migrating, never answering partially. `stale=True` also reads
-        standby copies whose lag is known and at most `max_lag` (any, when None) and answers while
-        rebalancing (KIP-535); `partition` limits the view to one partition's task. Unknown names
-        raise `UnknownStateStoreError`. The view is over every stream thread's store provider.
-        """
-        self._require_started()
-        self._require_store(store_name)
-        kind, query = store_type or QueryableStoreTypes.key_value_store(), StoreQuery(partition, stale, max_lag)
-        self._store_provider.local_stores(store_name, kind, query)
-        return self._store_provider.get_store(store_name, kind, query)
-
-    async def query(self, request: StateQueryRequest[T], *, timeout: float = DEFAULT_QUERY_TIMEOUT_S) -> StateQueryResult[T]:
-        """IQv2 (KIP-796): `request` answered per partition by this instance's copies through the one
-        store path, each host within `timeout` s (runtime/interactive_query.py, docs/iqv2.md)."""
-        self._require_started()
-        self._require_store(request.store_name)
-        live = None if self._state.is_running_or_rebalancing() else self._state.name
-        return await query_store(self._store_provider, self.metadata, self._partition_counts, request, timeout, live)
-
-    def query_sync(self, request: StateQueryRequest[T], *, timeout: float = DEFAULT_QUERY_TIMEOUT_S) -> StateQueryResult[T]:
-        """`query()` for code on another thread than the instance's event loop (Kafka's blocking call)."""
-        return query_off_loop(self._loop, lambda: self.query(request, timeout=timeout), timeout)
-
-    def store_position(self, store_name: str, partition: int) -> dict[TopicPartition, int] | None:
-        """How far the local active copy of a store's partition has processed its input: per source
-        partition the offset of the last record (IQv2's Position); None without an active copy here."""
-        self._require_store(store_name)
-        return self._store_provider.position(store_name, partition)
-
-    def _global_stores(self) -> dict[str, Any]:
-        """The instance's global stores by name (none before the global thread started); a worker's in process mode."""
-        if self._global_thread is not None:
-            return self._global_thread.stores
-        return {} if self._inline else remote_global_stores(self._threads.all(), self.metadata.global_store_names)
-
-    def _require_store(self, store_name: str) -> None:
-        if store_name not in self.metadata.store_source_topics and store_name not in self.metadata.global_store_names:
-            raise UnknownStateStoreError(
-                f"no state store named {store_name!r} in the topology "
-                f"(stores: {sorted(self.metadata.store_source_topics)})"
-            )
-
-    def _check_queryable(self, store_name: str, stale: bool) -> None:
-        state = self._state
-        if not (state is State.RUNNING or (stale and state is State.REBALANCING)):
-            raise InvalidStateStoreError(
-                f"state store {store_name!r} cannot be queried now: the instance is {state.name} "
-                "(retry; stale=True also reads standby copies while rebalancing)"
-            )
-
-    def describe_store(self, store_name: str) -> StoreDescription:
-        """What kind of store `store_name` is, its key serde and window size (for query layers such as REST)."""
-        self._require_store(store_name)
-        return describe_store(self.topology, store_name, self.config["default.key.serde"])
-
-    def store_names(self) -> list[str]:
-        """The names of the topology's queryable stores, sorted."""
-        return sorted(self.metadata.store_source_topics)
-
-    async def all_local_store_partition_lags(self) -> dict[str, dict[int, LagInfo]]:
-        """Per local store and partition (active and standby): changelog position, end, and lag."""
-        self._require_started()
-        return await self._store_provider.lags()
-
-    def stores_restoring(self) -> bool:
-        """Whether any stream thread is still creating or restoring tasks."""
-        return any(t.state is not ThreadState.RUNNING for t in self._threads.all() if t.alive)
-
-    # -- discovery (KIP-67) -------------------------------------------------------------------
-
-    def _require_started(self) -> None:
-        if self._state is State.CREATED:
-            raise StreamsNotStartedError("KafkaStreams is not started: call start() first")
-
-    def all_metadata(self) -> list[StreamsMetadata]:
-        """Every instance of the application with its application.server, stores and partitions."""
-        self._require_started()
-        return self.metadata_state.all_metadata()
-
-    def all_metadata_for_store(self, store_name: str) -> list[StreamsMetadata]:
-        """The instances that host `store_name`."""
-        self._require_started()
-        return self.metadata_state.all_metadata_for_store(store_name)
-
-    def metadata_for_key(
-        self, store_name: str, key: Any, key_serializer: Any = None, partitioner: StreamPartitioner | None = None
-    ) -> StreamsMetadata:
-        """The instance whose store holds `key` (serialized with `key_serializer` or the default key serde)."""
-        self._require_started()
-        return self.metadata_state.metadata_for_key(store_name, self._lookup_key(key, key_serializer, partitioner), partitioner)
-
-    def query_metadata_for_key(
-        self, store_name: str, key: Any, key_serializer: Any = None, partitioner: StreamPartitioner | None = None
-    ) -> KeyQueryMetadata:
-        """Active host, standby hosts and partition of `key` in `store_name`."""
-        self._require_started()
-        return self.metadata_state.query_metadata_for_key(store_name, self._lookup_key(key, key_serializer, partitioner), partitioner)
-
-    def _lookup_key(self, key: Any, key_serializer: Any, partitioner: StreamPartitioner | None) -> Any:
-        """The key as the metadata lookup wants it: the object for a partitioner, else its bytes."""
-        if partitioner is not None or (isinstance(key, bytes) and key_serializer is None):
-            return key
-        serde = key_serializer or self.config["default.key.serde"]
-        return serde.serialize(None, key)
-
     @property
     def threads(self) -> list[InstanceThread]:
         return self._threads.all()
@@ -624,15 +381,8 @@ class KafkaStreams:
 
     def metrics(self) -> dict[str, Any]:
         """Per-thread counters (processed, dropped, pauses, commits), the global thread's, and the client state."""
-        found: dict[str, Any] = {"state": self._state.name, "threads": [t.metrics() for t in self._threads.all()]}
+        found: dict[str, Any] = {"state": self._lifecycle.state.name, "threads": [t.metrics() for t in self._threads.all()]}
         if self._global_thread is not None:
             found["global_thread"] = {"processed_records": self._global_thread.processed_records}
         return found
 
-
-def _has_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

@@ -91,7 +91,7 @@ class StreamsPartitionAssignor:
             shutdown_requested=self.shutdown_requested,
         ).encode()
 
-    def assign(self, partition_counts: Mapping[str, int], subscriptions: Mapping[str, bytes]) -> dict[str, MemberAssignment]:
+    def assign(self, partition_counts: Mapping[str, int], subscriptions: Mapping[str, bytes]) -> dict[str, MemberAssignment[AssignmentInfo]]:
         """The leader's assignment of every member (synchronous: aiokafka awaits nothing here)."""
         self.partition_counts = dict(partition_counts)
         self.is_leader = True

@@ -323,9 +323,6 @@ class TaskManager:
                 sums[task_id] = 0
         return sums
 
-    def local_state_tasks(self) -> frozenset[TaskId]:
-        return frozenset(local_task_dirs(self.app_state_dir))
-
     def task_states(self) -> TaskStates:
         """What the thread reports to the assignor for stickiness (KIP-441)."""
         sums = self.local_state_offset_sums()
@@ -354,9 +351,6 @@ class TaskManager:
         return await self._reader.end_offsets(partitions) if partitions else {}
 
     # -- processing ---------------------------------------------------------------------------
-
-    def task_for(self, tp: TopicPartition) -> StreamTask | None:
-        return self._by_partition.get(tp)
 
     def add_records(self, tp: TopicPartition, records: Iterable[Any]) -> int:
         """Buffer records of a partition in its task; -1 when no task owns it (stale fetch)."""

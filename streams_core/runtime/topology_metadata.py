@@ -126,14 +126,6 @@ class TopologyMetadata:
         """Tasks of a sub-topology: the largest partition count among its source topics."""
         return max((partition_counts.get(t, 0) for t in self.subtopologies[subtopology]), default=0)
 
-    def changelog_partition_counts(self, partition_counts: Mapping[str, int]) -> dict[str, int]:
-        """Each changelog topic needs one partition per task of its sub-topology."""
-        return {
-            spec.topic: self.num_tasks(spec.subtopology, partition_counts)
-            for spec in self.changelogs.values()
-            if not spec.source_topic
-        }
-
     @property
     def created_changelogs(self) -> list[ChangelogSpec]:
         """The changelog topics the application creates (`<application.id>-<store>-changelog`)."""

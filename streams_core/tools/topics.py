@@ -4,7 +4,7 @@
         [--replication-factor R] [--config KEY=VALUE ...] [--if-not-exists]
     python -m streams_core.tools topics list --bootstrap-servers B
 
-The local broker (`python -m streams_core.testing.broker`) does not create topics on first use,
+The local broker (`python -m streams_core.broker`) does not create topics on first use,
 and `KafkaStreams.start()` fails on a missing source topic, as Kafka Streams does: input and
 output topics are created beforehand, here or with any Kafka tool. Creating a topic that exists
 is an error unless `--if-not-exists` (as `kafka-topics --create`). The replication factor

@@ -17,7 +17,7 @@ from tests.chaos.harness import ChaosReport, chaos_seed, run_scenario
 from tests.chaos.scenarios import SMALL
 
 if TYPE_CHECKING:
-    from streams_core.testing.broker import LocalKafkaBroker
+    from streams_core.broker import LocalKafkaBroker
 
 pytestmark = [pytest.mark.broker, pytest.mark.chaos, pytest.mark.slow]
 

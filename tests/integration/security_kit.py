@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from streams_core.broker import LocalKafkaBroker
+from streams_core.broker.security import BrokerSecurity
 from streams_core.clients.acl_admin import AclAdmin, AclBinding
 from streams_core.clients.admin import NewTopicSpec
 from streams_core.clients.kafka_clients import (
@@ -22,8 +24,6 @@ from streams_core.clients.kafka_clients import (
 )
 from streams_core.config import StreamsConfig
 from streams_core.serde import Serdes
-from streams_core.testing.broker import LocalKafkaBroker
-from streams_core.testing.broker_security import BrokerSecurity
 from streams_core.tools.topics import create_topics
 
 __all__ = [

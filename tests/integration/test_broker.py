@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 
-from streams_core.testing.broker import BrokerError, LocalKafkaBroker, find_kafka_libs
+from streams_core.broker import BrokerError, LocalKafkaBroker, find_kafka_libs
 from tests.kafka_utils import create_topic, produce, read_all, unique_topic
 
 pytestmark = pytest.mark.broker
@@ -29,7 +29,7 @@ def _start_cli(data_dir: Path) -> tuple[subprocess.Popen[str], int]:
         [
             sys.executable,
             "-m",
-            "streams_core.testing.broker",
+            "streams_core.broker",
             "--port",
             "0",
             "--data-dir",

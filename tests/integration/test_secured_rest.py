@@ -21,7 +21,7 @@ import pytest
 
 from api import ApiSettings, Credentials
 from app.wordcount import STORE
-from streams_core.testing.broker import LocalKafkaBroker
+from streams_core.broker import LocalKafkaBroker
 from streams_core.tools.acls import application_acls
 from tests.api.secured import CLIENT_TOKEN, ENTRIES, SECRET_FORMS, USER_PASSWORD, Pki, basic
 from tests.integration.rest_cluster import FAST_CONFIG, WordCountCluster, quoted, wait_until

@@ -17,9 +17,9 @@ import pytest
 
 from app.wordcount import build_topology
 from streams_core import Materialized, Serdes, StreamsBuilder, Topology
+from streams_core.broker import LocalKafkaBroker
 from streams_core.clients.unsecured_jwt import UnsecuredJwtTokenProvider
 from streams_core.runtime.kafka_streams import State
-from streams_core.testing.broker import LocalKafkaBroker
 from streams_core.tools.acls import application_acls
 from tests.integration.security_kit import (
     LINES,

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from app.wordcount import build_topology
+from streams_core.broker import LocalKafkaBroker
 from streams_core.clients import AuthorizationError
 from streams_core.runtime.kafka_streams import State
-from streams_core.testing.broker import LocalKafkaBroker
 from streams_core.tools.acls import application_acls
 from tests.integration.security_kit import LINES, PASSWORDS, grant, make_topics, produce_lines
 from tests.integration.streams_testkit import StreamsApp, wait_until

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from streams_core.testing.broker import LocalKafkaBroker
+from streams_core.broker import LocalKafkaBroker
 from tests.integration.security_kit import PASSWORDS, expected_counts, produce_lines, read_counts
 from tests.kafka_utils import unique_topic
 
@@ -107,10 +107,10 @@ async def test_tools_and_app_cli_over_sasl(secure_broker: LocalKafkaBroker, tmp_
 
 
 async def test_broker_cli_with_security(tmp_path: Path) -> None:
-    """`python -m streams_core.testing.broker` with listeners, users and the authorizer prints where
+    """`python -m streams_core.broker` with listeners, users and the authorizer prints where
     everything is before READY, and its super user's password only into a 0600 file."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streams_core.testing.broker", "--port", "0", "--data-dir", str(tmp_path / "k"),
+        [sys.executable, "-m", "streams_core.broker", "--port", "0", "--data-dir", str(tmp_path / "k"),
          "--listener", "SASL_SSL", "--listener", "SSL", "--scram-user", "ann:ann-pw-123", "--cert-user", "cy",
          "--ssl-client-auth", "--authorizer", "--timeout", "90"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

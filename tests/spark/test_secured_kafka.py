@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from app.wordcount import build_topology
+from streams_core.broker import LocalKafkaBroker
 from streams_core.spark import SparkRunner
-from streams_core.testing.broker import LocalKafkaBroker
 from streams_core.tools.acls import application_acls
 from tests.integration.security_kit import LINES, expected_counts, grant, make_topics, produce_lines, read_counts
 from tests.kafka_utils import unique_topic

@@ -12,13 +12,13 @@ import pytest
 from aiokafka.abc import AbstractTokenProvider
 from aiokafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
 
+from streams_core.broker.cli import add_security_arguments, security_from_arguments
+from streams_core.broker.security import BrokerSecurity, SecurityMaterial
 from streams_core.clients import AuthorizationError, explain, is_security_error
 from streams_core.clients.client_config import consumer_kwargs, java_client_properties, producer_kwargs
 from streams_core.clients.client_security import parse_jaas_config, token_provider
 from streams_core.config import StreamsConfig
 from streams_core.errors import ConfigError
-from streams_core.testing.broker_cli import add_security_arguments, security_from_arguments
-from streams_core.testing.broker_security import BrokerSecurity, SecurityMaterial
 from streams_core.tools.acls import application_acls
 from streams_core.tools.command_config import read_properties
 

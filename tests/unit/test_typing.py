@@ -36,6 +36,6 @@ def test_store_views_are_typed_for_users(tmp_path: Path) -> None:
         '"streams_core.state.window_store.ReadOnlyWindowStore[Any, Any]"',
         '"streams_core.state.session_store.ReadOnlySessionStore[Any, Any]"',
         '"streams_core.state.store.ReadOnlyKeyValueStore[Any, Any]"',
-        '"streams_core.runtime.kafka_streams.State"',
+        '"streams_core.runtime.client_state.State"',
     ], stdout + stderr
     assert status == 0, stdout + stderr

@@ -16,11 +16,10 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic
 
 from streams_core.kstream.emit_strategy import EmitStrategy
-from streams_core.kstream.internals.carried_state import ObservedStreamTime
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.kstream_window_aggregate import (
-    NO_TIMESTAMP,
     ON_WINDOW_UPDATE,
+    WindowedAggregation,
     init_window_forwarding,
     window_aggregate_drop,
 )
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["KStreamSessionWindowAggregate"]
 
 
-class KStreamSessionWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
+class KStreamSessionWindowAggregate(WindowedAggregation[K, V, VR]):
     """`aggregator(key, value, agg)` per key and session; `merger(key, agg1, agg2)` joins sessions."""
 
     def __init__(
@@ -47,15 +46,9 @@ class KStreamSessionWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
         merger: Callable[[K, VR, VR], VR],
         emit_strategy: EmitStrategy = ON_WINDOW_UPDATE,
     ) -> None:
-        self._emit_strategy = emit_strategy
+        super().__init__(store_name, initializer, aggregator, emit_strategy, windows.grace_period_ms)
         self._gap = windows.inactivity_gap_ms
-        self._grace = windows.grace_period_ms
-        self._store_name = store_name
-        self._initializer = initializer
-        self._aggregator = aggregator
         self._merger = merger
-        self._observed = NO_TIMESTAMP
-        self.dropped_records = 0
 
     def init(self, context: ProcessorContext[Windowed[K], Change[VR]]) -> None:
         store: SessionStore[K, VR] = context.get_state_store(self._store_name)
@@ -82,16 +75,10 @@ class KStreamSessionWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
         sessions.sort(key=lambda session: session.key.window.end)
         return ((windowed, aggregate, windowed.window.end) for windowed, aggregate in sessions)
 
-    def close(self) -> None:
-        """The store is closed by the task."""
-
     def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, headers = record
-        if key is None or value is None:
-            window_aggregate_drop(self, "None key or value", record)
+        if not self._observe(record):
             return
-        if timestamp > self._observed:
-            self._observed = timestamp
         gap = self._gap
         close_time = self._observed - self._grace - gap
         store = self._store

@@ -20,23 +20,17 @@ built-in stores), which fixes the order of the updates forwarded for one record.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic
+from typing import TYPE_CHECKING
 
-from streams_core.kstream.emit_strategy import EmitStrategy
-from streams_core.kstream.internals.carried_state import ObservedStreamTime
 from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.kstream_window_aggregate import (
     NO_TIMESTAMP,
-    ON_WINDOW_UPDATE,
-    init_window_forwarding,
-    timestamped_windows,
+    TimestampedWindowAggregation,
     window_aggregate_drop,
 )
 from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
-from streams_core.processor.processor import ProcessorContext, Record
-from streams_core.state.window_store import WindowStore
+from streams_core.processor.processor import Record
 from streams_core.state.windowed import TimeWindow, Windowed
 
 if TYPE_CHECKING:
@@ -47,36 +41,11 @@ __all__ = ["KStreamSlidingWindowAggregate"]
 log = logging.getLogger(__name__)
 
 
-class KStreamSlidingWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
+class KStreamSlidingWindowAggregate(TimestampedWindowAggregation[K, V, VR, "SlidingWindows"]):
     """`aggregator(key, value, aggregate)` per key and sliding window (`SlidingWindows`)."""
 
-    def __init__(
-        self,
-        windows: SlidingWindows,
-        store_name: str,
-        initializer: Callable[[], VR],
-        aggregator: Callable[[K, V, VR], VR],
-        emit_strategy: EmitStrategy = ON_WINDOW_UPDATE,
-    ) -> None:
+    def _configure(self, windows: SlidingWindows) -> None:
         self._difference = windows.time_difference_ms
-        self._grace = windows.grace_period_ms
-        self._store_name = store_name
-        self._initializer = initializer
-        self._aggregator = aggregator
-        self._emit_strategy = emit_strategy
-        self._observed = NO_TIMESTAMP
-        self.dropped_records = 0
-
-    def init(self, context: ProcessorContext[Windowed[K], Change[VR]]) -> None:
-        view = context.get_state_store(self._store_name)
-        self._context = context
-        self._store: WindowStore[K, ValueAndTimestamp[VR]] = view.timestamped
-        self._forward, self._emitter = init_window_forwarding(
-            context, self._store_name, view, self._emit_strategy, self._emit_bounds, timestamped_windows(self._store)
-        )
-
-    def close(self) -> None:
-        """The store is closed by the task."""
 
     def _emit_bounds(self, last: int, close_time: int) -> tuple[int, int] | None:
         """Starts of the windows closed since `last` (ends are inclusive, hence the - 1)."""
@@ -87,12 +56,9 @@ class KStreamSlidingWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
         return (0 if last == NO_TIMESTAMP else max(0, last - d)), upper
 
     def process(self, record: Record[K, V]) -> None:
-        key, value, timestamp, _ = record
-        if key is None or value is None:
-            window_aggregate_drop(self, "None key or value", record)
+        key, _, timestamp, _ = record
+        if not self._observe(record):
             return
-        if timestamp > self._observed:
-            self._observed = timestamp
         close_time = self._observed - self._grace
         if timestamp + self._difference < close_time:
             window_aggregate_drop(self, "late: every window closed", record, close_time)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Generic, Protocol, cast
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
 from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.internals.carried_state import ObservedStreamTime
@@ -36,7 +36,15 @@ from streams_core.state.windowed import TimeWindow, Windowed
 if TYPE_CHECKING:
     from streams_core.kstream.windows import TimeWindows
 
-__all__ = ["NO_TIMESTAMP", "ON_WINDOW_UPDATE", "KStreamWindowAggregate", "init_window_forwarding", "window_aggregate_drop"]
+__all__ = [
+    "NO_TIMESTAMP",
+    "ON_WINDOW_UPDATE",
+    "KStreamWindowAggregate",
+    "TimestampedWindowAggregation",
+    "WindowedAggregation",
+    "init_window_forwarding",
+    "window_aggregate_drop",
+]
 
 log = logging.getLogger(__name__)
 
@@ -91,26 +99,70 @@ def timestamped_windows(store: WindowStore[K, ValueAndTimestamp[VR]]) -> Fetch:
     return fetch
 
 
-class KStreamWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
-    """`aggregator(key, value, aggregate)` per key and time window (`TimeWindows`)."""
+class WindowedAggregation(ObservedStreamTime, Generic[K, V, VR]):
+    """What every windowed aggregation holds: its store's name, the user's functions, the grace
+    period, the observed stream time and the dropped-record count. The task closes the store."""
+
+    _context: ProcessorContext[Windowed[K], Change[VR]]
 
     def __init__(
         self,
-        windows: TimeWindows,
+        store_name: str,
+        initializer: Callable[[], VR],
+        aggregator: Callable[[K, V, VR], VR],
+        emit_strategy: EmitStrategy,
+        grace_ms: int,
+    ) -> None:
+        self._store_name = store_name
+        self._initializer = initializer
+        self._aggregator = aggregator
+        self._emit_strategy = emit_strategy
+        self._grace = grace_ms
+        self._observed = NO_TIMESTAMP
+        self.dropped_records = 0
+
+    def close(self) -> None:
+        """The store is closed by the task."""
+
+    def _observe(self, record: Record[K, V]) -> bool:
+        """False for a record without key or value (dropped and counted); else advance the
+        observed stream time to its timestamp and say True."""
+        if record.key is None or record.value is None:
+            window_aggregate_drop(self, "None key or value", record)
+            return False
+        if record.timestamp > self._observed:
+            self._observed = record.timestamp
+        return True
+
+
+class GracedWindows(Protocol):
+    """Windows with a grace period (`TimeWindows`, `SlidingWindows`)."""
+
+    @property
+    def grace_period_ms(self) -> int: ...
+
+
+WindowsT = TypeVar("WindowsT", bound=GracedWindows)
+
+
+class TimestampedWindowAggregation(WindowedAggregation[K, V, VR], Generic[K, V, VR, WindowsT]):
+    """A windowed aggregation over a timestamped window store (time and sliding windows); a
+    subclass reads the sizes it needs from its windows in `_configure`."""
+
+    def __init__(
+        self,
+        windows: WindowsT,
         store_name: str,
         initializer: Callable[[], VR],
         aggregator: Callable[[K, V, VR], VR],
         emit_strategy: EmitStrategy = ON_WINDOW_UPDATE,
     ) -> None:
-        self._emit_strategy = emit_strategy
-        self._size = windows.size_ms
-        self._advance = windows.advance_ms
-        self._grace = windows.grace_period_ms
-        self._store_name = store_name
-        self._initializer = initializer
-        self._aggregator = aggregator
-        self._observed = NO_TIMESTAMP
-        self.dropped_records = 0
+        super().__init__(store_name, initializer, aggregator, emit_strategy, windows.grace_period_ms)
+        self._configure(windows)
+
+    def _configure(self, windows: WindowsT) -> None:
+        """Keep what the subclass needs of `windows` (sizes, advance) as attributes."""
+        raise NotImplementedError
 
     def init(self, context: ProcessorContext[Windowed[K], Change[VR]]) -> None:
         view = context.get_state_store(self._store_name)
@@ -119,6 +171,18 @@ class KStreamWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
         self._forward, self._emitter = init_window_forwarding(
             context, self._store_name, view, self._emit_strategy, self._emit_bounds, timestamped_windows(self._store)
         )
+
+    def _emit_bounds(self, last: int, close_time: int) -> tuple[int, int] | None:
+        """Starts of the windows closed since `last` (Java's emitRange bounds), None when there are none."""
+        raise NotImplementedError
+
+
+class KStreamWindowAggregate(TimestampedWindowAggregation[K, V, VR, "TimeWindows"]):
+    """`aggregator(key, value, aggregate)` per key and time window (`TimeWindows`)."""
+
+    def _configure(self, windows: TimeWindows) -> None:
+        self._size = windows.size_ms
+        self._advance = windows.advance_ms
 
     def _starts(self, timestamp: int) -> range:
         """The starts of the windows containing `timestamp` (Java's `windowsFor`)."""
@@ -140,11 +204,8 @@ class KStreamWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
 
     def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, headers = record
-        if key is None or value is None:
-            window_aggregate_drop(self, "None key or value", record)
+        if not self._observe(record):
             return
-        if timestamp > self._observed:
-            self._observed = timestamp
         close_time = self._observed - self._grace
         emitter = self._emitter
         if emitter is not None:
@@ -168,6 +229,3 @@ class KStreamWindowAggregate(ObservedStreamTime, Generic[K, V, VR]):
                 store.put(key, ValueAndTimestamp(new, new_timestamp), start)
                 if forward is not None:
                     forward(Record(Windowed(key, TimeWindow(start, end)), Change(new, old), new_timestamp, headers))
-
-    def close(self) -> None:
-        """The store is closed by the task."""

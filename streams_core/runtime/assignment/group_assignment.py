@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 
+from streams_core.clients.ports import MemberAssignment
 from streams_core.processor.task_id import TaskId
 from streams_core.runtime.assignment.assignment_info import AssignmentInfo
 from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
@@ -30,18 +30,6 @@ from streams_core.runtime.topic_partition import TopicPartition
 __all__ = ["MemberAssignment", "compute_group_assignment"]
 
 
-@dataclass(slots=True, frozen=True)
-class MemberAssignment:
-    """What one member receives: the partitions to consume and the AssignmentInfo."""
-
-    partitions: frozenset[TopicPartition]
-    info: AssignmentInfo
-
-    @property
-    def user_data(self) -> bytes:
-        return self.info.encode()
-
-
 def compute_group_assignment(
     subscriptions: Mapping[str, bytes],
     subtopologies: Mapping[int, Collection[str]],
@@ -53,7 +41,7 @@ def compute_group_assignment(
     task_end_offset_sums: Mapping[TaskId, int] | None = None,
     probing_rebalance_at_ms: int = 0,
     leader_process_id: str = "",
-) -> dict[str, MemberAssignment]:
+) -> dict[str, MemberAssignment[AssignmentInfo]]:
     """Assign tasks to every member (by member id) from their encoded SubscriptionInfo.
 
     1. Decode subscriptions; group members into clients by process id.

@@ -5,11 +5,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator
 
-from streams_core.errors import InvalidStateStoreError
 from streams_core.state.internals.abstract_session_store import AbstractSessionStore
-from streams_core.state.internals.not_open import refuse_reinit
+from streams_core.state.internals.in_memory_store import InMemoryStore
 from streams_core.state.internals.sorted_index import SortedIndex
-from streams_core.state.store import StateStore, StateStoreContext
 
 __all__ = ["InMemorySessionStore"]
 
@@ -17,31 +15,15 @@ _Entry = tuple[bytes, int, int]
 """(key, session end, session start): the sort order of sessions."""
 
 
-class InMemorySessionStore(AbstractSessionStore):
-    """Sessions sorted by (key, end, start). Not persistent.
-
-    Iterators snapshot the sessions of their range when they start and read values as they go:
-    writes during iteration are safe; sessions removed before they are reached are skipped.
-    """
+class InMemorySessionStore(InMemoryStore, AbstractSessionStore):
+    """Sessions sorted by (key, end, start); not persistent, iterators as `InMemoryStore` says."""
 
     def __init__(self, name: str, retention_period: int, segment_interval: int | None = None) -> None:
         super().__init__(name, retention_period, segment_interval)
         self._map: dict[_Entry, bytes] = {}
         self._sessions: SortedIndex[_Entry] = SortedIndex()
+        self._indexes = (self._sessions,)
         self._open = False
-
-    @property
-    def persistent(self) -> bool:
-        return False
-
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def init(self, context: StateStoreContext, root: StateStore) -> None:
-        refuse_reinit(self)
-        self._open = True
-        context.register(root, self.restore_batch)
 
     def _write(self, key: bytes, start: int, end: int, value: bytes) -> None:
         entry = (key, end, start)
@@ -76,13 +58,7 @@ class InMemorySessionStore(AbstractSessionStore):
         return self._values(snapshot)
 
     def _values(self, snapshot: list[_Entry]) -> Iterator[tuple[bytes, int, int, bytes]]:
-        for entry in snapshot:
-            if not self._open:
-                raise InvalidStateStoreError(f"store {self._name!r} was closed during iteration")
-            value = self._map.get(entry)
-            if value is not None:
-                key, end, start = entry
-                yield key, start, end, value
+        return ((key, start, end, value) for (key, end, start), value in self._live(snapshot))
 
     def _drop_expired(self, cutoff: int) -> None:
         for entry in [e for e in self._map if e[1] <= cutoff]:
@@ -92,14 +68,6 @@ class InMemorySessionStore(AbstractSessionStore):
     def approximate_num_entries(self) -> int:
         """Sessions held, expired ones not yet dropped included."""
         return len(self._map)
-
-    def flush(self) -> None:
-        """Nothing to write: the content lives in memory only."""
-
-    def close(self) -> None:
-        self._map = {}
-        self._sessions.clear()
-        self._open = False
 
     def __repr__(self) -> str:
         return f"InMemorySessionStore({self._name!r})"

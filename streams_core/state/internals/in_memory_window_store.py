@@ -5,11 +5,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator
 
-from streams_core.errors import InvalidStateStoreError
 from streams_core.state.internals.abstract_window_store import AbstractWindowStore
-from streams_core.state.internals.not_open import refuse_reinit
+from streams_core.state.internals.in_memory_store import InMemoryStore
 from streams_core.state.internals.sorted_index import SortedIndex
-from streams_core.state.store import StateStore, StateStoreContext
 
 __all__ = ["InMemoryWindowStore"]
 
@@ -17,13 +15,9 @@ _Entry = tuple[bytes, int, int]
 """(key, window start, seqnum)"""
 
 
-class InMemoryWindowStore(AbstractWindowStore):
-    """Entries sorted by (key, start, seqnum) and by (start, key, seqnum) for time scans.
-
-    Not persistent. Iterators snapshot the entries of their range when they start and read
-    values as they go: writes during iteration are safe; entries deleted before they are reached
-    are skipped, entries added are not seen.
-    """
+class InMemoryWindowStore(InMemoryStore, AbstractWindowStore):
+    """Entries sorted by (key, start, seqnum) and by (start, key, seqnum) for time scans; not
+    persistent, iterators as `InMemoryStore` says."""
 
     def __init__(
         self,
@@ -37,20 +31,8 @@ class InMemoryWindowStore(AbstractWindowStore):
         self._map: dict[_Entry, bytes] = {}
         self._by_key: SortedIndex[_Entry] = SortedIndex()
         self._by_time: SortedIndex[tuple[int, bytes, int]] = SortedIndex()
+        self._indexes = (self._by_key, self._by_time)
         self._open = False
-
-    @property
-    def persistent(self) -> bool:
-        return False
-
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def init(self, context: StateStoreContext, root: StateStore) -> None:
-        refuse_reinit(self)
-        self._open = True
-        context.register(root, self.restore_batch)
 
     def _write(self, key: bytes, start: int, seqnum: int, value: bytes) -> None:
         entry = (key, start, seqnum)
@@ -111,12 +93,7 @@ class InMemoryWindowStore(AbstractWindowStore):
         return self._values(snapshot)
 
     def _values(self, snapshot: list[_Entry]) -> Iterator[tuple[bytes, int, bytes]]:
-        for entry in snapshot:
-            if not self._open:
-                raise InvalidStateStoreError(f"store {self._name!r} was closed during iteration")
-            value = self._map.get(entry)
-            if value is not None:
-                yield entry[0], entry[1], value
+        return ((key, start, value) for (key, start, _), value in self._live(snapshot))
 
     def _drop_expired(self, cutoff: int) -> None:
         by_time = self._by_time.settled()
@@ -126,15 +103,6 @@ class InMemoryWindowStore(AbstractWindowStore):
     def approximate_num_entries(self) -> int:
         """Entries held, expired ones not yet dropped included."""
         return len(self._map)
-
-    def flush(self) -> None:
-        """Nothing to write: the content lives in memory only."""
-
-    def close(self) -> None:
-        self._map = {}
-        self._by_key.clear()
-        self._by_time.clear()
-        self._open = False
 
     def __repr__(self) -> str:
         return f"InMemoryWindowStore({self._name!r})"

@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from streams_core.errors import InvalidStateStoreError
-from streams_core.state.internals.byte_order import is_inverted_range, prefix_upper_bound
+from streams_core.state.internals.byte_order import is_inverted_range
+from streams_core.state.internals.key_value_scans import KeyValueScans
 from streams_core.state.internals.not_open import NotOpen
 from streams_core.state.internals.sqlite_database import (
     LeadingBounds,
@@ -40,7 +40,7 @@ MEMTABLE_ENTRIES = 10_000
 """Keys a store holds written but not yet in SQLite before it writes them all in one call."""
 
 
-class SqliteKeyValueStore(SqliteStoreFile):
+class SqliteKeyValueStore(SqliteStoreFile, KeyValueScans):
     """Keys and values are bytes; iteration is in unsigned byte order of the keys.
 
     Writes go to a memtable (a dict, as RocksDB's), which a `get` reads first and which goes
@@ -63,7 +63,6 @@ class SqliteKeyValueStore(SqliteStoreFile):
     @property
     def name(self) -> str:
         return self._name
-
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         """Open `<state_dir>/<name>.sqlite` and register with the task (restore: `restore_batch`)."""
@@ -118,27 +117,6 @@ class SqliteKeyValueStore(SqliteStoreFile):
         self._conn.executemany(_PUT, [(k, v) for k, v in latest.items() if v is not None])
         self._conn.executemany(_DELETE, [(k,) for k, v in latest.items() if v is None])
 
-    def restore_batch(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
-        """Apply changelog records (key, value or None to delete) with two executemany calls."""
-        self.put_all(records)
-
-    def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue[bytes, bytes]]:
-        """Entries with from_key <= key <= to_key (None: unbounded), in key order."""
-        return self._scan(from_key, to_key, False, False)
-
-    def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue[bytes, bytes]]:
-        return self._scan(from_key, to_key, False, True)
-
-    def prefix_scan(self, prefix: bytes, prefix_serde: Any = None) -> Iterator[KeyValue[bytes, bytes]]:
-        """Entries whose key starts with the bytes `prefix`, in key order."""
-        return self._scan(prefix, prefix_upper_bound(prefix), True, False)
-
-    def all(self) -> Iterator[KeyValue[bytes, bytes]]:
-        return self._scan(None, None, False, False)
-
-    def reverse_all(self) -> Iterator[KeyValue[bytes, bytes]]:
-        return self._scan(None, None, False, True)
-
     def _scan(
         self, lower: bytes | None, upper: bytes | None, upper_exclusive: bool, reverse: bool
     ) -> Iterator[KeyValue[bytes, bytes]]:
@@ -160,7 +138,6 @@ class SqliteKeyValueStore(SqliteStoreFile):
         """The exact count (a full index scan: meant for metrics and tests, not the hot path)."""
         self._write_memtable()
         return int(self._conn.execute("SELECT count(*) FROM key_value").fetchone()[0])
-
 
     def __repr__(self) -> str:
         return f"SqliteKeyValueStore({self._name!r})"

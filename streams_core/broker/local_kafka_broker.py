@@ -1,4 +1,6 @@
-"""A local single-node Kafka broker (KRaft, broker+controller in one JVM) for tests and demos.
+"""LocalKafkaBroker: one local single-node Kafka broker (KRaft, broker+controller in one JVM).
+
+The demo, ``python -m app`` without ``--bootstrap-servers``, the benchmarks and tests run it.
 
 The broker runs from the Maven Central jars that ``make setup`` copies into
 ``.cache/kafka-<version>/libs``; no Kafka distribution, Docker or ZooKeeper is needed.
@@ -11,7 +13,7 @@ Usage::
 or from a shell (prints ``READY 127.0.0.1:<port>`` once a client can connect, stops on
 SIGTERM/SIGINT)::
 
-    python -m streams_core.testing.broker --port 0 --data-dir /tmp/k
+    python -m streams_core.broker --port 0 --data-dir /tmp/k
 
 The JVM can never outlive its Python parent: it is started with ``PR_SET_PDEATHSIG=SIGKILL``
 (so even ``kill -9`` of Python kills it), in its own process group (a terminal's Ctrl-C reaches
@@ -21,70 +23,39 @@ still running.
 
 from __future__ import annotations
 
-import argparse
 import atexit
-import base64
 import logging
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import Any, Self
 
-from streams_core.testing.broker_cli import add_security_arguments, describe_listeners, security_from_arguments
-from streams_core.testing.broker_probe import probe_metadata
-from streams_core.testing.broker_process import (
-    HOST,
-    bindable,
-    first_errors,
-    free_port,
-    preexec_child,
-    signal_group,
-    tail,
-)
-from streams_core.testing.broker_security import BrokerSecurity, SecurityMaterial
-from streams_core.testing.kafka_installation import (
-    BrokerError,
-    check_logging_backend,
-    find_kafka_libs,
-    java_executable,
+from streams_core.broker.installation import BrokerError, check_logging_backend, find_kafka_libs, java_executable
+from streams_core.broker.probe import probe_metadata
+from streams_core.broker.process import HOST, bindable, first_errors, free_port, preexec_child, signal_group, tail
+from streams_core.broker.security import BrokerSecurity, SecurityMaterial
+from streams_core.broker.server_config import (
+    DEFAULT_JVM_OPTS,
+    ENV_JVM_OPTS,
+    java_property,
+    log4j2_properties,
+    properties_text,
+    random_cluster_id,
+    server_properties,
 )
 
-__all__ = ["BrokerError", "BrokerSecurity", "LocalKafkaBroker", "find_kafka_libs", "main", "probe_metadata"]
+__all__ = ["DEFAULT_JVM_OPTS", "BrokerError", "LocalKafkaBroker"]
 
 log = logging.getLogger(__name__)
 
-NODE_ID = 1
-#: JVM flags chosen for a fast start on a small (2-core) machine; see docs/broker.md.
-DEFAULT_JVM_OPTS: tuple[str, ...] = (
-    "-Xms256m",
-    "-Xmx1g",
-    "-XX:+UseSerialGC",
-    "-XX:TieredStopAtLevel=1",
-    "-XX:-UsePerfData",
-    "-Djava.awt.headless=true",
-    "-Djava.net.preferIPv4Stack=true",
-)
-#: Environment variable of extra/replacement JVM flags.
-ENV_JVM_OPTS = "STREAMS_KAFKA_JVM_OPTS"
-
 _live_brokers: set[LocalKafkaBroker] = set()
 _live_lock = threading.Lock()
-
-
-def _random_cluster_id() -> str:
-    """A Kafka cluster id, the format of ``StorageTool random-uuid``, without starting a JVM."""
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not text.startswith("-"):
-            return text
 
 
 class LocalKafkaBroker:
@@ -123,7 +94,7 @@ class LocalKafkaBroker:
         self._libs_dir = Path(libs_dir).resolve() if libs_dir is not None else None
         self.auto_create_topics = auto_create_topics
         self.fresh = fresh
-        self.overrides: dict[str, str] = {k: _prop(v) for k, v in (overrides or {}).items()}
+        self.overrides: dict[str, str] = {k: java_property(v) for k, v in (overrides or {}).items()}
         if jvm_opts is None:
             env_opts = os.environ.get(ENV_JVM_OPTS)
             jvm_opts = env_opts.split() if env_opts else DEFAULT_JVM_OPTS
@@ -191,71 +162,19 @@ class LocalKafkaBroker:
     def server_properties(self) -> dict[str, str]:
         """The broker's ``server.properties``: single node, loopback only, fast to start."""
         assert self.port is not None and self.controller_port is not None
-        props: dict[str, str] = {
-            "process.roles": "broker,controller",
-            "node.id": str(NODE_ID),
-            "controller.quorum.voters": f"{NODE_ID}@{HOST}:{self.controller_port}",
-            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(self.log_dir),
-            "num.partitions": "1",
-            "default.replication.factor": "1",
-            "min.insync.replicas": "1",
-            "auto.create.topics.enable": _prop(self.auto_create_topics),
-            "offsets.topic.replication.factor": "1",
-            "offsets.topic.num.partitions": "1",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "transaction.state.log.num.partitions": "1",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
-            "share.coordinator.state.topic.num.partitions": "1",
-            "group.initial.rebalance.delay.ms": "0",
-            "group.min.session.timeout.ms": "1000",
-            "num.network.threads": "2",
-            "num.io.threads": "4",
-            "background.threads": "4",
-            "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
-            "log.cleaner.threads": "1",
-        }
+        props = server_properties(
+            HOST, self.port, self.controller_port, self.log_dir, auto_create_topics=self.auto_create_topics
+        )
         if self.material is not None:
             ports = self.listener_ports | {"CONTROLLER": self.controller_port}
             props |= self.material.server_properties(ports, HOST)
         props.update(self.overrides)
         return props
 
-    def _log4j2_properties(self) -> str:
-        """A log4j2 config that writes the broker log to a file in the data dir, not the console."""
-        return "\n".join(
-            [
-                "status = warn",
-                "shutdownHook = disable",  # else log4j stops before Kafka's own shutdown hook logs
-                "name = streams-core-local-broker",
-                "appender.file.type = File",
-                "appender.file.name = FILE",
-                f"appender.file.fileName = {self.server_log}",
-                "appender.file.append = true",
-                "appender.file.layout.type = PatternLayout",
-                "appender.file.layout.pattern = [%d] %p %m (%c)%n",
-                "rootLogger.level = INFO",
-                "rootLogger.appenderRef.file.ref = FILE",
-                "logger.statechange.name = state.change.logger",
-                "logger.statechange.level = WARN",
-                "logger.request.name = kafka.request.logger",
-                "logger.request.level = WARN",
-                "",
-            ]
-        )
-
     def _write_configs(self) -> Path:
         props_file = self.data_dir / "server.properties"
-        props_file.write_text(
-            "# written by streams_core.testing.broker\n" + "".join(f"{k}={v}\n" for k, v in self.server_properties().items())
-        )
-        (self.data_dir / "log4j2.properties").write_text(self._log4j2_properties())
+        props_file.write_text(properties_text(self.server_properties()))
+        (self.data_dir / "log4j2.properties").write_text(log4j2_properties(self.server_log))
         return props_file
 
     def _classpath(self, libs: Path) -> str:
@@ -279,7 +198,7 @@ class LocalKafkaBroker:
         if (self.log_dir / "meta.properties").exists():
             log.info("reusing formatted storage in %s", self.log_dir)
             return
-        cluster_id = _random_cluster_id()
+        cluster_id = random_cluster_id()
         scram = self.material.format_arguments() if self.material is not None else []
         cmd = self._java_cmd(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props_file), *scram)
         log.info("formatting KRaft storage in %s (cluster id %s)", self.log_dir, cluster_id)
@@ -361,7 +280,7 @@ class LocalKafkaBroker:
         while time.monotonic() < deadline:
             code = self.process.poll()
             if code is not None:
-                diagnostics = self._diagnostics()
+                diagnostics = self.diagnostics()
                 lost_port = "Address already in use" in diagnostics or not all(
                     bindable(p) for p in (self.controller_port, *self.listener_ports.values())
                 )
@@ -379,7 +298,7 @@ class LocalKafkaBroker:
             time.sleep(0.1)
         raise BrokerError(
             f"the Kafka broker did not become ready within {self.start_timeout:.0f} s "
-            f"(last probe error: {last_error!r}).\n" + self._diagnostics()
+            f"(last probe error: {last_error!r}).\n" + self.diagnostics()
         )
 
     def _probe(self) -> int:
@@ -392,7 +311,7 @@ class LocalKafkaBroker:
         plain = (self.security.super_user, self.material.super_password) if protocol.startswith("SASL_") else None
         return probe_metadata(HOST, self.port, timeout=2.0, ssl_context=context, sasl_plain=plain)
 
-    def _diagnostics(self) -> str:
+    def diagnostics(self) -> str:
         """First errors and the tails of the broker log and the JVM console, for error messages."""
         errors = first_errors(self.server_log)
         return (
@@ -444,11 +363,6 @@ class _PortTaken(Exception):
     """The JVM could not bind a port that was free a moment before."""
 
 
-def _prop(value: object) -> str:
-    """A Python value as a Java properties value (booleans in lower case)."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
 @atexit.register
 def _stop_all_at_exit() -> None:
     """Never leave a broker JVM behind when the interpreter exits."""
@@ -460,82 +374,3 @@ def _stop_all_at_exit() -> None:
             broker.stop()
         except Exception:
             log.exception("could not stop %r at exit", broker)
-
-
-# -- CLI ---------------------------------------------------------------------------------------
-class _Shutdown(Exception):
-    """Raised from the SIGTERM/SIGINT handler to leave the start-up wait or the idle loop."""
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run a broker in the foreground, print ``READY 127.0.0.1:<port>``, stop on SIGTERM/SIGINT."""
-    parser = argparse.ArgumentParser(
-        prog="python -m streams_core.testing.broker",
-        description="Run a local single-node KRaft Kafka broker bound to 127.0.0.1.",
-    )
-    parser.add_argument("--port", type=int, default=9092, help="client port (0: a free one)")
-    parser.add_argument("--data-dir", required=True, help="storage, configs and logs")
-    parser.add_argument("--controller-port", type=int, default=0, help="KRaft controller port")
-    parser.add_argument("--fresh", action="store_true", help="wipe the data dir first")
-    parser.add_argument("--auto-create-topics", action="store_true", help="auto.create.topics.enable=true")
-    parser.add_argument("--timeout", type=float, default=60.0, help="start-up timeout (s)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    add_security_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        security = security_from_arguments(args)
-    except ValueError as exc:
-        parser.error(str(exc))
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-
-    stopping = False
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        nonlocal stopping
-        if stopping:
-            return
-        stopping = True
-        raise _Shutdown(signal.Signals(signum).name)
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    broker = LocalKafkaBroker(
-        args.data_dir,
-        args.port,
-        controller_port=args.controller_port,
-        auto_create_topics=args.auto_create_topics,
-        fresh=args.fresh,
-        start_timeout=args.timeout,
-        security=security,
-    )
-    try:
-        try:
-            broker.start()
-            sys.stdout.write(describe_listeners(broker))
-            sys.stdout.write(f"READY {broker.bootstrap_servers}\n")
-            sys.stdout.flush()
-            assert broker.process is not None
-            code = broker.process.wait()  # a signal interrupts this with _Shutdown
-            stopping = True
-            log.error("the Kafka broker exited unexpectedly with code %s", code)
-            sys.stderr.write(broker._diagnostics() + "\n")
-            return 1
-        except _Shutdown as sig:
-            log.info("%s received: stopping the broker", sig)
-            stopping = True
-            broker.stop()
-            return 0
-    except BrokerError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
-    finally:
-        stopping = True
-        broker.stop()
-
-
-if __name__ == "__main__":
-    sys.exit(main())
