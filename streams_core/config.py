@@ -313,6 +313,7 @@ _KEYS: dict[str, _Key] = {
         _Key("errors.dead.letter.queue.topic.name", None, _optional_str, "Dead-letter topic for records that fail to deserialize."),
         _Key("autostop.at", None, _optional_choice("eol"), "KIP-95: 'eol' stops at the end of the input log."),
         _Key("replication.factor", -1, _int(-1), "Replication factor of internal topics (-1: broker default)."),
+        _Key("windowstore.changelog.additional.retention.ms", 86_400_000, _int(0), "Added to a window store's retention for its changelog topic's retention.ms (Kafka Streams' default: one day)."),
         _Key("poll.ms", 100, _int(0), "Longest wait of one poll for new records."),
         _Key("state.cleanup.delay.ms", 600_000, _int(0), "Delay before state of tasks no longer owned is deleted."),
         _Key("max.partition.time.lag.ms", 60_000, _int(0), "A partition this far ahead of its task's stream time is paused."),

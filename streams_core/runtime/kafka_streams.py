@@ -212,7 +212,9 @@ class KafkaStreams(KafkaStreamsQueries):
         admin = self._clients.get_admin(self.config)
         await admin.start()
         try:
-            self._partition_counts = await prepare_topics(admin, self.metadata, self._run_mode.own_topics)
+            self._partition_counts = await prepare_topics(
+                admin, self.metadata, self._run_mode.own_topics, self.config["windowstore.changelog.additional.retention.ms"]
+            )
         finally:
             await admin.close()
 

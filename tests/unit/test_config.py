@@ -38,6 +38,7 @@ EXPECTED_DEFAULTS: dict[str, Any] = {
     "errors.dead.letter.queue.topic.name": None,
     "autostop.at": None,
     "replication.factor": -1,
+    "windowstore.changelog.additional.retention.ms": 86_400_000,
     "poll.ms": 100,
     "state.cleanup.delay.ms": 600_000,
     "max.partition.time.lag.ms": 60_000,

@@ -129,6 +129,16 @@ async def test_internal_topics_carry_kafka_streams_topic_configs(tmp_path: Path)
         assert len(joins) == 2 and all(cluster.topic_config(t)["cleanup.policy"] == "delete" for t in joins), joins
 
 
+async def test_window_changelog_retention_follows_the_additional_retention_setting(tmp_path: Path) -> None:
+    cluster = cluster_with(("words", 1))
+    builder = StreamsBuilder()
+    (builder.stream("words", key_serde=Serdes.String(), value_serde=Serdes.String()).group_by_key()
+     .windowed_by(TimeWindows.of_size_with_no_grace(60_000)).count(Materialized.as_("windowed").with_retention(3_600_000)))  # fmt: skip
+    config = streams_config(tmp_path, {"windowstore.changelog.additional.retention.ms": 5_000})
+    async with running(cluster, builder.build(), config):
+        assert cluster.topic_config(f"{APP}-windowed-changelog")["retention.ms"] == str(3_600_000 + 5_000)
+
+
 async def test_missing_source_topic_fails_start(tmp_path: Path) -> None:
     cluster = cluster_with(("out", 1))
     instance = Instance(cluster, passthrough_topology(), streams_config(tmp_path))
