@@ -21,19 +21,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from streams_core.errors import InvalidStateStoreError, StreamsError, StreamsNotStartedError
 from streams_core.query.internals.store_query_utils import QUERY_STORE_TYPE, UnknownQueryTypeError
 from streams_core.query.position import Position
+from streams_core.query.queries import Query
 from streams_core.query.query_result import FailureReason, QueryResult
 from streams_core.query.state_query_request import StateQueryRequest
 from streams_core.query.state_query_result import StateQueryResult
 from streams_core.runtime.state_store_providers import QueryableStoreProvider
-from streams_core.runtime.store_host import Deadline, StoreQuery, StoreQueryTimeoutError, StoreRead
+from streams_core.runtime.store_host import ALL_ACTIVE, Deadline, NoCopyError, StoreQueryTimeoutError, StoreRead, store_query
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
-__all__ = ["DEFAULT_QUERY_TIMEOUT_S", "query_off_loop", "query_partitions", "query_store"]
+__all__ = ["DEFAULT_QUERY_TIMEOUT_S", "QueryHosts", "query_global", "query_off_loop", "query_partition", "query_partitions", "query_store"]
 
 R = TypeVar("R")
 
@@ -89,35 +90,81 @@ def global_store_result(request: StateQueryRequest[R]) -> StateQueryResult[R]:
     )
 
 
+class QueryHosts(Protocol):
+    """What IQv2 asks of the instance's store path (`QueryableStoreProvider`, or a test's fake of it)."""
+
+    def copies(self, store_name: str) -> dict[int, bool]: ...
+
+    async def query(self, read: StoreRead, deadline: Deadline) -> Any: ...
+
+
 async def query_partitions(
-    provider: QueryableStoreProvider, request: StateQueryRequest[R], deadline: Deadline, partition_count: int | None
+    provider: QueryHosts,
+    request: StateQueryRequest[R],
+    deadline: Deadline,
+    partition_count: int | None,
+    *,
+    max_lag: int | None = None,
 ) -> StateQueryResult[R]:
     """`request` answered per partition by the hosts of the instance's copies (see the module doc);
-    `partition_count` the store's number of partitions when known (for DOES_NOT_EXIST)."""
-    copies = provider.copies(request.store_name)
-    wanted = sorted(copies) if request.is_all_partitions() else sorted(request.partitions)
+    `partition_count` the store's number of partitions when known (for DOES_NOT_EXIST).
+
+    `max_lag` (not Kafka's: the REST layer's `maxLag`, KIP-535) keeps standby copies further behind
+    their changelogs than that many records from answering (NOT_ACTIVE). The instance's copies are
+    listed only for a request of all partitions, or to tell NOT_PRESENT from NOT_ACTIVE when a
+    partition finds no copy to read: a key's query reads its partition at once."""
+    copies = provider.copies(request.store_name) if request.is_all_partitions() else None
+    wanted = sorted(copies) if copies is not None else sorted(request.partitions)
     if len(wanted) == 1:  # a key's partition: no task to schedule (most of a get's cost otherwise)
-        results = [await _partition(provider, request, wanted[0], copies.get(wanted[0]), partition_count, deadline)]
+        results = [await query_partition(provider, request, wanted[0], copies, partition_count, deadline, max_lag)]
     else:
         results = await asyncio.gather(
-            *(_partition(provider, request, p, copies.get(p), partition_count, deadline) for p in wanted)
+            *(query_partition(provider, request, p, copies, partition_count, deadline, max_lag) for p in wanted)
         )
     return StateQueryResult(dict(zip(wanted, results, strict=True)))
 
 
-async def _partition(
-    provider: QueryableStoreProvider,
+async def query_partition(
+    provider: QueryHosts,
     request: StateQueryRequest[R],
     partition: int,
-    active: bool | None,
+    copies: Mapping[int, bool] | None,
     partition_count: int | None,
     deadline: Deadline,
+    max_lag: int | None = None,
 ) -> QueryResult[R]:
+    """One partition's result: its copy here read (an active one when the request requires it, else the
+    active first, then a standby within `max_lag`) with its position, or the failure's reason.
+    `copies` (partition -> active) when already listed; else listed only if no copy could be read."""
     if partition_count is not None and not 0 <= partition < partition_count:
         return QueryResult.for_failure(
             FailureReason.DOES_NOT_EXIST,
             f"The requested partition {partition} does not exist: store {request.store_name!r} has {partition_count} partitions.",
         )
+    require_active = request.is_require_active()
+    if copies is not None and (failed := _not_readable(request, partition, copies.get(partition))) is not None:
+        return failed
+    read = StoreRead(
+        request.store_name, QUERY_STORE_TYPE, "run", (request.query,), store_query(partition, not require_active, max_lag), True
+    )
+    started = time.perf_counter_ns()
+    result: QueryResult[R] = await _ask(provider, read, f"partition {partition}", deadline)
+    if isinstance(result._cause, NoCopyError):  # no copy the read may use: say why, from the copies here
+        found = (copies if copies is not None else provider.copies(request.store_name)).get(partition)
+        return _not_readable(request, partition, found) or result
+    if request.execution_info_enabled():
+        copy = "a copy without a position (standby)" if result.get_position() is None else "the active copy"
+        result = result.with_execution_info(
+            f"Handled in {request.store_name!r} partition {partition} ({copy}) in {time.perf_counter_ns() - started} ns"
+        )
+    if result.is_success() and not request.position_bound.permits(result.get_position(), partition):
+        return QueryResult.not_up_to_bound(result.get_position(), request.position_bound, partition)
+    return result
+
+
+def _not_readable(request: StateQueryRequest[Any], partition: int, active: bool | None) -> QueryResult[Any] | None:
+    """NOT_PRESENT without a copy of the partition here, NOT_ACTIVE for a standby when the request requires an
+    active copy; None when the copy may answer."""
     if active is None:
         return QueryResult.for_failure(
             FailureReason.NOT_PRESENT, f"The requested partition {partition} was not present at the time of the query."
@@ -126,31 +173,28 @@ async def _partition(
         return QueryResult.for_failure(
             FailureReason.NOT_ACTIVE, f"Query requires a running active task, but partition {partition} was not active."
         )
-    read = StoreRead(
-        request.store_name, QUERY_STORE_TYPE, "run", (request.query,), StoreQuery(partition, stale=not active), with_position=True
-    )
-    started = time.perf_counter_ns()
-    result: QueryResult[R] = await _ask(provider, read, partition, deadline)
-    if request.execution_info_enabled():
-        copy = "active" if active else "standby"
-        result = result.with_execution_info(
-            f"Handled in {request.store_name!r} partition {partition} ({copy} copy) in {time.perf_counter_ns() - started} ns"
-        )
-    if result.is_success() and not request.position_bound.permits(result.get_position(), partition):
-        return QueryResult.not_up_to_bound(result.get_position() or Position(), request.position_bound, partition)
-    return result
+    return None
 
 
-async def _ask(provider: QueryableStoreProvider, read: StoreRead, partition: int, deadline: Deadline) -> QueryResult[Any]:
-    """The copy's answer with its position, or the failure its error means."""
+async def query_global(provider: QueryHosts, store_name: str, query: Query[R], deadline: Deadline) -> QueryResult[R]:
+    """`query` of this instance's copy of the global store `store_name`, as the global result. Not reached
+    from `query()`, which answers global stores UNKNOWN_QUERY_TYPE as Kafka's does: the REST layer
+    reads global stores with it, through the same store path and failure reasons."""
+    read = StoreRead(store_name, QUERY_STORE_TYPE, "run", (query,), ALL_ACTIVE, True)
+    return await _ask(provider, read, f"global store {store_name!r}", deadline)
+
+
+async def _ask(provider: QueryHosts, read: StoreRead, where: str, deadline: Deadline) -> QueryResult[Any]:
+    """The copy's answer with its position, or the failure its error means (the error kept as the cause)."""
     try:
         answer, position = await provider.query(read, deadline)
     except UnknownQueryTypeError as exc:
-        return QueryResult.for_failure(FailureReason.UNKNOWN_QUERY_TYPE, str(exc))
+        return QueryResult(None, FailureReason.UNKNOWN_QUERY_TYPE, str(exc), _cause=exc)
     except StoreQueryTimeoutError as exc:
-        return QueryResult.for_failure(FailureReason.STORE_EXCEPTION, f"partition {partition}: {exc}")
+        return QueryResult(None, FailureReason.STORE_EXCEPTION, f"{where}: {exc}", _cause=exc)
     except InvalidStateStoreError as exc:
-        return QueryResult.for_failure(FailureReason.NOT_ACTIVE, f"partition {partition} cannot be queried now: {exc}")
+        return QueryResult(None, FailureReason.NOT_ACTIVE, f"{where} cannot be queried now: {exc}", _cause=exc)
     except Exception as exc:
-        return QueryResult.for_failure(FailureReason.STORE_EXCEPTION, f"partition {partition}: {type(exc).__name__}: {exc}")
-    return QueryResult(answer, None, None, None if position is None else Position(position))
+        message = f"{where}: {type(exc).__name__}: {exc}"
+        return QueryResult(None, FailureReason.STORE_EXCEPTION, message, _cause=exc)
+    return QueryResult(answer, None, None, None if position is None else Position.of_offsets(position))

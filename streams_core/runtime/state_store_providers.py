@@ -22,11 +22,13 @@ from typing import Any, Protocol, TypeVar
 
 from streams_core.errors import InvalidStateStoreError
 from streams_core.processor.task_id import TaskId
+from streams_core.query.internals.store_query_utils import QUERY_STORE_TYPE
 from streams_core.runtime.store_host import (
     ALL_ACTIVE,
     Deadline,
     HostRequest,
     ListedStores,
+    NoCopyError,
     PositionRead,
     RemoteCopy,
     StoreHost,
@@ -120,7 +122,7 @@ class StreamThreadStateStoreProvider:
         if isinstance(request, StoreRead):
             stores = self.stores(request.store, request.store_type, request.query)
             if not stores and request.query.partition is not None:  # a standby too far behind, or just gone
-                raise InvalidStateStoreError(
+                raise NoCopyError(
                     f"no queryable copy of store {request.store!r} for partition {request.query.partition} in {self.host_name} (retry)"
                 )
             view = request.store_type.create(ListedStores(stores), request.store)
@@ -272,15 +274,15 @@ class QueryableStoreProvider:
                 raise InvalidStateStoreError(f"global store {read.store!r} is not a {read.store_type!r}")
             if isinstance(global_store, RemoteCopy):  # a worker's copy
                 result = await global_store.ask(read.method, read.args, deadline)
-            else:
-                result = getattr(global_store, read.method)(*read.args)
+            else:  # through the type's view, as a thread's copies are read (an IQv2 query's view runs it)
+                result = getattr(read.store_type.create(ListedStores([global_store]), read.store), read.method)(*read.args)
             return (result, None) if read.with_position else result
         hosts = [host for host in self._providers() if host.holds(read.store, read.query)]
         if read.query.partition is not None and not hosts:
-            raise InvalidStateStoreError(
+            raise NoCopyError(
                 f"no queryable copy of store {read.store!r} for partition {read.query.partition} here now (migrating or restoring; retry)"
             )
-        if len(hosts) == 1:
+        if len(hosts) == 1 or read.store_type is QUERY_STORE_TYPE:  # an IQv2 query reads one partition's one copy
             return await hosts[0].ask(read, deadline)
         answers = await asyncio.gather(*(host.ask(read, deadline) for host in hosts))
         return merged(read, [(answer, host.key_serde(read.store)) for answer, host in zip(answers, hosts, strict=True)])

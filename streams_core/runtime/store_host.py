@@ -16,6 +16,7 @@ maps `StoreQueryTimeoutError` and the other `InvalidStateStoreError`s to failure
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ __all__ = [
     "Deadline",
     "HostRequest",
     "LagsRead",
+    "NoCopyError",
     "PositionRead",
     "RemoteCopy",
     "StoreHost",
@@ -36,6 +38,7 @@ __all__ = [
     "StoreQueryTimeoutError",
     "StoreRead",
     "merged",
+    "store_query",
 ]
 
 
@@ -50,6 +53,9 @@ class StoreQuery:
 
 
 ALL_ACTIVE = StoreQuery()
+
+store_query = functools.lru_cache(maxsize=4096)(StoreQuery)
+"""The `StoreQuery` of a partition, staleness and lag bound, made once (one per query on the hottest path)."""
 
 
 class Deadline(NamedTuple):
@@ -110,6 +116,11 @@ class StoreQueryTimeoutError(InvalidStateStoreError):
         super().__init__(f"{host} did not answer in time (unanswered for {unanswered_for:.3g} s; retry)")
         self.host = host
         self.unanswered_for = unanswered_for
+
+
+class NoCopyError(InvalidStateStoreError):
+    """No copy here that the read may use for its partition (none at all, only a standby for an active
+    read, or a standby too far behind): IQv2 tells NOT_PRESENT from NOT_ACTIVE by the copies then."""
 
 
 class StoreHost(Protocol):

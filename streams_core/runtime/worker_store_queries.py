@@ -9,7 +9,8 @@ an iterator is materialized before it goes back.
 
 Requests (tuples, see `remote_store_provider.py` for the instance's side):
 - `("read", store, store_type, partition, stale, max_lag, method, args)`: `method(*args)` of the view
-  (`store_type` a built-in type's name, a user's own type, or None: the global store `store`);
+  (`store_type` a built-in type's name, a user's own type, IQv2's query type, or None: the global
+  store `store`, whose `run(query)` is an IQv2 query of it);
 - `("read+position", ...)`: the same as `read`, answered `(result, rows, position)` (`rows`: the
   result is an iterator's entries, as a list; `position`: the active copy's of the partition, or None);
 - `("position", store, partition)`: the active copy's input position (IQv2 Position);
@@ -28,7 +29,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from streams_core.errors import InvalidStateStoreError, StreamsError
+from streams_core.query.internals.store_query_utils import QUERY_STORE_TYPE
 from streams_core.runtime.state_store_providers import QueryableStoreProvider, StoreQuery
+from streams_core.runtime.store_host import ListedStores
 from streams_core.runtime.stream_thread import StreamThread
 from streams_core.runtime.thread_state import ThreadState
 from streams_core.state.queryable_store_types import QueryableStoreTypes
@@ -87,8 +90,9 @@ class WorkerStoreQueries:
         op = request[0]
         if op == "read":
             method, args = request[6], request[7]
-            if request[2] is None:
-                return getattr(self._global_store(request[1]), method)(*args)
+            if request[2] is None:  # a global store: itself, or an IQv2 query's view of it
+                store = self._global_store(request[1])
+                return QUERY_STORE_TYPE.create(ListedStores([store]), request[1]).run(*args) if method == "run" else getattr(store, method)(*args)
             return getattr(self._view(request[1:6]), method)(*args)
         if op == "read+position":
             found = getattr(self._view(request[1:6]), request[6])(*request[7])
