@@ -40,7 +40,7 @@ from streams_core.query.position import Position, PositionBound
 from streams_core.query.queries import KeyQuery, Query, RangeQuery
 from streams_core.query.query_result import FailureReason, QueryResult
 from streams_core.query.state_query_request import StateQueryRequest
-from streams_core.runtime.interactive_query import query_global, query_partitions
+from streams_core.runtime.interactive_query import query_global, query_partition, query_partitions
 from streams_core.runtime.store_host import Deadline
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.store import KeyValue
@@ -107,6 +107,11 @@ async def read_key(
         if result.is_failure():
             raise failure_error(result, store)
         return result.get_result(), None
+    if partition is not None and bound is None:  # the common get: its partition's result, no wrappers around it
+        result = await query_partition(queries, _request(store, query, _partitions(partition), stale, _UNBOUNDED), partition, None, None, deadline, max_lag)
+        if result.is_failure():
+            raise failure_error(result, store)
+        return result.get_result(), result.get_position()
     position_bound = _UNBOUNDED if bound is None else PositionBound.at(Position(bound))
     if partition is not None:
         request = _request(store, query, _partitions(partition), stale, position_bound)

@@ -147,8 +147,8 @@ async def query_partition(
     read = StoreRead(
         request.store_name, QUERY_STORE_TYPE, "run", (request.query,), store_query(partition, not require_active, max_lag), True
     )
-    started = time.perf_counter_ns()
-    result: QueryResult[R] = await _ask(provider, read, f"partition {partition}", deadline)
+    started = time.perf_counter_ns() if request.execution_info_enabled() else 0
+    result: QueryResult[R] = await _ask(provider, read, partition, deadline)
     if isinstance(result._cause, NoCopyError):  # no copy the read may use: say why, from the copies here
         found = (copies if copies is not None else provider.copies(request.store_name)).get(partition)
         return _not_readable(request, partition, found) or result
@@ -157,8 +157,9 @@ async def query_partition(
         result = result.with_execution_info(
             f"Handled in {request.store_name!r} partition {partition} ({copy}) in {time.perf_counter_ns() - started} ns"
         )
-    if result.is_success() and not request.position_bound.permits(result.get_position(), partition):
-        return QueryResult.not_up_to_bound(result.get_position(), request.position_bound, partition)
+    bound = request.position_bound
+    if not bound.is_unbounded() and result.is_success() and not bound.permits(result.get_position(), partition):
+        return QueryResult.not_up_to_bound(result.get_position(), bound, partition)
     return result
 
 
@@ -184,17 +185,22 @@ async def query_global(provider: QueryHosts, store_name: str, query: Query[R], d
     return await _ask(provider, read, f"global store {store_name!r}", deadline)
 
 
-async def _ask(provider: QueryHosts, read: StoreRead, where: str, deadline: Deadline) -> QueryResult[Any]:
-    """The copy's answer with its position, or the failure its error means (the error kept as the cause)."""
+async def _ask(provider: QueryHosts, read: StoreRead, where: int | str, deadline: Deadline) -> QueryResult[Any]:
+    """The copy's answer with its position, or the failure its error means (the error kept as the cause);
+    `where`: the partition, or what else was asked (for the failure's message)."""
     try:
         answer, position = await provider.query(read, deadline)
-    except UnknownQueryTypeError as exc:
-        return QueryResult(None, FailureReason.UNKNOWN_QUERY_TYPE, str(exc), _cause=exc)
-    except StoreQueryTimeoutError as exc:
-        return QueryResult(None, FailureReason.STORE_EXCEPTION, f"{where}: {exc}", _cause=exc)
-    except InvalidStateStoreError as exc:
-        return QueryResult(None, FailureReason.NOT_ACTIVE, f"{where} cannot be queried now: {exc}", _cause=exc)
     except Exception as exc:
-        message = f"{where}: {type(exc).__name__}: {exc}"
-        return QueryResult(None, FailureReason.STORE_EXCEPTION, message, _cause=exc)
+        return _failure(exc, f"partition {where}" if isinstance(where, int) else where)
     return QueryResult(answer, None, None, None if position is None else Position.of_offsets(position))
+
+
+def _failure(exc: Exception, where: str) -> QueryResult[Any]:
+    """The failure an exception of the store path means (module doc), with the exception as its cause."""
+    if isinstance(exc, UnknownQueryTypeError):
+        return QueryResult(None, FailureReason.UNKNOWN_QUERY_TYPE, str(exc), _cause=exc)
+    if isinstance(exc, StoreQueryTimeoutError):
+        return QueryResult(None, FailureReason.STORE_EXCEPTION, f"{where}: {exc}", _cause=exc)
+    if isinstance(exc, InvalidStateStoreError):
+        return QueryResult(None, FailureReason.NOT_ACTIVE, f"{where} cannot be queried now: {exc}", _cause=exc)
+    return QueryResult(None, FailureReason.STORE_EXCEPTION, f"{where}: {type(exc).__name__}: {exc}", _cause=exc)
