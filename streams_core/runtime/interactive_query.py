@@ -141,24 +141,27 @@ async def query_partition(
             FailureReason.DOES_NOT_EXIST,
             f"The requested partition {partition} does not exist: store {request.store_name!r} has {partition_count} partitions.",
         )
-    require_active = request.is_require_active()
     if copies is not None and (failed := _not_readable(request, partition, copies.get(partition))) is not None:
         return failed
-    read = StoreRead(
-        request.store_name, QUERY_STORE_TYPE, "run", (request.query,), store_query(partition, not require_active, max_lag), True
-    )
-    started = time.perf_counter_ns() if request.execution_info_enabled() else 0
-    result: QueryResult[R] = await _ask(provider, read, partition, deadline)
-    if isinstance(result._cause, NoCopyError):  # no copy the read may use: say why, from the copies here
+    query = store_query(partition, not request.is_require_active(), max_lag)
+    read = StoreRead(request.store_name, QUERY_STORE_TYPE, "run", (request.query,), query, True)
+    info = request.execution_info_enabled()
+    started = time.perf_counter_ns() if info else 0
+    try:
+        answer, position = await provider.query(read, deadline)
+    except NoCopyError as exc:  # no copy the read may use: say why, from the copies here
         found = (copies if copies is not None else provider.copies(request.store_name)).get(partition)
-        return _not_readable(request, partition, found) or result
-    if request.execution_info_enabled():
-        copy = "a copy without a position (standby)" if result.get_position() is None else "the active copy"
+        return _not_readable(request, partition, found) or _failure(exc, f"partition {partition}")
+    except Exception as exc:
+        return _failure(exc, f"partition {partition}")
+    result: QueryResult[R] = QueryResult(answer, None, None, None if position is None else Position.of_offsets(position))
+    if info:
+        copy = "a copy without a position (standby)" if position is None else "the active copy"
         result = result.with_execution_info(
             f"Handled in {request.store_name!r} partition {partition} ({copy}) in {time.perf_counter_ns() - started} ns"
         )
     bound = request.position_bound
-    if not bound.is_unbounded() and result.is_success() and not bound.permits(result.get_position(), partition):
+    if not bound.is_unbounded() and not bound.permits(result.get_position(), partition):
         return QueryResult.not_up_to_bound(result.get_position(), bound, partition)
     return result
 
@@ -185,13 +188,12 @@ async def query_global(provider: QueryHosts, store_name: str, query: Query[R], d
     return await _ask(provider, read, f"global store {store_name!r}", deadline)
 
 
-async def _ask(provider: QueryHosts, read: StoreRead, where: int | str, deadline: Deadline) -> QueryResult[Any]:
-    """The copy's answer with its position, or the failure its error means (the error kept as the cause);
-    `where`: the partition, or what else was asked (for the failure's message)."""
+async def _ask(provider: QueryHosts, read: StoreRead, where: str, deadline: Deadline) -> QueryResult[Any]:
+    """The copy's answer with its position, or the failure its error means (the error kept as the cause)."""
     try:
         answer, position = await provider.query(read, deadline)
     except Exception as exc:
-        return _failure(exc, f"partition {where}" if isinstance(where, int) else where)
+        return _failure(exc, where)
     return QueryResult(answer, None, None, None if position is None else Position.of_offsets(position))
 
 
