@@ -28,6 +28,10 @@ class StoreQueries(Protocol):
         `StoreQueryTimeoutError` when a stream thread's worker does not answer by `deadline`."""
         ...
 
+    async def query_each(self, reads: Sequence[StoreRead], deadline: Deadline) -> list[tuple[bool, Any]]:
+        """Each read's `(True, answer)` or `(False, exception)`: a scan's partitions, one request per host."""
+        ...
+
     def hosts(self) -> Sequence[StoreHost]:
         """The stream threads that hold copies (worker processes in process mode), for health reports."""
         ...

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from streams_core.errors import InvalidStateStoreError, StreamsError, StreamsNotStartedError
@@ -97,6 +97,10 @@ class QueryHosts(Protocol):
 
     async def query(self, read: StoreRead, deadline: Deadline) -> Any: ...
 
+    async def query_each(self, reads: Sequence[StoreRead], deadline: Deadline) -> list[tuple[bool, Any]]:
+        """Each read's `(True, answer)` or `(False, exception)`, in order; a host's reads asked in one request."""
+        ...
+
 
 async def query_partitions(
     provider: QueryHosts,
@@ -112,16 +116,28 @@ async def query_partitions(
     `max_lag` (not Kafka's: the REST layer's `maxLag`, KIP-535) keeps standby copies further behind
     their changelogs than that many records from answering (NOT_ACTIVE). The instance's copies are
     listed only for a request of all partitions, or to tell NOT_PRESENT from NOT_ACTIVE when a
-    partition finds no copy to read: a key's query reads its partition at once."""
+    partition finds no copy to read: a key's query reads its partition at once. Several partitions
+    are asked at once, those of one host (a worker process) in one request."""
     copies = provider.copies(request.store_name) if request.is_all_partitions() else None
     wanted = sorted(copies) if copies is not None else sorted(request.partitions)
-    if len(wanted) == 1:  # a key's partition: no task to schedule (most of a get's cost otherwise)
-        results = [await query_partition(provider, request, wanted[0], copies, partition_count, deadline, max_lag)]
-    else:
-        results = await asyncio.gather(
-            *(query_partition(provider, request, p, copies, partition_count, deadline, max_lag) for p in wanted)
-        )
-    return StateQueryResult(dict(zip(wanted, results, strict=True)))
+    if len(wanted) == 1:  # a key's partition: nothing to group
+        return StateQueryResult({wanted[0]: await query_partition(provider, request, wanted[0], copies, partition_count, deadline, max_lag)})
+    results: dict[int, QueryResult[R]] = {}
+    reads: list[tuple[int, StoreRead]] = []
+    for partition in wanted:
+        failed = _before_read(request, partition, copies, partition_count)
+        if failed is not None:
+            results[partition] = failed
+        else:
+            reads.append((partition, _read_of(request, partition, max_lag)))
+    started = time.perf_counter_ns() if request.execution_info_enabled() else 0
+    outcomes = await provider.query_each([read for _, read in reads], deadline) if reads else []
+    for (partition, _), (ok, outcome) in zip(reads, outcomes, strict=True):
+        if ok:
+            results[partition] = _answered(request, partition, outcome[0], outcome[1], started)
+        else:
+            results[partition] = _refused(provider, request, partition, copies, outcome)
+    return StateQueryResult({p: results[p] for p in wanted})
 
 
 async def query_partition(
@@ -136,26 +152,40 @@ async def query_partition(
     """One partition's result: its copy here read (an active one when the request requires it, else the
     active first, then a standby within `max_lag`) with its position, or the failure's reason.
     `copies` (partition -> active) when already listed; else listed only if no copy could be read."""
+    failed = _before_read(request, partition, copies, partition_count)
+    if failed is not None:
+        return failed
+    started = time.perf_counter_ns() if request.execution_info_enabled() else 0
+    try:
+        answer, position = await provider.query(_read_of(request, partition, max_lag), deadline)
+    except Exception as exc:
+        return _refused(provider, request, partition, copies, exc)
+    return _answered(request, partition, answer, position, started)
+
+
+def _before_read(
+    request: StateQueryRequest[Any], partition: int, copies: Mapping[int, bool] | None, partition_count: int | None
+) -> QueryResult[Any] | None:
+    """The partition's failure found before any read (no such partition, no copy, a standby where an active
+    copy is required: from `copies` when listed), or None."""
     if partition_count is not None and not 0 <= partition < partition_count:
         return QueryResult.for_failure(
             FailureReason.DOES_NOT_EXIST,
             f"The requested partition {partition} does not exist: store {request.store_name!r} has {partition_count} partitions.",
         )
-    if copies is not None and (failed := _not_readable(request, partition, copies.get(partition))) is not None:
-        return failed
+    return None if copies is None else _not_readable(request, partition, copies.get(partition))
+
+
+def _read_of(request: StateQueryRequest[Any], partition: int, max_lag: int | None) -> StoreRead:
+    """The store path's read of the partition: the query run on its copy, the copy's position with it."""
     query = store_query(partition, not request.is_require_active(), max_lag)
-    read = StoreRead(request.store_name, QUERY_STORE_TYPE, "run", (request.query,), query, True)
-    info = request.execution_info_enabled()
-    started = time.perf_counter_ns() if info else 0
-    try:
-        answer, position = await provider.query(read, deadline)
-    except NoCopyError as exc:  # no copy the read may use: say why, from the copies here
-        found = (copies if copies is not None else provider.copies(request.store_name)).get(partition)
-        return _not_readable(request, partition, found) or _failure(exc, f"partition {partition}")
-    except Exception as exc:
-        return _failure(exc, f"partition {partition}")
+    return StoreRead(request.store_name, QUERY_STORE_TYPE, "run", (request.query,), query, True)
+
+
+def _answered(request: StateQueryRequest[R], partition: int, answer: Any, position: Any, started: int) -> QueryResult[R]:
+    """The result of a copy's answer: NOT_UP_TO_BOUND when the copy is behind the request's bound."""
     result: QueryResult[R] = QueryResult(answer, None, None, None if position is None else Position.of_offsets(position))
-    if info:
+    if started:
         copy = "a copy without a position (standby)" if position is None else "the active copy"
         result = result.with_execution_info(
             f"Handled in {request.store_name!r} partition {partition} ({copy}) in {time.perf_counter_ns() - started} ns"
@@ -164,6 +194,18 @@ async def query_partition(
     if not bound.is_unbounded() and not bound.permits(result.get_position(), partition):
         return QueryResult.not_up_to_bound(result.get_position(), bound, partition)
     return result
+
+
+def _refused(
+    provider: QueryHosts, request: StateQueryRequest[Any], partition: int, copies: Mapping[int, bool] | None, exc: Exception
+) -> QueryResult[Any]:
+    """The failure a read's exception means; when no copy could be read, why, from the copies here."""
+    if isinstance(exc, NoCopyError):
+        found = (copies if copies is not None else provider.copies(request.store_name)).get(partition)
+        failed = _not_readable(request, partition, found)
+        if failed is not None:
+            return failed
+    return _failure(exc, f"partition {partition}")
 
 
 def _not_readable(request: StateQueryRequest[Any], partition: int, active: bool | None) -> QueryResult[Any] | None:

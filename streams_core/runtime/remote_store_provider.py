@@ -29,6 +29,7 @@ from streams_core.runtime.store_host import (
     StoreQuery,
     StoreQueryTimeoutError,
     StoreRead,
+    StoreReads,
 )
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.worker_channel import ChannelClosedError, ChannelTimeoutError, QueryChannel
@@ -103,6 +104,17 @@ def _read_request(
 ) -> tuple[Any, ...]:
     """The wire form of a read (worker_store_queries.py); `store_type` None: the global store `store`."""
     return ("read", store, _wire_type(store_type), query.partition, query.stale, query.max_lag, method, args)
+
+
+def _outcome(read: StoreRead, reply: tuple[bool, Any, bool]) -> tuple[bool, Any]:
+    """One read's `(True, answer)` or `(False, exception)` from its reply in a "reads" answer."""
+    ok, result, rows = reply
+    if not ok:
+        return False, result
+    if read.with_position:
+        value, value_rows, position = result
+        return True, ((iter(value) if value_rows else value), position)
+    return True, iter(result) if rows else result
 
 
 class RemoteStore(RemoteCopy):
@@ -181,6 +193,10 @@ class RemoteStoreProvider:
 
     async def ask(self, request: HostRequest, deadline: Deadline) -> Any:
         """The worker's answer to `request`, awaited until `deadline` (see `StoreHost`)."""
+        if isinstance(request, StoreReads):  # one request for them all (worker_store_queries.py: "reads")
+            wires = [_read_request(r.store, r.store_type, r.query, r.method, r.args)[1:] for r in request.reads]
+            replies = await ask_async(self._worker, ("reads", [r.with_position for r in request.reads], wires), deadline)
+            return [_outcome(read, reply) for read, reply in zip(request.reads, replies, strict=True)]
         if isinstance(request, StoreRead):
             wire = _read_request(request.store, request.store_type, request.query, request.method, request.args)
             if request.with_position:  # one request for both (worker_store_queries.py: "read+position")

@@ -34,6 +34,7 @@ from streams_core.runtime.store_host import (
     StoreHost,
     StoreQuery,
     StoreRead,
+    StoreReads,
     merged,
 )
 from streams_core.runtime.topic_partition import TopicPartition
@@ -119,6 +120,14 @@ class StreamThreadStateStoreProvider:
         return Serdes.Bytes()
 
     async def ask(self, request: HostRequest, deadline: Deadline) -> Any:
+        if isinstance(request, StoreReads):
+            outcomes: list[tuple[bool, Any]] = []
+            for read in request.reads:
+                try:
+                    outcomes.append((True, await self.ask(read, deadline)))
+                except Exception as exc:
+                    outcomes.append((False, exc))
+            return outcomes
         if isinstance(request, StoreRead):
             stores = self.stores(request.store, request.store_type, request.query)
             if not stores and request.query.partition is not None:  # a standby too far behind, or just gone
@@ -286,6 +295,42 @@ class QueryableStoreProvider:
             return await hosts[0].ask(read, deadline)
         answers = await asyncio.gather(*(host.ask(read, deadline) for host in hosts))
         return merged(read, [(answer, host.key_serde(read.store)) for answer, host in zip(answers, hosts, strict=True)])
+
+    async def query_each(self, reads: Sequence[StoreRead], deadline: Deadline) -> list[tuple[bool, Any]]:
+        """Each read (of one partition's copies, not of a global store) answered `(True, answer)` or
+        `(False, exception)`, in order: the reads of one host asked in one request (`StoreReads`), the
+        hosts at once; a host that does not answer by `deadline` fails only its own reads."""
+        outcomes: list[tuple[bool, Any]] = [(False, None)] * len(reads)
+        by_host: dict[int, tuple[ThreadStoreProvider, list[int]]] = {}
+        providers = self._providers()
+        for index, read in enumerate(reads):
+            try:
+                self._check(read.store, read.query.stale)
+            except InvalidStateStoreError as exc:
+                outcomes[index] = (False, exc)
+                continue
+            host = next((h for h in providers if h.holds(read.store, read.query)), None)
+            if host is None:
+                where = f"store {read.store!r} for partition {read.query.partition}"
+                outcomes[index] = (False, NoCopyError(f"no queryable copy of {where} here now (migrating or restoring; retry)"))
+            else:
+                by_host.setdefault(id(host), (host, []))[1].append(index)
+
+        async def ask(host: ThreadStoreProvider, indexes: list[int]) -> None:
+            try:
+                if len(indexes) == 1:
+                    outcomes[indexes[0]] = (True, await host.ask(reads[indexes[0]], deadline))
+                    return
+                answers = await host.ask(StoreReads(tuple(reads[i] for i in indexes)), deadline)
+            except Exception as exc:
+                for index in indexes:
+                    outcomes[index] = (False, exc)
+                return
+            for index, outcome in zip(indexes, answers, strict=True):
+                outcomes[index] = outcome
+
+        await asyncio.gather(*(ask(host, indexes) for host, indexes in by_host.values()))
+        return outcomes
 
     async def query_position(self, store_name: str, partition: int, deadline: Deadline) -> dict[TopicPartition, int] | None:
         """The input position of the active copy of the partition (the host that holds it is asked); None without one here."""

@@ -37,6 +37,7 @@ __all__ = [
     "StoreQuery",
     "StoreQueryTimeoutError",
     "StoreRead",
+    "StoreReads",
     "merged",
     "store_query",
 ]
@@ -93,6 +94,13 @@ class StoreRead(NamedTuple):
     without one) read with the result, in one request (IQv2's QueryResult carries it too)."""
 
 
+class StoreReads(NamedTuple):
+    """Several reads of one host's copies (an IQv2 request's partitions), asked in one request and
+    answered with each read's `(True, answer)` or `(False, exception)`, in order."""
+
+    reads: tuple[StoreRead, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class PositionRead:
     """The input position of the active copy of `store` for `partition` (IQv2's Position), or None."""
@@ -106,7 +114,7 @@ class LagsRead:
     """Per store and partition, how far the host's copies are behind their changelogs (KIP-535)."""
 
 
-HostRequest = StoreRead | PositionRead | LagsRead
+HostRequest = StoreRead | StoreReads | PositionRead | LagsRead
 
 
 class StoreQueryTimeoutError(InvalidStateStoreError):

@@ -13,6 +13,8 @@ Requests (tuples, see `remote_store_provider.py` for the instance's side):
   store `store`, whose `run(query)` is an IQv2 query of it);
 - `("read+position", ...)`: the same as `read`, answered `(result, rows, position)` (`rows`: the
   result is an iterator's entries, as a list; `position`: the active copy's of the partition, or None);
+- `("reads", with_positions, reads)`: several reads at once (`read` or, where `with_positions` says,
+  `read+position`, each without its op), answered with one reply each, as those requests would be;
 - `("position", store, partition)`: the active copy's input position (IQv2 Position);
 - `("lags",)`: the local copies' changelog lags (KIP-535);
 - `("ping",)`: nothing (None): the instance's health check sees that the worker answers.
@@ -78,6 +80,10 @@ class WorkerStoreQueries:
         )
 
     async def answer(self, request: tuple[Any, ...]) -> tuple[bool, Any, bool]:
+        if request[0] == "reads":  # several reads, each answered as one would be
+            _, with_position, wires = request
+            reads = [("read+position" if position else "read", *wire) for position, wire in zip(with_position, wires, strict=True)]
+            return True, [await self.answer(read) for read in reads], False
         try:
             result = await self._answer(request)
         except Exception as exc:

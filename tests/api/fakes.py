@@ -10,7 +10,7 @@ instance's app in process, so forwarding between instances is exercised end to e
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -97,6 +97,15 @@ class FakeStoreQueries:
             partition = query.partition
             return result, None if partition is None else self._streams.store_position(read.store, partition)
         return result
+
+    async def query_each(self, reads: Sequence[StoreRead], deadline: Deadline) -> list[tuple[bool, Any]]:
+        outcomes: list[tuple[bool, Any]] = []
+        for read in reads:
+            try:
+                outcomes.append((True, await self.query(read, deadline)))
+            except Exception as exc:
+                outcomes.append((False, exc))
+        return outcomes
 
     def copies(self, store_name: str) -> dict[int, bool]:
         """Every partition: the instance's active ones, and a standby of each other one."""
