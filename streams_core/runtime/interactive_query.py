@@ -2,13 +2,13 @@
 
 For each partition asked (all the instance holds a copy of, or the request's), one `StoreRead`
 of `QUERY_STORE_TYPE` goes to the host holding the partition's copy (a stream thread in
-process, or a worker process over its query channel), all at once, each awaited until the
-request's deadline. The copy answers with the result and its position in one request; what
+process, or a worker process over its query channel), all at once (a host's in one request),
+awaited until the request's deadline. The REST layer's reads are such queries (api/reads.py). The copy answers with the result and its position in one request; what
 went wrong comes back as the partition's failure reason, never raised:
 
 - NOT_PRESENT: no copy of a requested partition here; DOES_NOT_EXIST: the store has no such partition;
 - NOT_ACTIVE: `require_active()` and the copy is a standby, or the copy cannot be read now
-  (restoring, migrating, the instance not RUNNING);
+  (restoring, migrating, the instance not RUNNING; not REBALANCING either without `require_active()`);
 - NOT_UP_TO_BOUND: the copy's position is behind the request's `PositionBound` for its
   partition (a standby copy has no position here, so a bounded query never reads one);
 - UNKNOWN_QUERY_TYPE: the store does not know the query (or the store is global: Kafka's

@@ -9,9 +9,10 @@ REST layer's 503 with `Retry-After`). Each worker has its own channel and no loc
 across a wait, so a stalled worker delays only the answers asked of it.
 
 `QueryableStoreProvider.query()` asks every host holding a copy at once and merges their
-answers as the composite read-only views do; the REST layer reads through it, and so can a
-query API built on top: IQv2 (`runtime/interactive_query.py`) asks it once per partition and
-maps `StoreQueryTimeoutError` and the other `InvalidStateStoreError`s to failure reasons.
+answers as the composite read-only views do; `query_each()` asks several reads, a host's in one
+request (`StoreReads`). IQv2 (`runtime/interactive_query.py`) is built on it: one read per
+partition, `StoreQueryTimeoutError` and the other `InvalidStateStoreError`s mapped to failure
+reasons; the REST layer's reads are IQv2 queries (api/reads.py).
 """
 
 from __future__ import annotations
