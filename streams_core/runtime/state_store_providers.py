@@ -224,6 +224,14 @@ class ThreadStoreProvider(StoreHost, Protocol):
     async def lags(self) -> dict[str, dict[int, LagInfo]]: ...
 
 
+def _first_copy(read: StoreRead, hosts: Sequence[ThreadStoreProvider]) -> ThreadStoreProvider:
+    """Of hosts holding a copy of the read's partition, the one with the active copy, else the first (a standby's)."""
+    if read.query.stale and len(hosts) > 1:
+        active = StoreQuery(read.query.partition)
+        return next((host for host in hosts if host.holds(read.store, active)), hosts[0])
+    return hosts[0]
+
+
 class _WrappingStoreProvider:
     """KIP-67's WrappingStoreProvider: every thread's instances, after checking the instance may be queried."""
 
@@ -291,8 +299,10 @@ class QueryableStoreProvider:
             raise NoCopyError(
                 f"no queryable copy of store {read.store!r} for partition {read.query.partition} here now (migrating or restoring; retry)"
             )
-        if len(hosts) == 1 or read.store_type is QUERY_STORE_TYPE:  # an IQv2 query reads one partition's one copy
+        if len(hosts) == 1:
             return await hosts[0].ask(read, deadline)
+        if read.store_type is QUERY_STORE_TYPE:  # an IQv2 query reads one partition's one copy: the active one first
+            return await _first_copy(read, hosts).ask(read, deadline)
         answers = await asyncio.gather(*(host.ask(read, deadline) for host in hosts))
         return merged(read, [(answer, host.key_serde(read.store)) for answer, host in zip(answers, hosts, strict=True)])
 
@@ -309,7 +319,8 @@ class QueryableStoreProvider:
             except InvalidStateStoreError as exc:
                 outcomes[index] = (False, exc)
                 continue
-            host = next((h for h in providers if h.holds(read.store, read.query)), None)
+            holding = [h for h in providers if h.holds(read.store, read.query)]
+            host = _first_copy(read, holding) if holding else None
             if host is None:
                 where = f"store {read.store!r} for partition {read.query.partition}"
                 outcomes[index] = (False, NoCopyError(f"no queryable copy of {where} here now (migrating or restoring; retry)"))
