@@ -116,6 +116,7 @@ async def read_key(
     if partition is not None:
         request = _request(store, query, _partitions(partition), stale, position_bound)
     else:
+        _require_queryable(streams, store, stale)  # asked of every copy here, which may be none: say why not
         copies = queries.copies(store)
         named = {tp.partition for tp in bound or ()}
         request = _request(store, query, frozenset(p for p, active in copies.items() if active or stale) | named, stale, position_bound)
@@ -189,9 +190,7 @@ async def read_scan(
             raise failure_error(result, store)
         found: Iterator[KeyValue[Any, Any]] = result.get_result()
         return found
-    state = streams.state
-    if state is not State.RUNNING:
-        raise InvalidStateStoreError(f"state store {store!r} cannot be queried now: the instance is {state.name} (retry)")
+    _require_queryable(streams, store, False)
     active = frozenset(p for p, is_active in queries.copies(store).items() if is_active)
     if not active:
         return iter(())
@@ -205,3 +204,11 @@ async def read_scan(
         only: Iterator[KeyValue[Any, Any]] = entries[0]
         return only
     return heapq.merge(*entries, key=lambda kv: key_bytes(kv.key))
+
+
+def _require_queryable(streams: StreamsInstance, store: str, stale: bool) -> None:
+    """InvalidStateStoreError (503) unless the instance is RUNNING (or REBALANCING, for a stale read): a
+    query of every copy here answers nothing rather than "absent" when there may be none to ask."""
+    state = streams.state
+    if not (state is State.RUNNING or (stale and state is State.REBALANCING)):
+        raise InvalidStateStoreError(f"state store {store!r} cannot be queried now: the instance is {state.name} (retry)")
