@@ -5,7 +5,8 @@ processed. Key answers carry it in `X-Streams-Position` as `topic:partition:offs
 joined by commas; a query may pass such a token (or the offsets it produced at) as `?position=`
 and is answered only once the copy has reached it, as Kafka's `PositionBound`: only the entries
 for the key's partition count, and a partition the copy has not processed yet is not reached.
-Standby copies have no input position, so a bounded query is never answered by one. The bound is
+Standby copies have no input position, so a query whose bound names their partition is never
+answered by one (a bound of other partitions only does not restrict it, as in Kafka). The bound is
 the IQv2 request's `PositionBound` (api/reads.py asks the copy again while it is behind).
 """
 

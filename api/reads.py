@@ -103,6 +103,8 @@ async def read_key(
     behind, for `timeout_s`; a failure is raised as `failure_error` makes it."""
     queries = streams.store_queries
     if is_global:
+        if bound is not None:  # a global copy has no position: it never reaches a bound
+            raise _not_reached(store, {}, bound, "no active copy here")
         result = await query_global(queries, store, query, deadline)
         if result.is_failure():
             raise failure_error(result, store)
@@ -167,7 +169,7 @@ def _not_reached(
     store: str, results: Mapping[int, QueryResult[Any]], bound: Mapping[TopicPartition, int] | None, reason: str
 ) -> NotAvailableError:
     """503 with the position the copies reached and the part of the bound they were asked to reach."""
-    asked = set(results)
+    asked = set(results) or {tp.partition for tp in bound or ()}
     reached = _merged_position(results)
     return NotAvailableError(
         "position not reached",
