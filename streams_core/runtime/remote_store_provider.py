@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from streams_core.errors import InvalidStateStoreError
+from streams_core.query.internals.store_query_utils import QUERY_STORE_TYPE
 from streams_core.runtime.state_store_providers import LagInfo
 from streams_core.runtime.store_host import (
     ALL_ACTIVE,
@@ -35,7 +36,10 @@ from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.worker_channel import ChannelClosedError, ChannelTimeoutError, QueryChannel
 from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
 
-__all__ = ["SYNC_TIMEOUT_S", "RemoteStore", "RemoteStoreProvider", "WorkerQueries", "ask"]
+__all__ = ["IQV2_WIRE_TYPE", "SYNC_TIMEOUT_S", "RemoteStore", "RemoteStoreProvider", "WorkerQueries", "ask"]
+
+IQV2_WIRE_TYPE = "iqv2"
+"""IQv2's query store type on the wire (worker_store_queries.py reads it back)."""
 
 SYNC_TIMEOUT_S = 1.0
 """Longest a synchronous read (a `KafkaStreams.store()` view, a worker's metrics) waits for its worker."""
@@ -92,7 +96,9 @@ async def ask_async(worker: WorkerQueries, request: tuple[Any, ...], deadline: D
 
 
 def _wire_type(store_type: QueryableStoreType[Any] | None) -> Any:
-    """A built-in store type by its name (one short string per request); a user's own type as itself."""
+    """A built-in store type by its name (one short string per request: IQv2's "iqv2"); a user's own type as itself."""
+    if store_type is QUERY_STORE_TYPE:
+        return IQV2_WIRE_TYPE
     kind = getattr(store_type, "kind", None)
     if isinstance(kind, str) and getattr(QueryableStoreTypes, kind, None) is not None:
         return kind

@@ -9,7 +9,7 @@ an iterator is materialized before it goes back.
 
 Requests (tuples, see `remote_store_provider.py` for the instance's side):
 - `("read", store, store_type, partition, stale, max_lag, method, args)`: `method(*args)` of the view
-  (`store_type` a built-in type's name, a user's own type, IQv2's query type, or None: the global
+  (`store_type` a built-in type's name, "iqv2" for IQv2's query type, a user's own type, or None: the global
   store `store`, whose `run(query)` is an IQv2 query of it);
 - `("read+position", ...)`: the same as `read`, answered `(result, rows, position)` (`rows`: the
   result is an iterator's entries, as a list; `position`: the active copy's of the partition, or None);
@@ -32,6 +32,7 @@ from typing import Any
 
 from streams_core.errors import InvalidStateStoreError, StreamsError
 from streams_core.query.internals.store_query_utils import QUERY_STORE_TYPE
+from streams_core.runtime.remote_store_provider import IQV2_WIRE_TYPE
 from streams_core.runtime.state_store_providers import QueryableStoreProvider, StoreQuery
 from streams_core.runtime.store_host import ListedStores
 from streams_core.runtime.stream_thread import StreamThread
@@ -120,7 +121,9 @@ class WorkerStoreQueries:
         view = self._views.get(key)
         if view is None:
             name, store_type, partition, stale, max_lag = key
-            if isinstance(store_type, str):
+            if store_type == IQV2_WIRE_TYPE:
+                store_type = QUERY_STORE_TYPE
+            elif isinstance(store_type, str):
                 store_type = getattr(QueryableStoreTypes, store_type)()
             view = self._views[key] = self._provider.get_store(name, store_type, StoreQuery(partition, stale, max_lag))
         return view
