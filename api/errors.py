@@ -1,7 +1,8 @@
 """Errors of the REST layer and how they are answered: always JSON `{"error": ..., ...details}`.
 
 - 404: `UnknownStateStoreError` (no such store), `StoreNotFoundError` (a store of another
-  type), `KeyNotFoundError` (the owner has no value for the key), and unknown routes.
+  type, or one whose IQv2 query is UNKNOWN_QUERY_TYPE), `KeyNotFoundError` (the owner has no
+  value for the key), and unknown routes.
 - 400: `BadRequestError` (a key the key serde rejects) and invalid parameters (FastAPI's
   validation errors, which would be 422); on every route, a path or query that is not UTF-8
   once percent-decoded (`RequestTargetGuard`).
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 
 _DESCRIPTIONS = {
     400: "A key or parameter cannot be parsed (e.g. a key the store's key serde rejects).",
-    404: "The topology has no such store (of this type), or the key is absent.",
+    404: "The topology has no such store (of this type, or one that answers the route's query), or the key is absent.",
     503: (
         "Not queryable now (rebalancing, restoring, metadata unknown, owner unreachable): "
         "retry after `Retry-After` seconds."

@@ -16,15 +16,20 @@ __all__ = ["StoreQueries", "StreamsInstance"]
 
 
 class StoreQueries(Protocol):
-    """The instance's asynchronous query path (`KafkaStreams.store_queries`): every read with a deadline."""
+    """The instance's asynchronous query path (`KafkaStreams.store_queries`), which the REST layer's IQv2
+    queries take (api/reads.py, `runtime/interactive_query.py`): every read with a deadline."""
 
-    async def query(self, read: StoreRead, deadline: Deadline) -> Any:
-        """`read` answered by this instance's copies; InvalidStateStoreError (503) when it cannot be now,
-        `StoreQueryTimeoutError` (503) when a stream thread's worker does not answer by `deadline`."""
+    def copies(self, store_name: str) -> dict[int, bool]:
+        """Partition -> whether active, of this instance's copies of the store (as far as it knows now)."""
         ...
 
-    async def query_position(self, store_name: str, partition: int, deadline: Deadline) -> Mapping[Any, int] | None:
-        """The local active copy's position (per source partition, the offset of the last record it processed)."""
+    async def query(self, read: StoreRead, deadline: Deadline) -> Any:
+        """`read` answered by this instance's copies; InvalidStateStoreError when it cannot be now,
+        `StoreQueryTimeoutError` when a stream thread's worker does not answer by `deadline`."""
+        ...
+
+    async def query_each(self, reads: Sequence[StoreRead], deadline: Deadline) -> list[tuple[bool, Any]]:
+        """Each read's `(True, answer)` or `(False, exception)`: a scan's partitions, one request per host."""
         ...
 
     def hosts(self) -> Sequence[StoreHost]:

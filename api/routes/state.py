@@ -18,9 +18,8 @@ deadline, which answers 503 with `Retry-After` when it passes. Nothing here bloc
 from __future__ import annotations
 
 import asyncio
-import functools
 import heapq
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -46,11 +45,13 @@ from api.forwarding import SERVED_BY_HEADER, Forwarder, KeyRoute, answer_key, ro
 from api.instance import StreamsInstance
 from api.keys import render
 from api.paging import NEXT_AFTER_HEADER, Page, cursor_header, read_page
-from api.positions import POSITION_HEADER, POSITION_PATTERN, format_position, parse_position, wait_for_position
+from api.positions import POSITION_HEADER, POSITION_PATTERN, format_position, parse_position
+from api.reads import read_key, read_scan
 from api.schemas import KeyValueBean, WindowedValue, key_value_body
 from streams_core import State
-from streams_core.runtime.store_host import Deadline, StoreQuery, StoreRead
-from streams_core.state import QueryableStoreType, QueryableStoreTypes
+from streams_core.query import KeyQuery, RangeQuery, WindowKeyQuery, WindowRangeQuery
+from streams_core.query import Query as IQuery
+from streams_core.runtime.store_host import Deadline
 from streams_core.state.store import KeyValue
 
 __all__ = ["router"]
@@ -100,11 +101,9 @@ TimeTo = Annotated[int, Path(alias="to", ge=0, le=MAX_MILLIS, description="Lates
 
 @dataclass(slots=True)
 class KeyRead:
-    """A key query's read of its copy: `method(*args)` of the store's `kind` of view, then `render` of the answer."""
+    """A key query's IQv2 query of its copy, then `render` of the answer."""
 
-    kind: QueryableStoreType[Any]
-    method: str
-    args: tuple[Any, ...]
+    query: IQuery[Any]
     render: Callable[[Any], Any]
 
 
@@ -138,32 +137,30 @@ class KeyQueries:
         )
 
         if route.local and not route.hosts:  # this instance's copy only (the common get): no candidates to try
-            return self._read_here(route, store.name, read)
+            return self._read_here(route, store, read)
 
         async def local() -> Response:
-            return await self._read_here(route, store.name, read)
+            return await self._read_here(route, store, read)
 
         wait_s = self.timeout_s if self.bound is not None else 0.0
         return answer_key(route, self.forwarder, self.request, local, wait_s, self.deadline)
 
-    async def _read_here(self, route: KeyRoute, name: str, read: KeyRead) -> Response:
-        queries = self.streams.store_queries
-        position: Mapping[Any, int] | None = None
-        if self.bound is not None:
-            position = await wait_for_position(self.streams, name, route.partition, self.bound, self.timeout_s, self.deadline)
-        copies = _copies(route.partition, route.stale, self.max_lag)
-        if position is None and route.partition is not None:  # the answer and its copy's position, in one request
-            read_at = StoreRead(name, read.kind, read.method, read.args, copies, True)
-            answer, position = await queries.query(read_at, self.deadline)
-        else:
-            answer = await queries.query(StoreRead(name, read.kind, read.method, read.args, copies), self.deadline)
+    async def _read_here(self, route: KeyRoute, store: StoreInfo, read: KeyRead) -> Response:
+        answer, position = await read_key(
+            self.streams,
+            store.name,
+            store.is_global,
+            read.query,
+            route.partition,
+            stale=route.stale,
+            max_lag=self.max_lag,
+            bound=self.bound,
+            timeout_s=self.timeout_s,
+            deadline=self.deadline,
+        )
         body = read.render(answer)
-        headers = {POSITION_HEADER: format_position(position)} if position else None
+        headers = {POSITION_HEADER: format_position(position.offsets)} if position is not None and position.offsets else None
         return JSONResponse(body, headers=headers)
-
-
-_copies = functools.lru_cache(maxsize=4096)(StoreQuery)
-"""The `StoreQuery` of a partition, staleness and lag bound, made once (one per query on the hottest path)."""
 
 
 def plain_key_queries(
@@ -197,8 +194,7 @@ async def _key_queries(
     )
 
 
-KeyQuery = Annotated[KeyQueries, Depends(_key_queries)]
-_KEY_VALUE = QueryableStoreTypes.key_value_store()
+KeyQueryOf = Annotated[KeyQueries, Depends(_key_queries)]
 
 
 def key_value(query: KeyQueries, store: StoreInfo, key: str) -> Awaitable[Response]:
@@ -211,11 +207,11 @@ def key_value(query: KeyQueries, store: StoreInfo, key: str) -> Awaitable[Respon
             raise KeyNotFoundError(store.name, key)
         return key_value_body(typed, value)
 
-    return query.answer(store, typed, KeyRead(_KEY_VALUE, "get", (typed,), render_value))
+    return query.answer(store, typed, KeyRead(KeyQuery.with_key(typed), render_value))
 
 
 @router.get("/keyvalue/{store}/{key}", response_model=KeyValueBean, responses=_KEY_ANSWERS)
-async def get_key_value(query: KeyQuery, store: KeyValueStore, key: KeyText) -> Any:
+async def get_key_value(query: KeyQueryOf, store: KeyValueStore, key: KeyText) -> Any:
     """The value of `key`, from a copy of its partition; 404 if it has none."""
     return await key_value(query, store, key)
 
@@ -224,7 +220,10 @@ async def get_key_value(query: KeyQuery, store: KeyValueStore, key: KeyText) -> 
 async def get_global_value(request: Request, streams: Streams, store: GlobalStore, key: KeyText) -> KeyValueBean:
     """The value of `key` in a global store, from this instance's copy (every instance has all of it)."""
     typed = store.parse_key(key)
-    value = await streams.store_queries.query(StoreRead(store.name, _KEY_VALUE, "get", (typed,)), _deadline(request))
+    value, _ = await read_key(
+        streams, store.name, True, KeyQuery.with_key(typed), None, stale=False, max_lag=None, bound=None, timeout_s=0.0,
+        deadline=_deadline(request),
+    )
     if value is None:
         raise KeyNotFoundError(store.name, key)
     return KeyValueBean(key=render(typed), value=render(value))
@@ -239,13 +238,13 @@ async def _scan(
     streams: StreamsInstance,
     forwarder: Forwarder,
     store: StoreInfo,
-    local_read: Callable[[Any], StoreRead],
+    local_query: Callable[[Any], RangeQuery],
     *,
     gather: bool,
     limit: int | None,
     after: str | None,
 ) -> Response:
-    """One page of entries: this instance's active copies (`local_read(cursor)`), or every host's
+    """One page of entries: this instance's active copies (`local_query(cursor)`), or every host's
     merged in key order; the local read and the other instances' are asked at once, by one deadline."""
     to_bytes = _key_bytes(store)
     cursor = None if after is None else store.parse_key(after)
@@ -253,7 +252,7 @@ async def _scan(
     deadline = _deadline(request)
 
     async def local() -> Page:
-        entries = await streams.store_queries.query(local_read(cursor), deadline)
+        entries = await read_scan(streams, store.name, store.is_global, local_query(cursor), to_bytes, deadline)
         return await read_page(entries, _render_entry, limit=limit, after=cursor_bytes, key_bytes=to_bytes)
 
     if not gather or forwarder.this_host is None or store.is_global:
@@ -315,8 +314,8 @@ async def all_key_values(
 ) -> Response:
     """The entries of `store` in key order, from all instances (or this one with `scope=local`), a page at a time."""
 
-    def entries(cursor: Any) -> StoreRead:
-        return StoreRead(store.name, _KEY_VALUE, "all") if cursor is None else StoreRead(store.name, _KEY_VALUE, "range", (cursor, None))
+    def entries(cursor: Any) -> RangeQuery:
+        return RangeQuery.with_no_bounds() if cursor is None else RangeQuery.with_lower_bound(cursor)
 
     gather = scope == "all" and not forwarded
     return await _scan(request, streams, forwarder, store, entries, gather=gather, limit=limit, after=after)
@@ -339,9 +338,9 @@ async def range_key_values(
     lower, upper = store.parse_key(key_from), store.parse_key(key_to)
     to_bytes = _key_bytes(store)
 
-    def entries(cursor: Any) -> StoreRead:
+    def entries(cursor: Any) -> RangeQuery:
         start = lower if cursor is None or to_bytes(cursor) < to_bytes(lower) else cursor
-        return StoreRead(store.name, _KEY_VALUE, "range", (start, upper))
+        return RangeQuery.with_range(start, upper)
 
     gather = scope == "all" and not forwarded
     return await _scan(request, streams, forwarder, store, entries, gather=gather, limit=limit, after=after)
@@ -363,17 +362,18 @@ def _windows(key: Any, entries: Any, size: int | None = None) -> list[dict[str, 
 
 
 @router.get("/windowed/{store}/{key}/{from}/{to}", response_model=list[WindowedValue], responses=_KEY_ANSWERS)
-async def windowed_values(query: KeyQuery, store: WindowStore, key: KeyText, time_from: TimeFrom, time_to: TimeTo) -> Any:
+async def windowed_values(query: KeyQueryOf, store: WindowStore, key: KeyText, time_from: TimeFrom, time_to: TimeTo) -> Any:
     """The windows of `key` that start from `from` to `to`, oldest first, from a copy of its partition."""
     typed = store.parse_key(key)
     size = store.window_size or 0
-    read = KeyRead(QueryableStoreTypes.window_store(), "fetch", (typed, time_from, time_to), lambda found: _windows(typed, found, size))
+    window_query = WindowKeyQuery.with_key_and_window_start_range(typed, time_from, time_to)
+    read = KeyRead(window_query, lambda found: _windows(typed, found, size))
     return await query.answer(store, typed, read)
 
 
 @router.get("/session/{store}/{key}", response_model=list[WindowedValue], responses=_KEY_ANSWERS)
-async def session_values(query: KeyQuery, store: SessionStore, key: KeyText) -> Any:
+async def session_values(query: KeyQueryOf, store: SessionStore, key: KeyText) -> Any:
     """The sessions of `key`, oldest first (each `[windowStart, windowEnd]` inclusive), from a copy of its partition."""
     typed = store.parse_key(key)
-    read = KeyRead(QueryableStoreTypes.session_store(), "fetch", (typed,), lambda found: _windows(typed, found))
+    read = KeyRead(WindowRangeQuery.with_key(typed), lambda found: _windows(typed, found))
     return await query.answer(store, typed, read)

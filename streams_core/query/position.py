@@ -38,6 +38,13 @@ class Position:
         return isinstance(other, Position) and dict(self.offsets) == dict(other.offsets)
 
     @classmethod
+    def of_offsets(cls, offsets: dict[TopicPartition, int]) -> Position:
+        """A position over `offsets`, a dict the caller hands over (not copied: a copy's answer, made per query)."""
+        position = object.__new__(cls)
+        object.__setattr__(position, "offsets", MappingProxyType(offsets))
+        return position
+
+    @classmethod
     def empty_position(cls) -> Position:
         return cls()
 

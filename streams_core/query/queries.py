@@ -34,6 +34,12 @@ class Query(Generic[R]):
 
     __slots__ = ()
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled as its class and fields, rebuilt by its constructor: a query goes to a worker process with
+        every query of its store there, and a frozen dataclass's own pickling costs several times more."""
+        fields: dict[str, Any] = getattr(self, "__dataclass_fields__", {})
+        return type(self), tuple(getattr(self, name) for name in fields)
+
 
 class ResultOrder(enum.Enum):
     """The order of a range query's results: ANY (the store's own: ascending keys), ASCENDING, DESCENDING."""

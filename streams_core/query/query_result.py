@@ -44,6 +44,9 @@ class QueryResult(Generic[R]):
     _failure_message: str | None = None
     _position: Position | None = None
     _execution_info: tuple[str, ...] = field(default=())
+    _cause: BaseException | None = field(default=None, compare=False, repr=False)
+    """What raised, for a failure the instance saw as an exception (not Kafka's: the REST layer tells a
+    store's own error, a 500, from a host that did not answer in time, a 503)."""
 
     @classmethod
     def for_result(cls, result: R) -> QueryResult[R]:
@@ -61,10 +64,13 @@ class QueryResult(Generic[R]):
         )
 
     @classmethod
-    def not_up_to_bound(cls, position: Position, bound: PositionBound, partition: int) -> QueryResult[R]:
-        return cls.for_failure(
+    def not_up_to_bound(cls, position: Position | None, bound: PositionBound, partition: int) -> QueryResult[R]:
+        """The failure of a copy behind `bound`, carrying the copy's `position` (None: a copy without one, a standby)."""
+        return cls(
+            None,
             FailureReason.NOT_UP_TO_BOUND,
-            f"For store partition {partition}, the current position {position!r} is not yet up to the bound {bound!r}",
+            f"For store partition {partition}, the current position {position or Position()!r} is not yet up to the bound {bound!r}",
+            position,
         )
 
     def with_position(self, position: Position | None) -> QueryResult[R]:
@@ -100,7 +106,8 @@ class QueryResult(Generic[R]):
         return self._failure_message or ""
 
     def get_position(self) -> Position | None:
-        """The answering copy's position (None when failed before a copy answered, or a copy without one)."""
+        """The answering copy's position (None when failed before a copy answered, or a copy without one;
+        a NOT_UP_TO_BOUND failure carries the position the copy had reached)."""
         return self._position
 
     def get_execution_info(self) -> list[str]:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from streams_core.errors import InvalidStateStoreError
+from streams_core.query.internals.store_query_utils import QUERY_STORE_TYPE
 from streams_core.runtime.state_store_providers import LagInfo
 from streams_core.runtime.store_host import (
     ALL_ACTIVE,
@@ -29,12 +30,16 @@ from streams_core.runtime.store_host import (
     StoreQuery,
     StoreQueryTimeoutError,
     StoreRead,
+    StoreReads,
 )
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.worker_channel import ChannelClosedError, ChannelTimeoutError, QueryChannel
 from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
 
-__all__ = ["SYNC_TIMEOUT_S", "RemoteStore", "RemoteStoreProvider", "WorkerQueries", "ask"]
+__all__ = ["IQV2_WIRE_TYPE", "SYNC_TIMEOUT_S", "RemoteStore", "RemoteStoreProvider", "WorkerQueries", "ask"]
+
+IQV2_WIRE_TYPE = "iqv2"
+"""IQv2's query store type on the wire (worker_store_queries.py reads it back)."""
 
 SYNC_TIMEOUT_S = 1.0
 """Longest a synchronous read (a `KafkaStreams.store()` view, a worker's metrics) waits for its worker."""
@@ -91,7 +96,9 @@ async def ask_async(worker: WorkerQueries, request: tuple[Any, ...], deadline: D
 
 
 def _wire_type(store_type: QueryableStoreType[Any] | None) -> Any:
-    """A built-in store type by its name (one short string per request); a user's own type as itself."""
+    """A built-in store type by its name (one short string per request: IQv2's "iqv2"); a user's own type as itself."""
+    if store_type is QUERY_STORE_TYPE:
+        return IQV2_WIRE_TYPE
     kind = getattr(store_type, "kind", None)
     if isinstance(kind, str) and getattr(QueryableStoreTypes, kind, None) is not None:
         return kind
@@ -103,6 +110,17 @@ def _read_request(
 ) -> tuple[Any, ...]:
     """The wire form of a read (worker_store_queries.py); `store_type` None: the global store `store`."""
     return ("read", store, _wire_type(store_type), query.partition, query.stale, query.max_lag, method, args)
+
+
+def _outcome(read: StoreRead, reply: tuple[bool, Any, bool]) -> tuple[bool, Any]:
+    """One read's `(True, answer)` or `(False, exception)` from its reply in a "reads" answer."""
+    ok, result, rows = reply
+    if not ok:
+        return False, result
+    if read.with_position:
+        value, value_rows, position = result
+        return True, ((iter(value) if value_rows else value), position)
+    return True, iter(result) if rows else result
 
 
 class RemoteStore(RemoteCopy):
@@ -181,6 +199,10 @@ class RemoteStoreProvider:
 
     async def ask(self, request: HostRequest, deadline: Deadline) -> Any:
         """The worker's answer to `request`, awaited until `deadline` (see `StoreHost`)."""
+        if isinstance(request, StoreReads):  # one request for them all (worker_store_queries.py: "reads")
+            wires = [_read_request(r.store, r.store_type, r.query, r.method, r.args)[1:] for r in request.reads]
+            replies = await ask_async(self._worker, ("reads", [r.with_position for r in request.reads], wires), deadline)
+            return [_outcome(read, reply) for read, reply in zip(request.reads, replies, strict=True)]
         if isinstance(request, StoreRead):
             wire = _read_request(request.store, request.store_type, request.query, request.method, request.args)
             if request.with_position:  # one request for both (worker_store_queries.py: "read+position")

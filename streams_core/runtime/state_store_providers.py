@@ -22,16 +22,19 @@ from typing import Any, Protocol, TypeVar
 
 from streams_core.errors import InvalidStateStoreError
 from streams_core.processor.task_id import TaskId
+from streams_core.query.internals.store_query_utils import QUERY_STORE_TYPE
 from streams_core.runtime.store_host import (
     ALL_ACTIVE,
     Deadline,
     HostRequest,
     ListedStores,
+    NoCopyError,
     PositionRead,
     RemoteCopy,
     StoreHost,
     StoreQuery,
     StoreRead,
+    StoreReads,
     merged,
 )
 from streams_core.runtime.topic_partition import TopicPartition
@@ -117,10 +120,18 @@ class StreamThreadStateStoreProvider:
         return Serdes.Bytes()
 
     async def ask(self, request: HostRequest, deadline: Deadline) -> Any:
+        if isinstance(request, StoreReads):
+            outcomes: list[tuple[bool, Any]] = []
+            for read in request.reads:
+                try:
+                    outcomes.append((True, await self.ask(read, deadline)))
+                except Exception as exc:
+                    outcomes.append((False, exc))
+            return outcomes
         if isinstance(request, StoreRead):
             stores = self.stores(request.store, request.store_type, request.query)
             if not stores and request.query.partition is not None:  # a standby too far behind, or just gone
-                raise InvalidStateStoreError(
+                raise NoCopyError(
                     f"no queryable copy of store {request.store!r} for partition {request.query.partition} in {self.host_name} (retry)"
                 )
             view = request.store_type.create(ListedStores(stores), request.store)
@@ -213,6 +224,14 @@ class ThreadStoreProvider(StoreHost, Protocol):
     async def lags(self) -> dict[str, dict[int, LagInfo]]: ...
 
 
+def _first_copy(read: StoreRead, hosts: Sequence[ThreadStoreProvider]) -> ThreadStoreProvider:
+    """Of hosts holding a copy of the read's partition, the one with the active copy, else the first (a standby's)."""
+    if read.query.stale and len(hosts) > 1:
+        active = StoreQuery(read.query.partition)
+        return next((host for host in hosts if host.holds(read.store, active)), hosts[0])
+    return hosts[0]
+
+
 class _WrappingStoreProvider:
     """KIP-67's WrappingStoreProvider: every thread's instances, after checking the instance may be queried."""
 
@@ -272,18 +291,57 @@ class QueryableStoreProvider:
                 raise InvalidStateStoreError(f"global store {read.store!r} is not a {read.store_type!r}")
             if isinstance(global_store, RemoteCopy):  # a worker's copy
                 result = await global_store.ask(read.method, read.args, deadline)
-            else:
-                result = getattr(global_store, read.method)(*read.args)
+            else:  # through the type's view, as a thread's copies are read (an IQv2 query's view runs it)
+                result = getattr(read.store_type.create(ListedStores([global_store]), read.store), read.method)(*read.args)
             return (result, None) if read.with_position else result
         hosts = [host for host in self._providers() if host.holds(read.store, read.query)]
         if read.query.partition is not None and not hosts:
-            raise InvalidStateStoreError(
+            raise NoCopyError(
                 f"no queryable copy of store {read.store!r} for partition {read.query.partition} here now (migrating or restoring; retry)"
             )
         if len(hosts) == 1:
             return await hosts[0].ask(read, deadline)
+        if read.store_type is QUERY_STORE_TYPE:  # an IQv2 query reads one partition's one copy: the active one first
+            return await _first_copy(read, hosts).ask(read, deadline)
         answers = await asyncio.gather(*(host.ask(read, deadline) for host in hosts))
         return merged(read, [(answer, host.key_serde(read.store)) for answer, host in zip(answers, hosts, strict=True)])
+
+    async def query_each(self, reads: Sequence[StoreRead], deadline: Deadline) -> list[tuple[bool, Any]]:
+        """Each read (of one partition's copies, not of a global store) answered `(True, answer)` or
+        `(False, exception)`, in order: the reads of one host asked in one request (`StoreReads`), the
+        hosts at once; a host that does not answer by `deadline` fails only its own reads."""
+        outcomes: list[tuple[bool, Any]] = [(False, None)] * len(reads)
+        by_host: dict[int, tuple[ThreadStoreProvider, list[int]]] = {}
+        providers = self._providers()
+        for index, read in enumerate(reads):
+            try:
+                self._check(read.store, read.query.stale)
+            except InvalidStateStoreError as exc:
+                outcomes[index] = (False, exc)
+                continue
+            holding = [h for h in providers if h.holds(read.store, read.query)]
+            host = _first_copy(read, holding) if holding else None
+            if host is None:
+                where = f"store {read.store!r} for partition {read.query.partition}"
+                outcomes[index] = (False, NoCopyError(f"no queryable copy of {where} here now (migrating or restoring; retry)"))
+            else:
+                by_host.setdefault(id(host), (host, []))[1].append(index)
+
+        async def ask(host: ThreadStoreProvider, indexes: list[int]) -> None:
+            try:
+                if len(indexes) == 1:
+                    outcomes[indexes[0]] = (True, await host.ask(reads[indexes[0]], deadline))
+                    return
+                answers = await host.ask(StoreReads(tuple(reads[i] for i in indexes)), deadline)
+            except Exception as exc:
+                for index in indexes:
+                    outcomes[index] = (False, exc)
+                return
+            for index, outcome in zip(indexes, answers, strict=True):
+                outcomes[index] = outcome
+
+        await asyncio.gather(*(ask(host, indexes) for host, indexes in by_host.values()))
+        return outcomes
 
     async def query_position(self, store_name: str, partition: int, deadline: Deadline) -> dict[TopicPartition, int] | None:
         """The input position of the active copy of the partition (the host that holds it is asked); None without one here."""

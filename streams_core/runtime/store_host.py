@@ -9,13 +9,15 @@ REST layer's 503 with `Retry-After`). Each worker has its own channel and no loc
 across a wait, so a stalled worker delays only the answers asked of it.
 
 `QueryableStoreProvider.query()` asks every host holding a copy at once and merges their
-answers as the composite read-only views do; the REST layer reads through it, and so can a
-query API built on top: IQv2 (`runtime/interactive_query.py`) asks it once per partition and
-maps `StoreQueryTimeoutError` and the other `InvalidStateStoreError`s to failure reasons.
+answers as the composite read-only views do; `query_each()` asks several reads, a host's in one
+request (`StoreReads`). IQv2 (`runtime/interactive_query.py`) is built on it: one read per
+partition, `StoreQueryTimeoutError` and the other `InvalidStateStoreError`s mapped to failure
+reasons; the REST layer's reads are IQv2 queries (api/reads.py).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,13 +31,16 @@ __all__ = [
     "Deadline",
     "HostRequest",
     "LagsRead",
+    "NoCopyError",
     "PositionRead",
     "RemoteCopy",
     "StoreHost",
     "StoreQuery",
     "StoreQueryTimeoutError",
     "StoreRead",
+    "StoreReads",
     "merged",
+    "store_query",
 ]
 
 
@@ -50,6 +55,9 @@ class StoreQuery:
 
 
 ALL_ACTIVE = StoreQuery()
+
+store_query = functools.lru_cache(maxsize=4096)(StoreQuery)
+"""The `StoreQuery` of a partition, staleness and lag bound, made once (one per query on the hottest path)."""
 
 
 class Deadline(NamedTuple):
@@ -87,6 +95,13 @@ class StoreRead(NamedTuple):
     without one) read with the result, in one request (IQv2's QueryResult carries it too)."""
 
 
+class StoreReads(NamedTuple):
+    """Several reads of one host's copies (an IQv2 request's partitions), asked in one request and
+    answered with each read's `(True, answer)` or `(False, exception)`, in order."""
+
+    reads: tuple[StoreRead, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class PositionRead:
     """The input position of the active copy of `store` for `partition` (IQv2's Position), or None."""
@@ -100,7 +115,7 @@ class LagsRead:
     """Per store and partition, how far the host's copies are behind their changelogs (KIP-535)."""
 
 
-HostRequest = StoreRead | PositionRead | LagsRead
+HostRequest = StoreRead | StoreReads | PositionRead | LagsRead
 
 
 class StoreQueryTimeoutError(InvalidStateStoreError):
@@ -110,6 +125,11 @@ class StoreQueryTimeoutError(InvalidStateStoreError):
         super().__init__(f"{host} did not answer in time (unanswered for {unanswered_for:.3g} s; retry)")
         self.host = host
         self.unanswered_for = unanswered_for
+
+
+class NoCopyError(InvalidStateStoreError):
+    """No copy here that the read may use for its partition (none at all, only a standby for an active
+    read, or a standby too far behind): IQv2 tells NOT_PRESENT from NOT_ACTIVE by the copies then."""
 
 
 class StoreHost(Protocol):

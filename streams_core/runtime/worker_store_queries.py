@@ -9,9 +9,12 @@ an iterator is materialized before it goes back.
 
 Requests (tuples, see `remote_store_provider.py` for the instance's side):
 - `("read", store, store_type, partition, stale, max_lag, method, args)`: `method(*args)` of the view
-  (`store_type` a built-in type's name, a user's own type, or None: the global store `store`);
+  (`store_type` a built-in type's name, "iqv2" for IQv2's query type, a user's own type, or None: the global
+  store `store`, whose `run(query)` is an IQv2 query of it);
 - `("read+position", ...)`: the same as `read`, answered `(result, rows, position)` (`rows`: the
   result is an iterator's entries, as a list; `position`: the active copy's of the partition, or None);
+- `("reads", with_positions, reads)`: several reads at once (`read` or, where `with_positions` says,
+  `read+position`, each without its op), answered with one reply each, as those requests would be;
 - `("position", store, partition)`: the active copy's input position (IQv2 Position);
 - `("lags",)`: the local copies' changelog lags (KIP-535);
 - `("ping",)`: nothing (None): the instance's health check sees that the worker answers.
@@ -28,7 +31,10 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from streams_core.errors import InvalidStateStoreError, StreamsError
+from streams_core.query.internals.store_query_utils import QUERY_STORE_TYPE
+from streams_core.runtime.remote_store_provider import IQV2_WIRE_TYPE
 from streams_core.runtime.state_store_providers import QueryableStoreProvider, StoreQuery
+from streams_core.runtime.store_host import ListedStores
 from streams_core.runtime.stream_thread import StreamThread
 from streams_core.runtime.thread_state import ThreadState
 from streams_core.state.queryable_store_types import QueryableStoreTypes
@@ -75,6 +81,10 @@ class WorkerStoreQueries:
         )
 
     async def answer(self, request: tuple[Any, ...]) -> tuple[bool, Any, bool]:
+        if request[0] == "reads":  # several reads, each answered as one would be
+            _, with_position, wires = request
+            reads = [("read+position" if position else "read", *wire) for position, wire in zip(with_position, wires, strict=True)]
+            return True, [await self.answer(read) for read in reads], False
         try:
             result = await self._answer(request)
         except Exception as exc:
@@ -87,8 +97,9 @@ class WorkerStoreQueries:
         op = request[0]
         if op == "read":
             method, args = request[6], request[7]
-            if request[2] is None:
-                return getattr(self._global_store(request[1]), method)(*args)
+            if request[2] is None:  # a global store: itself, or an IQv2 query's view of it
+                store = self._global_store(request[1])
+                return QUERY_STORE_TYPE.create(ListedStores([store]), request[1]).run(*args) if method == "run" else getattr(store, method)(*args)
             return getattr(self._view(request[1:6]), method)(*args)
         if op == "read+position":
             found = getattr(self._view(request[1:6]), request[6])(*request[7])
@@ -110,7 +121,9 @@ class WorkerStoreQueries:
         view = self._views.get(key)
         if view is None:
             name, store_type, partition, stale, max_lag = key
-            if isinstance(store_type, str):
+            if store_type == IQV2_WIRE_TYPE:
+                store_type = QUERY_STORE_TYPE
+            elif isinstance(store_type, str):
                 store_type = getattr(QueryableStoreTypes, store_type)()
             view = self._views[key] = self._provider.get_store(name, store_type, StoreQuery(partition, stale, max_lag))
         return view

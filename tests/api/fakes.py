@@ -10,7 +10,7 @@ instance's app in process, so forwarding between instances is exercised end to e
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -98,11 +98,46 @@ class FakeStoreQueries:
             return result, None if partition is None else self._streams.store_position(read.store, partition)
         return result
 
-    async def query_position(self, store_name: str, partition: int, deadline: Deadline) -> dict[TopicPartition, int] | None:
-        return self._streams.store_position(store_name, partition)
+    async def query_each(self, reads: Sequence[StoreRead], deadline: Deadline) -> list[tuple[bool, Any]]:
+        outcomes: list[tuple[bool, Any]] = []
+        for read in reads:
+            try:
+                outcomes.append((True, await self.query(read, deadline)))
+            except Exception as exc:
+                outcomes.append((False, exc))
+        return outcomes
+
+    def copies(self, store_name: str) -> dict[int, bool]:
+        """Every partition: the instance's active ones, and a standby of each other one."""
+        return {p: p in self._streams.active for p in range(PARTITIONS)}
 
     def hosts(self) -> list[Any]:
         return []
+
+
+class _PartitionOf:
+    """One partition's part of a driver's store, for an instance active for several partitions (the
+    driver holds their keys in one store): scans answer only the keys of `partition`, as a task's copy would."""
+
+    def __init__(self, store: Any, partition: int) -> None:
+        self._store = store
+        self._partition = partition
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def _mine(self, entries: Iterator[Any]) -> Iterator[Any]:
+        serde = self._store.key_serde
+        return (kv for kv in entries if default_partition(serde.serialize(None, kv.key), PARTITIONS) == self._partition)
+
+    def range(self, *args: Any) -> Iterator[Any]:
+        return self._mine(self._store.range(*args))
+
+    def reverse_range(self, *args: Any) -> Iterator[Any]:
+        return self._mine(self._store.reverse_range(*args))
+
+    def all(self) -> Iterator[Any]:
+        return self._mine(self._store.all())
 
 
 class FakeKafkaStreams:
@@ -177,9 +212,11 @@ class FakeKafkaStreams:
     ) -> list[Any]:
         if self.stores_fail or not (self.state is State.RUNNING or (stale and self.state is State.REBALANCING)):
             raise InvalidStateStoreError(f"state store {name!r} cannot be queried now: {self.state.name}")
-        stores = []
+        stores: list[Any] = []
         if partition is None or partition in self.active:
-            stores.append(self.active_driver.get_state_store(name))
+            store = self.active_driver.get_state_store(name)
+            several = partition is not None and len(self.active) > 1  # one active partition: the driver's store is its
+            stores.append(_PartitionOf(store, partition) if several and partition is not None else store)
         standby_lag = max((lag.offset_lag for lag in self.lags.get(name, {}).values()), default=0)
         within = max_lag is None or standby_lag <= max_lag
         if stale and within and (partition is None or partition not in self.active):

@@ -164,5 +164,10 @@ async def test_without_application_server_every_answer_is_local() -> None:
                 assert answer.headers["X-Served-By"] == "local"
                 everything = await client.get(f"/state/keyvalues/{COUNTS}/all")
                 assert everything.json() == [{"key": "solo", "value": 1}]
+                streams.state = State.REBALANCING  # every copy here is asked: none may answer, so 503, not "absent"
+                assert (await client.get(f"/state/keyvalue/{COUNTS}/solo")).status_code == 503
+                assert (await client.get(f"/state/keyvalues/{COUNTS}/all")).status_code == 503
+                stale = await client.get(f"/state/keyvalue/{COUNTS}/solo", params={"stale": "true"})
+                assert stale.json() == {"key": "solo", "value": 1}
     finally:
         streams.close()

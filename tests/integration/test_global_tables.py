@@ -93,6 +93,12 @@ async def test_a_global_table_enriches_every_order_on_two_instances(bootstrap_se
                 answer = await client.get(f"http://127.0.0.1:{port}/state/keyvalue/products/p3")
                 assert answer.status_code == 200 and answer.json() == {"key": "p3", "value": "product-3"}
                 assert answer.headers["X-Served-By"] == f"127.0.0.1:{port}", "a global store answers locally"
+                direct = await client.get(f"http://127.0.0.1:{port}/state/global/products/p3")
+                assert direct.status_code == 200 and direct.json() == {"key": "p3", "value": "product-3"}
+                page = await client.get(f"http://127.0.0.1:{port}/state/keyvalues/products/all", params={"limit": 3})
+                assert [e["key"] for e in page.json()] == ["p0", "p1", "p2"] and page.headers["X-Next-After"] == "p2"
+                bounded = await client.get(f"http://127.0.0.1:{port}/state/keyvalue/products/p3", params={"position": f"{products}:0:0"})
+                assert bounded.status_code == 503 and bounded.json()["error"] == "position not reached", "a global copy has no position"
         await produce(bootstrap, orders, [(f"o{i}".encode(), f"p{i % 10}".encode(), i % 4) for i in range(80)])
         records = await consume_until(bootstrap, out, 80, timeout=TIMEOUT)
         assert sorted((r.key.decode(), r.value.decode()) for r in records) == sorted(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+from typing import Any
 
 import pytest
 
@@ -97,3 +98,23 @@ def test_the_query_store_type_is_one_value_across_pickles() -> None:
     copy = pickle.loads(pickle.dumps(QUERY_STORE_TYPE))
     assert copy == QUERY_STORE_TYPE and hash(copy) == hash(QUERY_STORE_TYPE)
     assert len({("counts", copy, 0), ("counts", QUERY_STORE_TYPE, 0)}) == 1
+
+
+def test_queries_pickle_to_equal_queries_of_their_class() -> None:
+    """Queries travel to worker processes pickled (as their class and fields, `Query.__reduce__`)."""
+    from streams_core import TimestampedKeyQuery, TimestampedRangeQuery
+
+    queries: list[Any] = [
+        KeyQuery.with_key("a").skip_cache(),
+        RangeQuery.with_range("a", "b").with_descending_keys(),
+        TimestampedRangeQuery.with_lower_bound(3),
+        TimestampedKeyQuery.with_key(1),
+        WindowKeyQuery.with_key_and_window_start_range("k", 1, 2),
+        WindowRangeQuery.with_key("k"),
+        WindowRangeQuery.with_window_start_range(1, 5),
+        VersionedKeyQuery.with_key("k").as_of(4),
+        MultiVersionedKeyQuery.with_key("k").from_time(1).to_time(9).with_ascending_timestamps(),
+    ]
+    for query in queries:
+        copy = pickle.loads(pickle.dumps(query, protocol=pickle.HIGHEST_PROTOCOL))
+        assert copy == query and type(copy) is type(query), query

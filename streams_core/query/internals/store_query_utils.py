@@ -44,7 +44,21 @@ class UnknownQueryTypeError(StreamsError):
     """The store does not know how to answer this kind of query (UNKNOWN_QUERY_TYPE)."""
 
 
+_KINDS: dict[type, str] = {}
+"""The kind of each store class seen whose attributes are its class's (no `__getattr__`): found once."""
+
+
 def _kind(store: Any) -> str:
+    """The store's kind, by what it can do; remembered per class unless the class forwards attributes."""
+    kind = _KINDS.get(type(store))
+    if kind is None:
+        kind = _kind_of(store)
+        if not hasattr(type(store), "__getattr__"):
+            _KINDS[type(store)] = kind
+    return kind
+
+
+def _kind_of(store: Any) -> str:
     """The store's kind, by what it can do (versioned before timestamped: a versioned store has both reads)."""
     if hasattr(store, "get_as_of"):
         return "versioned"

@@ -178,6 +178,9 @@ async def test_a_partition_not_here_is_not_present(tmp_path: Path) -> None:
         assert result[mine].is_success()
         assert result[1 - mine].get_failure_reason() is FailureReason.NOT_PRESENT
         assert set((await first.streams.query(in_counts(KeyQuery.with_key("a")))).get_partition_results()) == {mine}
+        for request in (in_counts(KeyQuery.with_key("a")).with_partitions({1 - mine}), in_counts(KeyQuery.with_key("a")).with_partitions({1 - mine}).require_active()):
+            alone = (await first.streams.query(request)).get_partition_results()  # one partition: read at once, then named
+            assert alone[1 - mine].get_failure_reason() is FailureReason.NOT_PRESENT, request
     finally:
         await first.close()
         await second.close()
@@ -216,3 +219,20 @@ async def test_query_raises_only_before_start_and_once_stopped_and_a_global_stor
         await app.close()
     with pytest.raises(InvalidStateStoreError, match="NOT_RUNNING"):
         await app.streams.query(request)
+
+
+async def test_while_rebalancing_a_copy_answers_unless_a_running_active_one_is_required(tmp_path: Path) -> None:
+    """As Kafka's query(): a rebalancing instance still answers from the copies it has, except under
+    require_active() (then NOT_ACTIVE); the REST layer's stale reads rely on it, its plain ones on the refusal."""
+    cluster = cluster_with(1)
+    async with running(cluster, counting_topology(), streams_config(tmp_path)) as app:
+        await counted(cluster, app, "a a")
+        streams = app.streams
+        streams._state = KafkaStreams.State.REBALANCING  # what a rebalance sets, without the rebalance's timing
+        try:
+            plain = (await streams.query(in_counts(KeyQuery.with_key("a")).with_partitions({0}))).get_partition_results()[0]
+            assert plain.is_success() and plain.get_result() == 2
+            required = await streams.query(in_counts(KeyQuery.with_key("a")).with_partitions({0}).require_active())
+            assert required.get_partition_results()[0].get_failure_reason() is FailureReason.NOT_ACTIVE
+        finally:
+            streams._state = KafkaStreams.State.RUNNING

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from streams_core import InvalidStateStoreError, QueryableStoreTypes
+from streams_core import InvalidStateStoreError, KeyQuery, QueryableStoreTypes
 from streams_core.processor.task_id import TaskId
+from streams_core.query.internals.store_query_utils import QUERY_STORE_TYPE
 from streams_core.runtime.state_store_providers import (
     LagInfo,
     QueryableStoreProvider,
     StoreQuery,
     StreamThreadStateStoreProvider,
 )
-from streams_core.runtime.store_host import Deadline, StoreRead
+from streams_core.runtime.store_host import Deadline, NoCopyError, StoreRead, StoreReads
 from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
@@ -156,3 +158,40 @@ async def test_answers_of_several_hosts_merge_in_key_order(tmp_path: Path) -> No
     entries = await queryable.query(StoreRead("counts", KV, "all"), Deadline.after(1.0))
     assert [(kv.key, kv.value) for kv in entries] == [(b"a", b"1"), (b"b", b"2"), (b"k", b"low"), (b"k", b"high")]
     assert await queryable.query(StoreRead("counts", KV, "get", (b"b",)), Deadline.after(1.0)) == b"2"
+
+
+async def test_an_iqv2_read_prefers_the_host_of_the_active_copy_and_query_each_asks_a_host_once(tmp_path: Path) -> None:
+    """A partition with a standby in one thread and its active copy in another is read from the active copy
+    (the standby only answers where no active copy is here); `query_each` groups a host's reads into one
+    request (`StoreReads`) and gives each read its own outcome."""
+    standby_thread, active_thread = Thread(), Thread()
+    standby = task_state(tmp_path / "s", 0, b"standby")
+    changelog = TopicPartition("app-counts-changelog", 0)
+    standby.update_changelog_offsets({changelog: 10})
+    standby_thread.highwater[changelog] = 10
+    standby_thread.standby.append((TaskId(0, 0), standby))
+    standby_thread.caught_up.add(TaskId(0, 0))
+    active_thread.active.append((TaskId(0, 0), task_state(tmp_path / "a", 0, b"active")))
+    active_thread.active.append((TaskId(0, 1), task_state(tmp_path / "a", 1, b"other")))
+    asked: list[object] = []
+
+    class Recorded(StreamThreadStateStoreProvider):
+        async def ask(self, request: Any, deadline: Deadline) -> Any:
+            asked.append(request)
+            return await super().ask(request, deadline)
+
+    hosts = [Recorded(standby_thread, "t-1"), Recorded(active_thread, "t-2")]
+    queryable = QueryableStoreProvider(lambda: hosts, lambda name, stale: None)
+
+    def read(partition: int, stale: bool = True) -> StoreRead:
+        return StoreRead("counts", QUERY_STORE_TYPE, "run", (KeyQuery.with_key(b"k"),), StoreQuery(partition, stale), True)
+
+    assert await queryable.query(read(0), Deadline.after(1.0)) == (b"active", {TopicPartition("in", 0): 100})
+    asked.clear()
+    outcomes = await queryable.query_each([read(0), read(1), read(2)], Deadline.after(1.0))
+    assert outcomes[0] == (True, (b"active", {TopicPartition("in", 0): 100}))
+    assert outcomes[1] == (True, (b"other", {TopicPartition("in", 1): 101}))
+    assert outcomes[2][0] is False and isinstance(outcomes[2][1], NoCopyError)
+    batches = [request for request in asked if isinstance(request, StoreReads)]
+    assert isinstance(asked[0], StoreReads) and len(batches) == 1, "t-2 asked once"
+    assert [r.query.partition for r in batches[0].reads] == [0, 1], "both partitions of t-2 in that request"
