@@ -228,11 +228,11 @@ async def test_while_rebalancing_a_copy_answers_unless_a_running_active_one_is_r
     async with running(cluster, counting_topology(), streams_config(tmp_path)) as app:
         await counted(cluster, app, "a a")
         streams = app.streams
-        streams._state = KafkaStreams.State.REBALANCING  # what a rebalance sets, without the rebalance's timing
+        streams._lifecycle.state = KafkaStreams.State.REBALANCING  # what a rebalance sets, without the rebalance's timing
         try:
             plain = (await streams.query(in_counts(KeyQuery.with_key("a")).with_partitions({0}))).get_partition_results()[0]
             assert plain.is_success() and plain.get_result() == 2
             required = await streams.query(in_counts(KeyQuery.with_key("a")).with_partitions({0}).require_active())
             assert required.get_partition_results()[0].get_failure_reason() is FailureReason.NOT_ACTIVE
         finally:
-            streams._state = KafkaStreams.State.RUNNING
+            streams._lifecycle.state = KafkaStreams.State.RUNNING
