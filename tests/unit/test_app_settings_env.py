@@ -44,6 +44,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "errors.dead.letter.queue.topic.name": ("orders-dlq", "orders-dlq"),
     "autostop.at": ("eol", "eol"),
     "replication.factor": ("3", 3),
+    "windowstore.changelog.additional.retention.ms": ("3600000", 3_600_000),
     "poll.ms": ("20", 20),
     "state.cleanup.delay.ms": ("1000", 1000),
     "max.partition.time.lag.ms": ("5000", 5000),
