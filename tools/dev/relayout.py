@@ -307,7 +307,7 @@ def extract(run: Run, src: str, dst: str, names: list[str], copies: list[str], d
         raise SystemExit(f"extract {names} from {src}: they need {sorted(leaked)}, defined there; add them to the copies")
     all_list = ", ".join(f'"{n}"' for n in sorted(names))
     new_text = f'"""{doc}"""\n\nfrom __future__ import annotations\n\n' + "\n".join(imports)
-    new_text += f"\n\n__all__ = [{all_list}]\n\n" + ("\n" if copy_spans else "") + body
+    new_text += f"\n\n__all__ = [{all_list}]\n\n\n" + body
     if dst_path.exists():
         raise SystemExit(f"extract: {dst} exists but {names} are still in {src}; resolve by hand")
     # the source without the moved blocks, importing them back where it still names them
