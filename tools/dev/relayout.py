@@ -41,11 +41,11 @@ PKG = "streams_core"
 #: New packages (rooms) and the one line their `__init__.py` says.
 PACKAGES: dict[str, str] = {
     "streams_core/common": "The bottom floor: value types and protocols every layer shares (clients, processor, state, runtime, api).",
-    "streams_core/runtime/tasks": "Tasks and what feeds them: StreamTask, StandbyTask, TaskManager, PartitionGroup, RecordQueue, the collector.",
-    "streams_core/runtime/threads": "Stream threads: the loop, its clients, guarantee, flow control and metrics, and how an instance drives them.",
-    "streams_core/runtime/workers": "Worker processes (`stream.threads.mode=process`): the process, its channel, its logs, its store answers.",
-    "streams_core/runtime/restore": "Restoring state: the changelog reader, standby updates, cleaning state directories.",
-    "streams_core/runtime/queries": "Answering store queries: KafkaStreams.store() and query() providers, local and over a worker.",
+    "streams_core/runtime/tasks": "Tasks and what runs them: StreamTask, TaskManager, PartitionGroup, RecordQueue, the collector, the guarantee.",
+    "streams_core/runtime/threads": "Stream threads: the loop, its clients, polling, the rebalance listener, metrics, and how an instance drives one.",
+    "streams_core/runtime/workers": "Worker processes (`stream.threads.mode=process`): the process, the instance's handle, the channel, logs, queries.",
+    "streams_core/runtime/restore": "Keeping state current from changelogs: the changelog reader, standby tasks and their updater.",
+    "streams_core/runtime/queries": "Answering store queries: the providers behind KafkaStreams.store() and query(), and the one store path.",
     "streams_core/runtime/autostop": "KIP-95 batch runs (`autostop.at`): how a run ends, the metadata topic, the instance and thread sides.",
 }
 
@@ -95,8 +95,10 @@ MOVES: dict[str, str] = {
     "streams_core/kstream/internals/kstream_processors.py": "streams_core/processor/internals/stateless_processors.py",
     "streams_core/kstream/internals/type_vars.py": "streams_core/processor/type_vars.py",
     # runtime/tasks
+    "streams_core/runtime/flow_control.py": "streams_core/runtime/tasks/flow_control.py",
+    "streams_core/runtime/processing_guarantee.py": "streams_core/runtime/tasks/processing_guarantee.py",
+    "streams_core/runtime/state_directory_cleaner.py": "streams_core/runtime/tasks/state_directory_cleaner.py",
     "streams_core/runtime/stream_task.py": "streams_core/runtime/tasks/stream_task.py",
-    "streams_core/runtime/standby_task.py": "streams_core/runtime/tasks/standby_task.py",
     "streams_core/runtime/task_manager.py": "streams_core/runtime/tasks/task_manager.py",
     "streams_core/runtime/partition_group.py": "streams_core/runtime/tasks/partition_group.py",
     "streams_core/runtime/record_queue.py": "streams_core/runtime/tasks/record_queue.py",
@@ -104,44 +106,42 @@ MOVES: dict[str, str] = {
     "streams_core/runtime/topic_partition_metadata.py": "streams_core/runtime/tasks/topic_partition_metadata.py",
     "streams_core/runtime/dead_letter_sink.py": "streams_core/runtime/tasks/dead_letter_sink.py",
     # runtime/threads
+    "streams_core/runtime/streams_rebalance_listener.py": "streams_core/runtime/threads/streams_rebalance_listener.py",
     "streams_core/runtime/stream_thread.py": "streams_core/runtime/threads/stream_thread.py",
     "streams_core/runtime/stream_thread_factory.py": "streams_core/runtime/threads/stream_thread_factory.py",
     "streams_core/runtime/stream_threads.py": "streams_core/runtime/threads/stream_threads.py",
     "streams_core/runtime/global_stream_thread.py": "streams_core/runtime/threads/global_stream_thread.py",
     "streams_core/runtime/instance_thread.py": "streams_core/runtime/threads/instance_thread.py",
-    "streams_core/runtime/thread_mode.py": "streams_core/runtime/threads/thread_mode.py",
     "streams_core/runtime/thread_clients.py": "streams_core/runtime/threads/thread_clients.py",
     "streams_core/runtime/thread_metadata.py": "streams_core/runtime/threads/thread_metadata.py",
     "streams_core/runtime/thread_metrics.py": "streams_core/runtime/threads/thread_metrics.py",
     "streams_core/runtime/thread_state.py": "streams_core/runtime/threads/thread_state.py",
-    "streams_core/runtime/processing_guarantee.py": "streams_core/runtime/threads/processing_guarantee.py",
-    "streams_core/runtime/flow_control.py": "streams_core/runtime/threads/flow_control.py",
     "streams_core/runtime/round_poll.py": "streams_core/runtime/threads/round_poll.py",
     "streams_core/runtime/gc_policy.py": "streams_core/runtime/threads/gc_policy.py",
     # runtime/workers
+    "streams_core/runtime/remote_store_provider.py": "streams_core/runtime/workers/remote_store_provider.py",
     "streams_core/runtime/stream_worker.py": "streams_core/runtime/workers/stream_worker.py",
     "streams_core/runtime/worker_thread.py": "streams_core/runtime/workers/worker_thread.py",
     "streams_core/runtime/worker_channel.py": "streams_core/runtime/workers/worker_channel.py",
     "streams_core/runtime/worker_logging.py": "streams_core/runtime/workers/worker_logging.py",
     "streams_core/runtime/worker_store_queries.py": "streams_core/runtime/workers/worker_store_queries.py",
-    # runtime/assignment (the room stands; the group protocol's two entry points join it)
+    # runtime/assignment (the room stands; the assignor, the group protocol's entry point, joins it)
     "streams_core/runtime/streams_partition_assignor.py": "streams_core/runtime/assignment/streams_partition_assignor.py",
-    "streams_core/runtime/streams_rebalance_listener.py": "streams_core/runtime/assignment/streams_rebalance_listener.py",
     # runtime/restore
+    "streams_core/runtime/standby_task.py": "streams_core/runtime/restore/standby_task.py",
     "streams_core/runtime/store_changelog_reader.py": "streams_core/runtime/restore/store_changelog_reader.py",
     "streams_core/runtime/standby_updater.py": "streams_core/runtime/restore/standby_updater.py",
-    "streams_core/runtime/state_directory_cleaner.py": "streams_core/runtime/restore/state_directory_cleaner.py",
     # runtime/queries
     "streams_core/runtime/interactive_query.py": "streams_core/runtime/queries/interactive_query.py",
     "streams_core/runtime/state_store_providers.py": "streams_core/runtime/queries/state_store_providers.py",
-    "streams_core/runtime/remote_store_provider.py": "streams_core/runtime/queries/remote_store_provider.py",
     "streams_core/runtime/store_host.py": "streams_core/runtime/queries/store_host.py",
     # runtime/autostop: "mode" keeps one meaning (where threads run: thread_mode); how a run ends is a RunEnd
     "streams_core/runtime/autostop_manager.py": "streams_core/runtime/autostop/autostop_manager.py",
     "streams_core/runtime/autostop_metadata.py": "streams_core/runtime/autostop/autostop_metadata.py",
     "streams_core/runtime/autostop_tracker.py": "streams_core/runtime/autostop/autostop_tracker.py",
     "streams_core/runtime/run_mode.py": "streams_core/runtime/autostop/run_end.py",
-    # runtime/ itself keeps the instance: kafka_streams, topology_metadata, topic_preparation, shutdown_request, signal_runner
+    # runtime/ itself keeps the instance: kafka_streams, thread_mode (threads or worker processes), topology_metadata,
+    # topic_preparation, shutdown_request, signal_runner
 }
 
 #: Untracked build products that travel with a moved source (glob under the old folder -> new folder).
