@@ -150,6 +150,9 @@ BUILT: list[tuple[str, str]] = [("streams_core/runtime/_murmur2*.so", "streams_c
 #: Identifiers renamed with their module (one word per concept: "mode" is where threads run, nothing else).
 RENAMES: dict[str, str] = {"ThreadRunMode": "ThreadRunEnd", "RunMode": "RunEnd", "run_mode": "run_end"}
 
+#: Text that names several moved files at once (docs), rewritten as it stands.
+TEXT_FIXES: dict[str, str] = {"runtime/autostop_*.py": "runtime/autostop/autostop_*.py"}
+
 #: Where names are rewritten: these folders and files, never this script, never the virtualenv or caches.
 SCOPE_DIRS = ["streams_core", "api", "app", "tests", "bench", "docs", "docker", "tools"]
 SCOPE_FILES = ["README.md", "Makefile", "pyproject.toml", "openapi.yaml"]
@@ -503,9 +506,11 @@ def substitutions() -> list[tuple[re.Pattern[str], str]]:
     # a dotted ext-module name: streams_core.runtime._murmur2
     subs.append((rf"(?<![\w.]){PKG}\.runtime\._murmur2(?!\w)", f"{PKG}.common._murmur2"))
     subs.append((r"(?<![\w.])runtime\._murmur2(?!\w)", "common._murmur2"))
-    for old, new in RENAMES.items():
-        subs.append((rf"(?<![A-Za-z0-9]){re.escape(old)}(?![A-Za-z0-9])", new))
+    for old, new in TEXT_FIXES.items():
+        subs.append((re.escape(old), new))
     subs.sort(key=lambda s: -len(s[0]))
+    # identifiers last, once every path that holds one (runtime/run_mode.py) has its new name
+    subs += [(rf"(?<![A-Za-z0-9]){re.escape(old)}(?![A-Za-z0-9])", new) for old, new in RENAMES.items()]
     return [(re.compile(p), r) for p, r in subs]
 
 
