@@ -144,12 +144,20 @@ MOVES: dict[str, str] = {
     "streams_core/runtime/autostop_metadata.py": "streams_core/runtime/autostop/autostop_metadata.py",
     "streams_core/runtime/autostop_tracker.py": "streams_core/runtime/autostop/autostop_tracker.py",
     "streams_core/runtime/run_mode.py": "streams_core/runtime/autostop/run_end.py",
-    # runtime/ itself keeps the instance: kafka_streams, thread_mode (threads or worker processes), topology_metadata,
-    # topic_preparation, shutdown_request, signal_runner
+    # Kafka Streams' internal topic configs, used by the classic path's topic preparation and the streams group topology
+    "streams_core/runtime/internal_topic_config.py": "streams_core/runtime/assignment/internal_topic_config.py",
+    # value parsers shared by the streams config and the client config
+    "streams_core/config_parsers.py": "streams_core/common/config_parsers.py",
+    # runtime/ itself keeps the instance: kafka_streams (with its client_state, kafka_streams_queries and
+    # thread_failures), thread_mode (threads or worker processes), topology_metadata, topic_preparation,
+    # shutdown_request, signal_runner
 }
 
 #: What may stay in runtime/ itself (the instance); any other module there is named at the end of a run, to be given a room.
-RUNTIME_ROOT = {"__init__", "kafka_streams", "thread_mode", "topology_metadata", "topic_preparation", "shutdown_request", "signal_runner"}
+RUNTIME_ROOT = {
+    "__init__", "kafka_streams", "client_state", "kafka_streams_queries", "thread_failures", "thread_mode",
+    "topology_metadata", "topic_preparation", "shutdown_request", "signal_runner",
+}  # fmt: skip
 
 #: Untracked build products that travel with a moved source (glob under the old folder -> new folder).
 BUILT: list[tuple[str, str]] = [("streams_core/runtime/_murmur2*.so", "streams_core/common")]
