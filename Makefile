@@ -21,7 +21,7 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
 	    || echo "chromium is missing (not root, or apt-get failed): the dashboard's browser test will be skipped"
 
-$(VENV)/.installed: pyproject.toml streams_core/runtime/_murmur2.c
+$(VENV)/.installed: pyproject.toml streams_core/common/_murmur2.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]' --config-settings editable_mode=compat

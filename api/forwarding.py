@@ -26,7 +26,7 @@ from fastapi import Request, Response
 from api.errors import BadRequestError, NotAvailableError
 from api.instance import StreamsInstance
 from streams_core import HostInfo, InvalidStateStoreError, Serde
-from streams_core.runtime.store_host import Deadline
+from streams_core.runtime.queries.store_host import Deadline
 
 __all__ = [
     "HOP_HEADER",

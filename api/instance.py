@@ -10,14 +10,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from streams_core import KeyQueryMetadata, State, StoreDescription, StreamsMetadata, Topology
-from streams_core.runtime.store_host import Deadline, StoreHost, StoreRead
+from streams_core.runtime.queries.store_host import Deadline, StoreHost, StoreRead
 
 __all__ = ["StoreQueries", "StreamsInstance"]
 
 
 class StoreQueries(Protocol):
     """The instance's asynchronous query path (`KafkaStreams.store_queries`), which the REST layer's IQv2
-    queries take (api/reads.py, `runtime/interactive_query.py`): every read with a deadline."""
+    queries take (api/reads.py, `runtime/queries/interactive_query.py`): every read with a deadline."""
 
     def copies(self, store_name: str) -> dict[int, bool]:
         """Partition -> whether active, of this instance's copies of the store (as far as it knows now)."""

@@ -20,7 +20,7 @@ from time import perf_counter
 from typing import Any
 from urllib.parse import quote
 
-from streams_core.state.store import KeyValue
+from streams_core.common.store import KeyValue
 
 __all__ = ["NEXT_AFTER_HEADER", "SLICE_S", "Page", "cursor_header", "read_page"]
 

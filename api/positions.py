@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 
 from api.errors import BadRequestError
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
 
 __all__ = ["POSITION_HEADER", "POSITION_PATTERN", "Position", "format_position", "parse_position"]
 

@@ -2,7 +2,7 @@
 
 A key get is a `KeyQuery`, a window fetch a `WindowKeyQuery`, a session fetch a key's
 `WindowRangeQuery`, `all` and `range` a `RangeQuery` of each active partition here; each is a
-`StateQueryRequest` answered by IQv2's machinery (`runtime/interactive_query.py`: one `StoreRead`
+`StateQueryRequest` answered by IQv2's machinery (`runtime/queries/interactive_query.py`: one `StoreRead`
 per partition through the instance's store path, with the query's deadline, on a stream thread
 or a worker process). A plain read requires the active copy (`require_active()`); `stale=true`
 lets a standby answer (the active first), `maxLag` bounds how far behind (the machinery's
@@ -35,15 +35,15 @@ from api.errors import NotAvailableError, StoreNotFoundError
 from api.instance import StreamsInstance
 from api.positions import format_position
 from streams_core import State
+from streams_core.common.store import KeyValue
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.errors import InvalidStateStoreError
 from streams_core.query.position import Position, PositionBound
 from streams_core.query.queries import KeyQuery, Query, RangeQuery
 from streams_core.query.query_result import FailureReason, QueryResult
 from streams_core.query.state_query_request import StateQueryRequest
-from streams_core.runtime.interactive_query import query_global, query_partition, query_partitions
-from streams_core.runtime.store_host import Deadline
-from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.state.store import KeyValue
+from streams_core.runtime.queries.interactive_query import query_global, query_partition, query_partitions
+from streams_core.runtime.queries.store_host import Deadline
 
 __all__ = ["POLL_S", "failure_error", "read_key", "read_scan"]
 

@@ -45,7 +45,7 @@ class JsonFormatter(logging.Formatter):
 
 def configure_logging(level: str, log_format: str) -> None:
     """Root logging for the apps (stderr), warnings included; the Kafka client and httpx only from
-    WARNING. Worker processes apply the same set-up (streams_core/runtime/worker_logging.py)."""
+    WARNING. Worker processes apply the same set-up (streams_core/runtime/workers/worker_logging.py)."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)

@@ -8,7 +8,7 @@ the store `counts` (tests/unit/runtime/harness.py); then, on its loop, the same 
 is read back to back:
 
   store path   `streams.store_queries.query(StoreRead(... "get" ..., with_position=True))`: the bare
-               read below IQv2 (runtime/store_host.py; what the REST layer's get took before it
+               read below IQv2 (runtime/queries/store_host.py; what the REST layer's get took before it
                went through IQv2)
   iqv2         `await streams.query(StateQueryRequest...KeyQuery...with_partitions({0}))`: the
                same read through IQv2 (request, per-partition result, position, failure mapping)
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from api.reads import read_key  # noqa: E402
 from streams_core import KeyQuery, QueryableStoreTypes, StateQueryRequest  # noqa: E402
-from streams_core.runtime.store_host import Deadline, StoreQuery, StoreRead  # noqa: E402
+from streams_core.runtime.queries.store_host import Deadline, StoreQuery, StoreRead  # noqa: E402
 from streams_core.testing import FakeKafkaCluster  # noqa: E402
 from tests.unit.runtime.harness import counting_topology, eventually, produce_words, running, streams_config  # noqa: E402
 

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from streams_core import Consumed, Serdes, StreamsBuilder, StreamsConfig
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.record_collector_impl import RecordCollectorImpl
-from streams_core.runtime.stream_task import StreamTask
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
+from streams_core.runtime.tasks.record_collector_impl import RecordCollectorImpl
+from streams_core.runtime.tasks.stream_task import StreamTask
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.testing.fake_kafka_cluster import FakeRecord as Raw
 

@@ -52,10 +52,10 @@ from aiokafka import TopicPartition as KafkaTopicPartition
 from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 from streams_core.clients import InternalTopicManager, NewTopicSpec, create_admin, create_restore_consumer
 from streams_core.clients.client_config import consumer_kwargs
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.store_changelog_reader import ChangelogPartition, StoreChangelogReader
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.restore.store_changelog_reader import ChangelogPartition, StoreChangelogReader
 from streams_core.serde import Serdes
 from streams_core.state import Stores
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager

@@ -56,7 +56,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streams_core.processor.task_id import TaskId
+from streams_core.common.task_id import TaskId
 from streams_core.serde import Serdes
 from streams_core.state import Stores
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager

@@ -94,7 +94,7 @@ def raw_engines(n: int, tmp: str) -> None:
 
 
 def stores(n: int, tmp: str) -> None:
-    from streams_core.processor.task_id import TaskId
+    from streams_core.common.task_id import TaskId
     from streams_core.serde import Serdes
     from streams_core.state import Stores
     from streams_core.state.internals.processor_state_manager import ProcessorStateManager

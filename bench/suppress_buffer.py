@@ -15,10 +15,10 @@ import time
 from typing import Any
 
 from streams_core import Serdes
-from streams_core.kstream.internals.change import Change
+from streams_core.common.change import Change
+from streams_core.common.task_id import TaskId
 from streams_core.kstream.internals.ktable_suppress import KTableSuppress
 from streams_core.processor.processor import Record
-from streams_core.processor.task_id import TaskId
 
 S, L = Serdes.String(), Serdes.Long()
 RECORDS, KEYS, FLUSH_EVERY = 200_000, 1_000, 1_000

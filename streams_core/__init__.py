@@ -5,6 +5,9 @@ configuration, the KafkaStreams runtime and the TopologyTestDriver.
 """
 
 from streams_core.clients import InternalTopicError, KafkaClientSupplier
+from streams_core.common.headers import Headers
+from streams_core.common.record_metadata import RecordMetadata
+from streams_core.common.task_id import TaskId
 from streams_core.config import StreamsConfig
 from streams_core.errors import (
     ConfigError,
@@ -68,17 +71,14 @@ from streams_core.processor.fixed_key_processor import (
 )
 from streams_core.processor.processor import (
     Cancellable,
-    Headers,
     Processor,
     ProcessorContext,
     ProcessorSupplier,
     PunctuationType,
     Punctuator,
     Record,
-    RecordMetadata,
 )
 from streams_core.processor.stream_partitioner import StreamPartitioner
-from streams_core.processor.task_id import TaskId
 from streams_core.processor.timestamp_extractor import (
     FailOnInvalidTimestamp,
     LogAndSkipOnInvalidTimestamp,
@@ -118,8 +118,8 @@ from streams_core.runtime.assignment import (
     UnsupportedVersionError,
 )
 from streams_core.runtime.kafka_streams import KafkaStreams, LagInfo, State, StreamThreadExceptionResponse
-from streams_core.runtime.record_collector_impl import ProductionError
-from streams_core.runtime.thread_metadata import TaskMetadata, ThreadMetadata
+from streams_core.runtime.tasks.record_collector_impl import ProductionError
+from streams_core.runtime.threads.thread_metadata import TaskMetadata, ThreadMetadata
 from streams_core.serde import Serde, Serdes
 from streams_core.state import (
     KeyValue,

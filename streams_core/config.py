@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from streams_core.config_parsers import choice, integer
+from streams_core.common.config_parsers import choice, integer
 from streams_core.errors import ConfigError
 from streams_core.serde import Serde, Serdes, resolve_serde
 

@@ -49,10 +49,10 @@ from api.positions import POSITION_HEADER, POSITION_PATTERN, format_position, pa
 from api.reads import read_key, read_scan
 from api.schemas import KeyValueBean, WindowedValue, key_value_body
 from streams_core import State
+from streams_core.common.store import KeyValue
 from streams_core.query import KeyQuery, RangeQuery, WindowKeyQuery, WindowRangeQuery
 from streams_core.query import Query as IQuery
-from streams_core.runtime.store_host import Deadline
-from streams_core.state.store import KeyValue
+from streams_core.runtime.queries.store_host import Deadline
 
 __all__ = ["router"]
 

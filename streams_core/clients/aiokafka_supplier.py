@@ -34,9 +34,9 @@ from streams_core.clients.ports import (
 )
 from streams_core.clients.stable_offsets import fetch_stable_offsets, read_committed_stably
 from streams_core.clients.streams_assignor_adapter import StreamsAssignorAdapter
+from streams_core.common.offset_and_metadata import OffsetAndMetadata
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
-from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 
 __all__ = ["AioKafkaAdmin", "AioKafkaClientSupplier", "AioKafkaConsumer", "AioKafkaProducer"]
 

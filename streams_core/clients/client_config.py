@@ -30,8 +30,8 @@ from typing import Any, Final, Literal
 from aiokafka.helpers import create_ssl_context
 
 from streams_core.clients.client_security import java_security_properties, parse_jaas_config, token_provider
+from streams_core.common.config_parsers import boolean, choice, integer, non_empty_string
 from streams_core.config import StreamsConfig
-from streams_core.config_parsers import boolean, choice, integer, non_empty_string
 from streams_core.errors import ConfigError
 
 __all__ = [

@@ -14,8 +14,8 @@ from typing import Any, Self
 from streams_core.clients.admin import InternalTopicManager
 from streams_core.clients.client_config import admin_kwargs, consumer_kwargs
 from streams_core.clients.kafka_clients import AIOKafkaAdminClient, AIOKafkaConsumer, KafkaTopicPartition
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
-from streams_core.runtime.topic_partition import TopicPartition
 
 __all__ = ["GroupAdmin"]
 

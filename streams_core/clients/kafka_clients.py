@@ -40,7 +40,7 @@ from streams_core.clients.client_config import admin_kwargs, consumer_kwargs, pr
 from streams_core.config import StreamsConfig
 
 if TYPE_CHECKING:
-    from streams_core.runtime.topic_partition import TopicPartition
+    from streams_core.common.topic_partition import TopicPartition
 
 __all__ = [
     "AIOKafkaAdminClient",
@@ -152,7 +152,7 @@ def from_aiokafka(tp: Any) -> TopicPartition:
 
     Imported on use: the runtime imports this package, so a module-level import could cycle.
     """
-    from streams_core.runtime.topic_partition import TopicPartition
+    from streams_core.common.topic_partition import TopicPartition
 
     if type(tp) is TopicPartition:
         return tp

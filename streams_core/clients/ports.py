@@ -18,13 +18,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
-from streams_core.processor.processor import Headers, RecordMetadata
+from streams_core.common.headers import Headers
+from streams_core.common.record_metadata import RecordMetadata
 
 if TYPE_CHECKING:
     from streams_core.clients.admin import NewTopicSpec
+    from streams_core.common.offset_and_metadata import OffsetAndMetadata
+    from streams_core.common.topic_partition import TopicPartition
     from streams_core.config import StreamsConfig
-    from streams_core.runtime.topic_partition import TopicPartition
-    from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 
 __all__ = [
     "Admin",

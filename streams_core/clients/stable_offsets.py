@@ -23,7 +23,7 @@ from aiokafka.errors import KafkaError, KafkaTimeoutError, for_code
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.types import Boolean, CompactArray, CompactString, Int16, Int32, Int64, Schema, TaggedFields
 
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from aiokafka import AIOKafkaConsumer

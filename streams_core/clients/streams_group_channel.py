@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
     from aiokafka.admin import AIOKafkaAdminClient
 
-    from streams_core.runtime.topic_partition import TopicPartition
-    from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
+    from streams_core.common.offset_and_metadata import OffsetAndMetadata
+    from streams_core.common.topic_partition import TopicPartition
 
 __all__ = ["StreamsGroupChannel"]
 

@@ -37,9 +37,9 @@ from streams_core.clients.streams_group_protocol import (
     StreamsGroupTopology,
     TaskAssignment,
 )
+from streams_core.common.host_info import HostInfo
+from streams_core.common.task_id import TaskId
 from streams_core.errors import StreamsError
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.assignment.host_info import HostInfo
 
 __all__ = ["MemberInfo", "MemberState", "Reconciliation", "StreamsGroupError", "StreamsGroupMembership"]
 

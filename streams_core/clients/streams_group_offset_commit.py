@@ -16,8 +16,8 @@ from typing import Any, TypeAlias
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.types import CompactArray, CompactString, Int16, Int32, Int64, Schema, TaggedFields
 
-from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
+from streams_core.common.offset_and_metadata import OffsetAndMetadata
+from streams_core.common.topic_partition import TopicPartition
 
 __all__ = [
     "STALE_MEMBER_EPOCH",

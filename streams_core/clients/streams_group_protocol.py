@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 from aiokafka.protocol.api import Response
 
 from streams_core.clients.streams_group_messages import StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.assignment.host_info import HostInfo
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.host_info import HostInfo
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 
 __all__ = [
     "LEAVE_GROUP_EPOCH",

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic
 
-from streams_core.kstream.internals.type_vars import K, V
+from streams_core.processor.type_vars import K, V
 
 if TYPE_CHECKING:
     from streams_core.kstream.kstream import KStream

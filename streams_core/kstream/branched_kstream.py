@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Generic
 from streams_core.errors import TopologyError
 from streams_core.kstream.branched import Branched
 from streams_core.kstream.internals.functions import check_callable
-from streams_core.kstream.internals.kstream_processors import KStreamBranch, KStreamPassThrough
-from streams_core.kstream.internals.type_vars import K, V
+from streams_core.processor.internals.stateless_processors import KStreamBranch, KStreamPassThrough
+from streams_core.processor.type_vars import K, V
 
 if TYPE_CHECKING:
     from streams_core.kstream.kstream import KStream

@@ -22,7 +22,6 @@ from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable
 from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate
-from streams_core.kstream.internals.kstream_processors import KStreamPassThrough
 from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
 from streams_core.kstream.internals.kstream_sliding_window_aggregate import KStreamSlidingWindowAggregate
 from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
@@ -32,11 +31,12 @@ from streams_core.kstream.internals.ktable_value_getters import (
     WindowStoreValueGetterSupplier,
 )
 from streams_core.kstream.internals.materialize import key_value_store, session_store, store_name, window_store
-from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.materialized import Materialized, named_and_materialized
 from streams_core.kstream.named import Named, name_of
 from streams_core.kstream.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
 from streams_core.kstream.windows import SessionWindows, SlidingWindows, TimeWindows
+from streams_core.processor.internals.stateless_processors import KStreamPassThrough
+from streams_core.processor.type_vars import VR, K, V
 
 if TYPE_CHECKING:
     from streams_core.kstream.kgrouped_stream import KGroupedStream

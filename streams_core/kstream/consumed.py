@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Generic
 
-from streams_core.kstream.internals.type_vars import KR, VR, K, V
 from streams_core.processor.timestamp_extractor import ExtractFunction, TimestampExtractor
+from streams_core.processor.type_vars import KR, VR, K, V
 from streams_core.serde import Serde
 
 __all__ = ["Consumed", "Extractor"]

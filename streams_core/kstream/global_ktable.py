@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Generic
 
-from streams_core.kstream.internals.type_vars import K, V
+from streams_core.processor.type_vars import K, V
 
 __all__ = ["GlobalKTable"]
 

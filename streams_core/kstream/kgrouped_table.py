@@ -16,9 +16,9 @@ from streams_core.kstream.internals.functions import check_callable
 from streams_core.kstream.internals.ktable_aggregate import KTableAggregate, KTableReduce
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import key_value_store, store_name
-from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named, name_of
+from streams_core.processor.type_vars import VR, K, V
 from streams_core.serde import Serde, Serdes
 
 if TYPE_CHECKING:

@@ -21,7 +21,18 @@ from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable, takes_key
 from streams_core.kstream.internals.kstream_print import KStreamPrint
 from streams_core.kstream.internals.kstream_process_values import fixed_key_factory
-from streams_core.kstream.internals.kstream_processors import (
+from streams_core.kstream.internals.ktable_processors import KTableSource
+from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
+from streams_core.kstream.internals.materialize import is_versioned, key_value_store, store_name
+from streams_core.kstream.internals.send_old_values import SendOldValues
+from streams_core.kstream.materialized import Materialized
+from streams_core.kstream.named import Named, name_of
+from streams_core.kstream.printed import Printed
+from streams_core.kstream.produced import Produced
+from streams_core.kstream.repartitioned import Repartitioned
+from streams_core.processor.connected_store_provider import supplier_stores
+from streams_core.processor.fixed_key_processor import FixedKeyProcessor, FixedKeyProcessorSupplier
+from streams_core.processor.internals.stateless_processors import (
     KStreamBranch,
     KStreamFilter,
     KStreamFlatMap,
@@ -32,21 +43,10 @@ from streams_core.kstream.internals.kstream_processors import (
     KStreamPeek,
     KStreamSelectKey,
 )
-from streams_core.kstream.internals.ktable_processors import KTableSource
-from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
-from streams_core.kstream.internals.materialize import is_versioned, key_value_store, store_name
-from streams_core.kstream.internals.send_old_values import SendOldValues
-from streams_core.kstream.internals.type_vars import GK, GV, KR, VO, VR, K, V
-from streams_core.kstream.materialized import Materialized
-from streams_core.kstream.named import Named, name_of
-from streams_core.kstream.printed import Printed
-from streams_core.kstream.produced import Produced
-from streams_core.kstream.repartitioned import Repartitioned
-from streams_core.processor.connected_store_provider import supplier_stores
-from streams_core.processor.fixed_key_processor import FixedKeyProcessor, FixedKeyProcessorSupplier
 from streams_core.processor.processor import Processor, ProcessorSupplier
 from streams_core.processor.stream_partitioner import StreamPartitioner
 from streams_core.processor.topic_name_extractor import TopicNameExtractor
+from streams_core.processor.type_vars import GK, GV, KR, VO, VR, K, V
 from streams_core.serde import Serde
 
 if TYPE_CHECKING:

@@ -33,12 +33,12 @@ from streams_core.kstream.internals.ktable_value_getters import (
 )
 from streams_core.kstream.internals.materialize import is_versioned, key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
-from streams_core.kstream.internals.type_vars import KO, KR, VO, VR, K, V
 from streams_core.kstream.materialized import Materialized, named_and_materialized
 from streams_core.kstream.named import Named, name_of
 from streams_core.kstream.suppressed import Suppressed
 from streams_core.kstream.table_joined import TableJoined
 from streams_core.kstream.value_transformer_with_key import ValueTransformerWithKey, ValueTransformerWithKeySupplier
+from streams_core.processor.type_vars import KO, KR, VO, VR, K, V
 from streams_core.serde import Serde
 from streams_core.state.internals.in_memory_time_ordered_key_value_change_buffer import SuppressionBufferBuilder
 

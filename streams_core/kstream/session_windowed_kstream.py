@@ -16,12 +16,12 @@ from streams_core.kstream.internals.functions import check_callable
 from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
 from streams_core.kstream.internals.ktable_value_getters import SessionStoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import session_store
-from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.internals.windowed_stream import WindowedStream
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
 from streams_core.kstream.windowed_serdes import SessionWindowedSerde
 from streams_core.kstream.windows import SessionWindows
+from streams_core.processor.type_vars import VR, K, V
 from streams_core.serde import Serde, Serdes
 
 if TYPE_CHECKING:

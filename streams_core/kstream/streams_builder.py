@@ -28,11 +28,11 @@ from streams_core.kstream.internals.ktable_processors import KTableSource
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import is_versioned, key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
-from streams_core.kstream.internals.type_vars import K, V
 from streams_core.kstream.kstream import KStream
 from streams_core.kstream.ktable import KTable
 from streams_core.kstream.materialized import Materialized
 from streams_core.processor.topology import Topology
+from streams_core.processor.type_vars import K, V
 from streams_core.serde import Serde
 
 __all__ = ["StreamsBuilder"]

@@ -18,12 +18,12 @@ from streams_core.kstream.internals.kstream_sliding_window_aggregate import KStr
 from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streams_core.kstream.internals.ktable_value_getters import WindowStoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import window_store
-from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.internals.windowed_stream import WindowedStream
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
 from streams_core.kstream.windowed_serdes import TimeWindowedSerde
 from streams_core.kstream.windows import SlidingWindows, TimeWindows
+from streams_core.processor.type_vars import VR, K, V
 from streams_core.serde import Serde, Serdes
 
 if TYPE_CHECKING:

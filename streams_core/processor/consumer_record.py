@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from streams_core.processor.processor import Headers
+from streams_core.common.headers import Headers
 
 __all__ = ["ConsumerRecord"]
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
-from streams_core.processor.processor import Headers, ProcessorContext
+from streams_core.common.headers import Headers
+from streams_core.processor.processor import ProcessorContext
 
 __all__ = [
     "ContextualFixedKeyProcessor",

@@ -8,25 +8,26 @@ and depth-first: `forward` returns after every downstream node has handled the r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
 
+from streams_core.common.headers import Headers
+from streams_core.common.record_metadata import RecordMetadata
+
 if TYPE_CHECKING:
-    from streams_core.processor.task_id import TaskId
+    from streams_core.common.task_id import TaskId
     from streams_core.serde import Serde
 
 __all__ = [
     "Cancellable",
-    "Headers",
     "Processor",
     "ProcessorContext",
     "ProcessorSupplier",
     "PunctuationType",
     "Punctuator",
     "Record",
-    "RecordMetadata",
 ]
 
 K = TypeVar("K")
@@ -37,9 +38,6 @@ KOut = TypeVar("KOut")
 VOut = TypeVar("VOut")
 KF = TypeVar("KF")
 VF = TypeVar("VF")
-
-Headers = Sequence[tuple[str, bytes]]
-"""Kafka record headers: (name, value) pairs, in order, names may repeat."""
 
 
 class Record(NamedTuple, Generic[K, V]):
@@ -71,21 +69,6 @@ class Record(NamedTuple, Generic[K, V]):
     def with_headers(self, headers: Headers) -> Record[K, V]:
         """A copy with other headers."""
         return Record(self.key, self.value, self.timestamp, tuple(headers))
-
-
-class RecordMetadata(Protocol):
-    """Where a record is: its topic, partition and offset (Kafka Streams' `RecordMetadata`
-    interface). What `ProcessorContext.record_metadata` gives of the record being processed, what
-    a fetched record carries and what the producer answers for a delivered batch (its first record)."""
-
-    @property
-    def topic(self) -> str: ...
-
-    @property
-    def partition(self) -> int: ...
-
-    @property
-    def offset(self) -> int: ...
 
 
 class PunctuationType(Enum):

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
 
 __all__ = ["Position", "PositionBound"]
 

@@ -13,7 +13,7 @@ import enum
 import logging
 from collections.abc import Callable, Iterable
 
-from streams_core.runtime.thread_state import ThreadState
+from streams_core.runtime.threads.thread_state import ThreadState
 
 __all__ = ["ClientStateMachine", "State", "StateListener"]
 

@@ -23,20 +23,20 @@ from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
 from streams_core.processor.topology import Topology
 from streams_core.runtime.assignment import HostInfo, StreamsMetadataState
+from streams_core.runtime.autostop.run_end import run_end
 from streams_core.runtime.client_state import ClientStateMachine, State, StateListener
-from streams_core.runtime.global_stream_thread import GlobalStreamThread
-from streams_core.runtime.instance_thread import InstanceThread, ThreadCallbacks
 from streams_core.runtime.kafka_streams_queries import KafkaStreamsQueries
-from streams_core.runtime.run_mode import run_mode
+from streams_core.runtime.queries.state_store_providers import LagInfo, QueryableStoreProvider
 from streams_core.runtime.shutdown_request import broadcast_shutdown_request
 from streams_core.runtime.signal_runner import run_until_signal
-from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
-from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider
-from streams_core.runtime.stream_threads import StreamThreads
+from streams_core.runtime.tasks.state_directory_cleaner import clean_removed_tasks
 from streams_core.runtime.thread_failures import StreamThreadExceptionResponse, ThreadFailures, UncaughtExceptionHandler
-from streams_core.runtime.thread_metadata import ThreadMetadata
 from streams_core.runtime.thread_mode import in_process, thread_factory
-from streams_core.runtime.thread_state import ThreadState
+from streams_core.runtime.threads.global_stream_thread import GlobalStreamThread
+from streams_core.runtime.threads.instance_thread import InstanceThread, ThreadCallbacks
+from streams_core.runtime.threads.stream_threads import StreamThreads
+from streams_core.runtime.threads.thread_metadata import ThreadMetadata
+from streams_core.runtime.threads.thread_state import ThreadState
 from streams_core.runtime.topic_preparation import prepare_topics, watch_pattern_topics
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.state_directory import StateDirectory
@@ -85,7 +85,7 @@ class KafkaStreams(KafkaStreamsQueries):
         self._thread_starts: set[asyncio.Task[InstanceThread | None]] = set()
         self._cleaner: asyncio.Task[None] | None = None
         self._pattern_watcher: asyncio.Task[None] | None = None
-        self._run_mode = run_mode(self.config, self._clients, self.process_id)
+        self._run_end = run_end(self.config, self._clients, self.process_id)
         self._inline = in_process(self.config, self.metadata, own_supplier=client_supplier is not None)
         factory = thread_factory(
             self.metadata,
@@ -94,7 +94,7 @@ class KafkaStreams(KafkaStreamsQueries):
             process_id=self.process_id,
             client_supplier=self._clients,
             global_stores=self._global_stores,
-            run_mode=self._run_mode,
+            run_end=self._run_end,
             partition_counts=lambda: self._partition_counts,
             key_serde=lambda store: self.describe_store(store).key_serde,
             callbacks=ThreadCallbacks(
@@ -184,7 +184,7 @@ class KafkaStreams(KafkaStreamsQueries):
 
     async def _start_threads(self) -> None:
         """The batch run's metadata, the state cleaner, the pattern watcher, then the stream threads."""
-        await self._run_mode.start(self.metadata, self._partition_counts)
+        await self._run_end.start(self.metadata, self._partition_counts)
         loop = asyncio.get_running_loop()
         self._cleaner = loop.create_task(self._clean_state_periodically())
         if self.metadata.has_patterns:
@@ -213,7 +213,7 @@ class KafkaStreams(KafkaStreamsQueries):
         await admin.start()
         try:
             self._partition_counts = await prepare_topics(
-                admin, self.metadata, self._run_mode.own_topics, self.config["windowstore.changelog.additional.retention.ms"]
+                admin, self.metadata, self._run_end.own_topics, self.config["windowstore.changelog.additional.retention.ms"]
             )
         finally:
             await admin.close()
@@ -222,7 +222,7 @@ class KafkaStreams(KafkaStreamsQueries):
         """A thread finished its batch: when every live thread has, the run mode closes the instance
         once the whole run is done (docs/batch.md)."""
         if self._batch_finished():
-            self._run_mode.on_threads_finished(self._batch_finished, self._begin_close)
+            self._run_end.on_threads_finished(self._batch_finished, self._begin_close)
 
     def _batch_finished(self) -> bool:
         live = [t for t in self._threads.all() if t.alive]
@@ -280,7 +280,7 @@ class KafkaStreams(KafkaStreamsQueries):
                 log.warning("stream-client [%s] threads did not stop in %ss; cancelling", self.application_id, timeout)
                 for thread in self._threads.all():
                     await thread.kill()
-        await self._run_mode.end()
+        await self._run_end.end()
         if self._global_thread is not None:
             try:
                 await self._global_thread.stop()

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from streams_core.common.store import ReadOnlyKeyValueStore
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
 from streams_core.errors import InvalidStateStoreError, StreamsNotStartedError, UnknownStateStoreError
 from streams_core.processor.topology import Topology
@@ -15,18 +17,16 @@ from streams_core.query.state_query_request import StateQueryRequest
 from streams_core.query.state_query_result import StateQueryResult
 from streams_core.runtime.assignment import KeyQueryMetadata, StreamPartitioner, StreamsMetadata, StreamsMetadataState
 from streams_core.runtime.client_state import ClientStateMachine, State
-from streams_core.runtime.interactive_query import DEFAULT_QUERY_TIMEOUT_S, query_off_loop, query_store
-from streams_core.runtime.state_store_providers import LagInfo, QueryableStoreProvider, StoreQuery
+from streams_core.runtime.queries.interactive_query import DEFAULT_QUERY_TIMEOUT_S, query_off_loop, query_store
+from streams_core.runtime.queries.state_store_providers import LagInfo, QueryableStoreProvider, StoreQuery
 from streams_core.runtime.thread_mode import remote_global_stores
-from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
-from streams_core.state.store import ReadOnlyKeyValueStore
 from streams_core.state.store_description import StoreDescription, describe_store
 
 if TYPE_CHECKING:
-    from streams_core.runtime.global_stream_thread import GlobalStreamThread
-    from streams_core.runtime.stream_threads import StreamThreads
+    from streams_core.runtime.threads.global_stream_thread import GlobalStreamThread
+    from streams_core.runtime.threads.stream_threads import StreamThreads
 
 __all__ = ["KafkaStreamsQueries"]
 
@@ -95,7 +95,7 @@ class KafkaStreamsQueries:
 
     async def query(self, request: StateQueryRequest[T], *, timeout: float = DEFAULT_QUERY_TIMEOUT_S) -> StateQueryResult[T]:
         """IQv2 (KIP-796): `request` answered per partition by this instance's copies through the one
-        store path, each host within `timeout` s (runtime/interactive_query.py, docs/iqv2.md)."""
+        store path, each host within `timeout` s (runtime/queries/interactive_query.py, docs/iqv2.md)."""
         self._require_started()
         self._require_store(request.store_name)
         live = None if self._lifecycle.state.is_running_or_rebalancing() else self._lifecycle.state.name

@@ -11,9 +11,9 @@ import asyncio
 import logging
 
 from streams_core import clients
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
-from streams_core.runtime.streams_partition_assignor import StreamsPartitionAssignor, TaskStates
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.assignment.streams_partition_assignor import StreamsPartitionAssignor, TaskStates
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
 __all__ = ["broadcast_shutdown_request"]

@@ -21,12 +21,12 @@ from typing import Any
 from streams_core import clients
 from streams_core.config import StreamsConfig
 from streams_core.errors import ConfigError
-from streams_core.runtime.instance_thread import InstanceThread, ThreadCallbacks, ThreadFactory
-from streams_core.runtime.run_mode import RunMode
-from streams_core.runtime.stream_thread_factory import StreamThreadFactory
-from streams_core.runtime.thread_state import ThreadState
+from streams_core.runtime.autostop.run_end import RunEnd
+from streams_core.runtime.threads.instance_thread import InstanceThread, ThreadCallbacks, ThreadFactory
+from streams_core.runtime.threads.stream_thread_factory import StreamThreadFactory
+from streams_core.runtime.threads.thread_state import ThreadState
 from streams_core.runtime.topology_metadata import TopologyMetadata
-from streams_core.runtime.worker_thread import WorkerThread, WorkerThreadFactory
+from streams_core.runtime.workers.worker_thread import WorkerThread, WorkerThreadFactory
 
 __all__ = ["in_process", "remote_global_stores", "thread_factory"]
 
@@ -61,7 +61,7 @@ def thread_factory(
     process_id: str,
     client_supplier: clients.KafkaClientSupplier,
     global_stores: Callable[[], Mapping[str, Any]],
-    run_mode: RunMode,
+    run_end: RunEnd,
     partition_counts: Callable[[], Mapping[str, int]],
     key_serde: Callable[[str], Any],
     callbacks: ThreadCallbacks,
@@ -70,7 +70,7 @@ def thread_factory(
     if inline:
         return StreamThreadFactory(
             metadata, config, process_id=process_id, client_supplier=client_supplier, global_stores=global_stores,
-            run_mode=run_mode, callbacks=callbacks,
+            run_end=run_end, callbacks=callbacks,
         )
     return WorkerThreadFactory(
         metadata, config, process_id=process_id, client_supplier=client_supplier, partition_counts=partition_counts,

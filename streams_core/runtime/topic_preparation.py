@@ -4,7 +4,7 @@
    topics must exist (each a clear error naming the topics).
 2. Repartition topics and changelog topics are created where missing (`assign()` is synchronous
    and cannot create them later).
-3. The run mode's own topics (`RunMode.own_topics`: KIP-95's metadata topic under
+3. The run mode's own topics (`RunEnd.own_topics`: KIP-95's metadata topic under
    `autostop.at=eol`; without it, a leftover one is deleted) are created with them.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from streams_core import clients
 from streams_core.errors import MissingSinkTopicError
 from streams_core.runtime.assignment import MissingSourceTopicError, ensure_copartitioning
-from streams_core.runtime.internal_topic_config import (
+from streams_core.runtime.assignment.internal_topic_config import (
     REPARTITION_TOPIC_CONFIG,
     WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS,
     changelog_config,

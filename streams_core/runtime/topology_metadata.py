@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from streams_core.common.task_id import TaskId
 from streams_core.processor.internals.internal_topology_builder import InternalTopologyBuilder, TopicsInfo
-from streams_core.processor.task_id import TaskId
 
 __all__ = ["ChangelogSpec", "TopologyMetadata", "changelog_topic_name"]
 

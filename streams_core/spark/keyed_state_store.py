@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from streams_core.common.store import KeyValue, StateStore
 from streams_core.errors import StreamsError
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
 from streams_core.state.internals.metered_key_value_store import MeteredKeyValueStore
-from streams_core.state.store import KeyValue, StateStore
 
 __all__ = ["KeyedStateStore", "keyed_store"]
 

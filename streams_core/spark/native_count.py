@@ -29,13 +29,13 @@ from streams_core.kstream.internals.dsl_serde import InferredSerde
 from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
 from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streams_core.kstream.internals.ktable_processors import KTableToStream
-from streams_core.kstream.internals.stateless_chain import Emit, compose, fused_nodes
 from streams_core.kstream.time_windowed_kstream import _count_add as _window_count_add
 from streams_core.kstream.time_windowed_kstream import _zero as _window_zero
 from streams_core.processor.consumer_record import ConsumerRecord
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
 from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.processor.internals.record_deserializer import RecordDeserializer, resolve_deserialization_handler
+from streams_core.processor.internals.stateless_chain import Emit, compose, fused_nodes
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
 from streams_core.serde import Serdes
 from streams_core.spark.subtopology_executor import InputRow

@@ -30,10 +30,10 @@ from typing import Any
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
+from streams_core.common.partitioner import default_partition
 from streams_core.errors import StreamsError
-from streams_core.kstream.internals.stateless_chain import Emit, compose
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode
-from streams_core.runtime.partitioner import default_partition
+from streams_core.processor.internals.stateless_chain import Emit, compose
 from streams_core.spark.native_count import CountKeys, NativeCount, WindowCount, built_shipped, key_column
 from streams_core.state.windowed import TimeWindow, Windowed
 

@@ -23,11 +23,11 @@ from typing import Any, Literal, TypeVar
 from streams_core.clients.admin import InternalTopicManager, NewTopicSpec
 from streams_core.clients.client_config import java_client_properties
 from streams_core.clients.kafka_clients import create_admin, create_restore_consumer, to_aiokafka
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
 from streams_core.processor.topology import Topology
 from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
-from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.native_stages import NATIVE_STAGES

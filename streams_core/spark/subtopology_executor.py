@@ -21,23 +21,24 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from streams_core.clients.ports import RawRecord
+from streams_core.common.headers import Headers
+from streams_core.common.store import RestoreCallback, StateStore
+from streams_core.common.task_id import TaskId
 from streams_core.config import StreamsConfig
 from streams_core.errors import DeserializationError, StreamsError
-from streams_core.kstream.internals.stateless_chain import Emit, compose, fused_nodes
 from streams_core.processor.internals import topology_shipping
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
 from streams_core.processor.internals.punctuation_queue import PunctuationSchedule
 from streams_core.processor.internals.record_deserializer import DeserializationHandler, resolve_deserialization_handler
+from streams_core.processor.internals.stateless_chain import Emit, compose, fused_nodes
 from streams_core.processor.internals.stream_time import StreamTime
 from streams_core.processor.internals.task_processor import RecordReader, TaskProcessor
-from streams_core.processor.processor import Headers, PunctuationType, Punctuator, Record
-from streams_core.processor.task_id import TaskId
+from streams_core.processor.processor import PunctuationType, Punctuator, Record
 from streams_core.processor.topology import Topology
-from streams_core.runtime.dead_letter_sink import DeadLetterSink, RecordSender
+from streams_core.runtime.tasks.dead_letter_sink import DeadLetterSink, RecordSender
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.keyed_state_store import KeyedStateStore, keyed_store
 from streams_core.state.internals.store_names import store_changelog_topic
-from streams_core.state.store import RestoreCallback, StateStore
 
 __all__ = [
     "ORIGIN_HEADER",

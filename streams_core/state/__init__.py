@@ -4,9 +4,7 @@ Public names live here (and at the top of `streams_core`); the implementations a
 `streams_core.state.internals`. See docs/state.md.
 """
 
-from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
-from streams_core.state.session_store import ReadOnlySessionStore, SessionStore
-from streams_core.state.store import (
+from streams_core.common.store import (
     KeyValue,
     KeyValueStore,
     ReadOnlyKeyValueStore,
@@ -15,6 +13,8 @@ from streams_core.state.store import (
     StateStoreContext,
     StoreBuilder,
 )
+from streams_core.state.queryable_store_types import QueryableStoreType, QueryableStoreTypes
+from streams_core.state.session_store import ReadOnlySessionStore, SessionStore
 from streams_core.state.store_supplier import (
     KeyValueBytesStoreSupplier,
     SessionBytesStoreSupplier,

@@ -15,8 +15,8 @@ import heapq
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
+from streams_core.common.store import KeyValue, ReadOnlyKeyValueStore
 from streams_core.state.session_store import ReadOnlySessionStore
-from streams_core.state.store import KeyValue, ReadOnlyKeyValueStore
 from streams_core.state.window_store import ReadOnlyWindowStore
 
 __all__ = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Protocol, TypeVar
 
+from streams_core.common.store import KeyValueStore, StateStore
 from streams_core.state.session_store import SessionStore
-from streams_core.state.store import KeyValueStore, StateStore
 from streams_core.state.window_store import WindowStore
 
 S = TypeVar("S", bound=StateStore, covariant=True)

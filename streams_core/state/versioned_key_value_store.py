@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from streams_core.state.store import KeyValue
+from streams_core.common.store import KeyValue
 
 __all__ = [
     "DELETED",

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Protocol, TypeVar, overload
 
-from streams_core.state.store import KeyValue, StateStore
+from streams_core.common.store import KeyValue, StateStore
 from streams_core.state.windowed import Windowed
 
 K = TypeVar("K")

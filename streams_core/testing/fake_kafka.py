@@ -28,9 +28,9 @@ from streams_core.clients.ports import (
     Producer,
     RebalanceListener,
 )
+from streams_core.common.offset_and_metadata import OffsetAndMetadata
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
-from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
 from streams_core.testing.fake_kafka_cluster import (
     ClusterEvent,
     FakeKafkaCluster,

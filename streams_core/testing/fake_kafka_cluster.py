@@ -22,9 +22,9 @@ from typing import Any, NamedTuple, Protocol
 
 from streams_core import clients
 from streams_core.clients.ports import GroupAssignor
-from streams_core.runtime.partitioner import default_partition
-from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
+from streams_core.common.offset_and_metadata import OffsetAndMetadata
+from streams_core.common.partitioner import default_partition
+from streams_core.common.topic_partition import TopicPartition
 
 __all__ = ["ClusterEvent", "FakeKafkaCluster", "FakeRecord", "FakeRecordMetadata", "GroupMember", "as_committed"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from streams_core.processor.processor import Headers
+from streams_core.common.headers import Headers
 from streams_core.serde import Serde
 from streams_core.testing.test_record import TestRecord
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from streams_core.common.store import KeyValue
 from streams_core.serde import Serde
-from streams_core.state.store import KeyValue
 from streams_core.testing.test_record import TestRecord
 
 if TYPE_CHECKING:

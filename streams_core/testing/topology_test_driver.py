@@ -46,6 +46,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
+from streams_core.common.headers import Headers
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError, TopologyError, UnknownStateStoreError
 from streams_core.processor.internals.processor_node import SourceNode
@@ -57,12 +60,9 @@ from streams_core.processor.internals.record_deserializer import (
 )
 from streams_core.processor.internals.stream_time import UNKNOWN_TIME, StreamTime
 from streams_core.processor.internals.task_processor import RecordReader, TaskProcessor
-from streams_core.processor.processor import Headers
-from streams_core.processor.task_id import TaskId
 from streams_core.processor.topology import Topology
-from streams_core.runtime.record_collector_impl import RecordCollectorImpl
-from streams_core.runtime.stream_task import StreamTask
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.tasks.record_collector_impl import RecordCollectorImpl
+from streams_core.runtime.tasks.stream_task import StreamTask
 from streams_core.serde import Serde
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.testing.fake_kafka_cluster import FakeRecord

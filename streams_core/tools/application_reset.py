@@ -32,10 +32,10 @@ from pathlib import Path
 
 from streams_core.clients import KafkaError
 from streams_core.clients.group_admin import GroupAdmin
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
-from streams_core.runtime.autostop_metadata import metadata_topic_name
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.autostop.autostop_metadata import metadata_topic_name
 from streams_core.tools.command_config import add_command_config_argument, client_properties
 
 __all__ = ["ResetPlan", "main", "reset_application"]

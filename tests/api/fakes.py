@@ -31,12 +31,12 @@ from streams_core import (
     TopologyTestDriver,
     UnknownStateStoreError,
 )
+from streams_core.common.partitioner import default_partition
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.errors import StreamsNotStartedError
 from streams_core.runtime.assignment import StreamsMetadataState
 from streams_core.runtime.kafka_streams import LagInfo
-from streams_core.runtime.partitioner import default_partition
-from streams_core.runtime.store_host import Deadline, StoreRead
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.queries.store_host import Deadline, StoreRead
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state import QueryableStoreType
 from streams_core.state.store_description import StoreDescription, describe_store

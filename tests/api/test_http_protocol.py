@@ -15,7 +15,7 @@ from api.http_protocol import MAX_HEAD_BYTES
 from api.middleware import MAX_TARGET_BYTES
 from api.server import ServerHandle
 from api.settings import ApiSettings
-from streams_core.runtime.partitioner import default_partition
+from streams_core.common.partitioner import default_partition
 from tests.api.fakes import COUNTS, PARTITIONS, Cluster
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 
 from streams_core import Serdes, State
-from streams_core.runtime.state_store_providers import LagInfo
+from streams_core.runtime.queries.state_store_providers import LagInfo
 from tests.api.fakes import COUNTS, HOST_A, HOST_B, IDS, PARTITIONS, SESSIONS, TOPIC, WINDOWED, Cluster
 
 ALL_STORES = sorted([COUNTS, IDS, SESSIONS, WINDOWED])

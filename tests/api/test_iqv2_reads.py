@@ -14,7 +14,7 @@ from streams_core.errors import InvalidStateStoreError
 from streams_core.query import FailureReason, Position, PositionBound, QueryResult
 from streams_core.query.internals import store_query_utils
 from streams_core.query.internals.store_query_utils import UnknownQueryTypeError
-from streams_core.runtime.store_host import StoreQueryTimeoutError
+from streams_core.runtime.queries.store_host import StoreQueryTimeoutError
 from tests.api.conftest import WORDS
 from tests.api.fakes import COUNTS, HOST_A, SESSIONS, WINDOWED, Cluster
 

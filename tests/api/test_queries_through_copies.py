@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from streams_core.runtime.state_store_providers import LagInfo
+from streams_core.runtime.queries.state_store_providers import LagInfo
 from tests.api.conftest import WORDS
 from tests.api.fakes import COUNTS, HOST_A, HOST_B, IDS, SESSIONS, TOPIC, WINDOWED, Cluster
 

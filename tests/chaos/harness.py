@@ -41,8 +41,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import OffsetAndMetadata
 
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC
-from streams_core.runtime.autostop_metadata import AutostopLog, RunState, metadata_topic_name
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
+from streams_core.runtime.autostop.autostop_metadata import AutostopLog, RunState, metadata_topic_name
 from tests.chaos.checker import OutputChecker, check_stores
 from tests.chaos.scenarios import Scenario
 from tests.integration.apps.harness import committed_offsets

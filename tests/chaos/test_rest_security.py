@@ -31,9 +31,9 @@ import pytest
 from api import ApiSettings, ServerHandle, serve
 from app.settings import add_service_arguments, settings_from
 from streams_core import HostInfo, Serdes
+from streams_core.common.partitioner import default_partition
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.assignment import StreamsMetadataState
-from streams_core.runtime.partitioner import default_partition
-from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from tests.api.fakes import (
     COUNTS,

@@ -31,7 +31,7 @@ import pytest
 from api import ApiSettings, serve
 from streams_core import KafkaStreams, Serdes
 from streams_core.runtime.kafka_streams import StreamThreadExceptionResponse
-from streams_core.runtime.thread_state import ThreadState
+from streams_core.runtime.threads.thread_state import ThreadState
 from tests.integration import streams_testkit as kit
 from tests.integration.test_worker_processes import (
     PARTITIONS,

@@ -25,9 +25,9 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
 from streams_core import Processor, ProcessorContext, Record, Serdes, Stores, TaskId, Topology
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.kafka_streams import KafkaStreams, State
-from streams_core.runtime.partition_group import PartitionGroup
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.tasks.partition_group import PartitionGroup
 from tests.kafka_utils import Consumed, Rec, read_all, unique_topic
 
 __all__ = [

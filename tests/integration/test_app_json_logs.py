@@ -71,7 +71,7 @@ async def test_every_line_of_a_two_worker_service_is_json(bootstrap_servers: str
         await client.aclose()
         await cluster.close()
     logged = entries(instance.log_path)
-    threads = {e.get("thread") for e in logged if e["logger"] == "streams_core.runtime.stream_thread"}
+    threads = {e.get("thread") for e in logged if e["logger"] == "streams_core.runtime.threads.stream_thread"}
     assert threads == {f"json-logs-{tag}-StreamThread-1", f"json-logs-{tag}-StreamThread-2"}, "the workers' own lines"
     assert any("task" in e for e in logged), "task context from the workers' task managers"
     died = [e for e in logged if e["logger"] == "streams_core.runtime.kafka_streams" and "WorkerDiedError" in e["message"]]

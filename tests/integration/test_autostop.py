@@ -30,7 +30,7 @@ from streams_core import (
     Topology,
 )
 from streams_core.clients.group_admin import GroupAdmin
-from streams_core.runtime.autostop_metadata import AutostopLog, metadata_topic_name
+from streams_core.runtime.autostop.autostop_metadata import AutostopLog, metadata_topic_name
 from streams_core.tools.application_reset import reset_application
 from tests.integration.apps.counting_app import build_topology, streams_config
 from tests.integration.apps.harness import AppProcesses

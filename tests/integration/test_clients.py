@@ -19,7 +19,7 @@ from streams_core.clients import (
     to_aiokafka,
     to_aiokafka_partitions,
 )
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
 from tests.kafka_utils import create_topic, unique_topic
 
 pytestmark = pytest.mark.broker

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from streams_core import Serdes
-from streams_core.runtime.partitioner import default_partition
+from streams_core.common.partitioner import default_partition
 from tests.kafka_utils import create_topic, read_all, unique_topic
 
 ROOT = Path(__file__).resolve().parents[2]

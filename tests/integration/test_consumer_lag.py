@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaProducer
 from streams_core import StreamsConfig
 from streams_core.clients import AioKafkaClientSupplier
 from streams_core.clients.ports import Consumer
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
 from tests.kafka_utils import create_topic, produce, unique_topic
 
 pytestmark = pytest.mark.broker

@@ -35,7 +35,7 @@ from streams_core import (
     TimeWindows,
 )
 from streams_core.processor.consumer_record import ConsumerRecord
-from streams_core.runtime.topic_partition_metadata import decode_partition_time
+from streams_core.runtime.tasks.topic_partition_metadata import decode_partition_time
 from tests.integration.streams_testkit import FAST_CONFIG, wait_until
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 

@@ -23,7 +23,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from api.server import serve
 from streams_core import KafkaStreams, Materialized, Processor, PunctuationType, Record, Serdes, State, StreamsBuilder, Topology
-from streams_core.runtime.partitioner import default_partition
+from streams_core.common.partitioner import default_partition
 from tests.integration.apps.counting_app import streams_config
 from tests.integration.rest_cluster import free_port
 from tests.kafka_utils import create_topic, produce, topic_partitions, unique_topic

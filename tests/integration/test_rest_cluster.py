@@ -27,7 +27,7 @@ import pytest
 
 from app.wordcount import STORE, WINDOWED_STORE
 from streams_core import State
-from streams_core.runtime.partitioner import default_partition
+from streams_core.common.partitioner import default_partition
 from tests.integration.rest_cluster import FAST_CONFIG, Client, WordCountCluster, make_text, quoted, wait_until
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 

@@ -40,7 +40,7 @@ import pytest
 
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, STORE
 from streams_core import InvalidStateStoreError, QueryableStoreTypes
-from streams_core.runtime.partitioner import default_partition
+from streams_core.common.partitioner import default_partition
 from tests.integration.rest_cluster import Client, Instance, InstanceTasks, WordCountCluster, make_text, quoted, wait_until
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from streams_core import ConfigError, DeserializationError, Serdes
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.errors import MissingSinkTopicError
 from streams_core.runtime.assignment import CopartitioningError, MissingSourceTopicError, ShutdownRequestedError
 from streams_core.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
-from streams_core.runtime.thread_state import ThreadState
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.threads.thread_state import ThreadState
 from tests.integration.streams_testkit import (
     Recorder,
     StreamsApp,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from streams_core import TaskId
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.kafka_streams import State
-from streams_core.runtime.partition_group import PauseReason
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.tasks.partition_group import PauseReason
 from tests.integration.streams_testkit import (
     Recorder,
     RecordSender,

@@ -13,8 +13,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from streams_core.clients.aiokafka_supplier import AioKafkaConsumer
 from streams_core.clients.stable_offsets import fetch_stable_offsets
-from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
+from streams_core.common.offset_and_metadata import OffsetAndMetadata
+from streams_core.common.topic_partition import TopicPartition
 from tests.kafka_utils import create_topic, produce, unique_topic
 
 pytestmark = pytest.mark.broker

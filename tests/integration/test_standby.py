@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from streams_core import State, TaskId
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
 from tests.integration.apps.counting_app import build_topology, streams_config
 from tests.integration.apps.harness import (
     AppProcesses,

@@ -29,9 +29,9 @@ from streams_core import JoinWindows, Materialized, Serdes, SessionWindows, Stor
 from streams_core.clients.streams_group_channel import StreamsGroupChannel
 from streams_core.clients.streams_group_membership import MemberInfo, MemberState, StreamsGroupMembership
 from streams_core.clients.streams_group_protocol import StreamsGroupDescription, StreamsGroupTopology, Subtopology, TopicInfo
-from streams_core.clients.streams_group_topology import streams_group_topology
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.assignment.host_info import HostInfo
+from streams_core.common.host_info import HostInfo
+from streams_core.common.task_id import TaskId
+from streams_core.runtime.assignment.streams_group_topology import streams_group_topology
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from tests.integration.test_streams_group_protocol import PARTITIONS, admin, all_tasks, word_count_topology
 from tests.kafka_utils import create_topic, unique_topic

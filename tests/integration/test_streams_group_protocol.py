@@ -26,11 +26,11 @@ from streams_core.clients.streams_group_channel import StreamsGroupChannel
 from streams_core.clients.streams_group_membership import MemberInfo, MemberState, StreamsGroupMembership
 from streams_core.clients.streams_group_offset_commit import STALE_MEMBER_EPOCH
 from streams_core.clients.streams_group_protocol import StatusCode, StreamsGroupTopology
-from streams_core.clients.streams_group_topology import streams_group_topology
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.assignment.host_info import HostInfo
-from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
+from streams_core.common.host_info import HostInfo
+from streams_core.common.offset_and_metadata import OffsetAndMetadata
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
+from streams_core.runtime.assignment.streams_group_topology import streams_group_topology
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from tests.kafka_utils import create_topic, unique_topic, wait_for_topic
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from streams_core import KafkaStreams
-from streams_core.runtime.partitioner import default_partition
+from streams_core.common.partitioner import default_partition
 from tests.integration.streams_testkit import passthrough_topology
 from tests.kafka_utils import consume_until, produce, topic_partitions, unique_topic
 

@@ -16,7 +16,7 @@ import pytest
 
 from streams_core import KafkaStreams, State
 from streams_core.processor.internals.processor_metadata import ProcessorMetadata
-from streams_core.runtime.topic_partition_metadata import TopicPartitionMetadata
+from streams_core.runtime.tasks.topic_partition_metadata import TopicPartitionMetadata
 from tests.integration.test_partition_time import assert_committed, one_partition_app
 from tests.kafka_utils import Rec, produce, read_all
 from tests.window_close_restart import EXPECTED, LAST_CLOSE_TIMES, RUNS, STORE, window_close_topology

@@ -23,7 +23,7 @@ from api.streams_collector import StreamsCollector
 from streams_core import KafkaStreams, Serdes, Stores, Topology
 from streams_core.errors import InvalidStateStoreError
 from streams_core.runtime.kafka_streams import State, StreamThreadExceptionResponse
-from streams_core.runtime.thread_state import ThreadState
+from streams_core.runtime.threads.thread_state import ThreadState
 from tests.integration import streams_testkit as kit
 from tests.kafka_utils import create_topic, produce, read_all, unique_topic
 

@@ -22,8 +22,8 @@ from streams_core import (
     Topology,
     TopologyTestDriver,
 )
+from streams_core.common.partitioner import default_partition
 from streams_core.runtime.kafka_streams import State
-from streams_core.runtime.partitioner import default_partition
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 from tests.spark.engines import BASE_TS, FAST_CONFIG

@@ -193,7 +193,7 @@ async def test_through_two_tasks_each_task_drops_what_kafka_streams_drops_in_the
     import heapq
 
     from streams_core import TopologyTestDriver
-    from streams_core.runtime.partitioner import default_partition
+    from streams_core.common.partitioner import default_partition
 
     suffix = unique_topic("native-window-tasks")
     lines, output = f"lines-{suffix}", f"out-{suffix}"

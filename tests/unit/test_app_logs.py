@@ -14,7 +14,7 @@ from tests.integration.rest_cluster import REPO_ROOT
 
 
 def _record(message: str, *args: object, **extra: object) -> logging.LogRecord:
-    record = logging.LogRecord("streams_core.runtime.task_manager", logging.INFO, __file__, 1, message, args, None)
+    record = logging.LogRecord("streams_core.runtime.tasks.task_manager", logging.INFO, __file__, 1, message, args, None)
     record.__dict__.update(extra)
     return record
 
@@ -27,7 +27,7 @@ def test_json_line_carries_thread_and_task() -> None:
     assert entry["thread"] == "wc-StreamThread-1"
     assert entry["task"] == "0_1"
     assert entry["message"] == "created task 0_1 (restored 12 records)"
-    assert entry["level"] == "INFO" and entry["logger"] == "streams_core.runtime.task_manager"
+    assert entry["level"] == "INFO" and entry["logger"] == "streams_core.runtime.tasks.task_manager"
     assert entry["ts"].endswith("+00:00")
 
 

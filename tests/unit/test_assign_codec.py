@@ -6,7 +6,8 @@ import struct
 
 import pytest
 
-from streams_core.processor.task_id import TaskId
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition as TP
 from streams_core.runtime.assignment import (
     AssignmentError,
     AssignmentInfo,
@@ -17,7 +18,6 @@ from streams_core.runtime.assignment import (
     SubscriptionInfo,
     UnsupportedVersionError,
 )
-from streams_core.runtime.topic_partition import TopicPartition as TP
 
 PID = "6f1c3c9e-6d0f-4f8e-9a52-1f0d2a1b2c3d"
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from streams_core.processor.task_id import TaskId
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition as TP
 from streams_core.runtime.assignment import (
     AssignmentConfigs,
     AssignmentInfo,
@@ -11,7 +12,6 @@ from streams_core.runtime.assignment import (
     SubscriptionInfo,
     compute_group_assignment,
 )
-from streams_core.runtime.topic_partition import TopicPartition as TP
 
 SUBTOPOLOGIES = {0: {"left", "right"}, 1: {"repartition"}}
 COUNTS = {"left": 4, "right": 4, "repartition": 2}

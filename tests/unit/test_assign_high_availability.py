@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams_core.processor.task_id import TaskId
+from streams_core.common.task_id import TaskId
 from streams_core.runtime.assignment import (
     AssignmentConfigs,
     ClientAssignment,

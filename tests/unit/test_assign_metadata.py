@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from streams_core.common.partitioner import default_partition
+from streams_core.common.topic_partition import TopicPartition as TP
 from streams_core.errors import UnknownStateStoreError
 from streams_core.runtime.assignment import HostInfo, KeyQueryMetadata, StreamsMetadata, StreamsMetadataState
-from streams_core.runtime.partitioner import default_partition
-from streams_core.runtime.topic_partition import TopicPartition as TP
 
 H1, H2, H3 = HostInfo("h1", 7070), HostInfo("h2", 7070), HostInfo("h3", 7071)
 

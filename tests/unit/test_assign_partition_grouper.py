@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition as TP
 from streams_core.errors import TopologyError
-from streams_core.processor.task_id import TaskId
 from streams_core.runtime.assignment import (
     CopartitioningError,
     MissingSourceTopicError,
     ensure_copartitioning,
     partition_groups,
 )
-from streams_core.runtime.topic_partition import TopicPartition as TP
 
 
 def test_partition_p_of_every_source_topic_is_task_p() -> None:

@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 
 import pytest
 
-from streams_core.processor.task_id import TaskId
+from streams_core.common.task_id import TaskId
 from streams_core.runtime.assignment import (
     AssignmentConfigs,
     ClientAssignment,

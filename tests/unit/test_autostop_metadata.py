@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from streams_core.runtime.autostop_metadata import (
+from streams_core.common.topic_partition import TopicPartition
+from streams_core.runtime.autostop.autostop_metadata import (
     COMPLETED,
     FINISHED,
     AutostopLog,
@@ -11,7 +12,6 @@ from streams_core.runtime.autostop_metadata import (
     done_key,
     stop_key,
 )
-from streams_core.runtime.topic_partition import TopicPartition
 
 A0, A1 = TopicPartition("A", 0), TopicPartition("A", 1)
 I0, I1 = TopicPartition("I", 0), TopicPartition("I", 1)

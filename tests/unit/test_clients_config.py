@@ -40,8 +40,8 @@ from streams_core.clients import (
     validate_client_configs,
 )
 from streams_core.clients.client_config import CLIENT_PROPERTIES
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import CLIENT_KEYS
-from streams_core.runtime.topic_partition import TopicPartition
 
 BASE = {"application.id": "app", "bootstrap.servers": "127.0.0.1:9092,127.0.0.2:9093"}
 EOS = BASE | {"processing.guarantee": "exactly_once_v2"}

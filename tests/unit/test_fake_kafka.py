@@ -14,8 +14,8 @@ import pytest
 
 from streams_core import StreamsConfig, clients
 from streams_core.clients.admin import NewTopicSpec
-from streams_core.runtime.partitioner import default_partition
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.partitioner import default_partition
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.testing import FakeKafkaClientSupplier, FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeConsumer, FakeProducer
 

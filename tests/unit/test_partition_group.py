@@ -10,12 +10,12 @@ from typing import Any, NamedTuple, cast
 import pytest
 
 from streams_core import Consumed, Serdes, StreamsBuilder, StreamsConfig
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.partition_group import PartitionGroup, PauseReason, RecordInfo
-from streams_core.runtime.record_collector_impl import RecordCollectorImpl
-from streams_core.runtime.record_queue import UNKNOWN, RecordQueue
-from streams_core.runtime.stream_task import StreamTask
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
+from streams_core.runtime.tasks.partition_group import PartitionGroup, PauseReason, RecordInfo
+from streams_core.runtime.tasks.record_collector_impl import RecordCollectorImpl
+from streams_core.runtime.tasks.record_queue import UNKNOWN, RecordQueue
+from streams_core.runtime.tasks.stream_task import StreamTask
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.testing.fake_kafka_cluster import FakeRecord
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from streams_core.runtime.partitioner import default_partition, murmur2, to_positive
+from streams_core.common.partitioner import default_partition, murmur2, to_positive
 
 # Expected values as asserted by apache/kafka clients/.../utils/UtilsTest.testMurmur2.
 KAFKA_VECTORS = {
@@ -67,11 +67,11 @@ def test_the_compiled_murmur2_is_built_and_agrees_with_the_reference() -> None:
     import random
     import shutil
 
-    from streams_core.runtime import partitioner
+    from streams_core.common import partitioner
 
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler here: the pure-Python murmur2 is used")
-    assert partitioner.murmur2 is not partitioner.murmur2_py, "make setup builds streams_core/runtime/_murmur2.c"
+    assert partitioner.murmur2 is not partitioner.murmur2_py, "make setup builds streams_core/common/_murmur2.c"
     rng = random.Random(7)
     samples = [b"", b"a", b"ab", b"abc", b"abcd", bytearray(b"kafka"), memoryview(b"streams")]
     samples += [rng.randbytes(rng.randrange(0, 64)) for _ in range(2000)]

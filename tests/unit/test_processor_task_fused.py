@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from streams_core import Named, Processor, ProcessorContext, Produced, Record, Serdes, StreamsBuilder, Topology
-from streams_core.kstream.internals.stateless_chain import fused_nodes
+from streams_core.processor.internals.stateless_chain import fused_nodes
 from tests.unit.test_processor_task import ListCollector, make_task, pipe
 
 S = Serdes.String()

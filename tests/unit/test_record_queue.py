@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from typing import NamedTuple
 
-from streams_core.runtime.record_queue import UNKNOWN, RecordQueue
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
+from streams_core.runtime.tasks.record_queue import UNKNOWN, RecordQueue
 
 
 class StampedRecord(NamedTuple):

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from streams_core import Processor, Record, Serdes, Stores, Topology, TopologyTestDriver
-from streams_core.processor.task_id import TaskId
+from streams_core.common.task_id import TaskId
 from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
 from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
 from streams_core.state.internals.thread_cache import ThreadCache

@@ -6,8 +6,8 @@ import os
 import time
 from pathlib import Path
 
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.state_directory_cleaner import clean_removed_tasks
+from streams_core.common.task_id import TaskId
+from streams_core.runtime.tasks.state_directory_cleaner import clean_removed_tasks
 from streams_core.state.internals.task_directory_lock import TaskDirectoryLock
 
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from streams_core.common.task_id import TaskId
 from streams_core.errors import (
     DeserializationError,
     InvalidStateStoreError,
     ProcessorStateError,
     SerializationError,
 )
-from streams_core.processor.task_id import TaskId
 from streams_core.serde import Serde, Serdes
 from streams_core.state import KeyValue, SessionWindow, Stores, TimeWindow, Windowed
 from streams_core.state.internals.metered_key_value_store import MeteredKeyValueStore

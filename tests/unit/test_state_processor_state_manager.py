@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.errors import ProcessorStateError
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.serde import Serdes
 from streams_core.state import Stores
 from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
@@ -21,7 +21,7 @@ HOLDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from streams_core.processor.task_id import TaskId
+    from streams_core.common.task_id import TaskId
     from streams_core.state.internals.processor_state_manager import ProcessorStateManager
     manager = ProcessorStateManager(TaskId(0, 0), "app", Path(sys.argv[1]))
     print("locked", flush=True)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from streams_core.common.task_id import TaskId
 from streams_core.errors import InvalidStateStoreError
-from streams_core.processor.task_id import TaskId
 from streams_core.state import KeyValue, SessionWindow, Windowed
 from streams_core.state.internals import session_key_schema
 from streams_core.state.internals.abstract_session_store import AbstractSessionStore

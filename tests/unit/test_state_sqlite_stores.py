@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from streams_core.common.task_id import TaskId
 from streams_core.errors import ProcessorStateError, TaskCorruptedError
-from streams_core.processor.task_id import TaskId
 from streams_core.state import KeyValue, SessionWindow, TimeWindow, Windowed
 from streams_core.state.internals import sqlite_database
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from streams_core import Serdes
-from streams_core.kstream.internals.change import Change
+from streams_core.common.change import Change
+from streams_core.common.task_id import TaskId
 from streams_core.processor.processor import Record
-from streams_core.processor.task_id import TaskId
 from streams_core.state.internals.buffer_value import CHANGELOG_HEADERS, BufferValue, RecordContext
 from streams_core.state.internals.in_memory_time_ordered_key_value_change_buffer import (
     InMemoryTimeOrderedKeyValueChangeBuffer,

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.errors import TaskCorruptedError
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from streams_core.common.task_id import TaskId
 from streams_core.errors import InvalidStateStoreError
-from streams_core.processor.task_id import TaskId
 from streams_core.state import KeyValue, SessionWindow, TimeWindow, Window, Windowed
 from streams_core.state.internals import window_key_schema
 from streams_core.state.internals.abstract_window_store import AbstractWindowStore

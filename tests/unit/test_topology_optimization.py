@@ -32,8 +32,8 @@ from streams_core import (
     Topology,
     TopologyTestDriver,
 )
+from streams_core.common.task_id import TaskId
 from streams_core.kstream.kstream import KStream
-from streams_core.processor.task_id import TaskId
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from tests.unit import optimization_expected as expected
 from tests.unit.test_describe_order import MERGE_OF_MERGES, named_repartition_topics

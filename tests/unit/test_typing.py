@@ -32,10 +32,10 @@ def test_store_views_are_typed_for_users(tmp_path: Path) -> None:
     )
     revealed = [line.split("Revealed type is ", 1)[1] for line in stdout.splitlines() if "Revealed type is" in line]
     assert revealed == [
-        '"streams_core.state.store.ReadOnlyKeyValueStore[Any, Any]"',
+        '"streams_core.common.store.ReadOnlyKeyValueStore[Any, Any]"',
         '"streams_core.state.window_store.ReadOnlyWindowStore[Any, Any]"',
         '"streams_core.state.session_store.ReadOnlySessionStore[Any, Any]"',
-        '"streams_core.state.store.ReadOnlyKeyValueStore[Any, Any]"',
+        '"streams_core.common.store.ReadOnlyKeyValueStore[Any, Any]"',
         '"streams_core.runtime.client_state.State"',
     ], stdout + stderr
     assert status == 0, stdout + stderr

@@ -91,7 +91,7 @@ if os.environ.get("WCC_TRACE") and sys.argv and sys.argv[0].endswith("run_ours.p
 
         S.AioKafkaConsumer.getmany = getmany
 
-        from streams_core.runtime import flow_control as FC
+        from streams_core.runtime.tasks import flow_control as FC
 
         orig_apply = FC.FlowControl.apply
 
@@ -103,7 +103,7 @@ if os.environ.get("WCC_TRACE") and sys.argv and sys.argv[0].endswith("run_ours.p
 
         FC.FlowControl.apply = apply
 
-        from streams_core.runtime import stream_thread as ST
+        from streams_core.runtime.threads import stream_thread as ST
 
         orig_commit = ST.StreamThread.commit
 
@@ -129,7 +129,7 @@ if os.environ.get("WCC_TRACE") and sys.argv and sys.argv[0].endswith("run_ours.p
 
         ST._let_others_run = let_others_run
 
-        from streams_core.runtime import task_manager as TM
+        from streams_core.runtime.tasks import task_manager as TM
 
         orig_process = TM.TaskManager.process
 
@@ -141,7 +141,7 @@ if os.environ.get("WCC_TRACE") and sys.argv and sys.argv[0].endswith("run_ours.p
 
         TM.TaskManager.process = process
 
-        from streams_core.runtime import record_collector_impl as RC
+        from streams_core.runtime.tasks import record_collector_impl as RC
 
         orig_sp = RC.RecordCollectorImpl.send_pending
 
@@ -175,7 +175,7 @@ if os.environ.get("WCC_TRACE") and sys.argv and sys.argv[0].endswith("run_ours.p
         done = False
 
         def find_spec(self, name, path, target=None):  # type: ignore[no-untyped-def]
-            if name == "streams_core.runtime.stream_thread" and not self.done:
+            if name == "streams_core.runtime.threads.stream_thread" and not self.done:
                 self.done = True
                 sys.meta_path.remove(self)
                 spec = importlib.util.find_spec(name)

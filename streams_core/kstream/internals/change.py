@@ -7,24 +7,15 @@ subtract what a key contributed before.
 
 from __future__ import annotations
 
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
+from streams_core.common.change import Change
 from streams_core.errors import DeserializationError
 from streams_core.kstream.internals.dsl_serde import BoundSerde, complete
 
-__all__ = ["Change", "ChangeSerde"]
+__all__ = ["ChangeSerde"]
 
 V = TypeVar("V")
-
-
-class Change(NamedTuple, Generic[V]):
-    """`new_value` replaces `old_value` (None: no value, i.e. an insert or a delete)."""
-
-    new_value: V | None
-    old_value: V | None
-
-    def __repr__(self) -> str:
-        return f"({self.new_value!r}<-{self.old_value!r})"
 
 
 class ChangeSerde(BoundSerde[Change[Any]]):

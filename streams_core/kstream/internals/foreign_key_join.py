@@ -21,15 +21,15 @@ from collections.abc import Callable
 from enum import IntEnum
 from typing import Any, Generic, NamedTuple, TypeVar
 
+from streams_core.common.change import Change
+from streams_core.common.store import KeyValueStore
 from streams_core.errors import DeserializationError
-from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.dsl_serde import WrappingSerde
 from streams_core.kstream.internals.ktable_value_getters import ValueGetterSupplier
-from streams_core.kstream.internals.type_vars import KO, KR, VO, VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
 from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.processor.type_vars import KO, KR, VO, VR, K, V
 from streams_core.serde import Serde
-from streams_core.state.store import KeyValueStore
 
 __all__ = [
     "ForeignTableJoin",

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic
 
-from streams_core.kstream.internals.change import Change
-from streams_core.kstream.internals.type_vars import K, V
+from streams_core.common.change import Change
 from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.processor.type_vars import K, V
 
 __all__ = ["ChangeForwarder"]
 

@@ -19,9 +19,9 @@ from streams_core.errors import TopologyError
 from streams_core.kstream.consumed import Consumed
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.dsl_serde import BoundSerde, infer
-from streams_core.kstream.internals.kstream_processors import KStreamFilter
 from streams_core.kstream.internals.repartition_optimizer import OptimizableRepartition, merge_repartition_topics
 from streams_core.kstream.named import Named, name_of
+from streams_core.processor.internals.stateless_processors import KStreamFilter
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp
 from streams_core.processor.topology import Topology
 from streams_core.processor.topology_description import SinkDescription, SourceDescription

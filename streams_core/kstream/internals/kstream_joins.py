@@ -17,15 +17,15 @@ from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable, with_key
 from streams_core.kstream.internals.kstream_kstream_join import KStreamJoinWindow, KStreamKStreamJoin, TimeTrackers
 from streams_core.kstream.internals.kstream_ktable_join import KStreamKTableJoin
-from streams_core.kstream.internals.kstream_processors import KStreamPassThrough
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.outer_join_store import SideValuesSerde, TimestampedKeyAndJoinSideSerde
-from streams_core.kstream.internals.type_vars import GK, VO, VR, K, V
 from streams_core.kstream.internals.versioned_stores import VersionedStoreBuilder
 from streams_core.kstream.joined import Joined
 from streams_core.kstream.named import Named, name_of
 from streams_core.kstream.stream_joined import StreamJoined
 from streams_core.kstream.windows import JoinWindows
+from streams_core.processor.internals.stateless_processors import KStreamPassThrough
+from streams_core.processor.type_vars import GK, VO, VR, K, V
 from streams_core.state.internals.time_ordered_key_value_buffer import JoinBufferBuilder
 from streams_core.state.stores import Stores
 

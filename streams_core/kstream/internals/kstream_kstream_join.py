@@ -24,11 +24,12 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Generic
 
+from streams_core.common.headers import Headers
+from streams_core.common.store import KeyValueStore
+from streams_core.common.task_id import TaskId
 from streams_core.kstream.internals.outer_join_store import SideValues, TimestampedKeyAndJoinSide
-from streams_core.kstream.internals.type_vars import VO, VR, K, V
-from streams_core.processor.processor import Headers, ProcessorContext, Record
-from streams_core.processor.task_id import TaskId
-from streams_core.state.store import KeyValueStore
+from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.processor.type_vars import VO, VR, K, V
 from streams_core.state.window_store import WindowStore
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from typing import Any, Generic
 
 from streams_core.kstream.internals.ktable_value_getters import ValueGetterSupplier
-from streams_core.kstream.internals.type_vars import GK, VO, VR, K, V
 from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.processor.type_vars import GK, VO, VR, K, V
 from streams_core.state.internals.buffer_value import record_context
 from streams_core.state.internals.changelogged_buffer import resume_stream_time
 from streams_core.state.internals.time_ordered_key_value_buffer import TimeOrderedKeyValueBuffer

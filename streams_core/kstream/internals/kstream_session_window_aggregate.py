@@ -15,16 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic
 
+from streams_core.common.change import Change
 from streams_core.kstream.emit_strategy import EmitStrategy
-from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.kstream_window_aggregate import (
     ON_WINDOW_UPDATE,
     WindowedAggregation,
     init_window_forwarding,
     window_aggregate_drop,
 )
-from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.processor.type_vars import VR, K, V
 from streams_core.state.session_store import SessionStore
 from streams_core.state.windowed import SessionWindow, Windowed
 

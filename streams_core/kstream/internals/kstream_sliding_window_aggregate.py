@@ -22,15 +22,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from streams_core.kstream.internals.change import Change
+from streams_core.common.change import Change
 from streams_core.kstream.internals.kstream_window_aggregate import (
     NO_TIMESTAMP,
     TimestampedWindowAggregation,
     window_aggregate_drop,
 )
-from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
 from streams_core.processor.processor import Record
+from streams_core.processor.type_vars import VR, K, V
 from streams_core.state.windowed import TimeWindow, Windowed
 
 if TYPE_CHECKING:

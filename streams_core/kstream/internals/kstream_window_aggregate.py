@@ -15,11 +15,10 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
+from streams_core.common.change import Change
 from streams_core.kstream.emit_strategy import EmitStrategy
 from streams_core.kstream.internals.carried_state import ObservedStreamTime
-from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.forwarding import ChangeForwarder
-from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
 from streams_core.kstream.internals.window_close_emitter import (
     NO_TIMESTAMP,
@@ -30,6 +29,7 @@ from streams_core.kstream.internals.window_close_emitter import (
 )
 from streams_core.processor.processor import ProcessorContext, Record
 from streams_core.processor.topic_name_extractor import RecordContext
+from streams_core.processor.type_vars import VR, K, V
 from streams_core.state.window_store import WindowStore
 from streams_core.state.windowed import TimeWindow, Windowed
 

@@ -33,11 +33,11 @@ from streams_core.kstream.internals.ktable_processors import KTableSource
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import key_value_store, store_name
 from streams_core.kstream.internals.send_old_values import SendOldValues
-from streams_core.kstream.internals.type_vars import KO, VO, VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestampSerde
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.table_joined import TableJoined
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp
+from streams_core.processor.type_vars import KO, VO, VR, K, V
 from streams_core.serde import Serdes
 from streams_core.state.stores import Stores
 

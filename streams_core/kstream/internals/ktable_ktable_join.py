@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic
 
-from streams_core.kstream.internals.change import Change
+from streams_core.common.change import Change
+from streams_core.common.store import KeyValueStore
 from streams_core.kstream.internals.forwarding import ChangeForwarder
 from streams_core.kstream.internals.ktable_value_getters import ValueGetterSupplier
-from streams_core.kstream.internals.type_vars import VO, VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
 from streams_core.processor.processor import ProcessorContext, Record
-from streams_core.state.store import KeyValueStore
+from streams_core.processor.type_vars import VO, VR, K, V
 
 __all__ = ["KTableKTableJoin", "KTableKTableJoinMerger"]
 

@@ -28,12 +28,12 @@ from __future__ import annotations
 import logging
 from typing import Any, Generic
 
+from streams_core.common.change import Change
 from streams_core.errors import StreamsError
-from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.ktable_value_getters import StoreSource, ValueGetter, ValueGetterSupplier
-from streams_core.kstream.internals.type_vars import K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
 from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.processor.type_vars import K, V
 from streams_core.state.internals.buffer_value import record_context
 from streams_core.state.internals.changelogged_buffer import resume_stream_time
 from streams_core.state.internals.in_memory_time_ordered_key_value_change_buffer import (

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic
 
+from streams_core.common.change import Change
 from streams_core.errors import StreamsError, TopologyError
 from streams_core.kstream.internals import names
-from streams_core.kstream.internals.change import Change
 from streams_core.kstream.internals.ktable_processors import _Materializing
 from streams_core.kstream.internals.ktable_value_getters import (
     StoreSource,
@@ -25,13 +25,13 @@ from streams_core.kstream.internals.ktable_value_getters import (
 )
 from streams_core.kstream.internals.materialize import is_versioned, key_value_store
 from streams_core.kstream.internals.send_old_values import SendOldValues
-from streams_core.kstream.internals.type_vars import VR, K, V
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
 from streams_core.processor.connected_store_provider import supplier_stores
 from streams_core.processor.internals.node_factories import processor_factory
 from streams_core.processor.processor import ProcessorContext, Record
+from streams_core.processor.type_vars import VR, K, V
 
 if TYPE_CHECKING:
     from streams_core.kstream.ktable import KTable

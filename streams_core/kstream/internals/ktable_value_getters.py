@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
-from streams_core.kstream.internals.type_vars import VO, VR, K, V
+from streams_core.common.store import KeyValueStore
+from streams_core.common.task_id import TaskId
 from streams_core.kstream.internals.value_and_timestamp import ValueAndTimestamp
-from streams_core.processor.task_id import TaskId
+from streams_core.processor.type_vars import VO, VR, K, V
 from streams_core.state.session_store import SessionStore
-from streams_core.state.store import KeyValueStore
 from streams_core.state.window_store import WindowStore
 from streams_core.state.windowed import Windowed
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streams_core.errors import StreamsError
-from streams_core.kstream.internals.kstream_processors import KStreamFilter
+from streams_core.processor.internals.stateless_processors import KStreamFilter
 
 if TYPE_CHECKING:
     from streams_core.kstream.internals.internal_streams_builder import InternalStreamsBuilder

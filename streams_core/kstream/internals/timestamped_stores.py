@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
-from streams_core.kstream.internals.type_vars import K, V
+from streams_core.common.store import KeyValue, KeyValueStore, StateStore, StateStoreContext, key_value
 from streams_core.kstream.internals.value_and_timestamp import UNKNOWN_TIMESTAMP, ValueAndTimestamp
+from streams_core.processor.type_vars import K, V
 from streams_core.serde import Serde
-from streams_core.state.store import KeyValue, KeyValueStore, StateStore, StateStoreContext, key_value
 from streams_core.state.window_store import WindowStore
 from streams_core.state.windowed import Windowed
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Iterable
 from typing import Any, Protocol
 
-from streams_core.kstream.internals.change import Change
+from streams_core.common.change import Change
 from streams_core.processor.processor import Record
 
 __all__ = ["NO_TIMESTAMP", "EmitContext", "WindowCloseEmitter"]

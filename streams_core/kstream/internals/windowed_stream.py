@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self, TypeVar
 
 from streams_core.kstream.emit_strategy import EmitStrategy, with_emit_strategy
 from streams_core.kstream.internals.materialize import store_name
-from streams_core.kstream.internals.type_vars import K, V
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
+from streams_core.processor.type_vars import K, V
 from streams_core.serde import Serde
 
 if TYPE_CHECKING:

@@ -12,22 +12,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from streams_core.common.headers import Headers
+from streams_core.common.record_metadata import RecordMetadata
+from streams_core.common.store import RestoreCallback, StateStore
+from streams_core.common.task_id import TaskId
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError, TopologyError
 from streams_core.processor.internals.processor_metadata import ProcessorMetadata
 from streams_core.processor.internals.processor_node import ProcessorNode
 from streams_core.processor.internals.record_collector import RecordCollector
-from streams_core.processor.processor import (
-    Cancellable,
-    Headers,
-    PunctuationType,
-    Punctuator,
-    Record,
-    RecordMetadata,
-)
-from streams_core.processor.task_id import TaskId
+from streams_core.processor.processor import Cancellable, PunctuationType, Punctuator, Record
 from streams_core.serde import Serde
-from streams_core.state.store import RestoreCallback, StateStore
 
 if TYPE_CHECKING:
     from streams_core.processor.internals.task_processor import StateManager, TaskProcessor

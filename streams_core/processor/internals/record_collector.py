@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from streams_core.processor.processor import Headers
+from streams_core.common.headers import Headers
 
 __all__ = ["RecordCollector"]
 

@@ -13,8 +13,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from streams_core.common.headers import Headers
 from streams_core.errors import ConfigError, DeserializationError
-from streams_core.processor.processor import Headers
 
 if TYPE_CHECKING:
     from streams_core.clients.ports import RawRecord

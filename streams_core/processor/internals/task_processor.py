@@ -31,9 +31,10 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
+from streams_core.common.store import RestoreCallback, StateStore
+from streams_core.common.task_id import TaskId
 from streams_core.config import StreamsConfig
 from streams_core.errors import DeserializationError, StreamsError
-from streams_core.kstream.internals.stateless_chain import Emit, compose, fusable
 from streams_core.processor.consumer_record import ConsumerRecord
 from streams_core.processor.internals.processor_context_impl import ProcessorContextImpl
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
@@ -41,12 +42,11 @@ from streams_core.processor.internals.processor_topology import ProcessorTopolog
 from streams_core.processor.internals.punctuation_queue import PunctuationQueue, PunctuationSchedule
 from streams_core.processor.internals.record_collector import RecordCollector
 from streams_core.processor.internals.record_deserializer import DeserializationHandler, RecordDeserializer
+from streams_core.processor.internals.stateless_chain import Emit, compose, fusable
 from streams_core.processor.internals.stream_time import UNKNOWN_TIME, StreamTime
 from streams_core.processor.processor import PunctuationType, Punctuator, Record
-from streams_core.processor.task_id import TaskId
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
 from streams_core.serde import Serdes
-from streams_core.state.store import RestoreCallback, StateStore
 
 if TYPE_CHECKING:
     from streams_core.clients.ports import RawRecord

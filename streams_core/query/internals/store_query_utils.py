@@ -1,6 +1,6 @@
 """How a store copy answers an IQv2 query, run on the host that holds it (a stream thread or a worker process).
 
-A query travels the one store path (`runtime/store_host.py`) as a `StoreRead` of `QUERY_STORE_TYPE`:
+A query travels the one store path (`runtime/queries/store_host.py`) as a `StoreRead` of `QUERY_STORE_TYPE`:
 the host builds this type's view over its copies of the asked partition and calls
 `run(query)`, which picks the store's own way to answer by the query's type and the store's
 kind (Kafka's `StoreQueryUtils` and the metered stores' `query()`):

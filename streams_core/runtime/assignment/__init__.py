@@ -1,6 +1,7 @@
 """The group assignment of the runtime: subscription and assignment data, the partition grouper,
 co-partitioning, the task assignor and the KIP-67 discovery values. Pure logic, no Kafka client."""
 
+from streams_core.common.host_info import HostInfo
 from streams_core.runtime.assignment.assignment_info import AssignmentInfo
 from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
 from streams_core.runtime.assignment.errors import (
@@ -12,7 +13,6 @@ from streams_core.runtime.assignment.errors import (
     UnsupportedVersionError,
 )
 from streams_core.runtime.assignment.group_assignment import MemberAssignment, compute_group_assignment
-from streams_core.runtime.assignment.host_info import HostInfo
 from streams_core.runtime.assignment.partition_grouper import partition_groups
 from streams_core.runtime.assignment.streams_metadata import KeyQueryMetadata, StreamsMetadata
 from streams_core.runtime.assignment.streams_metadata_state import StreamPartitioner, StreamsMetadataState

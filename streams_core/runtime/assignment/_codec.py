@@ -13,9 +13,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from streams_core.processor.task_id import TaskId
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.assignment.errors import AssignmentError, UnsupportedVersionError
-from streams_core.runtime.topic_partition import TopicPartition
 
 _HEADER = struct.Struct(">ii")
 

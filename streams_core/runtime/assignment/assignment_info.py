@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from streams_core.processor.task_id import TaskId
+from streams_core.common.host_info import HostInfo
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.assignment import _codec
 from streams_core.runtime.assignment.errors import ERROR_TYPES, AssignmentError, AssignorError
-from streams_core.runtime.assignment.host_info import HostInfo
-from streams_core.runtime.topic_partition import TopicPartition
 
 __all__ = ["LATEST_SUPPORTED_VERSION", "AssignmentInfo"]
 

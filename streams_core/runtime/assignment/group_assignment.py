@@ -12,11 +12,12 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 
 from streams_core.clients.ports import MemberAssignment
-from streams_core.processor.task_id import TaskId
+from streams_core.common.host_info import HostInfo
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.assignment.assignment_info import AssignmentInfo
 from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
 from streams_core.runtime.assignment.errors import AssignmentError, ShutdownRequestedError
-from streams_core.runtime.assignment.host_info import HostInfo
 from streams_core.runtime.assignment.partition_grouper import partition_groups
 from streams_core.runtime.assignment.subscription_info import SubscriptionInfo
 from streams_core.runtime.assignment.task_assignor import (
@@ -25,7 +26,6 @@ from streams_core.runtime.assignment.task_assignor import (
     assign_tasks,
     assign_tasks_to_members,
 )
-from streams_core.runtime.topic_partition import TopicPartition
 
 __all__ = ["MemberAssignment", "compute_group_assignment"]
 

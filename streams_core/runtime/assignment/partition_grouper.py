@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from streams_core.processor.task_id import TaskId
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.assignment.errors import MissingSourceTopicError
-from streams_core.runtime.topic_partition import TopicPartition
 
 __all__ = ["partition_groups"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from streams_core.runtime.assignment.host_info import HostInfo
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.host_info import HostInfo
+from streams_core.common.topic_partition import TopicPartition
 
 __all__ = ["KeyQueryMetadata", "StreamsMetadata"]
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from streams_core.common.host_info import HostInfo
+from streams_core.common.partitioner import default_partition
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.errors import UnknownStateStoreError
 from streams_core.processor.stream_partitioner import StreamPartitioner
-from streams_core.runtime.assignment.host_info import HostInfo
 from streams_core.runtime.assignment.streams_metadata import KeyQueryMetadata, StreamsMetadata
-from streams_core.runtime.partitioner import default_partition
-from streams_core.runtime.topic_partition import TopicPartition
 
 __all__ = ["StreamPartitioner", "StreamsMetadataState"]
 

@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from streams_core.processor.task_id import TaskId
+from streams_core.common.task_id import TaskId
 
 __all__ = [
     "AssignmentConfigs",

@@ -14,10 +14,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from streams_core.common.store import KeyValue
 from streams_core.state.internals import session_key_schema
 from streams_core.state.internals.abstract_window_store import RetentionTracking
 from streams_core.state.internals.byte_order import is_inverted_range
-from streams_core.state.store import KeyValue
 from streams_core.state.windowed import SessionWindow, Windowed
 
 __all__ = ["AbstractSessionStore", "SessionReads"]

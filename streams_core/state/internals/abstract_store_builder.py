@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Any, Generic, TypeVar
 
+from streams_core.common.store import StateStore
 from streams_core.serde import Serde
 from streams_core.state.internals.store_names import validate_store_name
-from streams_core.state.store import StateStore
 
 S = TypeVar("S", bound=StateStore)
 B = TypeVar("B", bound="AbstractStoreBuilder[Any]")

@@ -16,10 +16,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from streams_core.common.store import KeyValue, StateStore, StateStoreContext
 from streams_core.errors import InvalidStateStoreError
 from streams_core.state.internals import window_key_schema
 from streams_core.state.internals.byte_order import is_inverted_range
-from streams_core.state.store import KeyValue, StateStore, StateStoreContext
 from streams_core.state.windowed import TimeWindow, Windowed
 
 __all__ = [

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
+from streams_core.common.headers import Headers
 from streams_core.errors import DeserializationError
-from streams_core.processor.processor import Headers
 
 __all__ = ["CHANGELOG_HEADERS", "BufferValue", "RecordContext", "record_context"]
 

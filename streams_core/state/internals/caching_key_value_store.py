@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
 from typing import Any
 
+from streams_core.common.store import KeyValue, KeyValueStore, key_value
 from streams_core.state.internals.caching_state_store import CachingStateStore
 from streams_core.state.internals.merged_sorted_cache_iterator import merged_sorted
-from streams_core.state.store import KeyValue, KeyValueStore, key_value
 
 __all__ = ["CachingKeyValueStore"]
 

@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from operator import itemgetter
 from typing import Any
 
+from streams_core.common.store import KeyValue
 from streams_core.state.internals import session_key_schema
 from streams_core.state.internals.abstract_session_store import SessionReads
 from streams_core.state.internals.byte_order import is_inverted_range
 from streams_core.state.internals.caching_state_store import CachingTimeKeyedStore
 from streams_core.state.internals.merged_sorted_cache_iterator import merged_sorted
-from streams_core.state.store import KeyValue
 from streams_core.state.windowed import SessionWindow, Windowed
 
 __all__ = ["CachingSessionStore"]

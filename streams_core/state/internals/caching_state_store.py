@@ -20,10 +20,10 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, cast
 
+from streams_core.common.store import StateStore, StateStoreContext
 from streams_core.processor.processor import Record
 from streams_core.state.internals.thread_cache import UNKNOWN_BELOW, CacheEntry, NamedCache, ThreadCache
 from streams_core.state.internals.wrapped_state_store import WrappedStateStore
-from streams_core.state.store import StateStore, StateStoreContext
 
 __all__ = ["DEFAULT_CACHE_BYTES", "BytesFlushListener", "CachingStateStore", "CachingTimeKeyedStore"]
 

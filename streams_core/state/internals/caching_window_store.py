@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterator
 from operator import itemgetter
 from typing import Any
 
+from streams_core.common.store import KeyValue, StateStore, StateStoreContext
 from streams_core.state.internals import window_key_schema
 from streams_core.state.internals.abstract_window_store import WindowReads
 from streams_core.state.internals.byte_order import is_inverted_range
 from streams_core.state.internals.caching_state_store import CachingTimeKeyedStore
 from streams_core.state.internals.merged_sorted_cache_iterator import merged_sorted
-from streams_core.state.store import KeyValue, StateStore, StateStoreContext
 from streams_core.state.windowed import TimeWindow, Windowed
 
 __all__ = ["CachingWindowStore"]

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from streams_core.processor.processor import Headers
+from streams_core.common.headers import Headers
+from streams_core.common.store import KeyValue, KeyValueStore, StateStore, StateStoreContext
 from streams_core.state.internals import session_key_schema, window_key_schema
 from streams_core.state.internals.store_names import store_changelog_topic
 from streams_core.state.internals.wrapped_state_store import WrappedStateStore
-from streams_core.state.store import KeyValue, KeyValueStore, StateStore, StateStoreContext
 from streams_core.state.windowed import Windowed
 
 __all__ = [

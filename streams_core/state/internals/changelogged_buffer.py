@@ -21,12 +21,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from streams_core.common.headers import Headers
+from streams_core.common.store import StateStore, StateStoreContext
 from streams_core.errors import InvalidStateStoreError
-from streams_core.processor.processor import Headers
 from streams_core.state.internals.abstract_store_builder import AbstractStoreBuilder
 from streams_core.state.internals.not_open import refuse_reinit
 from streams_core.state.internals.store_names import store_changelog_topic
-from streams_core.state.store import StateStore, StateStoreContext
 
 __all__ = ["NO_TIMESTAMP", "BufferStoreBuilder", "ChangeloggedBuffer", "resume_stream_time"]
 

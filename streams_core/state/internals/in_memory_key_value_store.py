@@ -6,12 +6,12 @@ import logging
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 
+from streams_core.common.store import KeyValue, key_value
 from streams_core.errors import InvalidStateStoreError
 from streams_core.state.internals.byte_order import is_inverted_range
 from streams_core.state.internals.in_memory_store import InMemoryStore
 from streams_core.state.internals.key_value_scans import KeyValueScans
 from streams_core.state.internals.sorted_index import SortedIndex
-from streams_core.state.store import KeyValue, key_value
 
 __all__ = ["InMemoryKeyValueStore"]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from streams_core.common.store import StateStore, StateStoreContext
 from streams_core.errors import InvalidStateStoreError
 from streams_core.state.internals.not_open import refuse_reinit
 from streams_core.state.internals.sorted_index import SortedIndex
-from streams_core.state.store import StateStore, StateStoreContext
 
 __all__ = ["InMemoryStore"]
 

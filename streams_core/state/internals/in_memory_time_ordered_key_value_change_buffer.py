@@ -20,12 +20,12 @@ import itertools
 from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
 
-from streams_core.kstream.internals.change import Change
+from streams_core.common.change import Change
+from streams_core.common.store import StateStoreContext
 from streams_core.processor.processor import Record
 from streams_core.serde import Serde
 from streams_core.state.internals.buffer_value import CHANGELOG_HEADERS, BufferValue, RecordContext
 from streams_core.state.internals.changelogged_buffer import BufferStoreBuilder, ChangeloggedBuffer
-from streams_core.state.store import StateStoreContext
 
 __all__ = ["BufferEntry", "InMemoryTimeOrderedKeyValueChangeBuffer", "SuppressionBufferBuilder"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from streams_core.common.store import KeyValue
 from streams_core.state.internals.byte_order import prefix_upper_bound
-from streams_core.state.store import KeyValue
 
 __all__ = ["KeyValueScans"]
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from streams_core.common.store import KeyValueStore
 from streams_core.serde import Serde
 from streams_core.state.internals.abstract_store_builder import AbstractStoreBuilder
 from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
 from streams_core.state.internals.change_logging_stores import ChangeLoggingKeyValueBytesStore
 from streams_core.state.internals.metered_key_value_store import MeteredKeyValueStore
-from streams_core.state.store import KeyValueStore
 from streams_core.state.store_supplier import KeyValueBytesStoreSupplier
 
 __all__ = ["KeyValueStoreBuilder"]

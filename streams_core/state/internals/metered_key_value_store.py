@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
+from streams_core.common.store import KeyValue, KeyValueStore, StateStore, StateStoreContext, key_value
 from streams_core.errors import DeserializationError, InvalidStateStoreError, SerializationError
 from streams_core.serde import Serde
 from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
 from streams_core.state.internals.metered_state_store import MeteredStateStore
-from streams_core.state.store import KeyValue, KeyValueStore, StateStore, StateStoreContext, key_value
 
 K = TypeVar("K")
 V = TypeVar("V")

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from streams_core.common.store import StateStore, StateStoreContext
 from streams_core.errors import ProcessorStateError
 from streams_core.serde import Serde
 from streams_core.state.internals.not_open import NotOpen
 from streams_core.state.internals.state_serdes import StateSerdes
 from streams_core.state.internals.store_metrics import StoreMetrics
 from streams_core.state.internals.wrapped_state_store import WrappedStateStore
-from streams_core.state.store import StateStore, StateStoreContext
 from streams_core.state.windowed import Windowed
 
 S = TypeVar("S", bound=StateStore)

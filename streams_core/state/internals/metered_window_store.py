@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
+from streams_core.common.store import KeyValue
 from streams_core.state.internals.metered_state_store import MeteredStateStore
-from streams_core.state.store import KeyValue
 from streams_core.state.window_store import WindowStore
 from streams_core.state.windowed import Windowed
 

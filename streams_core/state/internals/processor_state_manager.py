@@ -34,16 +34,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
+from streams_core.common.store import RestoreCallback, StateStore
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.errors import ProcessorStateError, TaskCorruptedError
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.serde import Serde
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streams_core.state.internals.sqlite_database import DIGEST_SUFFIX, STORE_FILE_SUFFIX
 from streams_core.state.internals.store_context import StoreContext
 from streams_core.state.internals.store_names import store_changelog_topic
 from streams_core.state.internals.task_directory_lock import TaskDirectoryLock
-from streams_core.state.store import RestoreCallback, StateStore
 
 __all__ = ["ChangelogPartition", "OffsetManagingStore", "ProcessorStateManager", "StateStoreMetadata"]
 

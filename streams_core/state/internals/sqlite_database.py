@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.errors import ProcessorStateError, TaskCorruptedError
-from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.state.internals.not_open import NotOpen, refuse_reinit
 
 __all__ = [

@@ -13,6 +13,7 @@ import logging
 import sqlite3
 from collections.abc import Iterable, Iterator
 
+from streams_core.common.store import KeyValue, StateStore, StateStoreContext, key_value
 from streams_core.errors import InvalidStateStoreError
 from streams_core.state.internals.byte_order import is_inverted_range
 from streams_core.state.internals.key_value_scans import KeyValueScans
@@ -22,7 +23,6 @@ from streams_core.state.internals.sqlite_database import (
     SqliteStoreFile,
     paged_rows,
 )
-from streams_core.state.store import KeyValue, StateStore, StateStoreContext, key_value
 
 __all__ = ["SqliteKeyValueStore"]
 

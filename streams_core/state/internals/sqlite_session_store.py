@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 
+from streams_core.common.store import StateStore, StateStoreContext
 from streams_core.state.internals.abstract_session_store import AbstractSessionStore
 from streams_core.state.internals.not_open import NotOpen
 from streams_core.state.internals.sqlite_database import (
@@ -17,7 +18,6 @@ from streams_core.state.internals.sqlite_database import (
     SqliteStoreFile,
     paged_rows,
 )
-from streams_core.state.store import StateStore, StateStoreContext
 
 __all__ = ["SqliteSessionStore"]
 

@@ -11,6 +11,7 @@ import logging
 import sqlite3
 from collections.abc import Iterator
 
+from streams_core.common.store import StateStore, StateStoreContext
 from streams_core.state.internals.abstract_window_store import AbstractWindowStore
 from streams_core.state.internals.not_open import NotOpen
 from streams_core.state.internals.sqlite_database import (
@@ -18,7 +19,6 @@ from streams_core.state.internals.sqlite_database import (
     SqliteStoreFile,
     paged_rows,
 )
-from streams_core.state.store import StateStore, StateStoreContext
 
 __all__ = ["SqliteWindowStore"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streams_core.processor.task_id import TaskId
+from streams_core.common.store import RestoreCallback, StateStore
+from streams_core.common.task_id import TaskId
 from streams_core.serde import Serde
-from streams_core.state.store import RestoreCallback, StateStore
 
 if TYPE_CHECKING:
     from streams_core.state.internals.processor_state_manager import ProcessorStateManager

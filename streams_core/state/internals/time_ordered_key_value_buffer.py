@@ -20,11 +20,11 @@ import heapq
 import struct
 from typing import Any, Generic, TypeVar
 
+from streams_core.common.store import StateStoreContext
 from streams_core.processor.processor import Record
 from streams_core.serde import Serde
 from streams_core.state.internals.buffer_value import BufferValue, RecordContext
 from streams_core.state.internals.changelogged_buffer import BufferStoreBuilder, ChangeloggedBuffer
-from streams_core.state.store import StateStoreContext
 
 __all__ = ["JoinBufferBuilder", "TimeOrderedKeyValueBuffer"]
 

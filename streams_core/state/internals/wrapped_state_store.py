@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Generic, TypeVar
 
-from streams_core.state.store import StateStore, StateStoreContext
+from streams_core.common.store import StateStore, StateStoreContext
 
 S = TypeVar("S", bound=StateStore)
 

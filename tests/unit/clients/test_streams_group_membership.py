@@ -19,9 +19,9 @@ from streams_core.clients.streams_group_protocol import (
     TaskAssignment,
     TopicInfo,
 )
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.assignment.host_info import HostInfo
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.host_info import HostInfo
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 
 TOPOLOGY = StreamsGroupTopology(
     0,

@@ -36,10 +36,10 @@ from streams_core.clients.streams_group_protocol import (
     decode_heartbeat,
     heartbeat_request,
 )
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.assignment.host_info import HostInfo
-from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata
+from streams_core.common.host_info import HostInfo
+from streams_core.common.offset_and_metadata import OffsetAndMetadata
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 
 
 def encoded(data: HeartbeatRequestData) -> bytes:

@@ -19,8 +19,8 @@ from streams_core import (
     Topology,
 )
 from streams_core.clients.streams_group_protocol import Subtopology, TopicInfo
-from streams_core.clients.streams_group_topology import streams_group_topology
-from streams_core.runtime.internal_topic_config import changelog_config
+from streams_core.runtime.assignment.internal_topic_config import changelog_config
+from streams_core.runtime.assignment.streams_group_topology import streams_group_topology
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
 S = Serdes.String()

@@ -8,8 +8,8 @@ import pytest
 
 from streams_core import Branched, Named, Serdes, StreamsBuilder, Topology, TopologyTestDriver
 from streams_core.config import StreamsConfig
-from streams_core.kstream.internals.stateless_chain import compose, fused_nodes
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode
+from streams_core.processor.internals.stateless_chain import compose, fused_nodes
 
 S = Serdes.String()
 CONFIG = {"application.id": "chain", "statestore.cache.max.bytes": 0}

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from streams_core import KafkaStreams, clients
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
 from streams_core.runtime.assignment.subscription_info import SubscriptionInfo
-from streams_core.runtime.autostop_manager import AutostopManager
-from streams_core.runtime.autostop_metadata import COMPLETED, IntermediateWriters, stop_key
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.autostop.autostop_manager import AutostopManager
+from streams_core.runtime.autostop.autostop_metadata import COMPLETED, IntermediateWriters, stop_key
 from streams_core.testing import FakeKafkaClientSupplier, FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeProducer
 
@@ -94,7 +94,7 @@ async def test_the_finished_marker_is_written_when_a_rebalance_during_the_close_
     def revoked_during_the_close(new: Any, old: Any) -> None:
         if new is KafkaStreams.State.PENDING_SHUTDOWN:
             for thread in instance.streams.threads:
-                thread._run_mode.on_revoked()  # what on_partitions_revoked does
+                thread._run_end.on_revoked()  # what on_partitions_revoked does
 
     instance.streams.set_state_listener(revoked_during_the_close)
     await instance.streams.start()

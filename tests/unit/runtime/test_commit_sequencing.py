@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from streams_core import Processor, ProcessorContext, Record
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.state.internals.offset_checkpoint import OffsetCheckpoint
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.testing import FakeKafkaCluster

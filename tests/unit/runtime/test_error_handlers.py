@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from streams_core import DeserializationError, KafkaStreams, Processor, ProcessorContext, Record, StreamsError, Topology
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.kafka_streams import State, StreamThreadExceptionResponse
-from streams_core.runtime.record_collector_impl import ProductionError
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.tasks.record_collector_impl import ProductionError
 from streams_core.testing import FakeKafkaCluster
 
 from .harness import APP, LONG, STRING, Instance, eventually, long, running, streams_config

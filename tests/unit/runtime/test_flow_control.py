@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from streams_core import Topology
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.testing import FakeKafkaCluster
 
 from .harness import APP, eventually, running, streams_config

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from streams_core.runtime.gc_policy import raise_gen0_threshold
+from streams_core.runtime.threads.gc_policy import raise_gen0_threshold
 from streams_core.testing import FakeKafkaCluster
 
 from .harness import passthrough_topology, running, streams_config

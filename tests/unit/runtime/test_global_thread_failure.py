@@ -11,8 +11,8 @@ import pytest
 
 from api import create_app
 from streams_core import InvalidStateStoreError, KafkaStreams, Materialized, QueryableStoreTypes, Serdes, StreamsBuilder, Topology
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.kafka_streams import StreamThreadExceptionResponse
-from streams_core.runtime.topic_partition import TopicPartition
 from streams_core.testing import FakeKafkaCluster
 
 from .harness import Instance, eventually, streams_config

@@ -26,7 +26,7 @@ from streams_core import (
     UnknownStateStoreError,
     WindowKeyQuery,
 )
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.testing import FakeKafkaCluster
 
 from .harness import APP, STRING, Instance, counting_topology, eventually, produce_words, running, streams_config

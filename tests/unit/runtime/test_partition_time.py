@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from streams_core import Processor, ProcessorContext, Record, Serdes, Topology
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.processor.consumer_record import ConsumerRecord
-from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.runtime.topic_partition_metadata import decode_partition_time
+from streams_core.runtime.tasks.topic_partition_metadata import decode_partition_time
 from streams_core.testing import FakeKafkaCluster
 from streams_core.testing.topology_test_driver import TopologyTestDriver
 

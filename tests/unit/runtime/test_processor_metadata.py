@@ -26,9 +26,10 @@ from streams_core import (
     Topology,
     TopologyTestDriver,
 )
+from streams_core.common.offset_and_metadata import OffsetAndMetadata
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.processor.internals.processor_metadata import ProcessorMetadata
-from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata, TopicPartitionMetadata
+from streams_core.runtime.tasks.topic_partition_metadata import TopicPartitionMetadata
 from streams_core.testing import FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeProducer
 from tests.window_close_restart import EXPECTED, LAST_CLOSE_TIMES, RUNS, STORE, window_close_topology

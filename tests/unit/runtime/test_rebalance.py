@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from streams_core import KafkaStreams
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.testing import FakeKafkaCluster
 
 from .harness import APP, CHANGELOG, Instance, counting_topology, eventually, streams_config, unlong

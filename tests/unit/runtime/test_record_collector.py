@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from streams_core import clients
-from streams_core.runtime.partitioner import default_partition
-from streams_core.runtime.record_collector_impl import ProductionError, RecordCollectorImpl
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.partitioner import default_partition
+from streams_core.common.topic_partition import TopicPartition
+from streams_core.runtime.tasks.record_collector_impl import ProductionError, RecordCollectorImpl
 from streams_core.testing import FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeProducer
 

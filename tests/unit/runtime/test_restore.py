@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from streams_core import TaskCorruptedError, TaskId, clients
-from streams_core.runtime import store_changelog_reader
-from streams_core.runtime.store_changelog_reader import StoreChangelogReader
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
+from streams_core.runtime.restore import store_changelog_reader
+from streams_core.runtime.restore.store_changelog_reader import StoreChangelogReader
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streams_core.state.internals.processor_state_manager import ChangelogPartition, ProcessorStateManager
 from streams_core.testing import FakeKafkaCluster

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from streams_core.runtime.round_poll import RoundPoll
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
+from streams_core.runtime.threads.round_poll import RoundPoll
 
 A, B, C = (TopicPartition("in", p) for p in range(3))
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from streams_core import TaskId
-from streams_core.runtime.store_changelog_reader import StoreChangelogReader
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
+from streams_core.runtime.restore.store_changelog_reader import StoreChangelogReader
 from streams_core.state.internals.processor_state_manager import ChangelogPartition, ProcessorStateManager
 from streams_core.testing import FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeConsumer

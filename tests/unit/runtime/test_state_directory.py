@@ -78,7 +78,7 @@ async def test_a_start_that_fails_after_the_lock_closes_the_client_and_frees_the
     """A stream thread whose clients cannot start is a dead thread: the default handler closes the
     client to ERROR, so its state directory is free again (before, the client stayed REBALANCING
     holding the lock)."""
-    from streams_core.runtime.thread_clients import ThreadClients
+    from streams_core.runtime.threads.thread_clients import ThreadClients
 
     cluster = _cluster()
     config = streams_config(tmp_path)

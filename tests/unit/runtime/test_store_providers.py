@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 
 from streams_core import InvalidStateStoreError, KeyQuery, QueryableStoreTypes
-from streams_core.processor.task_id import TaskId
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.query.internals.store_query_utils import QUERY_STORE_TYPE
-from streams_core.runtime.state_store_providers import (
+from streams_core.runtime.queries.state_store_providers import (
     LagInfo,
     QueryableStoreProvider,
     StoreQuery,
     StreamThreadStateStoreProvider,
 )
-from streams_core.runtime.store_host import Deadline, NoCopyError, StoreRead, StoreReads
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.queries.store_host import Deadline, NoCopyError, StoreRead, StoreReads
 from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 

@@ -15,7 +15,7 @@ from streams_core import (
     StreamsBuilder,
     TimeWindows,
 )
-from streams_core.runtime.partitioner import default_partition
+from streams_core.common.partitioner import default_partition
 from streams_core.testing import FakeKafkaCluster
 
 from .harness import (

@@ -13,12 +13,12 @@ from typing import Any, NamedTuple, cast
 import pytest
 
 from streams_core import Consumed, Serdes, StreamsBuilder, StreamsConfig
-from streams_core.processor.task_id import TaskId
-from streams_core.runtime.partition_group import PartitionGroup, RecordInfo
-from streams_core.runtime.record_collector_impl import RecordCollectorImpl
-from streams_core.runtime.record_queue import RecordQueue
-from streams_core.runtime.stream_task import StreamTask
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
+from streams_core.runtime.tasks.partition_group import PartitionGroup, RecordInfo
+from streams_core.runtime.tasks.record_collector_impl import RecordCollectorImpl
+from streams_core.runtime.tasks.record_queue import RecordQueue
+from streams_core.runtime.tasks.stream_task import StreamTask
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.testing import FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeConsumer
@@ -66,7 +66,7 @@ def test_zero_waits_for_a_partition_whose_lag_is_not_known_yet(caplog: pytest.Lo
     lags: dict[TopicPartition, int] = {}
     group = group_of(lags, 0)
     add(group, A, 1)
-    with caplog.at_level(logging.DEBUG, "streams_core.runtime.partition_group"):
+    with caplog.at_level(logging.DEBUG, "streams_core.runtime.tasks.partition_group"):
         assert not group.ready_to_process(7)
     assert "waiting for empty b-0" in caplog.text and "lag is not known yet" in caplog.text
     assert group.idle_start_ms == 7
@@ -79,7 +79,7 @@ def test_zero_waits_while_an_empty_partition_has_records_not_fetched(caplog: pyt
     lags = {A: 0, B: 1}
     group = group_of(lags, 0)
     add(group, A, 1)
-    with caplog.at_level(logging.DEBUG, "streams_core.runtime.partition_group"):
+    with caplog.at_level(logging.DEBUG, "streams_core.runtime.tasks.partition_group"):
         assert not group.ready_to_process(0)
         assert not group.ready_to_process(10_000), "no time limit: the records are there, fetching them is a matter of time"
         assert "1 records on the broker are not fetched yet" in caplog.text

@@ -12,15 +12,16 @@ from typing import Any
 import pytest
 
 from streams_core import StreamsConfig, TaskId
+from streams_core.common.offset_and_metadata import OffsetAndMetadata
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.errors import TaskDirectoryLockedError
-from streams_core.runtime import task_manager
-from streams_core.runtime.flow_control import FlowControl
-from streams_core.runtime.processing_guarantee import processing_guarantee
-from streams_core.runtime.record_collector_impl import RecordCollectorImpl
-from streams_core.runtime.store_changelog_reader import StoreChangelogReader
-from streams_core.runtime.task_manager import PROCESS_CHUNK, TaskManager
-from streams_core.runtime.topic_partition import TopicPartition
-from streams_core.runtime.topic_partition_metadata import OffsetAndMetadata, encode_partition_time
+from streams_core.runtime.restore.store_changelog_reader import StoreChangelogReader
+from streams_core.runtime.tasks import task_manager
+from streams_core.runtime.tasks.flow_control import FlowControl
+from streams_core.runtime.tasks.processing_guarantee import processing_guarantee
+from streams_core.runtime.tasks.record_collector_impl import RecordCollectorImpl
+from streams_core.runtime.tasks.task_manager import PROCESS_CHUNK, TaskManager
+from streams_core.runtime.tasks.topic_partition_metadata import encode_partition_time
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streams_core.testing import FakeKafkaCluster

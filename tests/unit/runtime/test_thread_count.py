@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from streams_core import KafkaStreams, TaskId, TaskMetadata, ThreadMetadata, clients
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.kafka_streams import StreamThreadExceptionResponse
-from streams_core.runtime.stream_threads import MAX_FAILED_STARTS
-from streams_core.runtime.thread_state import ThreadState
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.threads.stream_threads import MAX_FAILED_STARTS
+from streams_core.runtime.threads.thread_state import ThreadState
 from streams_core.state.internals.thread_cache import ThreadCache
 from streams_core.testing import FakeKafkaCluster
 
@@ -125,7 +125,7 @@ async def test_a_thread_that_does_not_stop_in_time_keeps_its_index_until_dead(
 ) -> None:
     cluster = cluster_with(4)
     async with running(cluster, passthrough_topology(), config(tmp_path, {"num.stream.threads": 2})) as app:
-        caplog.set_level(logging.INFO, logger="streams_core.runtime.stream_threads")
+        caplog.set_level(logging.INFO, logger="streams_core.runtime.threads.stream_threads")
         with pytest.raises(TimeoutError):
             await app.streams.remove_stream_thread(timeout=0)
         resized = f"Resizing thread cache due to thread removal, new cache size per thread is {CACHE}"

@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from streams_core import StreamsConfig
-from streams_core.runtime.autostop_metadata import metadata_topic_name
-from streams_core.runtime.flow_control import FlowControl
-from streams_core.runtime.instance_thread import ThreadCallbacks
-from streams_core.runtime.run_mode import RunUntilClosed, StopAtEndOfLog, run_mode
-from streams_core.runtime.stream_thread_factory import StreamThreadFactory
-from streams_core.runtime.thread_state import ThreadState
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.common.topic_partition import TopicPartition
+from streams_core.runtime.autostop.autostop_metadata import metadata_topic_name
+from streams_core.runtime.autostop.run_end import RunUntilClosed, StopAtEndOfLog, run_end
+from streams_core.runtime.tasks.flow_control import FlowControl
+from streams_core.runtime.threads.instance_thread import ThreadCallbacks
+from streams_core.runtime.threads.stream_thread_factory import StreamThreadFactory
+from streams_core.runtime.threads.thread_state import ThreadState
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.testing import FakeKafkaClientSupplier, FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeAdmin
@@ -34,7 +34,7 @@ def _factory(tmp_path: Path, supplier: FakeKafkaClientSupplier, extra: dict[str,
         process_id="p1",
         client_supplier=supplier,
         global_stores=dict,
-        run_mode=run_mode(config, supplier, "p1"),
+        run_end=run_end(config, supplier, "p1"),
         callbacks=ThreadCallbacks(lambda *_: None, lambda _: None, lambda *_: None, lambda _: None),
     )
 
@@ -88,19 +88,19 @@ def test_flow_control_pauses_and_resumes_every_tasks_partitions_in_one_call_each
     assert (flow.pause_count, flow.resume_count) == (2, 1)
 
 
-async def test_the_run_mode_owns_the_metadata_topic(tmp_path: Path) -> None:
+async def test_the_run_end_owns_the_metadata_topic(tmp_path: Path) -> None:
     """`autostop.at=eol` asks for the metadata topic; a start without it deletes a leftover one
     (the batch-to-streaming switch), so a later batch run never reads stale stop offsets."""
     cluster = FakeKafkaCluster()
     supplier = FakeKafkaClientSupplier(cluster)
     admin = FakeAdmin(cluster)
     topic = metadata_topic_name(APP)
-    batch = run_mode(StreamsConfig(streams_config(tmp_path, {"autostop.at": "eol"})), supplier, "p1")
+    batch = run_end(StreamsConfig(streams_config(tmp_path, {"autostop.at": "eol"})), supplier, "p1")
     assert isinstance(batch, StopAtEndOfLog)
     (spec,) = await batch.own_topics(admin)
     assert (spec.name, spec.partitions, spec.config["cleanup.policy"]) == (topic, 1, "compact")
     cluster.create_topic(topic, 1)
-    streaming = run_mode(StreamsConfig(streams_config(tmp_path)), supplier, "p1")
+    streaming = run_end(StreamsConfig(streams_config(tmp_path)), supplier, "p1")
     assert isinstance(streaming, RunUntilClosed)
     assert await streaming.own_topics(admin) == []
     assert topic not in cluster.topics()

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from streams_core import InternalTopicError, KafkaStreams, clients
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.kafka_streams import StreamThreadExceptionResponse
-from streams_core.runtime.thread_state import ThreadState
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.threads.thread_state import ThreadState
 from streams_core.testing import FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeProducer
 

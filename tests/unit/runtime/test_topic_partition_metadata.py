@@ -12,8 +12,8 @@ import struct
 import pytest
 
 from streams_core.processor.internals.processor_metadata import ProcessorMetadata
-from streams_core.runtime.record_queue import UNKNOWN
-from streams_core.runtime.topic_partition_metadata import (
+from streams_core.runtime.tasks.record_queue import UNKNOWN
+from streams_core.runtime.tasks.topic_partition_metadata import (
     TopicPartitionMetadata,
     decode_partition_time,
     encode_partition_time,

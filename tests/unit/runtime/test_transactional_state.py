@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from streams_core import KafkaStreams, TaskId
-from streams_core.runtime import processing_guarantee
+from streams_core.runtime.tasks import processing_guarantee
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.testing import FakeKafkaCluster

@@ -8,10 +8,10 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from streams_core.processor.task_id import TaskId
+from streams_core.common.task_id import TaskId
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.assignment import AssignmentInfo
-from streams_core.runtime.streams_partition_assignor import StreamsPartitionAssignor, TaskStates
-from streams_core.runtime.topic_partition import TopicPartition
+from streams_core.runtime.assignment.streams_partition_assignor import StreamsPartitionAssignor, TaskStates
 from streams_core.runtime.topology_metadata import TopologyMetadata
 from streams_core.testing import FakeKafkaCluster
 

@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 from streams_core.errors import InvalidStateStoreError
-from streams_core.runtime.remote_store_provider import RemoteStoreProvider, ask
-from streams_core.runtime.state_store_providers import QueryableStoreProvider
-from streams_core.runtime.store_host import Deadline, StoreQuery, StoreQueryTimeoutError, StoreRead
-from streams_core.runtime.worker_channel import ChannelClosedError, ChannelTimeoutError
-from streams_core.runtime.worker_channel import QueryChannel as Channel
+from streams_core.runtime.queries.state_store_providers import QueryableStoreProvider
+from streams_core.runtime.queries.store_host import Deadline, StoreQuery, StoreQueryTimeoutError, StoreRead
+from streams_core.runtime.workers.remote_store_provider import RemoteStoreProvider, ask
+from streams_core.runtime.workers.worker_channel import ChannelClosedError, ChannelTimeoutError
+from streams_core.runtime.workers.worker_channel import QueryChannel as Channel
 from streams_core.serde import Serdes
 from streams_core.state import QueryableStoreTypes
 

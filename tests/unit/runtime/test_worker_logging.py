@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.logs import JsonFormatter, configure_logging
-from streams_core.runtime.worker_logging import LoggingSetup
+from streams_core.runtime.workers.worker_logging import LoggingSetup
 
 from .harness import APP
 from .test_worker_start_failures import DyingSupplier, cluster, wait_running_with, workers
@@ -48,7 +48,7 @@ async def test_every_line_of_a_two_worker_instance_is_json(tmp_path: Path, capfd
     not_json = [line for line in lines if not line.startswith("{")]
     assert not_json == [], not_json[:5]
     entries = [json.loads(line) for line in lines]
-    in_workers = {e["thread"] for e in entries if e["logger"] == "streams_core.runtime.stream_thread"}
+    in_workers = {e["thread"] for e in entries if e["logger"] == "streams_core.runtime.threads.stream_thread"}
     assert in_workers == {f"{APP}-StreamThread-1", f"{APP}-StreamThread-2"}, "the threads log in their workers only"
     assert any(e["logger"] == "streams_core.runtime.kafka_streams" for e in entries), "and the instance logs too"
 

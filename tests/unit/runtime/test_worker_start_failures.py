@@ -24,8 +24,8 @@ from streams_core import KafkaStreams, WorkerDiedError
 from streams_core.clients.ports import GroupAssignor
 from streams_core.config import StreamsConfig
 from streams_core.runtime.kafka_streams import StreamThreadExceptionResponse
-from streams_core.runtime.stream_threads import MAX_FAILED_STARTS
-from streams_core.runtime.thread_state import ThreadState
+from streams_core.runtime.threads.stream_threads import MAX_FAILED_STARTS
+from streams_core.runtime.threads.thread_state import ThreadState
 from streams_core.testing import FakeKafkaClientSupplier, FakeKafkaCluster
 from streams_core.testing.fake_kafka import FakeConsumer
 

@@ -1,0 +1,1 @@
+"""Tasks and what runs them: StreamTask, TaskManager, PartitionGroup, RecordQueue, the collector, the guarantee."""
