@@ -9,13 +9,12 @@ or generated (`KSTREAM-AGGREGATE-STATE-STORE-<n>`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic, overload
+from typing import TYPE_CHECKING, overload
 
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable
+from streams_core.kstream.internals.grouped_aggregation import GroupedAggregation
 from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
-from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
-from streams_core.kstream.internals.materialize import key_value_store, store_name
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named
 from streams_core.processor.type_vars import VR, K, V
@@ -42,13 +41,10 @@ def _zero() -> int:
     return 0
 
 
-class KGroupedStream(Generic[K, V]):
+class KGroupedStream(GroupedAggregation[K, V]):
     """A grouped stream: the node to aggregate from, serdes, and whether to repartition first."""
 
-    __slots__ = (
-        "_builder", "_repartition_source", "grouped_name", "key_serde", "name", "repartition_required", "source_nodes",
-        "value_serde",
-    )  # fmt: skip
+    __slots__ = ("repartition_required", "source_nodes")
 
     def __init__(
         self,
@@ -60,17 +56,9 @@ class KGroupedStream(Generic[K, V]):
         repartition_required: bool,
         grouped_name: str | None,
     ) -> None:
-        self._builder = builder
-        self.name = name
-        self.key_serde = key_serde
-        self.value_serde = value_serde
+        super().__init__(builder, name, key_serde, value_serde, grouped_name)
         self.source_nodes = source_nodes
         self.repartition_required = repartition_required
-        self.grouped_name = grouped_name
-        self._repartition_source: str | None = None
-
-    def __repr__(self) -> str:
-        return f"KGroupedStream({self.name!r})"
 
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable[K, int]:
         """The number of records per key (records with a None key or value are not counted)."""
@@ -126,25 +114,9 @@ class KGroupedStream(Generic[K, V]):
             return TimeWindowedKStream(self, windows)
         raise TypeError(f"windowed_by takes TimeWindows, SlidingWindows or SessionWindows, got {windows!r}")
 
-    def _aggregate(
-        self,
-        prefix: str,
-        named: Named_,
-        materialized: Materialized | None,
-        value_serde: Serde[VR] | None,
-        factory: Callable[[str], object],
-    ) -> KTable[K, VR]:
-        from streams_core.kstream.ktable import KTable
-
-        b = self._builder
-        m = (materialized or Materialized()).merged_serdes(self.key_serde, value_serde)
-        store = store_name(b, materialized, prefix)
-        name = b.processor_name(named, prefix)
-        parent, sources = self.upstream(store)
-        builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
-        b.add_processor(name, lambda: factory(store), (parent,), stores=(builder,))
-        return KTable(b, name, m.key_serde, m.value_serde, sources, StoreValueGetterSupplier(store), store,
-                      queryable=m.store_name)  # fmt: skip
+    def _upstream(self, store: str, named: Named_, prefix: str) -> tuple[str, str, frozenset[str]]:
+        name = self._builder.processor_name(named, prefix)
+        return (name, *self.upstream(store))
 
     def upstream(self, store: str) -> tuple[str, frozenset[str]]:
         """The node to aggregate from and its sources: a repartition source when the key changed."""

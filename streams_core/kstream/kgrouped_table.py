@@ -8,21 +8,19 @@ group and an addition of the new value to its new group (through the repartition
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic
+from typing import TYPE_CHECKING
 
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.change import ChangeSerde
 from streams_core.kstream.internals.functions import check_callable
+from streams_core.kstream.internals.grouped_aggregation import GroupedAggregation
 from streams_core.kstream.internals.ktable_aggregate import KTableAggregate, KTableReduce
-from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
-from streams_core.kstream.internals.materialize import key_value_store, store_name
 from streams_core.kstream.materialized import Materialized
 from streams_core.kstream.named import Named, name_of
 from streams_core.processor.type_vars import VR, K, V
-from streams_core.serde import Serde, Serdes
+from streams_core.serde import Serdes
 
 if TYPE_CHECKING:
-    from streams_core.kstream.internals.internal_streams_builder import InternalStreamsBuilder
     from streams_core.kstream.ktable import KTable
 
 __all__ = ["KGroupedTable"]
@@ -42,28 +40,10 @@ def _subtract_one(key: object, value: object, count: int) -> int:
     return count - 1
 
 
-class KGroupedTable(Generic[K, V]):
+class KGroupedTable(GroupedAggregation[K, V]):
     """A re-grouped table: the repartition-map node, serdes of the group key and values."""
 
-    __slots__ = ("_builder", "_repartition_source", "grouped_name", "key_serde", "name", "value_serde")
-
-    def __init__(
-        self,
-        builder: InternalStreamsBuilder,
-        name: str,
-        key_serde: Serde[K] | None,
-        value_serde: Serde[V] | None,
-        grouped_name: str | None,
-    ) -> None:
-        self._builder = builder
-        self.name = name
-        self.key_serde = key_serde
-        self.value_serde = value_serde
-        self.grouped_name = grouped_name
-        self._repartition_source: str | None = None
-
-    def __repr__(self) -> str:
-        return f"KGroupedTable({self.name!r})"
+    __slots__ = ()
 
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable[K, int]:
         """The number of entries per group."""
@@ -98,19 +78,8 @@ class KGroupedTable(Generic[K, V]):
                                self._builder.infer(self.value_serde, "value"),
                                lambda store: KTableAggregate(store, initializer, adder, subtractor))  # fmt: skip
 
-    def _aggregate(
-        self,
-        prefix: str,
-        named: Named_,
-        materialized: Materialized | None,
-        value_serde: Serde[VR] | None,
-        factory: Callable[[str], object],
-    ) -> KTable[K, VR]:
-        from streams_core.kstream.ktable import KTable
-
+    def _upstream(self, store: str, named: Named_, prefix: str) -> tuple[str, str, frozenset[str]]:
         b = self._builder
-        m = (materialized or Materialized()).merged_serdes(self.key_serde, value_serde)
-        store = store_name(b, materialized, prefix)
         given = name_of(named)
         # Java's KGroupedTableImpl: sink and source names from `named` or generated, then the
         # aggregation's name; a named grouping's topic is made once and shared by its aggregations
@@ -121,8 +90,4 @@ class KGroupedTable(Generic[K, V]):
             topic = (self.grouped_name or store) + names.REPARTITION_TOPIC_SUFFIX
             change_serde = b.bound(ChangeSerde(self.value_serde))
             self._repartition_source = b.table_repartition(self.name, topic, sink, source, self.key_serde, change_serde)
-        source = self._repartition_source
-        builder = key_value_store(b, store, m, m.key_serde, m.value_serde)
-        b.add_processor(name, lambda: factory(store), (source,), stores=(builder,))
-        return KTable(b, name, m.key_serde, m.value_serde, frozenset({source}), StoreValueGetterSupplier(store), store,
-                      queryable=m.store_name)  # fmt: skip
+        return name, self._repartition_source, frozenset({self._repartition_source})
