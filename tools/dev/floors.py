@@ -39,6 +39,7 @@ FLOORS: list[tuple[str, float]] = [
     ("streams_core.runtime.thread_mode", 8.7),
     ("streams_core.runtime", 8.8),  # kafka_streams: the instance, on top of its rooms
     ("streams_core.spark", 9),
+    ("streams_core.broker", 9),
     ("streams_core.testing", 9),
     ("streams_core.tools", 9),
     ("streams_core", 10),  # the package's face, streams_core/__init__.py
