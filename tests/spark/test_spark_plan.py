@@ -213,7 +213,7 @@ def test_custom_partitioners_are_compiled_but_not_with_a_topic_extractor() -> No
         plan_of(builder.build())
 
 
-def test_stateful_custom_processors_are_refused() -> None:
+def test_stateful_custom_processors_run_in_the_task_stage() -> None:
     class Summer(Processor):
         def init(self, context: Any) -> None:
             self.store = context.get_state_store("sums")
@@ -226,24 +226,40 @@ def test_stateful_custom_processors_are_refused() -> None:
                 .add_processor("SUM", Summer, "SOURCE")
                 .add_state_store(Stores.key_value_store_builder(
                     Stores.persistent_key_value_store("sums"), Serdes.String(), Serdes.Long()), "SUM"))
-    with pytest.raises(UnsupportedOnSparkError, match=r"process\(Summer\) with state stores") as caught:
-        plan_of(topology)
-    assert caught.value.node == "SUM"
+    (query,) = plan_of(topology).queries
+    assert (query.stage, query.stores) == ("task", ("sums",))
+    assert query.why == "process(Summer) with state stores needs the whole task (its stream time, or its stores across keys)"
+    assert dict(query.operators())["SUM"] == "task stage (python, per task); writes what its process() and its punctuations forward"
+    assert "  run    groupBy(partition).transformWithState (task Python stage" in plan_of(topology).describe()
 
 
-def test_punctuations_are_refused_at_plan_time() -> None:
-    class Ticker(Processor):
-        def init(self, context: Any) -> None:
-            context.schedule(1000, PunctuationType.STREAM_TIME, lambda ts: None)
+class Ticker(Processor):
+    def __init__(self, punctuation_type: PunctuationType = PunctuationType.STREAM_TIME) -> None:
+        self.punctuation_type = punctuation_type
 
-        def process(self, record: Record[Any, Any]) -> None:
-            pass
+    def init(self, context: Any) -> None:
+        context.schedule(1000, self.punctuation_type, lambda ts: None)
 
+    def process(self, record: Record[Any, Any]) -> None:
+        pass
+
+
+def test_a_stream_time_punctuation_moves_its_sub_topology_to_the_task_stage() -> None:
     topology = (Topology()
                 .add_source("SOURCE", "in", key_serde=Serdes.String(), value_serde=Serdes.String())
                 .add_processor("TICK", Ticker, "SOURCE"))
-    with pytest.raises(UnsupportedOnSparkError, match=r"Ticker\.schedule\(\)"):
+    (query,) = plan_of(topology).queries
+    assert query.stage == "task" and query.spec.task_stores
+    assert query.why.startswith("Ticker.schedule(STREAM_TIME) needs the whole task")
+
+
+def test_wall_clock_punctuations_are_refused_at_plan_time() -> None:
+    topology = (Topology()
+                .add_source("SOURCE", "in", key_serde=Serdes.String(), value_serde=Serdes.String())
+                .add_processor("TICK", lambda: Ticker(PunctuationType.WALL_CLOCK_TIME), "SOURCE"))
+    with pytest.raises(UnsupportedOnSparkError, match=r"Ticker\.schedule\(WALL_CLOCK_TIME\)") as caught:
         plan_of(topology)
+    assert caught.value.node == "TICK" and "wall-clock" in caught.value.reason
 
 
 def test_a_stream_table_join_runs_in_the_task_stage() -> None:

@@ -1,0 +1,93 @@
+"""Processor API topologies the Spark tests run on both engines: key-value stores and a stream-time punctuation.
+
+`Tally` counts records per key in a key-value store ("!" deletes the key) and, every
+`INTERVAL_MS` of the task's stream time, forwards every stored key with its count and the
+punctuation's time: its output depends on where stream time crossed the interval grid, so it shows
+whether punctuations fire when Kafka Streams fires them. `Previous` (a FixedKeyProcessor whose
+supplier brings its own store, KIP-401) writes each value after the key's previous one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from streams_core import (
+    FixedKeyProcessor,
+    Processor,
+    PunctuationType,
+    Record,
+    Serdes,
+    Stores,
+    StreamsBuilder,
+    Topology,
+)
+
+S = Serdes.String()
+INTERVAL_MS = 100
+
+
+def tallies_store(name: str = "tallies") -> Any:
+    return Stores.key_value_store_builder(Stores.persistent_key_value_store(name), S, Serdes.Long())
+
+
+class Tally(Processor[str, str, str, str]):
+    """Counts per key in the store "tallies"; each punctuation forwards "count@time" for every key."""
+
+    def init(self, context: Any) -> None:
+        self.context = context
+        self.store = context.get_state_store("tallies")
+        context.schedule(INTERVAL_MS, PunctuationType.STREAM_TIME, self.punctuate)
+
+    def process(self, record: Record[str, str]) -> None:
+        if record.value == "!":
+            self.store.delete(record.key)
+        else:
+            self.store.put(record.key, (self.store.get(record.key) or 0) + 1)
+
+    def punctuate(self, timestamp: int) -> None:
+        for key, count in list(self.store.all()):
+            self.context.forward(Record(key, f"{count}@{timestamp}", timestamp))
+
+
+class Previous(FixedKeyProcessor[str, str, str]):
+    """Each value after the key's previous one ("<prev>><value>"), the previous one kept in the store "previous"."""
+
+    def init(self, context: Any) -> None:
+        self.context = context
+        self.store = context.get_state_store("previous")
+
+    def process(self, record: Any) -> None:
+        before = self.store.get(record.key)
+        self.store.put(record.key, record.value)
+        self.context.forward(record.with_value(f"{before}>{record.value}"))
+
+
+class PreviousSupplier:
+    """A FixedKeyProcessorSupplier that is also a ConnectedStoreProvider."""
+
+    def get(self) -> Previous:
+        return Previous()
+
+    def stores(self) -> Iterable[Any]:
+        return [Stores.key_value_store_builder(Stores.in_memory_key_value_store("previous"), S, S)]
+
+
+def tally_topology(source: str, output: str) -> Topology:
+    """The Processor API: source -> Tally (store added with `add_state_store`, connected by name) -> sink."""
+    return (Topology()
+            .add_source("SOURCE", source, key_serde=S, value_serde=S)
+            .add_processor("TALLY", Tally, "SOURCE")
+            .add_state_store(tallies_store(), "TALLY")
+            .add_sink("SINK", output, "TALLY", key_serde=S, value_serde=S))  # fmt: skip
+
+
+def dsl_topology(source: str, output: str) -> Topology:
+    """The DSL: `process_values(PreviousSupplier())` (its own store) -> `process(Tally, "tallies")` -> `to`."""
+    builder = StreamsBuilder()
+    builder.add_state_store(tallies_store())
+    (builder.stream(source, key_serde=S, value_serde=S)
+     .process_values(PreviousSupplier())
+     .process(Tally, "tallies")
+     .to(output, key_serde=S, value_serde=S))  # fmt: skip
+    return builder.build()
