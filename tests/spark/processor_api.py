@@ -1,6 +1,6 @@
 """Processor API topologies the Spark tests run on both engines: key-value stores and a stream-time punctuation.
 
-`Tally` counts records per key in a key-value store ("!" deletes the key) and, every
+`Tally` counts records per key in a key-value store (a value ending in "!" deletes the key) and, every
 `INTERVAL_MS` of the task's stream time, forwards every stored key with its count and the
 punctuation's time: its output depends on where stream time crossed the interval grid, so it shows
 whether punctuations fire when Kafka Streams fires them. `Previous` (a FixedKeyProcessor whose
@@ -40,7 +40,7 @@ class Tally(Processor[str, str, str, str]):
         context.schedule(INTERVAL_MS, PunctuationType.STREAM_TIME, self.punctuate)
 
     def process(self, record: Record[str, str]) -> None:
-        if record.value == "!":
+        if record.value.endswith("!"):
             self.store.delete(record.key)
         else:
             self.store.put(record.key, (self.store.get(record.key) or 0) + 1)
@@ -83,11 +83,11 @@ def tally_topology(source: str, output: str) -> Topology:
 
 
 def dsl_topology(source: str, output: str) -> Topology:
-    """The DSL: `process_values(PreviousSupplier())` (its own store) -> `process(Tally, "tallies")` -> `to`."""
+    """The DSL: `process_values(PreviousSupplier())` (its own store) -> `to`, and on to
+    `process(Tally, "tallies")` (a store added to the builder) -> `to`."""
     builder = StreamsBuilder()
     builder.add_state_store(tallies_store())
-    (builder.stream(source, key_serde=S, value_serde=S)
-     .process_values(PreviousSupplier())
-     .process(Tally, "tallies")
-     .to(output, key_serde=S, value_serde=S))  # fmt: skip
+    previous = builder.stream(source, key_serde=S, value_serde=S).process_values(PreviousSupplier())
+    previous.to(output, key_serde=S, value_serde=S)
+    previous.process(Tally, "tallies").to(output, key_serde=S, value_serde=S)
     return builder.build()
