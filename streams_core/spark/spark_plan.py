@@ -86,7 +86,7 @@ _OPERATOR_NAMES: Mapping[str, str] = {
 _STAGES: Mapping[str, str] = {
     "stateless": "mapInArrow (fused stateless Python stage)",
     "keyed": "groupBy(key).transformWithState (keyed Python stage, RocksDB state)",
-    "task": "groupBy(partition).transformWithState (task Python stage: stores as changelog in RocksDB state)",
+    "task": "groupBy(partition).transformWithStateInPandas (task Python stage: stores as changelog in RocksDB state)",
 }
 
 
@@ -280,9 +280,10 @@ def _fuse(queries: dict[int, QueryPlan], native: NativeCount) -> dict[int, Query
 def _task_operator(name: str, processor: Any, store_names: frozenset[str], stores: Mapping[str, Any]) -> str | None:
     """What makes the processor need the task stage (None: it does not); UnsupportedOnSparkError if no stage runs it."""
     kind = type(processor).__name__
+    operation = "process"
     if kind == "KStreamFixedKeyProcessor":  # process_values(): the user's FixedKeyProcessor, adapted
         kind = type(getattr(getattr(processor, "_process", None), "__self__", processor)).__name__
-        dsl = False
+        dsl, operation = False, "process_values"
     else:
         dsl = type(processor).__module__.startswith("streams_core.")
     if dsl and kind not in KEYED_OPERATORS and kind not in TASK_OPERATORS and kind not in STATELESS_DSL_OPERATORS:
@@ -299,7 +300,7 @@ def _task_operator(name: str, processor: Any, store_names: frozenset[str], store
     if not dsl:
         # A custom processor may read any key of its stores, and from its punctuations: the task's
         # stores, carried between micro-batches as their changelog like the DSL's (task_batch.py).
-        return f"process({kind}) with state stores"
+        return f"{operation}({kind}) with state stores"
     for store in store_names:
         if not isinstance(stores.get(store), TimestampedKeyValueStore):
             raise UnsupportedOnSparkError(KEYED_OPERATORS[kind], name, f"store {store!r} is not a key-value store")

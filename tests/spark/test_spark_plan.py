@@ -10,6 +10,7 @@ import pytest
 from app.wordcount import build_topology
 from streams_core import (
     BufferConfig,
+    FixedKeyProcessor,
     JoinWindows,
     Materialized,
     Processor,
@@ -230,7 +231,25 @@ def test_stateful_custom_processors_run_in_the_task_stage() -> None:
     assert (query.stage, query.stores) == ("task", ("sums",))
     assert query.why == "process(Summer) with state stores needs the whole task (its stream time, or its stores across keys)"
     assert dict(query.operators())["SUM"] == "task stage (python, per task); writes what its process() and its punctuations forward"
-    assert "  run    groupBy(partition).transformWithState (task Python stage" in plan_of(topology).describe()
+    assert "  run    groupBy(partition).transformWithStateInPandas (task Python stage" in plan_of(topology).describe()
+
+
+def test_process_values_runs_stateless_or_in_the_task_stage_with_stores() -> None:
+    from tests.spark.processor_api import dsl_topology
+
+    class Shout(FixedKeyProcessor):
+        def init(self, context: Any) -> None:
+            self.context = context
+
+        def process(self, record: Any) -> None:
+            self.context.forward(record.with_value(record.value.upper()))
+
+    builder = StreamsBuilder()
+    builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).process_values(Shout).to("out")
+    assert [q.stage for q in plan_of(builder.build()).queries] == ["stateless"]
+    (query,) = plan_of(dsl_topology("in", "out")).queries
+    assert query.stage == "task" and query.stores == ("previous", "tallies")
+    assert query.why.startswith("process_values(Previous) with state stores needs the whole task")
 
 
 class Ticker(Processor):
