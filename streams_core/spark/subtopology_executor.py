@@ -259,12 +259,15 @@ class _SparkTaskProcessor(TaskProcessor):
 
     Only the task stage (`punctuations`) keeps a task's stream time; elsewhere a schedule raises
     `PunctuationNeedsTask`, which the plan takes to move the sub-topology to the task stage.
-    Wall-clock punctuations are refused: a task runs only in micro-batches that bring it records.
+    Wall-clock punctuations are refused: a task runs only in micro-batches that bring it records;
+    so is any schedule of a global store's processor (`punctuations` None), as Kafka Streams does.
     `carried` are the schedules of an earlier batch of the task (`schedules()`): the processors'
     `schedule()` calls, matched in order per node, resume at their next time instead of 0.
     """
 
-    def __init__(self, *args: Any, punctuations: bool = False, carried: Iterable[Schedule] = (), **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, punctuations: bool | None = False, carried: Iterable[Schedule] = (), **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._punctuations = punctuations
         self._carried: dict[str, list[Schedule]] = {}
@@ -281,6 +284,9 @@ class _SparkTaskProcessor(TaskProcessor):
                 operator, node.name,
                 "wall-clock punctuations are not run: a task runs only in micro-batches that bring it records",
             )  # fmt: skip
+        if self._punctuations is None:
+            raise UnsupportedOnSparkError(operator, node.name, "a global store's processor has no stream time "
+                                          "(Kafka Streams' global context refuses schedule() too)")  # fmt: skip
         if not self._punctuations:
             raise PunctuationNeedsTask(operator, node.name, "stream-time punctuations run in the task stage only")
         carried = self._carried.get(node.name)
@@ -497,7 +503,7 @@ def _global_task(builder: Any, config: StreamsConfig, task_dir: Path, rows: Iter
         return None
     task_dir.mkdir(parents=True, exist_ok=True)
     task = _SparkTaskProcessor(TaskId(topology.subtopology_id, 0), topology, config, _StateManager(task_dir),
-                               _Collector(frozenset(), False, {}))
+                               _Collector(frozenset(), False, {}), punctuations=None)
     task.init()
     readers: dict[str, tuple[RecordReader, SourceNode]] = {}
     for row in rows:

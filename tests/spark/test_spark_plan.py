@@ -338,3 +338,15 @@ def test_windowed_aggregations_say_why_they_need_the_task_stage() -> None:
     assert query.why.startswith("windowed_by(TimeWindows).aggregate/count/reduce needs the whole task")
     assert "not native: a windowed aggregate or reduce (only the windowed count() is native)" in notes_for(query, aggregate)
     assert notes_for(query, aggregate).endswith("writes one record per changed window and micro-batch")
+
+
+def test_a_global_stores_processor_may_not_schedule() -> None:
+    topology = (Topology()
+                .add_global_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("dims"),
+                                                                 Serdes.String(), Serdes.String()).with_logging_disabled(),
+                                  "GSOURCE", "dims", "GTICK", Ticker, key_serde=Serdes.String(), value_serde=Serdes.String())
+                .add_source("SOURCE", "in", key_serde=Serdes.String(), value_serde=Serdes.String())
+                .add_processor("UP", Upper, "SOURCE"))  # fmt: skip
+    with pytest.raises(UnsupportedOnSparkError, match="global store's processor has no stream time") as caught:
+        plan_of(topology)
+    assert caught.value.node == "GTICK"
