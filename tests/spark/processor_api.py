@@ -5,10 +5,16 @@
 punctuation's time: its output depends on where stream time crossed the interval grid, so it shows
 whether punctuations fire when Kafka Streams fires them. `Previous` (a FixedKeyProcessor whose
 supplier brings its own store, KIP-401) writes each value after the key's previous one.
+
+As a process of its own (test_processor_api's kill test): `tally_topology` on SparkRunner,
+available_now, 10 records per micro-batch:
+
+    python -m tests.spark.processor_api BOOTSTRAP SOURCE OUTPUT CHECKPOINT_DIR
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -91,3 +97,18 @@ def dsl_topology(source: str, output: str) -> Topology:
     previous.to(output, key_serde=S, value_serde=S)
     previous.process(Tally, "tallies").to(output, key_serde=S, value_serde=S)
     return builder.build()
+
+
+def main(bootstrap: str, source: str, output: str, checkpoints: str) -> int:
+    from streams_core.spark import SparkRunner
+
+    config = {"application.id": f"papi-{output}", "bootstrap.servers": bootstrap, "spark.master": "local[2]",
+              "spark.sql.shuffle.partitions": "2"}  # fmt: skip
+    runner = SparkRunner(tally_topology(source, output), config, source_options={"maxOffsetsPerTrigger": "10"},
+                         progress=False)  # fmt: skip
+    runner.run("available_now", checkpoints)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:5]))

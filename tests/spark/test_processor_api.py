@@ -9,6 +9,11 @@ them, over small micro-batches and two runs from one checkpoint.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -68,3 +73,40 @@ async def test_stores_and_a_stream_time_punctuation_match_kafka_streams_across_t
     assert len(punctuations) >= 10, "the punctuation fired many times"
     assert any(value.startswith(("1@", "2@")) for _, value in asyncio_out), "deletes restarted some counts"
     assert spark_out == asyncio_out
+
+
+@pytest.mark.slow
+async def test_a_run_killed_mid_way_and_rerun_writes_kafka_streams_records(bootstrap_servers: str, tmp_path: Path) -> None:
+    """SIGKILL once part of the output is written, then a rerun from the checkpoint: the task's store,
+    stream time and schedules roll back with Spark's state, so a replayed micro-batch writes the same
+    records again (the Kafka sink is at-least-once) and the distinct records are KafkaStreams'."""
+    suffix = unique_topic("papi-kill")
+    source, on_spark, on_asyncio = f"in-{suffix}", f"spark-{suffix}", f"asyncio-{suffix}"
+    for topic in (source, on_spark, on_asyncio):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    await produce(bootstrap_servers, source, [r for p in range(2) for r in _input(p, 150)])
+    command = [sys.executable, "-m", "tests.spark.processor_api", bootstrap_servers, source, on_spark, str(tmp_path / "ck")]
+    root = Path(__file__).parents[2]
+    victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while True:  # kill once the query has written part of its output, mid-run
+            assert victim.poll() is None, "the run ended before it could be killed"
+            try:
+                written = len(await read_all(bootstrap_servers, on_spark, timeout=5))
+            except TimeoutError:
+                written = 0
+            if written > 0:
+                break
+            assert time.monotonic() < deadline, "no progress to kill"
+            await asyncio.sleep(0.2)
+    finally:
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=30)
+    await run_asyncio_to_end(processor_api.tally_topology(source, on_asyncio), f"asyncio-{suffix}", bootstrap_servers,
+                             tmp_path / "state")  # fmt: skip
+    asyncio_out = await _outputs(bootstrap_servers, on_asyncio)
+    assert set(await _outputs(bootstrap_servers, on_spark)) < set(asyncio_out), "killed mid-run"
+    done = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=300, cwd=root)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert set(await _outputs(bootstrap_servers, on_spark)) == set(asyncio_out)
