@@ -79,6 +79,33 @@ class PreviousSupplier:
         return [Stores.key_value_store_builder(Stores.in_memory_key_value_store("previous"), S, S)]
 
 
+class Recent(Processor[str, str, str, str]):
+    """Keeps each key's last value per 100 ms window in the window store "recent" (retention 300 ms);
+    each punctuation forwards the windows the store still holds, oldest first."""
+
+    def init(self, context: Any) -> None:
+        self.context = context
+        self.store = context.get_state_store("recent")
+        context.schedule(INTERVAL_MS, PunctuationType.STREAM_TIME, self.punctuate)
+
+    def process(self, record: Record[str, str]) -> None:
+        self.store.put(record.key, record.value, record.timestamp - record.timestamp % INTERVAL_MS)
+
+    def punctuate(self, timestamp: int) -> None:
+        held = [f"{windowed.key}@{windowed.window.start}={value}" for windowed, value in self.store.all()]
+        self.context.forward(Record("recent", " ".join(held), timestamp))
+
+
+def window_topology(source: str, output: str) -> Topology:
+    """The Processor API with a window store: source -> Recent -> sink."""
+    store = Stores.window_store_builder(Stores.persistent_window_store("recent", 3 * INTERVAL_MS, INTERVAL_MS), S, S)
+    return (Topology()
+            .add_source("SOURCE", source, key_serde=S, value_serde=S)
+            .add_processor("RECENT", Recent, "SOURCE")
+            .add_state_store(store, "RECENT")
+            .add_sink("SINK", output, "RECENT", key_serde=S, value_serde=S))  # fmt: skip
+
+
 def tally_topology(source: str, output: str) -> Topology:
     """The Processor API: source -> Tally (store added with `add_state_store`, connected by name) -> sink."""
     return (Topology()

@@ -136,6 +136,7 @@ def windowed_topologies() -> dict[str, Any]:
         "left-join": joined(),
         "processor-api": processor_api.tally_topology("in", "out"),
         "process-values": processor_api.dsl_topology("in", "out"),
+        "processor-window-store": processor_api.window_topology("in", "out"),
     }
 
 
@@ -150,7 +151,7 @@ WINDOWED_INPUT = [  # (topic, key, value, timestamp): out of order, late and ver
 @pytest.mark.parametrize("worker", ["rebuilt", "live"])
 @pytest.mark.parametrize(
     "kind", ["tumbling", "hopping", "sliding", "session", "emit-on-close", "suppress", "time-limit", "left-join",
-             "processor-api", "process-values"],
+             "processor-api", "process-values", "processor-window-store"],
 )
 def test_the_task_stage_over_micro_batches_writes_what_the_driver_writes(kind: str, worker: str) -> None:
     """Micro-batches of three records, the task rebuilt from Spark state for each ("rebuilt": a
