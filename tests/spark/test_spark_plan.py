@@ -237,7 +237,7 @@ def test_stateful_custom_processors_run_in_the_task_stage() -> None:
 def test_process_values_runs_stateless_or_in_the_task_stage_with_stores() -> None:
     from tests.spark.processor_api import dsl_topology
 
-    class Shout(FixedKeyProcessor):
+    class Shout(FixedKeyProcessor[Any, Any, Any]):
         def init(self, context: Any) -> None:
             self.context = context
 
@@ -252,7 +252,7 @@ def test_process_values_runs_stateless_or_in_the_task_stage_with_stores() -> Non
     assert query.why.startswith("process_values(Previous) with state stores needs the whole task")
 
 
-class Ticker(Processor):
+class Ticker(Processor[Any, Any, Any, Any]):
     def __init__(self, punctuation_type: PunctuationType = PunctuationType.STREAM_TIME) -> None:
         self.punctuation_type = punctuation_type
 
