@@ -62,6 +62,6 @@ def writes(node: ProcessorNode, caching: Mapping[str, bool]) -> str:
     if kind in _TABLE_UPDATES and node.store_names:
         return "one record per changed key and micro-batch (the record cache per commit)" if cached else \
             "one record per update (caching off)"  # fmt: skip
-    if type(processor).__module__.startswith("streams_core."):
+    if type(processor).__module__.startswith("streams_core.") and kind != "KStreamFixedKeyProcessor":
         return "per record it receives, what its function returns"
-    return "what its process() forwards"
+    return "what its process() and its punctuations forward"

@@ -5,7 +5,8 @@ One query per sub-topology, in dependency order (a sub-topology reading a repart
 stateless stage (`mapInArrow`); one whose stores are all key-value stores of the operators in
 `KEYED_OPERATORS` is a keyed stage (`transformWithState` by key); one with operators of
 `TASK_OPERATORS` (windowed aggregations, suppress, stream-stream joins: they need the task's
-stream time or stores across keys) is a task stage (`transformWithState` by source partition).
+stream time or stores across keys), or a custom processor with stores or a stream-time
+punctuation, is a task stage (`transformWithStateInPandas` by source partition).
 Anything else raises `UnsupportedOnSparkError` naming the operator and its node, before a query
 starts.
 """
@@ -26,7 +27,12 @@ from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.native_count import AGGREGATIONS, NO_AGGREGATION, NativeCount, find_native_count
 from streams_core.spark.native_stages import NATIVE_STAGES
 from streams_core.spark.plan_notes import STAGE_LABELS, stage_reason, writes
-from streams_core.spark.subtopology_executor import SubtopologyExecutor, SubtopologySpec, ship_topology
+from streams_core.spark.subtopology_executor import (
+    PunctuationNeedsTask,
+    SubtopologyExecutor,
+    SubtopologySpec,
+    ship_topology,
+)
 from streams_core.state.versioned_key_value_store import VersionedKeyValueStore
 
 __all__ = ["KEYED_OPERATORS", "STATELESS_DSL_OPERATORS", "TASK_OPERATORS", "QueryPlan", "SparkPlan", "plan_topology"]
@@ -80,7 +86,7 @@ _OPERATOR_NAMES: Mapping[str, str] = {
 _STAGES: Mapping[str, str] = {
     "stateless": "mapInArrow (fused stateless Python stage)",
     "keyed": "groupBy(key).transformWithState (keyed Python stage, RocksDB state)",
-    "task": "groupBy(partition).transformWithState (task Python stage: stores as changelog in RocksDB state)",
+    "task": "groupBy(partition).transformWithStateInPandas (task Python stage: stores as changelog in RocksDB state)",
 }
 
 
@@ -213,8 +219,9 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
                     continue
                 processors.append(node.name)
                 local = node.store_names - global_stores  # global stores are read, filled by the runner
-                if _needs_task(node.name, node.processor, local, built.state_stores) and not per_task:
-                    per_task, task_operator = True, TASK_OPERATORS[type(node.processor).__name__]
+                operator = _task_operator(node.name, node.processor, local, built.state_stores)
+                if operator is not None and not per_task:
+                    per_task, task_operator = True, operator
             # A task reading several topics must wait for the one behind (Kafka Streams' PartitionGroup):
             # a rule over the task's partitions, which only the task stage sees together.
             several = len(info.source_topics) + len(info.source_patterns) > 1
@@ -223,7 +230,12 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
             # order (one Spark task per Kafka partition), which replay detection relies on.
             stamp_origin = not info.state_stores and not (info.source_topics & readback_written)
             spec = SubtopologySpec(shipped, config.explicit(), sid, readback_written, stamp_origin, stage == "task")
-            SubtopologyExecutor(spec).close()  # runs every init(): refuses punctuations now, not later
+            try:
+                SubtopologyExecutor(spec).close()  # runs every init(): punctuations are found now, not later
+            except PunctuationNeedsTask as scheduled:  # a stream-time punctuation needs the task's stream time
+                stage, task_operator = "task", scheduled.operator
+                spec = replace(spec, stamp_origin=False, task_stores=True)
+                SubtopologyExecutor(spec).close()  # refuses what the task stage cannot run either
             if info.source_patterns and info.source_topics & builder.internal_topics:
                 raise UnsupportedOnSparkError(
                     "stream(pattern) beside a repartition topic", info.source_patterns[0].pattern,
@@ -265,28 +277,34 @@ def _fuse(queries: dict[int, QueryPlan], native: NativeCount) -> dict[int, Query
     return out
 
 
-def _needs_task(name: str, processor: Any, store_names: frozenset[str], stores: Mapping[str, Any]) -> bool:
-    """Whether the processor needs the task stage; UnsupportedOnSparkError if no stage runs it."""
+def _task_operator(name: str, processor: Any, store_names: frozenset[str], stores: Mapping[str, Any]) -> str | None:
+    """What makes the processor need the task stage (None: it does not); UnsupportedOnSparkError if no stage runs it."""
     kind = type(processor).__name__
-    dsl = type(processor).__module__.startswith("streams_core.")
+    operation = "process"
+    if kind == "KStreamFixedKeyProcessor":  # process_values(): the user's FixedKeyProcessor, adapted
+        kind = type(getattr(getattr(processor, "_process", None), "__self__", processor)).__name__
+        dsl, operation = False, "process_values"
+    else:
+        dsl = type(processor).__module__.startswith("streams_core.")
     if dsl and kind not in KEYED_OPERATORS and kind not in TASK_OPERATORS and kind not in STATELESS_DSL_OPERATORS:
         raise UnsupportedOnSparkError(_OPERATOR_NAMES.get(kind, f"DSL operator {kind}"), name, "not compiled to Spark yet")
     if kind in TASK_OPERATORS:
-        return True
+        return TASK_OPERATORS[kind]
     if not store_names:
-        return False
-    if kind not in KEYED_OPERATORS:
-        raise UnsupportedOnSparkError(
-            f"process({kind}) with state stores", name, "stateful custom processors cannot run on Spark"
-        )
+        return None
     for store in store_names:
         if isinstance(stores.get(store), VersionedKeyValueStore):
             raise UnsupportedOnSparkError(
                 "versioned table (persistent_versioned_key_value_store)", name, f"store {store!r} is versioned"
             )
+    if not dsl:
+        # A custom processor may read any key of its stores, and from its punctuations: the task's
+        # stores, carried between micro-batches as their changelog like the DSL's (task_batch.py).
+        return f"{operation}({kind}) with state stores"
+    for store in store_names:
         if not isinstance(stores.get(store), TimestampedKeyValueStore):
             raise UnsupportedOnSparkError(KEYED_OPERATORS[kind], name, f"store {store!r} is not a key-value store")
-    return False
+    return None
 
 
 def _dependency_order(queries: Mapping[int, QueryPlan]) -> tuple[QueryPlan, ...]:

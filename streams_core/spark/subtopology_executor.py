@@ -42,9 +42,11 @@ from streams_core.state.internals.store_names import store_changelog_topic
 
 __all__ = [
     "ORIGIN_HEADER",
+    "SCHEDULES",
     "TIMESTAMP_HEADER",
     "InputRow",
     "OutputRow",
+    "PunctuationNeedsTask",
     "SubtopologyExecutor",
     "SubtopologySpec",
     "deserialization_handler",
@@ -242,21 +244,78 @@ class _Collector:
         return count
 
 
+#: Key of `SubtopologyExecutor.carried_state()` holding the stream-time schedules (no node name is a tuple).
+SCHEDULES = ("punctuations",)
+
+Schedule = tuple[str, int, str, int, bool]
+"""A carried stream-time schedule: (node name, interval ms, punctuation type, next time, cancelled)."""
+
+
+class PunctuationNeedsTask(UnsupportedOnSparkError):
+    """A processor scheduled a stream-time punctuation outside the task stage: only the task keeps stream time."""
+
+
 class _SparkTaskProcessor(TaskProcessor):
-    """A TaskProcessor that refuses punctuations: Spark has no per-task stream-time clock to fire them."""
+    """A TaskProcessor whose stream-time schedules are carried between micro-batches.
+
+    Only the task stage (`punctuations`) keeps a task's stream time; elsewhere a schedule raises
+    `PunctuationNeedsTask`, which the plan takes to move the sub-topology to the task stage.
+    Wall-clock punctuations are refused: a task runs only in micro-batches that bring it records;
+    so is any schedule of a global store's processor (`punctuations` None), as Kafka Streams does.
+    `carried` are the schedules of an earlier batch of the task (`schedules()`): the processors'
+    `schedule()` calls, matched in order per node, resume at their next time instead of 0.
+    """
+
+    def __init__(
+        self, *args: Any, punctuations: bool | None = False, carried: Iterable[Schedule] = (), **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._punctuations = punctuations
+        self._carried: dict[str, list[Schedule]] = {}
+        for entry in carried:
+            self._carried.setdefault(entry[0], []).append(entry)
+        self._schedules: list[tuple[str, PunctuationSchedule]] = []
 
     def schedule(
         self, node: ProcessorNode, interval_ms: int, punctuation_type: PunctuationType, punctuator: Punctuator
     ) -> PunctuationSchedule:
-        raise UnsupportedOnSparkError(
-            f"{type(node.processor).__name__}.schedule()", node.name, "punctuations have no Spark equivalent"
-        )
+        operator = f"{type(node.processor).__name__}.schedule({punctuation_type.name})"
+        if punctuation_type is not PunctuationType.STREAM_TIME:
+            raise UnsupportedOnSparkError(
+                operator, node.name,
+                "wall-clock punctuations are not run: a task runs only in micro-batches that bring it records",
+            )  # fmt: skip
+        if self._punctuations is None:
+            raise UnsupportedOnSparkError(operator, node.name, "a global store's processor has no stream time "
+                                          "(Kafka Streams' global context refuses schedule() too)")  # fmt: skip
+        if not self._punctuations:
+            raise PunctuationNeedsTask(operator, node.name, "stream-time punctuations run in the task stage only")
+        carried = self._carried.get(node.name)
+        entry = carried.pop(0) if carried else None
+        if entry is not None and entry[1:3] == (interval_ms, punctuation_type.name):
+            schedule = PunctuationSchedule(node, punctuator, interval_ms, punctuation_type, entry[3])
+            if entry[4]:
+                schedule.cancel()
+            else:
+                self.stream_time_punctuations.schedule(schedule)
+        else:
+            if entry is not None:
+                log.warning("task %s: %s scheduled %s, not the %s carried: it starts afresh",
+                            self.task_id, node.name, (interval_ms, punctuation_type.name), entry[1:3])  # fmt: skip
+            schedule = super().schedule(node, interval_ms, punctuation_type, punctuator)
+        self._schedules.append((node.name, schedule))
+        return schedule
+
+    def schedules(self) -> list[Schedule]:
+        """Every stream-time schedule made so far, in order, with its next time (carried to the next batch)."""
+        return [(name, s.interval_ms, s.punctuation_type.name, s.next_time, s.cancelled) for name, s in self._schedules]
 
 
 class SubtopologyExecutor:
     """Builds the sub-topology once and runs batches of Kafka rows through it."""
 
-    def __init__(self, spec: SubtopologySpec, partition: int = 0) -> None:
+    def __init__(self, spec: SubtopologySpec, partition: int = 0, schedules: Iterable[Schedule] = ()) -> None:
+        """`schedules`: the task's stream-time schedules of an earlier batch (`carried_state()[SCHEDULES]`)."""
         self._tmp = tempfile.TemporaryDirectory(prefix="streams-core-spark-")
         props = dict(spec.props)
         props["state.dir"] = self._tmp.name
@@ -283,7 +342,8 @@ class SubtopologyExecutor:
         #: Records the deserialization handler skipped (or sent to the dead-letter topic) so far.
         self.skipped_records = 0
         self._task = _SparkTaskProcessor(task_id, built, config, self._state, self._collector,
-                                         deserialization_handler=self._counting(deserialization_handler(config, self._collector)))
+                                         deserialization_handler=self._counting(deserialization_handler(config, self._collector)),
+                                         punctuations=spec.task_stores, carried=schedules)
         self._task.init()
         self._readers: dict[tuple[str, int], tuple[RecordReader, SourceNode]] = {}
         self._fused = _fused_chains(built.sources) if not built.state_stores and self._global is None else None
@@ -313,6 +373,7 @@ class SubtopologyExecutor:
         """
         task = self._task
         collector = self._collector
+        punctuations = task.stream_time_punctuations
         for row in rows:
             timestamp, headers, origin = _runner_headers(row)
             if applied is not None and origin is not None:
@@ -332,6 +393,8 @@ class SubtopologyExecutor:
             task.clock.advance(record.timestamp)
             if self._fused is None:
                 task.process_record(node, record, row.topic, row.partition, row.offset)
+                if task.clock.value >= punctuations.due:  # as the runtime's StreamTask, after each record
+                    task.maybe_punctuate_stream_time()
                 continue
             try:
                 self._fused[node.name](*record)
@@ -389,9 +452,12 @@ class SubtopologyExecutor:
         self._collector.changelog = {}
         return changes
 
-    def carried_state(self) -> dict[str, Any]:
-        """The task's stream time and what its processors keep outside stores (by node name)."""
-        carried: dict[str, Any] = {"": self._task.stream_time}
+    def carried_state(self) -> dict[Any, Any]:
+        """The task's stream time, its stream-time schedules (`SCHEDULES`) and what its processors
+        keep outside stores (by node name)."""
+        carried: dict[Any, Any] = {"": self._task.stream_time}
+        if schedules := self._task.schedules():
+            carried[SCHEDULES] = schedules
         for node in self._nodes:
             state = getattr(node.processor, "carried_state", None)
             if state is not None:
@@ -438,7 +504,7 @@ def _global_task(builder: Any, config: StreamsConfig, task_dir: Path, rows: Iter
         return None
     task_dir.mkdir(parents=True, exist_ok=True)
     task = _SparkTaskProcessor(TaskId(topology.subtopology_id, 0), topology, config, _StateManager(task_dir),
-                               _Collector(frozenset(), False, {}))
+                               _Collector(frozenset(), False, {}), punctuations=None)
     task.init()
     readers: dict[str, tuple[RecordReader, SourceNode]] = {}
     for row in rows:

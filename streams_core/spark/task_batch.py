@@ -1,9 +1,9 @@
 """run_task_batch: one micro-batch of one task of a task stage, between Spark state and the executor.
 
 The task stage (spark_stages.TaskStage) keeps a task's stores as their compacted changelog in a
-map state and the rest of the task (processors' stream time and buffers, applied origins, a
-lineage id and a version) in a value state. A batch needs the task's stores as they were after
-the previous committed batch. The Python worker that ran that batch usually still holds the
+map state and the rest of the task (processors' stream time and buffers, the stream-time
+punctuations' next times, applied origins, a lineage id and a version) in a value state. A batch
+needs the task's stores and schedules as they were after the previous committed batch. The Python worker that ran that batch usually still holds the
 task's executor, stores filled: it is reused when its version is the one in Spark state (so a
 batch Spark rolled back, or a batch run by another worker, is never built upon). Otherwise the
 task is rebuilt and restored from the changelog, which is then read in full. Windows and
@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from streams_core.spark.partition_group import take_ready
 from streams_core.spark.subtopology_executor import (
+    SCHEDULES,
     InputRow,
     OutputRow,
     SubtopologyExecutor,
@@ -108,7 +109,7 @@ def run_task_batch(
         live.executor.close()
         live = None
     if live is None:
-        live = _LiveTask(SubtopologyExecutor(spec, partition), state["version"])
+        live = _LiveTask(SubtopologyExecutor(spec, partition, state["carried"].get(SCHEDULES, ())), state["version"])
         entries = list(changelog())
         live.executor.restore_changelog(entries)
         live.track(((topic, key), value) for topic, key, value in entries)

@@ -10,6 +10,7 @@ import pytest
 from app.wordcount import build_topology
 from streams_core import (
     BufferConfig,
+    FixedKeyProcessor,
     JoinWindows,
     Materialized,
     Processor,
@@ -213,7 +214,7 @@ def test_custom_partitioners_are_compiled_but_not_with_a_topic_extractor() -> No
         plan_of(builder.build())
 
 
-def test_stateful_custom_processors_are_refused() -> None:
+def test_stateful_custom_processors_run_in_the_task_stage() -> None:
     class Summer(Processor):
         def init(self, context: Any) -> None:
             self.store = context.get_state_store("sums")
@@ -226,24 +227,58 @@ def test_stateful_custom_processors_are_refused() -> None:
                 .add_processor("SUM", Summer, "SOURCE")
                 .add_state_store(Stores.key_value_store_builder(
                     Stores.persistent_key_value_store("sums"), Serdes.String(), Serdes.Long()), "SUM"))
-    with pytest.raises(UnsupportedOnSparkError, match=r"process\(Summer\) with state stores") as caught:
-        plan_of(topology)
-    assert caught.value.node == "SUM"
+    (query,) = plan_of(topology).queries
+    assert (query.stage, query.stores) == ("task", ("sums",))
+    assert query.why == "process(Summer) with state stores needs the whole task (its stream time, or its stores across keys)"
+    assert dict(query.operators())["SUM"] == "task stage (python, per task); writes what its process() and its punctuations forward"
+    assert "  run    groupBy(partition).transformWithStateInPandas (task Python stage" in plan_of(topology).describe()
 
 
-def test_punctuations_are_refused_at_plan_time() -> None:
-    class Ticker(Processor):
+def test_process_values_runs_stateless_or_in_the_task_stage_with_stores() -> None:
+    from tests.spark.processor_api import dsl_topology
+
+    class Shout(FixedKeyProcessor[Any, Any, Any]):
         def init(self, context: Any) -> None:
-            context.schedule(1000, PunctuationType.STREAM_TIME, lambda ts: None)
+            self.context = context
 
-        def process(self, record: Record[Any, Any]) -> None:
-            pass
+        def process(self, record: Any) -> None:
+            self.context.forward(record.with_value(record.value.upper()))
 
+    builder = StreamsBuilder()
+    builder.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).process_values(Shout).to("out")
+    assert [q.stage for q in plan_of(builder.build()).queries] == ["stateless"]
+    (query,) = plan_of(dsl_topology("in", "out")).queries
+    assert query.stage == "task" and query.stores == ("previous", "tallies")
+    assert query.why.startswith("process_values(Previous) with state stores needs the whole task")
+
+
+class Ticker(Processor[Any, Any, Any, Any]):
+    def __init__(self, punctuation_type: PunctuationType = PunctuationType.STREAM_TIME) -> None:
+        self.punctuation_type = punctuation_type
+
+    def init(self, context: Any) -> None:
+        context.schedule(1000, self.punctuation_type, lambda ts: None)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        pass
+
+
+def test_a_stream_time_punctuation_moves_its_sub_topology_to_the_task_stage() -> None:
     topology = (Topology()
                 .add_source("SOURCE", "in", key_serde=Serdes.String(), value_serde=Serdes.String())
                 .add_processor("TICK", Ticker, "SOURCE"))
-    with pytest.raises(UnsupportedOnSparkError, match=r"Ticker\.schedule\(\)"):
+    (query,) = plan_of(topology).queries
+    assert query.stage == "task" and query.spec.task_stores
+    assert query.why.startswith("Ticker.schedule(STREAM_TIME) needs the whole task")
+
+
+def test_wall_clock_punctuations_are_refused_at_plan_time() -> None:
+    topology = (Topology()
+                .add_source("SOURCE", "in", key_serde=Serdes.String(), value_serde=Serdes.String())
+                .add_processor("TICK", lambda: Ticker(PunctuationType.WALL_CLOCK_TIME), "SOURCE"))
+    with pytest.raises(UnsupportedOnSparkError, match=r"Ticker\.schedule\(WALL_CLOCK_TIME\)") as caught:
         plan_of(topology)
+    assert caught.value.node == "TICK" and "wall-clock" in caught.value.reason
 
 
 def test_a_stream_table_join_runs_in_the_task_stage() -> None:
@@ -303,3 +338,15 @@ def test_windowed_aggregations_say_why_they_need_the_task_stage() -> None:
     assert query.why.startswith("windowed_by(TimeWindows).aggregate/count/reduce needs the whole task")
     assert "not native: a windowed aggregate or reduce (only the windowed count() is native)" in notes_for(query, aggregate)
     assert notes_for(query, aggregate).endswith("writes one record per changed window and micro-batch")
+
+
+def test_a_global_stores_processor_may_not_schedule() -> None:
+    topology = (Topology()
+                .add_global_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("dims"),
+                                                                 Serdes.String(), Serdes.String()).with_logging_disabled(),
+                                  "GSOURCE", "dims", "GTICK", Ticker, key_serde=Serdes.String(), value_serde=Serdes.String())
+                .add_source("SOURCE", "in", key_serde=Serdes.String(), value_serde=Serdes.String())
+                .add_processor("UP", Upper, "SOURCE"))  # fmt: skip
+    with pytest.raises(UnsupportedOnSparkError, match="global store's processor has no stream time") as caught:
+        plan_of(topology)
+    assert caught.value.node == "GTICK"

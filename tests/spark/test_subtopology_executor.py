@@ -17,6 +17,7 @@ from streams_core.spark.subtopology_executor import (
     kafka_order,
 )
 from streams_core.spark.task_batch import run_task_batch
+from tests.spark import processor_api
 
 CONFIG = {"application.id": "exec", "bootstrap.servers": "127.0.0.1:9"}
 
@@ -133,6 +134,9 @@ def windowed_topologies() -> dict[str, Any]:
         "sliding": windowed(SlidingWindows.of_time_difference_and_grace(100, 50)),
         "session": windowed(SessionWindows.of_inactivity_gap_and_grace(60, 50)),
         "left-join": joined(),
+        "processor-api": processor_api.tally_topology("in", "out"),
+        "process-values": processor_api.dsl_topology("in", "out"),
+        "processor-window-store": processor_api.window_topology("in", "out"),
     }
 
 
@@ -146,7 +150,8 @@ WINDOWED_INPUT = [  # (topic, key, value, timestamp): out of order, late and ver
 
 @pytest.mark.parametrize("worker", ["rebuilt", "live"])
 @pytest.mark.parametrize(
-    "kind", ["tumbling", "hopping", "sliding", "session", "emit-on-close", "suppress", "time-limit", "left-join"]
+    "kind", ["tumbling", "hopping", "sliding", "session", "emit-on-close", "suppress", "time-limit", "left-join",
+             "processor-api", "process-values", "processor-window-store"],
 )
 def test_the_task_stage_over_micro_batches_writes_what_the_driver_writes(kind: str, worker: str) -> None:
     """Micro-batches of three records, the task rebuilt from Spark state for each ("rebuilt": a
@@ -162,7 +167,8 @@ def test_the_task_stage_over_micro_batches_writes_what_the_driver_writes(kind: s
             inputs[topic].pipe_input(key, value, timestamp)
         expected = [(r.key, r.value) for r in driver.create_output_topic("out", Serdes.String(), Serdes.String())
                     .read_records_to_list()]
-    (query,) = SparkRunner(topology, props).plan().queries
+    # a fresh topology: one the driver ran holds process_values' last processor, bound to the driver's task
+    (query,) = SparkRunner(windowed_topologies()[kind], props).plan().queries
     assert query.stage == "task"
     changelog: dict[tuple[str, bytes], bytes] = {}
     task: bytes | None = None
