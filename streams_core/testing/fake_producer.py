@@ -23,8 +23,8 @@ from streams_core.common.topic_partition import TopicPartition
 from streams_core.testing.fake_kafka_cluster import (
     FakeKafkaCluster,
     FakeRecordMetadata,
+    FakeTransaction,
     Headers,
-    _Txn,
     as_committed,
 )
 
@@ -87,7 +87,7 @@ class FakeProducer:
         self.transaction_timeout_ms = transaction_timeout_ms
         self.batch_size = batch_size
         self._epoch = -1
-        self._txn: _Txn | None = None
+        self._txn: FakeTransaction | None = None
         self._txn_error: BaseException | None = None
         self._in_flight: set[asyncio.Future[RecordMetadata]] = set()
         self.started = False
@@ -145,7 +145,7 @@ class FakeProducer:
         return future
 
     def _deliver(
-        self, batch: FakeBatch, tp: TopicPartition, future: asyncio.Future[RecordMetadata], txn: _Txn | None
+        self, batch: FakeBatch, tp: TopicPartition, future: asyncio.Future[RecordMetadata], txn: FakeTransaction | None
     ) -> None:
         if future.done():
             return
@@ -177,7 +177,7 @@ class FakeProducer:
         count = self.cluster.partition_count(topic)
         return set(range(count)) if count else set()
 
-    def _check_transactional(self, *, in_transaction: bool | None) -> _Txn | None:
+    def _check_transactional(self, *, in_transaction: bool | None) -> FakeTransaction | None:
         if self.transactional_id is None:
             raise clients.IllegalStateError("not a transactional producer")
         if self.fenced:

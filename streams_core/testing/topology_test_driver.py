@@ -1,5 +1,8 @@
 """TopologyTestDriver: runs a Topology deterministically, without a broker, for unit tests.
 
+This module holds the tasks, the processing loop and the mock clock; the input and output topics
+are in `topology_test_driver_topics.py`, store access in `topology_test_driver_stores.py`.
+
 Each sub-topology runs as one runtime `StreamTask` (id `<sub-topology>_0`; every topic has the
 single partition 0), with its `PartitionGroup` and `RecordQueue`s and the runtime's record path,
 over in-memory topics and a temporary state directory deleted on close. As in Kafka Streams'
@@ -44,13 +47,13 @@ from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, cast
 
 from streams_core.common.headers import Headers
 from streams_core.common.task_id import TaskId
 from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
-from streams_core.errors import StreamsError, TopologyError, UnknownStateStoreError
+from streams_core.errors import StreamsError, TopologyError
 from streams_core.processor.internals.processor_node import SourceNode
 from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.processor.internals.record_deserializer import (
@@ -63,18 +66,14 @@ from streams_core.processor.internals.task_processor import RecordReader, TaskPr
 from streams_core.processor.topology import Topology
 from streams_core.runtime.tasks.record_collector_impl import RecordCollectorImpl
 from streams_core.runtime.tasks.stream_task import StreamTask
-from streams_core.serde import Serde
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.testing.fake_kafka_cluster import FakeRecord
-from streams_core.testing.test_input_topic import TestInputTopic
-from streams_core.testing.test_output_topic import TestOutputTopic
+from streams_core.testing.topology_test_driver_stores import TopologyTestDriverStores
+from streams_core.testing.topology_test_driver_topics import TopologyTestDriverTopics
 
 __all__ = ["TopologyTestDriver"]
 
 log = logging.getLogger(__name__)
-
-K = TypeVar("K")
-V = TypeVar("V")
 
 DEFAULT_APPLICATION_ID = "topology-test-driver"
 
@@ -104,7 +103,7 @@ class _DriverRecordCollector:
         return 1
 
 
-class TopologyTestDriver:
+class TopologyTestDriver(TopologyTestDriverTopics, TopologyTestDriverStores):
     """Drives a Topology with piped records and a mock clock; use as a context manager.
 
     `config` is a mapping of Kafka Streams properties (or a StreamsConfig); `application.id`
@@ -220,95 +219,6 @@ class TopologyTestDriver:
     def __repr__(self) -> str:
         return f"TopologyTestDriver(tasks={[str(t.id) for t in self._tasks.values()]})"
 
-    # -- topics -------------------------------------------------------------------------------
-
-    @overload
-    def create_input_topic(
-        self,
-        name: str,
-        key_serde: Serde[K],
-        value_serde: Serde[V],
-        *,
-        start_timestamp_ms: int | None = None,
-        auto_advance_ms: int = 0,
-    ) -> TestInputTopic[K, V]: ...
-
-    @overload
-    def create_input_topic(
-        self,
-        name: str,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
-        *,
-        start_timestamp_ms: int | None = None,
-        auto_advance_ms: int = 0,
-    ) -> TestInputTopic[Any, Any]: ...
-
-    def create_input_topic(
-        self,
-        name: str,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
-        *,
-        start_timestamp_ms: int | None = None,
-        auto_advance_ms: int = 0,
-    ) -> TestInputTopic[Any, Any]:
-        """An input topic read by a source of the topology; serdes default to the config's.
-
-        Records piped without a timestamp start at `start_timestamp_ms` (default: the mock
-        wall-clock time) and advance by `auto_advance_ms` each.
-        """
-        self._check_open()
-        if self._builder.source_for_topic(name) is None and not self._reads(name):
-            raise TopologyError(
-                f"topic {name!r} is not read by any source of the topology "
-                f"(sources read {sorted(self._builder.source_topics)}"
-                + (
-                    f" and patterns {[p.pattern for p in self._builder.source_patterns]}"
-                    if self._builder.source_patterns
-                    else ""
-                )
-                + ")"
-            )
-        start = self._wall_clock_ms if start_timestamp_ms is None else start_timestamp_ms
-        return TestInputTopic(
-            self,
-            name,
-            key_serde or self.config["default.key.serde"],
-            value_serde or self.config["default.value.serde"],
-            start,
-            auto_advance_ms,
-        )
-
-    @overload
-    def create_output_topic(self, name: str, key_serde: Serde[K], value_serde: Serde[V]) -> TestOutputTopic[K, V]: ...
-
-    @overload
-    def create_output_topic(
-        self, name: str, key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None
-    ) -> TestOutputTopic[Any, Any]: ...
-
-    def create_output_topic(
-        self, name: str, key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None
-    ) -> TestOutputTopic[Any, Any]:
-        """Reads what the topology produced to `name`; serdes default to the config's."""
-        self._check_open()
-        return TestOutputTopic(
-            self, name, key_serde or self.config["default.key.serde"], value_serde or self.config["default.value.serde"]
-        )
-
-    def produced_topic_names(self) -> set[str]:
-        """Every topic the topology has produced to so far."""
-        return set(self._topics)
-
-    def read_raw_record(self, topic: str) -> FakeRecord | None:
-        """Remove and return the oldest unread record of `topic`, or None."""
-        queue = self._topics.get(topic)
-        return queue.popleft() if queue else None
-
-    def queued_record_count(self, topic: str) -> int:
-        return len(self._topics.get(topic, ()))
-
     # -- processing ---------------------------------------------------------------------------
 
     def pipe_raw_record(
@@ -320,13 +230,6 @@ class TopologyTestDriver:
             raise TopologyError(f"topic {topic!r} is not read by any source of the topology")
         self._add(FakeRecord(topic, 0, self._next_offset(topic), timestamp, key, value, tuple(headers)))
         self._complete_all_processable_work()
-
-    def produce(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: Headers) -> None:
-        """Append a record from a sink to `topic`; a source that reads it gets it after the current step."""
-        record = FakeRecord(topic, 0, self._next_offset(topic), timestamp, key, value, tuple(headers))
-        self._topics.setdefault(topic, deque()).append(record)
-        if self._reads(topic):
-            self._produced.append(record)
 
     def advance_wall_clock_time(self, ms: int) -> None:
         """Move the mock clock forward, fire the wall-clock punctuations due, commit, then process
@@ -452,80 +355,9 @@ class TopologyTestDriver:
             task.process_record(source, read, topic, 0, record.offset)
         task.commit()
 
-    def _reads(self, topic: str) -> bool:
-        """Whether a source of a task or of the global stores reads `topic`."""
-        reads = self._reads_topic.get(topic)
-        if reads is None:
-            reads = self._reads_topic[topic] = (
-                self._task_for(topic) is not None or topic in self._builder.global_topics
-            )
-        return reads
-
-    def _task_for(self, topic: str) -> StreamTask | None:
-        if topic not in self._task_of_topic:
-            subtopology_id = self._builder.subtopology_for_topic(topic)
-            self._task_of_topic[topic] = None if subtopology_id is None else self._tasks[subtopology_id]
-        return self._task_of_topic[topic]
-
-    def _next_offset(self, topic: str) -> int:
-        offset = self._next_offsets.get(topic, 0)
-        self._next_offsets[topic] = offset + 1
-        return offset
-
     def _send_to_dead_letter_topic(self, record: RawRecord) -> None:
         topic = self.config["errors.dead.letter.queue.topic.name"]
         self.produce(topic, record.key, record.value, record.timestamp, dead_letter_headers(record))
-
-    # -- state --------------------------------------------------------------------------------
-
-    def get_all_state_stores(self) -> dict[str, Any]:
-        """Every state store of the topology by name (global stores included)."""
-        self._check_open()
-        topologies = [task.processor.topology for task in self._tasks.values()]
-        if self._global_task is not None:
-            topologies.insert(0, self._global_task.topology)
-        return {name: store for topology in topologies for name, store in topology.state_stores.items()}
-
-    def get_state_store(self, name: str) -> Any:
-        """The state store named `name`; UnknownStateStoreError naming the known ones otherwise."""
-        stores = self.get_all_state_stores()
-        store = stores.get(name)
-        if store is None:
-            raise UnknownStateStoreError(f"no state store named {name!r}; the topology has {sorted(stores)}")
-        return store
-
-    def get_key_value_store(self, name: str) -> Any:
-        """The key-value store named `name` (typed: keys and values as the processors see them)."""
-        return self._typed_store(name, "key-value", ("get", "put", "all"))
-
-    def get_window_store(self, name: str) -> Any:
-        """The window store named `name` (typed; a DSL windowed aggregate's store gives plain aggregates)."""
-        return self._typed_store(name, "window", ("fetch", "fetch_all", "window_size"))
-
-    def get_timestamped_key_value_store(self, name: str) -> Any:
-        """The DSL key-value store named `name`, answering `ValueAndTimestamp(value, timestamp)`s (as Java's)."""
-        return self._timestamped(self.get_key_value_store(name), name)
-
-    def get_timestamped_window_store(self, name: str) -> Any:
-        """The DSL window store named `name`, answering `ValueAndTimestamp(value, timestamp)`s (as Java's)."""
-        return self._timestamped(self.get_window_store(name), name)
-
-    @staticmethod
-    def _timestamped(store: Any, name: str) -> Any:
-        timestamped = getattr(store, "timestamped", None)
-        if timestamped is None:
-            raise StreamsError(f"state store {name!r} keeps no timestamps (a DSL table or aggregate's store does)")
-        return timestamped
-
-    def get_session_store(self, name: str) -> Any:
-        """The session store named `name` (typed)."""
-        return self._typed_store(name, "session", ("find_sessions", "fetch_session"))
-
-    def _typed_store(self, name: str, kind: str, methods: tuple[str, ...]) -> Any:
-        store = self.get_state_store(name)
-        if not all(hasattr(store, method) for method in methods):
-            raise StreamsError(f"state store {name!r} is not a {kind} store ({type(store).__name__})")
-        return store
 
     # -- closing ------------------------------------------------------------------------------
 
