@@ -218,12 +218,17 @@ def test_topology_optimization_lists_kafka_refuses(asked: str) -> None:
     assert error_for(BASE | {"topology.optimization": asked}).key == "topology.optimization"
 
 
-def test_single_store_self_join_alone_is_refused_not_ignored() -> None:
-    """Its rewrite is not implemented: asking for it by name is an error naming the key, not a no-op
-    (`all` turns on the two that are: docs/configuration.md)."""
-    err = error_for(BASE | {"topology.optimization": "single.store.self.join"})
-    assert err.key == "topology.optimization"
-    assert "not implemented" in str(err)
+def test_single_store_self_join_is_accepted_alone_and_with_the_others() -> None:
+    """StreamsConfigTest.shouldEnableSelfJoin, shouldAllowMultipleOptimizations and
+    shouldEnableAllOptimizationsWithOptimizeConfig."""
+    assert StreamsConfig(BASE | {"topology.optimization": "single.store.self.join"})[
+        "topology.optimization"] == "single.store.self.join"
+    both = "single.store.self.join,reuse.ktable.source.topics,merge.repartition.topics"
+    assert set(StreamsConfig(BASE | {"topology.optimization": both})["topology.optimization"].split(",")) == {
+        "single.store.self.join", "reuse.ktable.source.topics", "merge.repartition.topics"}
+    assert topology_optimizations("all") == {"single.store.self.join", "reuse.ktable.source.topics",
+                                             "merge.repartition.topics"}
+    assert topology_optimizations("none") == frozenset()
 
 
 @pytest.mark.parametrize("bad", ["my app", "app/1", "app:1", "ünïcode", "app?"])
