@@ -330,3 +330,23 @@ def test_operators_below_the_self_join_read_its_results() -> None:
     topology = builder.build(ALL)
     run(topology, "topic1", SHORT_INPUT[:2])
     assert Collect.seen == [("A", "11"), ("B", "11")]
+
+
+def test_a_key_changed_stream_joined_with_itself_shares_one_repartition_and_is_rewritten() -> None:
+    """Java's `repartitionForJoin` reuses the stream's repartition node for the second side (same
+    name), so the join node has one parent and `rewriteSingleStoreSelfJoin` takes it; the results are
+    the unoptimized join's."""
+
+    def build(props: dict[str, Any] | None) -> Topology:
+        builder = StreamsBuilder()
+        rekeyed = stream(builder, "topic1").select_key(lambda k, v: v[0])
+        rekeyed.join(rekeyed, concat, W).to("out")
+        return builder.build(props)
+
+    optimized = build(ALL)
+    assert self_joins(optimized) == [True]
+    assert windowed_nodes(optimized) == 1
+    records: Input = [("k1", "a1", 1), ("k2", "b1", 2), ("k3", "a2", 3), ("k4", "b2", 150), ("k5", "a3", 60)]
+    expected = run(build(None), "topic1", records)
+    assert ("a", "a2a1", 3) in expected
+    assert run(optimized, "topic1", records) == expected
