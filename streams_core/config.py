@@ -129,7 +129,7 @@ REUSE_KTABLE_SOURCE_TOPICS = "reuse.ktable.source.topics"
 MERGE_REPARTITION_TOPICS = "merge.repartition.topics"
 SINGLE_STORE_SELF_JOIN = "single.store.self.join"
 _OPTIMIZATIONS = (OPTIMIZE, REUSE_KTABLE_SOURCE_TOPICS, MERGE_REPARTITION_TOPICS, SINGLE_STORE_SELF_JOIN)
-_IMPLEMENTED_OPTIMIZATIONS = (REUSE_KTABLE_SOURCE_TOPICS, MERGE_REPARTITION_TOPICS)
+_IMPLEMENTED_OPTIMIZATIONS = (REUSE_KTABLE_SOURCE_TOPICS, MERGE_REPARTITION_TOPICS, SINGLE_STORE_SELF_JOIN)
 
 
 def _split_optimizations(value: Any) -> list[str]:
@@ -137,11 +137,7 @@ def _split_optimizations(value: Any) -> list[str]:
 
 
 def optimization(key: str, value: Any) -> str:
-    """Kafka's `verifyTopologyOptimizationConfigs`: `none`, `all`, or a comma list of single optimizations.
-
-    `single.store.self.join` alone is refused: its rewrite is not implemented (docs/configuration.md);
-    `all` applies the two that are.
-    """
+    """Kafka's `verifyTopologyOptimizationConfigs`: `none`, `all`, or a comma list of single optimizations."""
     asked = _split_optimizations(value)
     if (NO_OPTIMIZATION in asked or OPTIMIZE in asked) and len(asked) > 1:
         raise ConfigError(key, f"{value!r} is not a valid optimization config: none or all cannot be listed with others")
@@ -150,12 +146,6 @@ def optimization(key: str, value: Any) -> str:
     unknown = [part for part in asked if part not in _OPTIMIZATIONS]
     if unknown:
         raise ConfigError(key, f"expected none, all or a list of {', '.join(_OPTIMIZATIONS[1:])}, got {value!r}")
-    if SINGLE_STORE_SELF_JOIN in asked:
-        raise ConfigError(
-            key,
-            f"{value!r}: {SINGLE_STORE_SELF_JOIN} is not implemented here (a self-join keeps its two window "
-            "stores); use all, or list reuse.ktable.source.topics and merge.repartition.topics (docs/configuration.md)",
-        )
     return ",".join(dict.fromkeys(asked))
 
 

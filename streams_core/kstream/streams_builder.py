@@ -201,7 +201,7 @@ class StreamsBuilder:
         """The Topology of everything built so far (the same object on every call).
 
         `props` (a dict or StreamsConfig) may ask for `topology.optimization` (`all`, or a comma list
-        of `reuse.ktable.source.topics`, `merge.repartition.topics`), applied on the first build that
+        of `reuse.ktable.source.topics`, `merge.repartition.topics`, `single.store.self.join`), applied on the first build that
         asks, as Kafka's `build(Properties)`; without it nothing is optimized (Kafka's default, `none`).
         Raises ValueError for what Kafka Streams rejects when it writes the topology (a stream-table
         join's grace period over a table not versioned, or a history retention shorter than it).

@@ -195,7 +195,8 @@ def test_choice_keys_list_what_is_accepted(key: str, bad: str, accepted: list[st
     ("asked", "kept", "turned_on"),
     [
         ("none", "none", set()),
-        ("all", "all", {"reuse.ktable.source.topics", "merge.repartition.topics"}),
+        ("all", "all", {"reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join"}),
+        ("single.store.self.join", "single.store.self.join", {"single.store.self.join"}),
         ("reuse.ktable.source.topics", "reuse.ktable.source.topics", {"reuse.ktable.source.topics"}),
         (" merge.repartition.topics , reuse.ktable.source.topics", "merge.repartition.topics,reuse.ktable.source.topics",
          {"merge.repartition.topics", "reuse.ktable.source.topics"}),
@@ -218,12 +219,12 @@ def test_topology_optimization_lists_kafka_refuses(asked: str) -> None:
     assert error_for(BASE | {"topology.optimization": asked}).key == "topology.optimization"
 
 
-def test_single_store_self_join_alone_is_refused_not_ignored() -> None:
-    """Its rewrite is not implemented: asking for it by name is an error naming the key, not a no-op
-    (`all` turns on the two that are: docs/configuration.md)."""
-    err = error_for(BASE | {"topology.optimization": "single.store.self.join"})
-    assert err.key == "topology.optimization"
-    assert "not implemented" in str(err)
+def test_single_store_self_join_is_accepted_with_the_others() -> None:
+    """StreamsConfigTest.shouldEnableSelfJoin and shouldAllowMultipleOptimizations with the third one."""
+    three = "single.store.self.join,reuse.ktable.source.topics,merge.repartition.topics"
+    assert set(StreamsConfig(BASE | {"topology.optimization": three})["topology.optimization"].split(",")) == {
+        "single.store.self.join", "reuse.ktable.source.topics", "merge.repartition.topics"}
+    assert topology_optimizations(three) == topology_optimizations("all")
 
 
 @pytest.mark.parametrize("bad", ["my app", "app/1", "app:1", "ünïcode", "app?"])

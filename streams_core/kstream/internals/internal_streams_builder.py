@@ -14,12 +14,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from streams_core.config import MERGE_REPARTITION_TOPICS, OPTIMIZATION, REUSE_KTABLE_SOURCE_TOPICS, topology_optimizations
+from streams_core.config import (
+    MERGE_REPARTITION_TOPICS,
+    OPTIMIZATION,
+    REUSE_KTABLE_SOURCE_TOPICS,
+    SINGLE_STORE_SELF_JOIN,
+    topology_optimizations,
+)
 from streams_core.errors import TopologyError
 from streams_core.kstream.consumed import Consumed
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.dsl_serde import BoundSerde, infer
 from streams_core.kstream.internals.repartition_optimizer import OptimizableRepartition, merge_repartition_topics
+from streams_core.kstream.internals.self_join_optimizer import SelfJoinCandidate, rewrite_single_store_self_joins
 from streams_core.kstream.named import Named, name_of
 from streams_core.processor.internals.stateless_processors import KStreamFilter
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp
@@ -89,6 +96,8 @@ class InternalStreamsBuilder:
         self.value_changing_nodes: set[str] = set()
         self.merge_nodes: list[str] = []
         self.optimizable_repartitions: list[OptimizableRepartition] = []
+        self.self_join_candidates: list[SelfJoinCandidate] = []
+        """Inner joins of a node with itself, for `single.store.self.join`."""
         self.record_timestamp = _RECORD_TIMESTAMP
         self._reuse_source_topics = False
         self._optimized = False
@@ -353,6 +362,8 @@ class InternalStreamsBuilder:
                     self._reuse_source_topic(source)
         if MERGE_REPARTITION_TOPICS in optimizations:
             merge_repartition_topics(self)
+        if SINGLE_STORE_SELF_JOIN in optimizations:
+            rewrite_single_store_self_joins(self.itb, self.self_join_candidates)
         log.debug("topology optimized: %s", sorted(optimizations))
 
     def _reuse_source_topic(self, source: _TableSourceStore) -> None:

@@ -16,9 +16,11 @@ from streams_core.errors import TopologyError
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.functions import check_callable, with_key
 from streams_core.kstream.internals.kstream_kstream_join import KStreamJoinWindow, KStreamKStreamJoin, TimeTrackers
+from streams_core.kstream.internals.kstream_kstream_self_join import KStreamKStreamSelfJoin
 from streams_core.kstream.internals.kstream_ktable_join import KStreamKTableJoin
 from streams_core.kstream.internals.ktable_value_getters import StoreValueGetterSupplier
 from streams_core.kstream.internals.outer_join_store import SideValuesSerde, TimestampedKeyAndJoinSideSerde
+from streams_core.kstream.internals.self_join_optimizer import SelfJoinCandidate
 from streams_core.kstream.internals.versioned_stores import VersionedStoreBuilder
 from streams_core.kstream.joined import Joined
 from streams_core.kstream.named import Named, name_of
@@ -141,6 +143,11 @@ def _stream_stream(
         (other_windowed,), connected=(this_store,) + ((outer_store,) if outer_store else ()),
     )  # fmt: skip
     b.add_processor(merge, KStreamPassThrough, (this_join, other_join))
+    if kind == "inner" and this.name == other.name:
+        b.self_join_candidates.append(SelfJoinCandidate(
+            this_windowed, other_windowed, this_join, other_join, merge, this_store, other_store,
+            lambda: KStreamKStreamSelfJoin(this_store, windows, joiner),
+        ))  # fmt: skip
     return KStream(b, merge, key_serde, b.infer(this_serde, "value"), this.source_nodes | other.source_nodes)
 
 

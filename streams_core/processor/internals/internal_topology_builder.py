@@ -122,6 +122,13 @@ class InternalTopologyBuilder(NodeGrouping):
                 for topic in factory.topics:
                     del self._topic_to_source[topic]
                     self._internal_topics.pop(topic, None)
+        for store in self._stores.values():
+            store.users[:] = [user for user in store.users if user in self._factories]
+        self._node_groups = None
+
+    def remove_state_store(self, store_name: str) -> None:
+        """Drop a store an optimization made needless (`single.store.self.join`'s other-side store)."""
+        del self._stores[store_name]
         self._node_groups = None
 
     def set_parents(self, name: str, parents: Iterable[str]) -> None:
