@@ -7,18 +7,19 @@ what the sinks serialized. So filters, maps, branches, merges and custom statele
 behave and encode exactly as on our runtime. Key-value stores keep their serdes over a
 `KeyedStateStore`: the one key's changelog entries (bytes), loaded from and saved to Spark state
 around each call.
+
+Re-exported for the callers that import them from here: the Kafka rows and runner headers
+(`spark_rows`) and the carried stream-time punctuations (`carried_punctuations`).
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
-import struct
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from streams_core.clients.ports import RawRecord
 from streams_core.common.headers import Headers
@@ -28,16 +29,27 @@ from streams_core.config import StreamsConfig
 from streams_core.errors import DeserializationError, StreamsError
 from streams_core.processor.internals import topology_shipping
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
-from streams_core.processor.internals.punctuation_queue import PunctuationSchedule
 from streams_core.processor.internals.record_deserializer import DeserializationHandler, resolve_deserialization_handler
 from streams_core.processor.internals.stateless_chain import Emit, compose, fused_nodes
 from streams_core.processor.internals.stream_time import StreamTime
 from streams_core.processor.internals.task_processor import RecordReader, TaskProcessor
-from streams_core.processor.processor import PunctuationType, Punctuator, Record
+from streams_core.processor.processor import Record
 from streams_core.processor.topology import Topology
 from streams_core.runtime.tasks.dead_letter_sink import DeadLetterSink, RecordSender
-from streams_core.spark.errors import UnsupportedOnSparkError
+from streams_core.spark.carried_punctuations import SCHEDULES, PunctuationNeedsTask, Schedule, SparkTaskProcessor
 from streams_core.spark.keyed_state_store import KeyedStateStore, keyed_store
+from streams_core.spark.spark_rows import (
+    ORIGIN_HEADER,
+    TIMESTAMP_HEADER,
+    InputRow,
+    OutputRow,
+    event_time,
+    iter_rows,
+    kafka_order,
+    origin_header,
+    runner_headers,
+    timestamp_header,
+)
 from streams_core.state.internals.store_names import store_changelog_topic
 
 __all__ = [
@@ -51,6 +63,7 @@ __all__ = [
     "SubtopologySpec",
     "deserialization_handler",
     "event_time",
+    "iter_rows",
     "kafka_order",
     "load_topology",
     "ship_topology",
@@ -59,47 +72,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 new_record = tuple.__new__
-
-#: Spark's Kafka sink cannot set a record's timestamp, so records written to topics the topology
-#: reads back (repartition and `through` topics) carry it in this header (8 bytes, big-endian);
-#: the reading side takes the timestamp from it and drops the header.
-TIMESTAMP_HEADER = "streams-core.spark.timestamp"
-_TS = struct.Struct(">q")
-
-#: Spark's Kafka sink is at-least-once: a query killed between writing a micro-batch and
-#: committing it writes that batch again when rerun. Records a stage reading only external topics
-#: writes to a read-back topic carry their origin (source partition, offset, output index, topic)
-#: in this header; a keyed stage remembers, per key and origin partition, the last origin it
-#: applied and skips replays (`SubtopologyExecutor.process(..., applied)`).
-ORIGIN_HEADER = "streams-core.spark.origin"
-_ORIGIN = struct.Struct(">iqi")
-_RUNNER_HEADERS = (TIMESTAMP_HEADER, ORIGIN_HEADER)
-
-Origin = tuple[str, int, int, int]
-"""(topic, partition, offset, output index) of a record's origin."""
-
-
-class InputRow(NamedTuple):
-    """One Kafka record as the Spark source gives it (timestamp in ms)."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: Headers
-
-
-class OutputRow(NamedTuple):
-    """One record for Spark's Kafka sink; `partition` None (all but custom partitioners' records)
-    lets the producer's murmur2 default partitioner pick it, as on our runtime."""
-
-    topic: str
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes]]
-    partition: int | None = None
 
 
 def ship_topology(topology: Topology) -> bytes:
@@ -142,29 +114,6 @@ class SubtopologySpec:
         """Add to the query's count of records the deserialization handler skipped."""
         if records and self.skipped is not None:
             self.skipped.add(records)
-
-
-def kafka_order(rows: Iterable[InputRow]) -> list[InputRow]:
-    """Rows in the order a Kafka Streams task takes them: offset order per partition, and across
-    partitions the head with the lowest timestamp first (PartitionGroup's choice)."""
-    by_partition: dict[tuple[str, int], list[InputRow]] = {}
-    for row in rows:
-        by_partition.setdefault((row.topic, row.partition), []).append(row)
-    if len(by_partition) == 1:
-        (only,) = by_partition.values()
-        return sorted(only, key=lambda r: r.offset)
-    queues = [sorted(part, key=lambda r: r.offset) for part in by_partition.values()]
-    return list(heapq.merge(*queues, key=event_time))
-
-
-def event_time(row: InputRow) -> int:
-    """The record's timestamp as its processors see it: the runner's header on a read-back topic
-    (Spark's sink stamps the produce time), else the Kafka record's."""
-    for name, value in row.headers:
-        if name == TIMESTAMP_HEADER:
-            timestamp: int = _TS.unpack(value)[0]
-            return timestamp
-    return row.timestamp
 
 
 class _StateManager:
@@ -229,11 +178,9 @@ class _Collector:
             return
         out = [(str(k), bytes(v)) for k, v in headers]
         if topic in self._readback:
-            out.append((TIMESTAMP_HEADER, _TS.pack(timestamp)))
+            out.append(timestamp_header(timestamp))
             if self._stamp:
-                origin_topic, origin_partition, origin_offset = self.origin
-                packed = _ORIGIN.pack(origin_partition, origin_offset, self.index) + origin_topic.encode()
-                out.append((ORIGIN_HEADER, packed))
+                out.append(origin_header(*self.origin, self.index))
                 self.index += 1
         self.rows.append(OutputRow(topic, key, value, out, partition))
 
@@ -242,73 +189,6 @@ class _Collector:
         if count is None:
             raise StreamsError(f"the partition count of {topic!r} is unknown (does the topic exist?)")
         return count
-
-
-#: Key of `SubtopologyExecutor.carried_state()` holding the stream-time schedules (no node name is a tuple).
-SCHEDULES = ("punctuations",)
-
-Schedule = tuple[str, int, str, int, bool]
-"""A carried stream-time schedule: (node name, interval ms, punctuation type, next time, cancelled)."""
-
-
-class PunctuationNeedsTask(UnsupportedOnSparkError):
-    """A processor scheduled a stream-time punctuation outside the task stage: only the task keeps stream time."""
-
-
-class _SparkTaskProcessor(TaskProcessor):
-    """A TaskProcessor whose stream-time schedules are carried between micro-batches.
-
-    Only the task stage (`punctuations`) keeps a task's stream time; elsewhere a schedule raises
-    `PunctuationNeedsTask`, which the plan takes to move the sub-topology to the task stage.
-    Wall-clock punctuations are refused: a task runs only in micro-batches that bring it records;
-    so is any schedule of a global store's processor (`punctuations` None), as Kafka Streams does.
-    `carried` are the schedules of an earlier batch of the task (`schedules()`): the processors'
-    `schedule()` calls, matched in order per node, resume at their next time instead of 0.
-    """
-
-    def __init__(
-        self, *args: Any, punctuations: bool | None = False, carried: Iterable[Schedule] = (), **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self._punctuations = punctuations
-        self._carried: dict[str, list[Schedule]] = {}
-        for entry in carried:
-            self._carried.setdefault(entry[0], []).append(entry)
-        self._schedules: list[tuple[str, PunctuationSchedule]] = []
-
-    def schedule(
-        self, node: ProcessorNode, interval_ms: int, punctuation_type: PunctuationType, punctuator: Punctuator
-    ) -> PunctuationSchedule:
-        operator = f"{type(node.processor).__name__}.schedule({punctuation_type.name})"
-        if punctuation_type is not PunctuationType.STREAM_TIME:
-            raise UnsupportedOnSparkError(
-                operator, node.name,
-                "wall-clock punctuations are not run: a task runs only in micro-batches that bring it records",
-            )  # fmt: skip
-        if self._punctuations is None:
-            raise UnsupportedOnSparkError(operator, node.name, "a global store's processor has no stream time "
-                                          "(Kafka Streams' global context refuses schedule() too)")  # fmt: skip
-        if not self._punctuations:
-            raise PunctuationNeedsTask(operator, node.name, "stream-time punctuations run in the task stage only")
-        carried = self._carried.get(node.name)
-        entry = carried.pop(0) if carried else None
-        if entry is not None and entry[1:3] == (interval_ms, punctuation_type.name):
-            schedule = PunctuationSchedule(node, punctuator, interval_ms, punctuation_type, entry[3])
-            if entry[4]:
-                schedule.cancel()
-            else:
-                self.stream_time_punctuations.schedule(schedule)
-        else:
-            if entry is not None:
-                log.warning("task %s: %s scheduled %s, not the %s carried: it starts afresh",
-                            self.task_id, node.name, (interval_ms, punctuation_type.name), entry[1:3])  # fmt: skip
-            schedule = super().schedule(node, interval_ms, punctuation_type, punctuator)
-        self._schedules.append((node.name, schedule))
-        return schedule
-
-    def schedules(self) -> list[Schedule]:
-        """Every stream-time schedule made so far, in order, with its next time (carried to the next batch)."""
-        return [(name, s.interval_ms, s.punctuation_type.name, s.next_time, s.cancelled) for name, s in self._schedules]
 
 
 class SubtopologyExecutor:
@@ -341,7 +221,7 @@ class SubtopologyExecutor:
         task_id = TaskId(spec.subtopology_id, partition)
         #: Records the deserialization handler skipped (or sent to the dead-letter topic) so far.
         self.skipped_records = 0
-        self._task = _SparkTaskProcessor(task_id, built, config, self._state, self._collector,
+        self._task = SparkTaskProcessor(task_id, built, config, self._state, self._collector,
                                          deserialization_handler=self._counting(deserialization_handler(config, self._collector)),
                                          punctuations=spec.task_stores, carried=schedules)
         self._task.init()
@@ -375,7 +255,7 @@ class SubtopologyExecutor:
         collector = self._collector
         punctuations = task.stream_time_punctuations
         for row in rows:
-            timestamp, headers, origin = _runner_headers(row)
+            timestamp, headers, origin = runner_headers(row)
             if applied is not None and origin is not None:
                 source, position = (origin[0], origin[1]), (origin[2], origin[3])
                 last = applied.get(source)
@@ -503,7 +383,7 @@ def _global_task(builder: Any, config: StreamsConfig, task_dir: Path, rows: Iter
     if topology is None:
         return None
     task_dir.mkdir(parents=True, exist_ok=True)
-    task = _SparkTaskProcessor(TaskId(topology.subtopology_id, 0), topology, config, _StateManager(task_dir),
+    task = SparkTaskProcessor(TaskId(topology.subtopology_id, 0), topology, config, _StateManager(task_dir),
                                _Collector(frozenset(), False, {}), punctuations=None)
     task.init()
     readers: dict[str, tuple[RecordReader, SourceNode]] = {}
@@ -523,29 +403,3 @@ def deserialization_handler(config: StreamsConfig, sender: RecordSender) -> Dese
     through `sender` (the stage's output rows, so the query's Kafka sink writes them)."""
     dead_letters = DeadLetterSink(sender, config["errors.dead.letter.queue.topic.name"])
     return resolve_deserialization_handler(config["default.deserialization.exception.handler"], dead_letters.send)
-
-
-def _runner_headers(row: InputRow) -> tuple[int, Headers, Origin | None]:
-    """The record's timestamp, its headers without the runner's, and its origin if stamped."""
-    headers = row.headers
-    if not any(name in _RUNNER_HEADERS for name, _ in headers):
-        return row.timestamp, headers, None
-    timestamp, origin = row.timestamp, None
-    for name, value in headers:
-        if name == TIMESTAMP_HEADER:
-            timestamp = _TS.unpack(value)[0]
-        elif name == ORIGIN_HEADER:
-            partition, offset, index = _ORIGIN.unpack_from(value)
-            origin = (value[_ORIGIN.size :].decode(), partition, offset, index)
-    return timestamp, tuple(h for h in headers if h[0] not in _RUNNER_HEADERS), origin
-
-
-def iter_rows(rows: Iterable[Any]) -> Iterator[InputRow]:
-    """InputRows from mappings or Spark Rows with the source's column names."""
-    for r in rows:
-        get = r.__getitem__
-        headers = get("headers") or ()
-        yield InputRow(
-            get("topic"), get("partition"), get("offset"), get("timestamp"), get("key"), get("value"),
-            tuple((h["key"], h["value"]) for h in headers),
-        )  # fmt: skip
