@@ -47,20 +47,13 @@ from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 pytestmark = pytest.mark.broker
 
 
-async def all_answered(
-    streams: KafkaStreams, request: StateQueryRequest[Any], timeout: float = 30.0, with_positions: str | None = None
-) -> StateQueryResult[Any]:
+async def all_answered(streams: KafkaStreams, request: StateQueryRequest[Any], timeout: float = 30.0) -> StateQueryResult[Any]:
     """The result of `request` once every partition succeeds (a rebalance of the workers' tasks may
-    briefly answer NOT_ACTIVE or NOT_PRESENT: retry, as a caller would), and with `with_positions`
-    once each partition's position names its partition of that topic."""
+    briefly answer NOT_ACTIVE or NOT_PRESENT: retry, as a caller would)."""
     deadline = time.monotonic() + timeout
     while True:
         result = await streams.query(request)
-        answers = result.get_partition_results()
-        if len(answers) == PARTITIONS and all(r.is_success() for r in answers.values()) and (
-            with_positions is None
-            or all((r.get_position() or Position.empty_position()).get_partition_positions(with_positions) for r in answers.values())
-        ):
+        if len(result.get_partition_results()) == PARTITIONS and all(r.is_success() for r in result.get_partition_results().values()):
             return result
         assert time.monotonic() < deadline, f"not every partition answered: {dict(result.get_partition_results())}"
         await asyncio.sleep(0.1)
@@ -85,11 +78,7 @@ async def test_queries_are_answered_per_partition_by_the_workers_and_a_stalled_o
             only = result.get_only_partition_result()
             assert only is not None and only.get_result() == 1, key
 
-        # a copy restored by a late move of a task between the workers has no position until it
-        # processes a record (docs/iqv2.md: positions come from processed records): ask until each has one
-        ranged = await all_answered(
-            streams, counts.with_query(RangeQuery.with_no_bounds()).enable_execution_info(), with_positions=source
-        )
+        ranged = await all_answered(streams, counts.with_query(RangeQuery.with_no_bounds()).enable_execution_info())
         keys: list[bytes] = []
         for partition, answer in sorted(ranged.get_partition_results().items()):
             entries = list(answer.get_result())
