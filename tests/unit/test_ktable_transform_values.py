@@ -182,7 +182,7 @@ def test_supplier_returning_none_is_refused() -> None:
     """shouldThrowOnGetIfSupplierReturnsNull."""
     builder = StreamsBuilder()
     builder.table(INPUT_TOPIC, key_serde=S, value_serde=S).transform_values(lambda: None).to_stream().to("out")
-    with pytest.raises(TopologyError, match="not a transformer"), TopologyTestDriver(builder.build(), CONFIG):
+    with pytest.raises(TopologyError, match="supplier returned None"), TopologyTestDriver(builder.build(), CONFIG):
         pass
 
 

@@ -5,9 +5,20 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import cloudpickle
 import pytest
 
-from streams_core import Processor, Record, Serdes, StreamsConfig, Topology, TopologyError
+from streams_core import (
+    FixedKeyProcessor,
+    Processor,
+    Record,
+    Serdes,
+    StreamsBuilder,
+    StreamsConfig,
+    Topology,
+    TopologyError,
+    TopologyTestDriver,
+)
 
 
 class Noop(Processor[Any, Any, Any, Any]):
@@ -157,6 +168,14 @@ class Supplier:
         return Noop()
 
 
+class _Upper(FixedKeyProcessor[str, str, str]):
+    def init(self, context: Any) -> None:
+        self._context = context
+
+    def process(self, record: Any) -> None:
+        self._context.forward(record.with_value(record.value.upper()))
+
+
 def _processor_of(topology: Topology, name: str) -> Any:
     built = topology.internal_topology_builder.build_subtopology(0, StreamsConfig({"application.id": "a"}))
     return built.node(name).processor
@@ -176,6 +195,26 @@ def test_supplier_returning_the_same_instance_is_an_error() -> None:
     _processor_of(topology, "P")
     with pytest.raises(TopologyError, match="processor 'P': its supplier returned the same instance twice"):
         _processor_of(topology, "P")
+
+
+def test_a_topology_that_ran_pickles_without_its_processors() -> None:
+    """The supplier check remembers the last processor (its task, nodes and stores); a pickle of the
+    topology (to Spark's executors, to worker processes) leaves it behind and keeps the check."""
+    builder = StreamsBuilder()
+    builder.stream("in").process_values(_Upper).group_by_key().count().to_stream().to("out")
+    topology = builder.build()
+    with TopologyTestDriver(topology, {"application.id": "a"}) as driver:
+        driver.create_input_topic("in", Serdes.String(), Serdes.String()).pipe_input("k", "v")
+    copy = cloudpickle.loads(cloudpickle.dumps(topology))
+    with TopologyTestDriver(copy, {"application.id": "a"}) as driver:
+        driver.create_input_topic("in", Serdes.String(), Serdes.String()).pipe_input("k", "v")
+        out = driver.create_output_topic("out", Serdes.String(), Serdes.Long())
+        assert out.read_key_values_to_list() == [("k", 1)]
+    shared = Noop()
+    checked = cloudpickle.loads(cloudpickle.dumps(Topology().add_source("S", "in").add_processor("P", lambda: shared, "S")))
+    _processor_of(checked, "P")
+    with pytest.raises(TopologyError, match="the same instance twice"):
+        _processor_of(checked, "P")
 
 
 def test_processor_instance_instead_of_supplier_is_an_error() -> None:

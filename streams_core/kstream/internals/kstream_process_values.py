@@ -73,18 +73,5 @@ class KStreamFixedKeyProcessor:
 
 def fixed_key_factory(name: str, supplier: object) -> Callable[[], KStreamFixedKeyProcessor]:
     """A factory of adapters around the processors `supplier` makes (a class, a factory or a supplier)."""
-    make = processor_factory(name, supplier)
-    last: list[object] = [None]
-
-    def build() -> KStreamFixedKeyProcessor:
-        processor = make()
-        if processor is None or processor is last[0]:
-            raise TopologyError(
-                f"processor {name!r}: its supplier returned "
-                + ("None" if processor is None else "the same instance twice")
-                + "; it must return a new FixedKeyProcessor on every call (each task needs its own)"
-            )
-        last[0] = processor
-        return KStreamFixedKeyProcessor(processor)
-
-    return build
+    make = processor_factory(name, supplier, "FixedKeyProcessor")
+    return lambda: KStreamFixedKeyProcessor(make())

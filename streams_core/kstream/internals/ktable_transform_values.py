@@ -60,7 +60,7 @@ class ForwardingDisabledContext:
 
 def _new_transformer(name: str, make: Callable[[], Any]) -> Any:
     transformer = make()
-    if transformer is None or not callable(getattr(transformer, "transform", None)):
+    if not callable(getattr(transformer, "transform", None)):
         raise TopologyError(
             f"{name}: the ValueTransformerWithKeySupplier returned {transformer!r}, not a transformer "
             "with transform(key, value)"
@@ -166,7 +166,7 @@ def transform_values(
         elif option is not None:
             raise TypeError(f"transform_values takes a Materialized, a Named and store names, got {option!r}")
     b = table._builder
-    make = processor_factory("transform_values", supplier)
+    make = processor_factory("transform_values", supplier, "ValueTransformerWithKey")
     key_serde, value_serde = table.key_serde, b.infer(table.value_serde, "value")
     store = None
     stores: list[Any] = []

@@ -30,6 +30,7 @@ from streams_core.serde import Serde
 __all__ = [
     "Decorate",
     "GlobalStoreDescription",
+    "NewProcessors",
     "NodeFactory",
     "ProcessorNodeFactory",
     "QuickUnion",
@@ -88,19 +89,11 @@ class ProcessorNodeFactory:
     name: str
     parents: tuple[str, ...]
     make_processor: Callable[[], Any]
+    """A `NewProcessors` (from `processor_factory`): a new, checked processor per call."""
     store_names: list[str] = field(default_factory=list)
-    last_built: Any = None
 
     def build(self, config: StreamsConfig, decorate: Decorate = same_topic) -> ProcessorNode:
-        processor = self.make_processor()
-        if processor is None or (processor is self.last_built):
-            raise TopologyError(
-                f"processor {self.name!r}: its supplier returned "
-                + ("None" if processor is None else "the same instance twice")
-                + "; it must return a new Processor on every call (each task needs its own)"
-            )
-        self.last_built = processor
-        return ProcessorNode(self.name, processor, frozenset(self.store_names))
+        return ProcessorNode(self.name, self.make_processor(), frozenset(self.store_names))
 
     def describe(self) -> NodeDescription:
         return ProcessorDescription(self.name, self.store_names)
@@ -214,23 +207,52 @@ def stores_of(factories: list[NodeFactory]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def processor_factory(name: str, supplier: Any) -> Callable[[], Any]:
-    """A zero-argument callable making a new processor, from a class, a factory or a supplier."""
-    if isinstance(supplier, type):
-        return supplier
+class NewProcessors:
+    """Calls a processor supplier and refuses None or the instance it returned last (Kafka's `checkSupplier`).
+
+    Its memory of the last instance is not pickled: that processor holds its task (context,
+    nodes, stores), which stays behind when a topology is shipped to another process.
+    """
+
+    __slots__ = ("_kind", "_last", "_make", "_name")
+
+    def __init__(self, name: str, make: Callable[[], Any], kind: str) -> None:
+        self._name = name
+        self._make = make
+        self._kind = kind
+        self._last: Any = None
+
+    def __call__(self) -> Any:
+        processor = self._make()
+        if processor is None or processor is self._last:
+            raise TopologyError(
+                f"processor {self._name!r}: its supplier returned "
+                + ("None" if processor is None else "the same instance twice")
+                + f"; it must return a new {self._kind} on every call (each task needs its own)"
+            )
+        self._last = processor
+        return processor
+
+    def __reduce__(self) -> tuple[type[NewProcessors], tuple[str, Callable[[], Any], str]]:
+        return NewProcessors, (self._name, self._make, self._kind)
+
+
+def processor_factory(name: str, supplier: Any, kind: str = "Processor") -> NewProcessors:
+    """A zero-argument callable making a new processor per call, from a class, a factory or a supplier."""
     get = getattr(supplier, "get", None)
+    if isinstance(supplier, type):
+        return NewProcessors(name, supplier, kind)
     if callable(get):
-        return get  # type: ignore[no-any-return]
+        return NewProcessors(name, get, kind)
     if callable(supplier):
-        return supplier  # type: ignore[no-any-return]
+        return NewProcessors(name, supplier, kind)
     if callable(getattr(supplier, "process", None)):
         raise TopologyError(
             f"processor {name!r}: got a processor instance ({supplier!r}); pass its class or a zero-argument "
             "factory instead, so that every task gets its own processor"
         )
     raise TopologyError(
-        f"processor {name!r}: expected a Processor class, a zero-argument factory or a supplier with get(), "
-        f"got {supplier!r}"
+        f"processor {name!r}: expected a Processor class, a zero-argument factory or a supplier with get(), got {supplier!r}"
     )
 
 
@@ -240,14 +262,11 @@ def check_topic_free(
     """TopologyError if `topic` is already read by a source (by name or pattern)."""
     owner = topic_to_source.get(topic)
     if owner is not None:
-        raise TopologyError(
-            f"topic {topic!r} is already consumed by source {owner!r}; source {name!r} cannot also consume it"
-        )
+        raise TopologyError(f"topic {topic!r} is already consumed by source {owner!r}; source {name!r} cannot also consume it")
     for compiled, owner in pattern_to_source.values():
         if compiled.fullmatch(topic):
             raise TopologyError(
-                f"topic {topic!r} of source {name!r} matches pattern {compiled.pattern!r} "
-                f"already consumed by source {owner!r}"
+                f"topic {topic!r} of source {name!r} matches pattern {compiled.pattern!r} already consumed by source {owner!r}"
             )
 
 
@@ -259,14 +278,12 @@ def check_pattern_free(
     same = pattern_to_source.get(compiled.pattern)
     if same is not None:
         raise TopologyError(
-            f"pattern {compiled.pattern!r} is already consumed by source {same[1]!r}; "
-            f"source {name!r} cannot also consume it"
+            f"pattern {compiled.pattern!r} is already consumed by source {same[1]!r}; source {name!r} cannot also consume it"
         )
     for topic, owner in topic_to_source.items():
         if compiled.fullmatch(topic):
             raise TopologyError(
-                f"pattern {compiled.pattern!r} of source {name!r} matches topic {topic!r} "
-                f"already consumed by source {owner!r}"
+                f"pattern {compiled.pattern!r} of source {name!r} matches topic {topic!r} already consumed by source {owner!r}"
             )
 
 

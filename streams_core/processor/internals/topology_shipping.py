@@ -4,9 +4,8 @@ User code in a topology (lambdas, closures, classes in `__main__`) goes by value
 its functions; modules importable in the receiver go by reference. Used by the Spark runner (to
 its executors) and by an instance's stream-thread worker processes.
 
-A processor factory remembers the last processor it built (to refuse suppliers that return the
-same instance twice); that processor and its task stay behind. Serdes hold precompiled
-`struct.Struct`s, which pickle cannot copy: they are rebuilt from their format.
+The processors a topology built so far stay behind (`NewProcessors` forgets them when pickled).
+Serdes hold precompiled `struct.Struct`s, which pickle cannot copy: they are rebuilt from their format.
 """
 
 from __future__ import annotations
@@ -19,8 +18,6 @@ from typing import Any
 
 import cloudpickle
 
-from streams_core.processor.internals.node_factories import ProcessorNodeFactory
-
 __all__ = ["load", "ship"]
 
 
@@ -31,17 +28,10 @@ def _reduce_struct(packer: struct.Struct) -> tuple[Any, tuple[str]]:
 copyreg.pickle(struct.Struct, _reduce_struct)
 
 
-class _Pickler(cloudpickle.Pickler):  # type: ignore[misc]  # cloudpickle is untyped
-    def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is ProcessorNodeFactory:
-            return ProcessorNodeFactory, (obj.name, obj.parents, obj.make_processor, obj.store_names, None)
-        return super().reducer_override(obj)
-
-
 def ship(obj: Any) -> bytes:
     """`obj` (a topology, or a value holding one) as bytes another process can `load`."""
     buffer = io.BytesIO()
-    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    cloudpickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
     return buffer.getvalue()
 
 
