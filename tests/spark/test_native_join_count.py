@@ -1,0 +1,110 @@
+"""The stream-table join into `group_by(...).count()` compiled to one native query (native_join.py).
+
+Parity with `KafkaStreams` on the same input: clicks joined with a users table whose values change
+and are deleted between clicks (each click must meet the table as of its timestamp), the table
+topic written after the clicks and read over several micro-batches (`maxOffsetsPerTrigger`: the
+clicks wait for it, as the task stage's rule says), in two runs from one checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from streams_core import Serdes, StreamsBuilder, Topology
+from streams_core.spark import SparkRunner
+from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
+from tests.spark.engines import BASE_TS, long_be, read_table, run_asyncio_to_end, utf8
+
+USERS = 30
+
+
+def _users(first: int) -> list[tuple[str, str | None, int]]:
+    """(user, region or None for a delete, timestamp) of run `first`'s table records."""
+    if first == 0:
+        return [
+            *((f"u{i}", f"r{i % 4}", BASE_TS + i) for i in range(USERS)),
+            *((f"u{i}", "moved", BASE_TS + 1_505) for i in range(10)),  # from the 51st click on
+            ("u5", None, BASE_TS + 2_005),  # u5's later clicks find no user
+        ]
+    return [("u30", "late", BASE_TS + 3_005), ("u6", "again", BASE_TS + 3_505)]
+
+
+def _clicks(first: int, n: int) -> list[tuple[str, int]]:
+    """(user, timestamp): every 11th user unknown in the first run (u30 arrives in the second)."""
+    return [(f"u{(first + i) % (USERS + 3)}", BASE_TS + 1_000 + (first + i) * 10) for i in range(n)]
+
+
+def _expected(users: list[tuple[str, str | None, int]], clicks: list[tuple[str, int]]) -> dict[str, int]:
+    """Clicks per region, each click joined with its user's region as of the click's timestamp."""
+    events = sorted([(ts, 0, user, region) for user, region, ts in users] + [(ts, 1, user, None) for user, ts in clicks])
+    table: dict[str, str] = {}
+    counts: Counter[str] = Counter()
+    for _, kind, user, region in events:
+        if kind == 0:
+            if region is None:
+                table.pop(user, None)
+            else:
+                table[user] = region
+        elif user in table:
+            counts[table[user]] += 1
+    return dict(counts)
+
+
+async def test_join_then_count_per_region_matches_kafka_streams_over_two_runs(
+    bootstrap_servers: str, spark: Any, tmp_path: Path
+) -> None:
+    suffix = unique_topic("joincount")
+    users, clicks = f"users-{suffix}", f"clicks-{suffix}"
+    outputs = {engine: f"{engine}-regions-{suffix}" for engine in ("spark", "asyncio")}
+    for topic in (users, clicks, *outputs.values()):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+
+    def build(engine: str) -> Topology:
+        s = Serdes.String()
+        builder = StreamsBuilder()
+        table = builder.table(users, key_serde=s, value_serde=s)
+        (builder.stream(clicks, key_serde=s, value_serde=s)
+         .filter(lambda user, page: not page.endswith("/ignored"))
+         .join(table, lambda page, region: f"{region}|{page}")
+         .group_by(lambda user, joined: joined.split("|")[0], key_serde=s, value_serde=s).count()
+         .to_stream().to(outputs[engine], key_serde=s, value_serde=Serdes.Long()))
+        return builder.build()
+
+    runner = SparkRunner(build("spark"), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers},
+                         spark=spark, source_options={"maxOffsetsPerTrigger": "40"})
+    (query,) = runner.plan().queries
+    assert query.native is not None and query.native.kind == "join-count", runner.plan().describe()
+    assert "replaces topic" in query.describe(), "no repartition topic round trip"
+
+    all_users: list[tuple[str, str | None, int]] = []
+    all_clicks: list[tuple[str, int]] = []
+    batches = 0
+    for run, (first, n) in enumerate(((0, 200), (200, 80))):
+        new_clicks = _clicks(first, n)
+        # The clicks first on the broker: the table's older records come in later micro-batches.
+        await produce(bootstrap_servers, clicks, [
+            Rec(user.encode(), f"/page/{ts % 7}{'/ignored' if ts % 13 == 0 else ''}".encode(), timestamp_ms=ts)
+            for user, ts in new_clicks
+        ])  # fmt: skip
+        await produce(bootstrap_servers, users, [
+            Rec(user.encode(), None if region is None else region.encode(), timestamp_ms=ts) for user, region, ts in _users(first)
+        ])  # fmt: skip
+        all_users.extend(_users(first))
+        all_clicks.extend((user, ts) for user, ts in new_clicks if ts % 13 != 0)
+        await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
+        batches += sum(1 for p in runner.progress[query.subtopology_id] if p["numInputRows"])
+        await run_asyncio_to_end(build("asyncio"), f"asyncio-{suffix}", bootstrap_servers, tmp_path / "state",
+                                 config={"max.task.idle.ms": 2_000})
+        expected = _expected(all_users, all_clicks)
+        spark_table = await read_table(bootstrap_servers, outputs["spark"], utf8, long_be)
+        assert spark_table == await read_table(bootstrap_servers, outputs["asyncio"], utf8, long_be), f"run {run}"
+        assert spark_table == expected, f"run {run}"
+        assert expected["moved"] > 0 and (run == 0 or expected["late"] > 0), "the table's changes matter"
+
+    assert batches >= 5, "the input came over several micro-batches"
+    written = await read_all(bootstrap_servers, outputs["spark"])
+    assert len(written) <= batches * len(expected), "at most one record per region and micro-batch"
+    assert len(written) < len(all_clicks) / 4
