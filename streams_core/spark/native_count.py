@@ -29,8 +29,6 @@ from streams_core.kstream.internals.dsl_serde import InferredSerde
 from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
 from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streams_core.kstream.internals.ktable_processors import KTableToStream
-from streams_core.kstream.time_windowed_kstream import _count_add as _window_count_add
-from streams_core.kstream.time_windowed_kstream import _zero as _window_zero
 from streams_core.processor.consumer_record import ConsumerRecord
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
 from streams_core.processor.internals.processor_topology import ProcessorTopology
@@ -138,7 +136,7 @@ def _fold_tail(agg: ProcessorNode) -> SinkNode | str:
     if len(agg.children) != 1:
         return "its table feeds more than to_stream().to(topic)"
     (to_stream,) = agg.children
-    if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor._key_mapper is None
+    if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor.key_mapper is None
             and len(to_stream.children) == 1):  # fmt: skip
         return "its table feeds more than to_stream().to(topic)"
     (sink,) = to_stream.children
@@ -233,15 +231,14 @@ def window_count_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowCou
     """What follows a windowed `count()` (emitting per update) when it is `to_stream()`, fused stateless
     operators and sinks to fixed topics without a custom partitioner; else why not."""
     processor = agg.processor
-    if not (isinstance(processor, KStreamWindowAggregate) and processor._initializer is _window_zero
-            and processor._aggregator is _window_count_add):  # fmt: skip
+    if not (isinstance(processor, KStreamWindowAggregate) and processor.operation == "count"):
         return "a windowed aggregate or reduce (only the windowed count() is native)"
     if processor._emit_strategy.emits_on_close:
         return "it emits on window close"
     if len(agg.children) != 1:
         return "its windowed table feeds more than to_stream()"
     (to_stream,) = agg.children
-    if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor._key_mapper is None):
+    if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor.key_mapper is None):
         return "its windowed table feeds more than to_stream() (suppress, a join, to_stream(mapper))"
     tail: list[str] = []
     sinks: list[SinkNode] = []
