@@ -107,7 +107,8 @@ class JoinCountStage(NativeStage):
                 (join.join, "python: per task in groupBy(partition).transformWithStateInPandas, each stream record "
                             "joined with the table as of it (PartitionGroup's order; records wait for a partition "
                             "with unread data)"),
-                *CountStage().operators(native)]  # fmt: skip
+                *((name, note.replace("per Spark partition", "per task and micro-batch"))
+                  for name, note in CountStage().operators(native))]  # fmt: skip
 
     def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
         from streams_core.spark.native_count import CountKeys
