@@ -119,6 +119,8 @@ class JoinCountStage(NativeStage):
         count.skipped = runner._skipped[query.subtopology_id]
         task = JoinCountTask(count, getattr(runner, "_waits", {}).get(query.subtopology_id, {}))
         schema = f"key {_key_type(native)}, n bigint"
+        # No headers: the join and the count do not read them, and the topics are external (no runner headers).
+        rows = rows.select("topic", "partition", "offset", "timestamp", "key", "value")
         return _counted(native, rows.groupBy("partition").transformWithStateInPandas(task, schema, "Update", "None"))
 
 
