@@ -108,3 +108,84 @@ async def test_join_then_count_per_region_matches_kafka_streams_over_two_runs(
     written = await read_all(bootstrap_servers, outputs["spark"])
     assert len(written) <= batches * len(expected), "at most one record per region and micro-batch"
     assert len(written) < len(all_clicks) / 4
+
+
+class _MapState:
+    def __init__(self) -> None:
+        self.entries: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+    def iterator(self) -> Any:
+        return iter(list(self.entries.items()))
+
+    def updateValue(self, key: tuple[Any, ...], value: tuple[Any, ...]) -> None:  # Spark's name
+        self.entries[key] = value
+
+    def removeKey(self, key: tuple[Any, ...]) -> None:  # Spark's name
+        del self.entries[key]
+
+
+class _ValueState:
+    def __init__(self) -> None:
+        self.value: tuple[Any, ...] | None = None
+
+    def get(self) -> tuple[Any, ...] | None:
+        return self.value
+
+    def update(self, value: tuple[Any, ...]) -> None:
+        self.value = value
+
+
+class _Handle:
+    def __init__(self) -> None:
+        self.states: dict[str, Any] = {}
+
+    def getMapState(self, name: str, *schemas: str) -> _MapState:  # Spark's name
+        return self.states.setdefault(name, _MapState())  # type: ignore[no-any-return]
+
+    def getValueState(self, name: str, *schemas: str) -> _ValueState:  # Spark's name
+        return self.states.setdefault(name, _ValueState())  # type: ignore[no-any-return]
+
+
+def test_a_task_restored_from_spark_state_joins_as_the_live_task_and_holds_for_the_table() -> None:
+    """Without Spark: the per-task step over three micro-batches, its Python worker's live table
+    dropped before each (restored from the map state) or kept; the clicks wait while the users
+    partition has unread data."""
+    import pandas as pd
+
+    from streams_core.spark.native_count import CountKeys
+    from streams_core.spark.native_join import JoinCountTask, _live
+
+    s = Serdes.String()
+    builder = StreamsBuilder()
+    table = builder.table("users", key_serde=s, value_serde=s)
+    (builder.stream("clicks", key_serde=s, value_serde=s).left_join(table, lambda page, region: region or "none")
+     .group_by(lambda user, region: region, key_serde=s, value_serde=s).count()
+     .to_stream().to("out", key_serde=s, value_serde=Serdes.Long()))
+    runner = SparkRunner(builder.build(), {"application.id": "restore", "bootstrap.servers": "127.0.0.1:9"})
+    (query,) = runner.plan().queries
+    assert query.native is not None
+
+    def frame(topic: str, rows: list[tuple[int, int, str, str | None]]) -> Any:
+        return pd.DataFrame({"topic": topic, "partition": 0, "offset": [r[0] for r in rows], "timestamp": [r[1] for r in rows],
+                             "key": [r[2].encode() for r in rows], "value": [None if r[3] is None else r[3].encode() for r in rows]})  # fmt: skip
+
+    batches = [  # users' last offset is 2: the clicks of the first batch wait for it
+        [frame("clicks", [(0, 100, "a", "/1"), (1, 300, "b", "/2")]), frame("users", [(0, 50, "a", "north")])],
+        [frame("users", [(1, 200, "b", "south"), (2, 250, "a", None)]), frame("clicks", [(2, 400, "a", "/3")])],
+        [frame("clicks", [(3, 500, "b", "/4"), (4, 600, "c", "/5")])],
+    ]
+    expected = [{}, {"north": 1, "south": 1, "none": 1}, {"south": 1, "none": 1}]
+
+    def run(keep_live: bool) -> list[dict[str, int]]:
+        task = JoinCountTask(CountKeys(query.spec.topology, query.spec.props, query.native), {("users", 0): 2})
+        task.init(_Handle())  # type: ignore[arg-type]  # the fake has the calls the task makes
+        outputs = []
+        for frames in batches:
+            if not keep_live:
+                _live.clear()
+            out = list(task.handleInputRows((0,), iter(frames), None))
+            outputs.append({} if not out else dict(zip(out[0]["key"], out[0]["n"], strict=True)))
+        return outputs
+
+    assert run(keep_live=True) == expected
+    assert run(keep_live=False) == expected
