@@ -10,8 +10,9 @@ from its topic, `builder.table(topic)`) → fused operators (the `group_by` sele
         with unread data (`partition_group.take_ready`, as the task stage); a table record upserts
         the table's latest value per key, a stream record is joined with the table as of it and
         runs the fused operators after the join; the new keys counted per task and micro-batch.
-        State: the table as (key bytes → the store's value bytes) in a map state, held records
-        and read offsets in a value state)
+        State: the table as its changelog (key bytes, the store's value bytes or None) in a list
+        state, appended per micro-batch in one call and compacted when twice the table's size;
+        held records and read offsets in a value state)
       → groupBy(key).sum(n) → the Long serde's 8 bytes by Spark expressions → Kafka sink (update)
 
 Spark's shuffle replaces the repartition topic and the count is Spark's streaming aggregation
@@ -24,7 +25,7 @@ import logging
 import pickle
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,9 @@ log = logging.getLogger(__name__)
 
 #: Live tables a Python worker keeps between micro-batches, least recently used first.
 _MAX_LIVE = 32
+#: The table's changelog in Spark state is rewritten with the live entries only once it holds more
+#: than twice as many entries, plus this many.
+_COMPACT_SLACK = 1_000
 _MISSING = object()
 
 
@@ -116,11 +120,13 @@ class _Join:
         joiner, left = processor.joiner, processor.left
         #: The task's table: store key bytes -> the value the join reads (the store serde's round trip).
         self.table: dict[bytes, Any] = {}
+        #: The table as its store holds it: key bytes -> value bytes (what a compacted changelog keeps).
+        self.stored: dict[bytes, bytes] = {}
         #: This micro-batch's table changes: key bytes -> the store's value bytes (None: deleted).
         self.changes: dict[bytes, bytes | None] = {}
         self.value_serde = value_serde
         self.changelog = changelog
-        table, changes = self.table, self.changes
+        table, stored_bytes, changes = self.table, self.stored, self.changes
         afters = [compose(child, lambda _node: counted) for child in nodes[join.join].children]
 
         def upsert(key: Any, value: Any, timestamp: int, headers: Any) -> None:
@@ -129,11 +135,12 @@ class _Join:
             stored = key_serialize(changelog, key)
             if value is None:
                 table.pop(stored, None)
+                stored_bytes.pop(stored, None)
                 changes[stored] = None
                 return
             data = value_serde.serialize(changelog, value)
             table[stored] = value_serde.deserialize(changelog, data)
-            changes[stored] = data
+            stored_bytes[stored] = changes[stored] = data
 
         def joined(key: Any, value: Any, timestamp: int, headers: Any) -> None:
             if not (left and key is None and value is not None) and (key is None or value is None):
@@ -152,10 +159,16 @@ class _Join:
             topic: (source, compose(source, terminal)) for source in built.sources for topic in source.topics
         }
 
-    def load(self, entries: Iterator[tuple[bytes, bytes]]) -> None:
-        """The table from its bytes in Spark state."""
-        deserialize, changelog = self.value_serde.deserialize, self.changelog
-        self.table.update((key, deserialize(changelog, value)) for key, value in entries)
+    def load(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """The table from its changelog in Spark state, in order (None deletes)."""
+        deserialize, changelog, table, stored = self.value_serde.deserialize, self.changelog, self.table, self.stored
+        for key, value in entries:
+            if value is None:
+                table.pop(key, None)
+                stored.pop(key, None)
+            else:
+                table[key] = deserialize(changelog, value)
+                stored[key] = value
 
 
 class JoinCountTask(StatefulProcessor):
@@ -168,7 +181,7 @@ class JoinCountTask(StatefulProcessor):
         self.waits = dict(waits)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self._table = handle.getMapState("table", "key binary", "value binary")
+        self._table = handle.getListState("table", "key binary, value binary")
         self._task = handle.getValueState("task", "task binary")
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
@@ -184,19 +197,14 @@ class JoinCountTask(StatefulProcessor):
         if live is None or live[0] != state["version"]:
             join = _Join(self.count.topology, self.count.props, self.count.native, _collect(keys))
             if saved:
-                join.load((bytes(k[0]), bytes(v[0])) for k, v in self._table.iterator())
+                join.load((bytes(k), None if v is None else bytes(v)) for k, v in self._table.get())
         else:
             join = live[1]
             keys = live[2]
         waits = {tp: offset for tp, offset in self.waits.items() if tp[1] == partition}
         ready, state["held"] = take_ready(state["held"], frame_rows(rows), state["read"], waits)
         self._run(join, ready)
-        for stored, data in join.changes.items():
-            if data is None:
-                self._table.removeKey((stored,))
-            else:
-                self._table.updateValue((stored,), (data,))
-        join.changes.clear()
+        self._log_changes(join, state)
         state["version"] += 1
         self._task.update((pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),))
         counts = Counter(keys if self.count.native.string_keys else self.count._serialized(keys))
@@ -208,6 +216,23 @@ class JoinCountTask(StatefulProcessor):
             import pandas as pd  # type: ignore[import-untyped]  # no stubs in the venv
 
             yield pd.DataFrame({"key": list(counts), "n": list(counts.values())})
+
+    def _log_changes(self, join: _Join, state: dict[str, Any]) -> None:
+        """The micro-batch's table changes appended to the changelog in Spark state, in one call; the
+        changelog rewritten with the live entries once it holds more than twice as many."""
+        if not join.changes:
+            return
+        logged = state.get("logged", 0) + len(join.changes)
+        if logged <= 2 * len(join.stored) + _COMPACT_SLACK:
+            self._table.appendList(list(join.changes.items()))
+        elif join.stored:
+            self._table.put(list(join.stored.items()))
+            logged = len(join.stored)
+        else:
+            self._table.clear()
+            logged = 0
+        state["logged"] = logged
+        join.changes.clear()
 
     def _run(self, join: _Join, ready: list[InputRow]) -> None:
         """The ready records through their topic's way, in order (the deserialization handler deciding on failures)."""

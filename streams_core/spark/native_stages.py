@@ -103,7 +103,7 @@ class JoinCountStage(NativeStage):
         join = native.join
         assert join is not None
         return [(join.table, "python: per task in the join's transformWithStateInPandas, the table's latest value "
-                             "per key kept as Spark state (map state: key bytes -> the store's value bytes)"),
+                             "per key kept as Spark state (its compacted changelog: key bytes, the store's value bytes)"),
                 (join.join, "python: per task in groupBy(partition).transformWithStateInPandas, each stream record "
                             "joined with the table as of it (PartitionGroup's order; records wait for a partition "
                             "with unread data)"),

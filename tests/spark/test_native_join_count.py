@@ -13,6 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from streams_core import Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
@@ -110,18 +112,22 @@ async def test_join_then_count_per_region_matches_kafka_streams_over_two_runs(
     assert len(written) < len(all_clicks) / 4
 
 
-class _MapState:
+class _ListState:
     def __init__(self) -> None:
-        self.entries: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self.entries: list[tuple[Any, ...]] = []
+        self.rewrites = 0
 
-    def iterator(self) -> Any:
-        return iter(list(self.entries.items()))
+    def get(self) -> Any:
+        return iter(list(self.entries))
 
-    def updateValue(self, key: tuple[Any, ...], value: tuple[Any, ...]) -> None:  # Spark's name
-        self.entries[key] = value
+    def appendList(self, entries: list[tuple[Any, ...]]) -> None:  # Spark's name
+        self.entries.extend(entries)
 
-    def removeKey(self, key: tuple[Any, ...]) -> None:  # Spark's name
-        del self.entries[key]
+    def put(self, entries: list[tuple[Any, ...]]) -> None:
+        self.entries, self.rewrites = list(entries), self.rewrites + 1
+
+    def clear(self) -> None:
+        self.put([])
 
 
 class _ValueState:
@@ -139,21 +145,27 @@ class _Handle:
     def __init__(self) -> None:
         self.states: dict[str, Any] = {}
 
-    def getMapState(self, name: str, *schemas: str) -> _MapState:  # Spark's name
-        return self.states.setdefault(name, _MapState())  # type: ignore[no-any-return]
+    def getListState(self, name: str, *schemas: str) -> _ListState:  # Spark's name
+        return self.states.setdefault(name, _ListState())  # type: ignore[no-any-return]
 
     def getValueState(self, name: str, *schemas: str) -> _ValueState:  # Spark's name
         return self.states.setdefault(name, _ValueState())  # type: ignore[no-any-return]
 
 
-def test_a_task_restored_from_spark_state_joins_as_the_live_task_and_holds_for_the_table() -> None:
+@pytest.mark.parametrize("compact_slack", [1_000, 0])
+def test_a_task_restored_from_spark_state_joins_as_the_live_task_and_holds_for_the_table(
+    compact_slack: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without Spark: the per-task step over three micro-batches, its Python worker's live table
-    dropped before each (restored from the map state) or kept; the clicks wait while the users
-    partition has unread data."""
+    dropped before each (restored from the changelog in Spark state, compacted or not) or kept;
+    the clicks wait while the users partition has unread data."""
     import pandas as pd
 
+    from streams_core.spark import native_join
     from streams_core.spark.native_count import CountKeys
     from streams_core.spark.native_join import JoinCountTask, _live
+
+    monkeypatch.setattr(native_join, "_COMPACT_SLACK", compact_slack)
 
     s = Serdes.String()
     builder = StreamsBuilder()
@@ -176,9 +188,12 @@ def test_a_task_restored_from_spark_state_joins_as_the_live_task_and_holds_for_t
     ]
     expected = [{}, {"north": 1, "south": 1, "none": 1}, {"south": 1, "none": 1}]
 
+    handles: list[_Handle] = []
+
     def run(keep_live: bool) -> list[dict[str, int]]:
         task = JoinCountTask(CountKeys(query.spec.topology, query.spec.props, query.native), {("users", 0): 2})
-        task.init(_Handle())  # type: ignore[arg-type]  # the fake has the calls the task makes
+        handles.append(_Handle())
+        task.init(handles[-1])  # type: ignore[arg-type]  # the fake has the calls the task makes
         outputs = []
         for frames in batches:
             if not keep_live:
@@ -189,3 +204,7 @@ def test_a_task_restored_from_spark_state_joins_as_the_live_task_and_holds_for_t
 
     assert run(keep_live=True) == expected
     assert run(keep_live=False) == expected
+    changelog = handles[-1].states["table"]
+    # u"a" deleted, u"b" kept: compacted (rewritten once the 3 changes pass twice the 1 live entry) or appended
+    assert changelog.entries == ([(b"b", b"south")] if compact_slack == 0 else [(b"a", b"north"), (b"b", b"south"), (b"a", None)])
+    assert changelog.rewrites == (1 if compact_slack == 0 else 0)
