@@ -99,14 +99,15 @@ class NativeCount:
     #: The native stage's kind, its key in `native_stages.NATIVE_STAGES`: "count", "window-count",
     #: "spark-reduce" (a built-in reducer on Spark's aggregation, native_combine.py), "partial-reduce"
     #: (a `reduce()` opted in as associative: partial reductions per Spark partition) or
-    #: "ordered-fold" (a `reduce()`/`aggregate()` per key in Kafka Streams' order, native_reduce.py).
+    #: "ordered-fold" (a `reduce()`/`aggregate()` per key in Kafka Streams' order, native_reduce.py);
+    #: "join-count", "join-spark-reduce": the same after a stream-table join (native_join.py).
     kind: str = "count"
-    #: With kind "spark-reduce": the Spark aggregate function ("sum", "max", "min").
+    #: With kind "(join-)spark-reduce": the Spark aggregate function ("sum", "max", "min").
     combine: str = ""
     #: With kind "ordered-fold": the values reaching it are strings (the replaced repartition topic's
     #: value serde is String), handed to Spark as an Arrow string column.
     string_values: bool = False
-    #: With kind "join-count": the stream-table join before the count (native_join.py).
+    #: With kind "join-count" or "join-spark-reduce": the stream-table join before it (native_join.py).
     join: StreamTableJoin | None = None
 
 
@@ -206,13 +207,14 @@ def find_native_count(
     others = sorted({str(s.topic or f"topics chosen by {s.name}") for s in built.sinks if s.name not in sinks})
     if others:
         return f"the sub-topology also writes {', '.join(others)}: an output beside the aggregation's"
-    chain = _chain_into(sid, built, builder, config, readback, agg, set(native), output_key_serde, kind == "count")
+    chain = _chain_into(sid, built, builder, config, readback, agg, set(native), output_key_serde,
+                        kind in ("count", "spark-reduce"))  # fmt: skip
     if isinstance(chain, str):
         return chain
     chain_sid, chain_built, end, bypassed, fused, shuffled, key_serde, join = chain
-    if kind != "count" and len([t for s in chain_built.sources for t in s.topics]) != 1:
+    if kind != "count" and join is None and len([t for s in chain_built.sources for t in s.topics]) != 1:
         return "it reads several topics (the order across them is the task's)"  # offset order of one topic (docs/spark.md)
-    kind = "join-count" if join is not None else kind
+    kind = f"join-{kind}" if join is not None else kind
     string_values = False
     if window is not None:
         window = replace(window, partitions_of=bypassed)

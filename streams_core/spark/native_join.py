@@ -39,6 +39,7 @@ from streams_core.processor.internals.processor_node import ProcessorNode, SinkN
 from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.processor.internals.stateless_chain import Emit, compose, fused_nodes
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
+from streams_core.spark.native_combine import SPARK_COMBINES
 from streams_core.spark.native_count import CountKeys, NativeCount, built_shipped
 from streams_core.spark.partition_group import take_ready
 from streams_core.spark.spark_rows import InputRow
@@ -191,31 +192,43 @@ class JoinCountTask(StatefulProcessor):
         saved = self._task.get()
         state: dict[str, Any] = (pickle.loads(saved[0]) if saved
                                  else {"read": {}, "held": [], "lineage": uuid.uuid4().hex, "version": 0})  # fmt: skip
-        keys: list[Any] = []
         slot = (state["lineage"], int(partition))
         live = _live.pop(slot, None)
         if live is None or live[0] != state["version"]:
-            join = _Join(self.count.topology, self.count.props, self.count.native, _collect(keys))
+            keys: list[Any] = []
+            values: list[Any] = []
+            join = _Join(self.count.topology, self.count.props, self.count.native, _collect(keys, values))
             if saved:
                 join.load((bytes(k), None if v is None else bytes(v)) for k, v in self._table.get())
         else:
-            join = live[1]
-            keys = live[2]
+            _, join, keys, values = live
         waits = {tp: offset for tp, offset in self.waits.items() if tp[1] == partition}
         ready, state["held"] = take_ready(state["held"], frame_rows(rows), state["read"], waits)
         self._run(join, ready)
         self._log_changes(join, state)
         state["version"] += 1
         self._task.update((pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),))
-        counts = Counter(keys if self.count.native.string_keys else self.count._serialized(keys))
+        partials = self._partials(keys if self.count.native.string_keys else self.count._serialized(keys), values)
         keys.clear()
-        _live[slot] = (state["version"], join, keys)
+        values.clear()
+        _live[slot] = (state["version"], join, keys, values)
         while len(_live) > _MAX_LIVE:
             _live.popitem(last=False)
-        if counts:
+        if partials:
             import pandas as pd  # type: ignore[import-untyped]  # no stubs in the venv
 
-            yield pd.DataFrame({"key": list(counts), "n": list(counts.values())})
+            yield pd.DataFrame({"key": list(partials), "n": list(partials.values())})
+
+    def _partials(self, keys: list[Any], values: list[Any]) -> Mapping[Any, int]:
+        """The count's partial counts per key, or the built-in reducer's partial per key (its values combined)."""
+        if self.count.native.kind == "join-count":
+            return Counter(keys)
+        combine = SPARK_COMBINES[self.count.native.combine]
+        partials: dict[Any, int] = {}
+        for key, value in zip(keys, values, strict=True):
+            old = partials.get(key)
+            partials[key] = value if old is None else combine(old, value)
+        return partials
 
     def _log_changes(self, join: _Join, state: dict[str, Any]) -> None:
         """The micro-batch's table changes appended to the changelog in Spark state, in one call; the
@@ -257,16 +270,17 @@ class JoinCountTask(StatefulProcessor):
         """The live tables stay for the next micro-batch."""
 
 
-def _collect(keys: list[Any]) -> Emit:
-    """The count's input: the key of every record it would count (key and value not None)."""
-    append = keys.append
+def _collect(keys: list[Any], values: list[Any]) -> Emit:
+    """The aggregation's input: the key and value of every record it would aggregate (neither None)."""
+    append_key, append_value = keys.append, values.append
 
     def counted(key: Any, value: Any, timestamp: int, headers: Any) -> None:
         if key is not None and value is not None:
-            append(key)
+            append_key(key)
+            append_value(value)
 
     return counted
 
 
-#: (lineage, task) -> (version, the task's join with its table, its key list) after its last micro-batch.
-_live: OrderedDict[tuple[str, int], tuple[int, _Join, list[Any]]] = OrderedDict()
+#: (lineage, task) -> (version, the task's join with its table, its key and value lists) after its last micro-batch.
+_live: OrderedDict[tuple[str, int], tuple[int, _Join, list[Any], list[Any]]] = OrderedDict()

@@ -107,8 +107,14 @@ class JoinCountStage(NativeStage):
                 (join.join, "python: per task in groupBy(partition).transformWithStateInPandas, each stream record "
                             "joined with the table as of it (PartitionGroup's order; records wait for a partition "
                             "with unread data)"),
-                *((name, note.replace("per Spark partition", "per task and micro-batch"))
-                  for name, note in CountStage().operators(native))]  # fmt: skip
+                *self._aggregation(native)]  # fmt: skip
+
+    def _aggregation(self, native: NativeCount) -> list[tuple[str, str]]:
+        return [(name, note.replace("per Spark partition", "per task and micro-batch"))
+                for name, note in CountStage().operators(native)]  # fmt: skip
+
+    def _aggregated(self, native: NativeCount, partial: Any) -> Any:
+        return _counted(native, partial)
 
     def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
         from streams_core.spark.native_count import CountKeys
@@ -121,7 +127,21 @@ class JoinCountStage(NativeStage):
         schema = f"key {_key_type(native)}, n bigint"
         # No headers: the join and the count do not read them, and the topics are external (no runner headers).
         rows = rows.select("topic", "partition", "offset", "timestamp", "key", "value")
-        return _counted(native, rows.groupBy("partition").transformWithStateInPandas(task, schema, "Update", "None"))
+        return self._aggregated(native, rows.groupBy("partition").transformWithStateInPandas(task, schema, "Update", "None"))
+
+
+class JoinReduceStage(JoinCountStage):
+    kind, checkpoint = "join-spark-reduce", "native-join-spark-reduce"
+    label = ("groupBy(partition).transformWithStateInPandas (the stream-table join per task in Kafka Streams' order, "
+             "the table in Spark state, values combined per key) -> groupBy(key).agg(sum|max|min) (Spark's streaming "
+             "aggregation)")
+
+    def _aggregated(self, native: NativeCount, partial: Any) -> Any:
+        return _combined(native, partial, "n")
+
+    def _aggregation(self, native: NativeCount) -> list[tuple[str, str]]:
+        return [(name, note.replace("per Spark partition in mapInArrow", "per task and micro-batch after the join"))
+                for name, note in SparkReduceStage().operators(native)]  # fmt: skip
 
 
 class SparkReduceStage(NativeStage):
@@ -137,14 +157,19 @@ class SparkReduceStage(NativeStage):
                   for name in rest)]  # fmt: skip
 
     def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
-        from pyspark.sql import functions as F
 
         from streams_core.spark.native_combine import CombineKeys
 
         native = _native(query)
-        partial = self._mapped(runner, query, CombineKeys(query.spec.topology, query.spec.props, native), rows)
-        combined = partial.groupBy("key").agg(getattr(F, native.combine)("v").alias("total"))
-        return _output(native, combined.select("key", _long_bytes("total")))
+        return _combined(native, self._mapped(runner, query, CombineKeys(query.spec.topology, query.spec.props, native), rows), "v")
+
+
+def _combined(native: NativeCount, partial: Any, column: str) -> Any:
+    """Partials (key, `column`) combined per key by Spark's sum, max or min, the Long serde's bytes out."""
+    from pyspark.sql import functions as F
+
+    combined = partial.groupBy("key").agg(getattr(F, native.combine)(column).alias("total"))
+    return _output(native, combined.select("key", _long_bytes("total")))
 
 
 class WindowCountStage(NativeStage):
@@ -242,5 +267,5 @@ def _native(query: QueryPlan) -> NativeCount:
 NATIVE_STAGES: Mapping[str, NativeStage] = {
     stage.kind: stage
     for stage in (CountStage(), SparkReduceStage(), WindowCountStage(), PartialReduceStage(), OrderedFoldStage(),
-                  JoinCountStage())
+                  JoinCountStage(), JoinReduceStage())
 }

@@ -9,6 +9,7 @@ clicks wait for it, as the task stage's rule says), in two runs from one checkpo
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -39,26 +40,32 @@ def _clicks(first: int, n: int) -> list[tuple[str, int]]:
     return [(f"u{(first + i) % (USERS + 3)}", BASE_TS + 1_000 + (first + i) * 10) for i in range(n)]
 
 
-def _expected(users: list[tuple[str, str | None, int]], clicks: list[tuple[str, int]]) -> dict[str, int]:
-    """Clicks per region, each click joined with its user's region as of the click's timestamp."""
+def _expected(users: list[tuple[str, str | None, int]], clicks: list[tuple[str, int]], sum_pages: bool) -> dict[str, int]:
+    """Clicks (or the sum of their page numbers) per region, each click joined with its user's
+    region as of the click's timestamp."""
     events = sorted([(ts, 0, user, region) for user, region, ts in users] + [(ts, 1, user, None) for user, ts in clicks])
     table: dict[str, str] = {}
     counts: Counter[str] = Counter()
-    for _, kind, user, region in events:
+    for ts, kind, user, region in events:
         if kind == 0:
             if region is None:
                 table.pop(user, None)
             else:
                 table[user] = region
         elif user in table:
-            counts[table[user]] += 1
+            counts[table[user]] += _page(ts) if sum_pages else 1
     return dict(counts)
 
 
-async def test_join_then_count_per_region_matches_kafka_streams_over_two_runs(
-    bootstrap_servers: str, spark: Any, tmp_path: Path
+def _page(timestamp: int) -> int:
+    return timestamp % 7
+
+
+@pytest.mark.parametrize("aggregation", ["count", "sum"])
+async def test_join_then_count_or_sum_per_region_matches_kafka_streams_over_two_runs(
+    aggregation: str, bootstrap_servers: str, spark: Any, tmp_path: Path
 ) -> None:
-    suffix = unique_topic("joincount")
+    suffix = unique_topic(f"join{aggregation}")
     users, clicks = f"users-{suffix}", f"clicks-{suffix}"
     outputs = {engine: f"{engine}-regions-{suffix}" for engine in ("spark", "asyncio")}
     for topic in (users, clicks, *outputs.values()):
@@ -68,17 +75,21 @@ async def test_join_then_count_per_region_matches_kafka_streams_over_two_runs(
         s = Serdes.String()
         builder = StreamsBuilder()
         table = builder.table(users, key_serde=s, value_serde=s)
-        (builder.stream(clicks, key_serde=s, value_serde=s)
-         .filter(lambda user, page: not page.endswith("/ignored"))
-         .join(table, lambda page, region: f"{region}|{page}")
-         .group_by(lambda user, joined: joined.split("|")[0], key_serde=s, value_serde=s).count()
-         .to_stream().to(outputs[engine], key_serde=s, value_serde=Serdes.Long()))
+        joined = (builder.stream(clicks, key_serde=s, value_serde=s)
+                  .filter(lambda user, page: not page.endswith("/ignored"))
+                  .join(table, lambda page, region: f"{region}|{page}"))
+        if aggregation == "count":
+            per_region = joined.group_by(lambda user, joined: joined.split("|")[0], key_serde=s, value_serde=s).count()
+        else:  # the page numbers summed per region: Spark's own sum after the join
+            per_region = (joined.map(lambda user, joined: (joined.split("|")[0], int(joined.split("/")[2])))
+                          .group_by_key(key_serde=s, value_serde=Serdes.Long()).reduce(operator.add))
+        per_region.to_stream().to(outputs[engine], key_serde=s, value_serde=Serdes.Long())
         return builder.build()
 
     runner = SparkRunner(build("spark"), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers},
                          spark=spark, source_options={"maxOffsetsPerTrigger": "40"})
     (query,) = runner.plan().queries
-    assert query.native is not None and query.native.kind == "join-count", runner.plan().describe()
+    assert query.native is not None and query.native.kind == {"count": "join-count", "sum": "join-spark-reduce"}[aggregation]
     assert "replaces topic" in query.describe(), "no repartition topic round trip"
 
     all_users: list[tuple[str, str | None, int]] = []
@@ -88,7 +99,7 @@ async def test_join_then_count_per_region_matches_kafka_streams_over_two_runs(
         new_clicks = _clicks(first, n)
         # The clicks first on the broker: the table's older records come in later micro-batches.
         await produce(bootstrap_servers, clicks, [
-            Rec(user.encode(), f"/page/{ts % 7}{'/ignored' if ts % 13 == 0 else ''}".encode(), timestamp_ms=ts)
+            Rec(user.encode(), f"/page/{_page(ts)}{'/ignored' if ts % 13 == 0 else ''}".encode(), timestamp_ms=ts)
             for user, ts in new_clicks
         ])  # fmt: skip
         await produce(bootstrap_servers, users, [
@@ -100,7 +111,7 @@ async def test_join_then_count_per_region_matches_kafka_streams_over_two_runs(
         batches += sum(1 for p in runner.progress[query.subtopology_id] if p["numInputRows"])
         await run_asyncio_to_end(build("asyncio"), f"asyncio-{suffix}", bootstrap_servers, tmp_path / "state",
                                  config={"max.task.idle.ms": 2_000})
-        expected = _expected(all_users, all_clicks)
+        expected = _expected(all_users, all_clicks, aggregation == "sum")
         spark_table = await read_table(bootstrap_servers, outputs["spark"], utf8, long_be)
         assert spark_table == await read_table(bootstrap_servers, outputs["asyncio"], utf8, long_be), f"run {run}"
         assert spark_table == expected, f"run {run}"
