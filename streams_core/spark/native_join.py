@@ -197,7 +197,8 @@ class JoinCountTask(StatefulProcessor):
         if live is None or live[0] != state["version"]:
             keys: list[Any] = []
             values: list[Any] = []
-            join = _Join(self.count.topology, self.count.props, self.count.native, _collect(keys, values))
+            reducing = self.count.native.kind != "join-count"
+            join = _Join(self.count.topology, self.count.props, self.count.native, _collect(keys, values if reducing else None))
             if saved:
                 join.load((bytes(k), None if v is None else bytes(v)) for k, v in self._table.get())
         else:
@@ -270,16 +271,24 @@ class JoinCountTask(StatefulProcessor):
         """The live tables stay for the next micro-batch."""
 
 
-def _collect(keys: list[Any], values: list[Any]) -> Emit:
-    """The aggregation's input: the key and value of every record it would aggregate (neither None)."""
-    append_key, append_value = keys.append, values.append
+def _collect(keys: list[Any], values: list[Any] | None) -> Emit:
+    """The aggregation's input: the key (and value, with `values`) of every record it would aggregate (neither None)."""
+    append_key = keys.append
+    if values is None:
 
-    def counted(key: Any, value: Any, timestamp: int, headers: Any) -> None:
+        def counted(key: Any, value: Any, timestamp: int, headers: Any) -> None:
+            if key is not None and value is not None:
+                append_key(key)
+
+        return counted
+    append_value = values.append
+
+    def received(key: Any, value: Any, timestamp: int, headers: Any) -> None:
         if key is not None and value is not None:
             append_key(key)
             append_value(value)
 
-    return counted
+    return received
 
 
 #: (lineage, task) -> (version, the task's join with its table, its key and value lists) after its last micro-batch.
