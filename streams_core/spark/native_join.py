@@ -16,7 +16,9 @@ from its topic, `builder.table(topic)`) → fused operators (the `group_by` sele
       → groupBy(key).sum(n) → the Long serde's 8 bytes by Spark expressions → Kafka sink (update)
 
 Spark's shuffle replaces the repartition topic and the count is Spark's streaming aggregation
-(native_stages.CountStage's), so the output is one record per changed key and micro-batch.
+(native_stages.CountStage's), so the output is one record per changed key and micro-batch. A
+`reduce(operator.add | max | min)` over Long values after the join runs the same way (kind
+"join-spark-reduce": the task's values combined per key, then Spark's sum, max or min).
 """
 
 from __future__ import annotations
@@ -173,9 +175,9 @@ class _Join:
 
 
 class JoinCountTask(StatefulProcessor):
-    """`transformWithStateInPandas` processor grouped by task (source partition): the table's latest
-    value per key in a map state, the task's held records and read offsets in a value state; out:
-    partial counts (key, n) of the task's micro-batch."""
+    """`transformWithStateInPandas` processor grouped by task (source partition): the table's
+    changelog in a list state, the task's held records and read offsets in a value state; out: the
+    partial counts (or a built-in reducer's partials) per key of the task's micro-batch, (key, n)."""
 
     def __init__(self, count: CountKeys, waits: Mapping[tuple[str, int], int]) -> None:
         self.count = count
