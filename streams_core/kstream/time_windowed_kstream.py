@@ -55,7 +55,7 @@ class TimeWindowedKStream(WindowedStream[K, V, TimeWindows | SlidingWindows]):
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable[Windowed[K], int]:
         """Records per key and window."""
         self._grouped._builder.burn_count_store_name(materialized)
-        return self._aggregate(named, materialized, Serdes.Long(), _zero, _count_add)
+        return self._aggregate(named, materialized, Serdes.Long(), _zero, _count_add, operation="count")
 
     def reduce(self, reducer: Callable[[V, V], V], materialized: Materialized | None = None,
                named: Named_ = None) -> KTable[Windowed[K], V]:  # fmt: skip
@@ -65,7 +65,8 @@ class TimeWindowedKStream(WindowedStream[K, V, TimeWindows | SlidingWindows]):
         def aggregator(key: K, value: V, aggregate: V | None) -> V:
             return value if aggregate is None else reducer(aggregate, value)
 
-        return self._aggregate(named, materialized, self._grouped.value_serde, _none, aggregator, names.KSTREAM_REDUCE)
+        return self._aggregate(named, materialized, self._grouped.value_serde, _none, aggregator, names.KSTREAM_REDUCE,
+                               "reduce")  # fmt: skip
 
     def aggregate(
         self,
@@ -88,6 +89,7 @@ class TimeWindowedKStream(WindowedStream[K, V, TimeWindows | SlidingWindows]):
         initializer: Callable[[], VR | None],
         aggregator: Callable[[K, V, VR], VR],
         prefix: str = names.KSTREAM_AGGREGATE,
+        operation: str = "aggregate",
     ) -> KTable[Windowed[K], VR]:
         from streams_core.kstream.ktable import KTable
 
@@ -104,7 +106,7 @@ class TimeWindowedKStream(WindowedStream[K, V, TimeWindows | SlidingWindows]):
             retention = size + windows.grace_period_ms
         emit = self._emit_strategy
         builder = window_store(b, store, m, size, retention, m.key_serde, m.value_serde, emit.emits_on_close)
-        b.add_processor(name, lambda: processor(windows, store, initializer, aggregator, emit), (parent,),
+        b.add_processor(name, lambda: processor(windows, store, initializer, aggregator, emit, operation), (parent,),
                         stores=(builder,))  # fmt: skip
         key_serde = b.bound(TimeWindowedSerde(m.key_serde, size))
         return KTable(b, name, key_serde, m.value_serde, sources, WindowStoreValueGetterSupplier(store), store,

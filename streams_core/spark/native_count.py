@@ -21,7 +21,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streams_core.config import StreamsConfig
 from streams_core.errors import DeserializationError, StreamsError
@@ -29,8 +29,6 @@ from streams_core.kstream.internals.dsl_serde import InferredSerde
 from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
 from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streams_core.kstream.internals.ktable_processors import KTableToStream
-from streams_core.kstream.time_windowed_kstream import _count_add as _window_count_add
-from streams_core.kstream.time_windowed_kstream import _zero as _window_zero
 from streams_core.processor.consumer_record import ConsumerRecord
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode, SourceNode
 from streams_core.processor.internals.processor_topology import ProcessorTopology
@@ -39,6 +37,9 @@ from streams_core.processor.internals.stateless_chain import Emit, compose, fuse
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
 from streams_core.serde import Serdes
 from streams_core.spark.subtopology_executor import InputRow
+
+if TYPE_CHECKING:
+    from streams_core.spark.native_join import StreamTableJoin
 
 __all__ = ["AGGREGATIONS", "NO_AGGREGATION", "CountKeys", "NativeCount", "WindowCount", "built_shipped", "find_native_count", "key_column", "window_count_tail"]
 
@@ -98,13 +99,16 @@ class NativeCount:
     #: The native stage's kind, its key in `native_stages.NATIVE_STAGES`: "count", "window-count",
     #: "spark-reduce" (a built-in reducer on Spark's aggregation, native_combine.py), "partial-reduce"
     #: (a `reduce()` opted in as associative: partial reductions per Spark partition) or
-    #: "ordered-fold" (a `reduce()`/`aggregate()` per key in Kafka Streams' order, native_reduce.py).
+    #: "ordered-fold" (a `reduce()`/`aggregate()` per key in Kafka Streams' order, native_reduce.py);
+    #: "join-count", "join-spark-reduce": the same after a stream-table join (native_join.py).
     kind: str = "count"
-    #: With kind "spark-reduce": the Spark aggregate function ("sum", "max", "min").
+    #: With kind "(join-)spark-reduce": the Spark aggregate function ("sum", "max", "min").
     combine: str = ""
     #: With kind "ordered-fold": the values reaching it are strings (the replaced repartition topic's
     #: value serde is String), handed to Spark as an Arrow string column.
     string_values: bool = False
+    #: With kind "join-count" or "join-spark-reduce": the stream-table join before it (native_join.py).
+    join: StreamTableJoin | None = None
 
 
 def resolved(serde: Any) -> Any:
@@ -133,7 +137,7 @@ def _fold_tail(agg: ProcessorNode) -> SinkNode | str:
     if len(agg.children) != 1:
         return "its table feeds more than to_stream().to(topic)"
     (to_stream,) = agg.children
-    if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor._key_mapper is None
+    if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor.key_mapper is None
             and len(to_stream.children) == 1):  # fmt: skip
         return "its table feeds more than to_stream().to(topic)"
     (sink,) = to_stream.children
@@ -203,12 +207,14 @@ def find_native_count(
     others = sorted({str(s.topic or f"topics chosen by {s.name}") for s in built.sinks if s.name not in sinks})
     if others:
         return f"the sub-topology also writes {', '.join(others)}: an output beside the aggregation's"
-    chain = _chain_into(sid, built, builder, config, readback, agg, set(native), output_key_serde)
+    chain = _chain_into(sid, built, builder, config, readback, agg, set(native), output_key_serde,
+                        kind in ("count", "spark-reduce"))  # fmt: skip
     if isinstance(chain, str):
         return chain
-    chain_sid, chain_built, end, bypassed, fused, shuffled, key_serde = chain
-    if kind != "count" and len([t for s in chain_built.sources for t in s.topics]) != 1:
+    chain_sid, chain_built, end, bypassed, fused, shuffled, key_serde, join = chain
+    if kind != "count" and join is None and len([t for s in chain_built.sources for t in s.topics]) != 1:
         return "it reads several topics (the order across them is the task's)"  # offset order of one topic (docs/spark.md)
+    kind = f"join-{kind}" if join is not None else kind
     string_values = False
     if window is not None:
         window = replace(window, partitions_of=bypassed)
@@ -220,22 +226,21 @@ def find_native_count(
             (repartition,) = [s for s in chain_built.sinks if s.name == end]
             string_values = same_serde(repartition.value_serde, Serdes.String())
     return NativeCount(chain_sid, end, sid, output, bypassed, same_serde(key_serde, Serdes.String()), fused, native,
-                       shuffled, key_serde, window, kind, combine, string_values)  # fmt: skip
+                       shuffled, key_serde, window, kind, combine, string_values, join)  # fmt: skip
 
 
 def window_count_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowCount | str:
     """What follows a windowed `count()` (emitting per update) when it is `to_stream()`, fused stateless
     operators and sinks to fixed topics without a custom partitioner; else why not."""
     processor = agg.processor
-    if not (isinstance(processor, KStreamWindowAggregate) and processor._initializer is _window_zero
-            and processor._aggregator is _window_count_add):  # fmt: skip
+    if not (isinstance(processor, KStreamWindowAggregate) and processor.operation == "count"):
         return "a windowed aggregate or reduce (only the windowed count() is native)"
     if processor._emit_strategy.emits_on_close:
         return "it emits on window close"
     if len(agg.children) != 1:
         return "its windowed table feeds more than to_stream()"
     (to_stream,) = agg.children
-    if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor._key_mapper is None):
+    if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor.key_mapper is None):
         return "its windowed table feeds more than to_stream() (suppress, a join, to_stream(mapper))"
     tail: list[str] = []
     sinks: list[SinkNode] = []
@@ -254,19 +259,19 @@ def window_count_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowCou
                        tuple(dict.fromkeys(s.name for s in sinks)), tuple(dict.fromkeys(str(s.topic) for s in sinks)))  # fmt: skip
 
 
-_Chain = tuple[int, ProcessorTopology, str, "str | None", tuple[str, ...], tuple[str, ...], Any]
+_Chain = tuple[int, ProcessorTopology, str, "str | None", tuple[str, ...], tuple[str, ...], Any, "StreamTableJoin | None"]
 
 
 def _chain_into(
     sid: int, built: ProcessorTopology, builder: Any, config: StreamsConfig, readback: frozenset[str],
-    agg: ProcessorNode, native: set[str], output_key_serde: Any,
+    agg: ProcessorNode, native: set[str], output_key_serde: Any, join_ok: bool = False,
 ) -> _Chain | str:  # fmt: skip
     """The stateless chain feeding `agg`, in its own sub-topology or through a repartition topic.
 
     (chain sub-topology id, its built topology, node the chain ends at, repartition topic Spark's
     shuffle replaces or None, fused node names, replaced sink and source, the grouping key's
-    serde); or why not: anything else hangs off the chain. With `output_key_serde`, the
-    repartition topic's key serde must be it (the output keys are the grouping bytes).
+    serde, the stream-table join before it if `join_ok`); or why not: anything else hangs off the chain.
+    With `output_key_serde`, the repartition topic's key serde must be it (the output keys are the grouping bytes).
     """
     internal_source = any(set(s.topics) & builder.internal_topics for s in built.sources)
     fused = "" if internal_source else _chains_into(built, agg)
@@ -276,7 +281,7 @@ def _chain_into(
             return "it reads a topic the topology writes (through)"
         if everything != {*fused, *native}:
             return f"the sub-topology also runs {', '.join(sorted(everything - {*fused, *native}))}"
-        return sid, built, agg.name, None, fused, (), built.sources[0].key_serde
+        return sid, built, agg.name, None, fused, (), built.sources[0].key_serde, None
     if fused:
         return fused
     (source,) = built.sources if len(built.sources) == 1 else (None,)
@@ -290,9 +295,13 @@ def _chain_into(
     if len(writers) != 1 or readers != [sid] or writers[0] == sid:
         return f"repartition topic {topic} has several writers or readers"
     writer = builder.build_subtopology(writers[0], config)
+    joined: Any = None
     if writer.state_stores:
-        return (f"the sub-topology writing its repartition topic {topic} has state stores "
-                f"({', '.join(sorted(writer.state_stores))}): a join or aggregation before it")
+        from streams_core.spark.native_join import stream_table_join  # it builds on this module
+        joined = stream_table_join(writer, topic) if join_ok else None
+        if not isinstance(joined, tuple):
+            return joined or (f"the sub-topology writing its repartition topic {topic} has state stores "
+                              f"({', '.join(sorted(writer.state_stores))}): a join or aggregation before it")
     repartition_sinks = [s for s in writer.sinks if s.topic == topic]
     if len(repartition_sinks) != 1 or len(writer.sinks) != 1:
         others = sorted(str(s.topic) for s in writer.sinks if s.topic != topic)
@@ -304,11 +313,11 @@ def _chain_into(
         return "the repartition topic's key serde differs from the output's"
     if any(set(s.topics) & readback for s in writer.sources):
         return "the chain reads a topic the topology writes (through)"
-    chain = _chains_into(writer, repartition_sink)
+    chain = joined[0] if joined else _chains_into(writer, repartition_sink)
     if isinstance(chain, str):
         return chain
     return (writers[0], writer, repartition_sink.name, topic, chain, (repartition_sink.name, source.name),
-            repartition_sink.key_serde)  # fmt: skip
+            repartition_sink.key_serde, joined[1] if joined else None)  # fmt: skip
 
 
 class CountKeys:

@@ -70,7 +70,7 @@ def _fold(topology: bytes, props: Mapping[str, Any], native: NativeCount) -> _Fo
         return _Fold(reduce, store_serde, sink.value_serde)
     if not isinstance(processor, KStreamAggregate):
         raise StreamsError(f"{node.name!r} is neither a reduce nor an aggregate")
-    initializer, aggregator = processor._initializer, processor._aggregator
+    initializer, aggregator = processor.initializer, processor.aggregator
 
     def aggregate(key: Any, aggregate: Any, value: Any) -> Any:
         return aggregator(key, value, initializer() if aggregate is None else aggregate)

@@ -50,6 +50,8 @@ class NativeStage:
     checkpoint: ClassVar[str]
     #: The plan's `run` line.
     label: ClassVar[str]
+    #: How the fused stateless operators before the aggregation run.
+    fused: ClassVar[str] = "python: fused stateless chain in mapInArrow, once per Arrow batch"
 
     def operators(self, native: NativeCount) -> list[tuple[str, str]]:
         """(node, how it runs) for the aggregation and the nodes after it."""
@@ -77,13 +79,69 @@ class CountStage(NativeStage):
                 *((name, "native: value = unhex(lpad(hex(count), 16, '0')), the Long serde's bytes") for name in rest)]
 
     def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
-        from pyspark.sql import functions as F
 
         from streams_core.spark.native_count import CountKeys
 
         native = _native(query)
-        partial = self._mapped(runner, query, CountKeys(query.spec.topology, query.spec.props, native), rows)
-        return _output(native, partial.groupBy("key").agg(F.sum("n").alias("count")).select("key", _long_bytes("count")))
+        return _counted(native, self._mapped(runner, query, CountKeys(query.spec.topology, query.spec.props, native), rows))
+
+
+def _counted(native: NativeCount, partial: Any) -> Any:
+    """Partial counts (key, n) summed per key by Spark's streaming aggregation, the Long serde's bytes out."""
+    from pyspark.sql import functions as F
+
+    return _output(native, partial.groupBy("key").agg(F.sum("n").alias("count")).select("key", _long_bytes("count")))
+
+
+class JoinCountStage(NativeStage):
+    kind, checkpoint = "join-count", "native-join-count"
+    label = ("groupBy(partition).transformWithStateInPandas (the stream-table join per task in Kafka Streams' order, "
+             "the table in Spark state, partial counts) -> groupBy(key).sum() (Spark's streaming aggregation)")
+    fused = "python: fused stateless chain in the join's transformWithStateInPandas, once per record"
+
+    def operators(self, native: NativeCount) -> list[tuple[str, str]]:
+        join = native.join
+        assert join is not None
+        return [(join.table, "python: per task in the join's transformWithStateInPandas, the table's latest value "
+                             "per key kept as Spark state (its compacted changelog: key bytes, the store's value bytes)"),
+                (join.join, "python: per task in groupBy(partition).transformWithStateInPandas, each stream record "
+                            "joined with the table as of it (PartitionGroup's order; records wait for a partition "
+                            "with unread data)"),
+                *self._aggregation(native)]  # fmt: skip
+
+    def _aggregation(self, native: NativeCount) -> list[tuple[str, str]]:
+        return [(name, note.replace("per Spark partition", "per task and micro-batch"))
+                for name, note in CountStage().operators(native)]  # fmt: skip
+
+    def _aggregated(self, native: NativeCount, partial: Any) -> Any:
+        return _counted(native, partial)
+
+    def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
+        from streams_core.spark.native_count import CountKeys
+        from streams_core.spark.native_join import JoinCountTask
+
+        native, spec = _native(query), query.spec
+        count = CountKeys(spec.topology, spec.props, native)
+        count.skipped = runner._skipped[query.subtopology_id]
+        task = JoinCountTask(count, getattr(runner, "_waits", {}).get(query.subtopology_id, {}))
+        schema = f"key {_key_type(native)}, n bigint"
+        # No headers: the join and the count do not read them, and the topics are external (no runner headers).
+        rows = rows.select("topic", "partition", "offset", "timestamp", "key", "value")
+        return self._aggregated(native, rows.groupBy("partition").transformWithStateInPandas(task, schema, "Update", "None"))
+
+
+class JoinReduceStage(JoinCountStage):
+    kind, checkpoint = "join-spark-reduce", "native-join-spark-reduce"
+    label = ("groupBy(partition).transformWithStateInPandas (the stream-table join per task in Kafka Streams' order, "
+             "the table in Spark state, values combined per key) -> groupBy(key).agg(sum|max|min) (Spark's streaming "
+             "aggregation)")
+
+    def _aggregated(self, native: NativeCount, partial: Any) -> Any:
+        return _combined(native, partial, "n")
+
+    def _aggregation(self, native: NativeCount) -> list[tuple[str, str]]:
+        return [(name, note.replace("per Spark partition in mapInArrow", "per task and micro-batch after the join"))
+                for name, note in SparkReduceStage().operators(native)]  # fmt: skip
 
 
 class SparkReduceStage(NativeStage):
@@ -99,14 +157,19 @@ class SparkReduceStage(NativeStage):
                   for name in rest)]  # fmt: skip
 
     def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
-        from pyspark.sql import functions as F
 
         from streams_core.spark.native_combine import CombineKeys
 
         native = _native(query)
-        partial = self._mapped(runner, query, CombineKeys(query.spec.topology, query.spec.props, native), rows)
-        combined = partial.groupBy("key").agg(getattr(F, native.combine)("v").alias("total"))
-        return _output(native, combined.select("key", _long_bytes("total")))
+        return _combined(native, self._mapped(runner, query, CombineKeys(query.spec.topology, query.spec.props, native), rows), "v")
+
+
+def _combined(native: NativeCount, partial: Any, column: str) -> Any:
+    """Partials (key, `column`) combined per key by Spark's sum, max or min, the Long serde's bytes out."""
+    from pyspark.sql import functions as F
+
+    combined = partial.groupBy("key").agg(getattr(F, native.combine)(column).alias("total"))
+    return _output(native, combined.select("key", _long_bytes("total")))
 
 
 class WindowCountStage(NativeStage):
@@ -203,5 +266,6 @@ def _native(query: QueryPlan) -> NativeCount:
 #: The native stage of each `NativeCount.kind`.
 NATIVE_STAGES: Mapping[str, NativeStage] = {
     stage.kind: stage
-    for stage in (CountStage(), SparkReduceStage(), WindowCountStage(), PartialReduceStage(), OrderedFoldStage())
+    for stage in (CountStage(), SparkReduceStage(), WindowCountStage(), PartialReduceStage(), OrderedFoldStage(),
+                  JoinCountStage(), JoinReduceStage())
 }

@@ -118,6 +118,11 @@ class QueryPlan:
     #: The stream aggregations among the processors (what the native path would compile).
     aggregations: tuple[str, ...] = ()
 
+    @property
+    def task_grouped(self) -> bool:
+        """Grouped by Kafka Streams task (source partition): its tasks wait for the topic behind."""
+        return self.stage == "task" or (self.native is not None and self.native.join is not None)
+
     def operators(self) -> tuple[tuple[str, str], ...]:
         """(processor or node name, how it runs): natively in Spark, or in Python and how."""
         native = self.native
@@ -130,7 +135,7 @@ class QueryPlan:
                     text += f"; not native: {self.not_native}"
                 how.append((name, f"{text}; writes {writes.get(name, '?')}"))
             return tuple(how)
-        how = [(name, "python: fused stateless chain in mapInArrow, once per Arrow batch") for name in native.fused]
+        how = [(name, NATIVE_STAGES[native.kind].fused) for name in native.fused]
         how.extend((name, f"native: Spark's shuffle (groupBy key) replaces topic {native.bypassed_topic}")
                    for name in native.shuffled)  # fmt: skip
         how.extend(NATIVE_STAGES[native.kind].operators(native))
@@ -270,7 +275,8 @@ def _fuse(queries: dict[int, QueryPlan], native: NativeCount) -> dict[int, Query
     """The chain's and the count's queries as one native query (one query when they are one sub-topology)."""
     chain, count = queries[native.chain_subtopology], queries[native.count_subtopology]
     processors = chain.processors if chain is count else (*chain.processors, *count.processors)
-    fused = replace(chain, sink_topics=count.sink_topics, stage="native", processors=processors, stores=count.stores,
+    stores = tuple(dict.fromkeys((*chain.stores, *count.stores))) if chain is not count else count.stores
+    fused = replace(chain, sink_topics=count.sink_topics, stage="native", processors=processors, stores=stores,
                     native=native)  # fmt: skip
     out = {sid: q for sid, q in queries.items() if sid != native.count_subtopology}
     out[native.chain_subtopology] = fused

@@ -311,7 +311,7 @@ class SparkRunner:
         `max.task.idle.ms` -1, as in Kafka Streams."""
         if int(self.config["max.task.idle.ms"]) < 0:
             return {}
-        topics = {q.subtopology_id: self._topics_of(q) for q in plan.queries if q.stage == "task"}
+        topics = {q.subtopology_id: self._topics_of(q) for q in plan.queries if q.task_grouped}
         topics = {sid: ts for sid, ts in topics.items() if len(ts) > 1}
         if not topics:
             return {}
@@ -346,7 +346,7 @@ class SparkRunner:
         # A native windowed count's tasks are the partitions of the repartition topic it replaces.
         replaced = {q.native.window.partitions_of for q in plan.queries
                     if q.native is not None and q.native.window is not None and q.native.window.partitions_of}  # fmt: skip
-        several = any(q.stage == "task" and len(q.source_topics) > 1 for q in plan.queries)  # _wait_offsets
+        several = any(q.task_grouped and len(q.source_topics) > 1 for q in plan.queries)  # _wait_offsets
         if not (plan.internal_topics or builder.copartition_groups() or partitioned or patterns or global_topics or replaced
                 or several):
             return {}

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -161,10 +162,12 @@ def _output_rows(rows: list[OutputRow]) -> Iterator[Row]:
 
 
 def frame_rows(frames: Iterable[Any]) -> Iterator[InputRow]:
-    """InputRows from pandas frames of the source's columns, a column at a time."""
+    """InputRows from pandas frames of the source's columns, a column at a time (headers empty
+    when the frames have no `headers` column)."""
     for frame in frames:
         columns = [frame[name].tolist() for name in ("topic", "partition", "offset", "timestamp", "key", "value")]
-        for (topic, partition, offset, timestamp, key, value), headers in zip(zip(*columns, strict=True), frame["headers"], strict=True):
+        all_headers = frame["headers"] if "headers" in frame else itertools.repeat(None, len(frame))
+        for (topic, partition, offset, timestamp, key, value), headers in zip(zip(*columns, strict=True), all_headers, strict=True):
             yield InputRow(
                 topic, partition, offset, timestamp, key, value,
                 () if headers is None else tuple((h["key"], h["value"]) for h in headers),

@@ -291,6 +291,44 @@ def test_a_stream_table_join_runs_in_the_task_stage() -> None:
     assert query.stage == "task" and query.source_topics == ("clicks", "users")
 
 
+def _join_then_count(*, left: bool = False, second_output: bool = False, table_mapped: bool = False) -> Topology:
+    s = Serdes.String()
+    builder = StreamsBuilder()
+    table = builder.table("users", key_serde=s, value_serde=s)
+    if table_mapped:
+        table = table.map_values(str.upper)
+    clicks = builder.stream("clicks", key_serde=s, value_serde=s).filter(lambda user, page: page != "/")
+    joined = (clicks.left_join if left else clicks.join)(table, lambda page, region: region or "none")
+    if second_output:
+        joined.to("enriched")
+    joined.group_by(lambda user, region: region, key_serde=s, value_serde=s).count().to_stream().to(
+        "per-region", key_serde=s, value_serde=Serdes.Long())
+    return builder.build()
+
+
+@pytest.mark.parametrize("left", [False, True])
+def test_a_stream_table_join_into_a_count_is_one_native_query(left: bool) -> None:
+    plan = plan_of(_join_then_count(left=left))
+    (query,) = plan.queries
+    assert query.stage == "native" and query.native is not None and query.native.kind == "join-count"
+    assert query.source_topics == ("clicks", "users") and query.sink_topics == ("per-region",)
+    assert plan.internal_topics == (), "Spark's shuffle replaces the repartition topic"
+    notes = operator_notes(query)
+    (join,) = [note for name, note in notes.items() if name.startswith("KSTREAM-JOIN") or name.startswith("KSTREAM-LEFTJOIN")]
+    assert "joined with the table as of it" in join and "wait for a partition with unread data" in join
+    assert query.task_grouped, "its tasks wait for the topic behind"
+
+
+@pytest.mark.parametrize(("shape", "reason"), [
+    ({"second_output": True}, "feeds more than repartition topic"),
+    ({"table_mapped": True}, "not read straight from its topic"),
+])  # fmt: skip
+def test_a_join_into_a_count_that_does_more_keeps_the_task_and_keyed_stages(shape: dict[str, bool], reason: str) -> None:
+    queries = plan_of(_join_then_count(**shape)).queries
+    assert [q.stage for q in queries] == ["task", "keyed"]
+    assert reason in queries[1].not_native
+
+
 def operator_notes(query: Any) -> dict[str, str]:
     return dict(query.operators())
 

@@ -62,8 +62,9 @@ class KStreamAggregate(_KStreamFold[K, V, VR]):
         super().__init__(store_name)
         #: The DSL operator that built it ("count" or "aggregate"): what other engines compile.
         self.operation = operation
-        self._initializer = initializer
-        self._aggregator = aggregator
+        #: The user's functions, named for other engines (Spark folds them per key in its own stage).
+        self.initializer = self._initializer = initializer
+        self.aggregator = self._aggregator = aggregator
 
     def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, headers = record

@@ -45,6 +45,8 @@ class KStreamKTableJoin(Generic[K, V, GK, VO, VR]):
         grace_ms: int | None = None,
         buffer_store: str | None = None,
     ) -> None:
+        #: What the join does, named for other engines (the Spark runner compiles a join into a count).
+        self.joiner, self.left, self.key_selector, self.grace_ms = joiner, left, key_selector, grace_ms
         self._getter = getter_supplier.get()
         self._grace = grace_ms
         self._buffer_store = buffer_store

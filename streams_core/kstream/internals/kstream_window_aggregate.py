@@ -156,8 +156,11 @@ class TimestampedWindowAggregation(WindowedAggregation[K, V, VR], Generic[K, V, 
         initializer: Callable[[], VR],
         aggregator: Callable[[K, V, VR], VR],
         emit_strategy: EmitStrategy = ON_WINDOW_UPDATE,
+        operation: str = "aggregate",
     ) -> None:
         super().__init__(store_name, initializer, aggregator, emit_strategy, windows.grace_period_ms)
+        #: The DSL operator that built it ("count", "reduce" or "aggregate"): what other engines compile.
+        self.operation = operation
         self._configure(windows)
 
     def _configure(self, windows: WindowsT) -> None:

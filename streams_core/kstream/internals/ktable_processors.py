@@ -158,6 +158,11 @@ class KTableToStream(Generic[K, V, KR]):
     def __init__(self, key_mapper: Callable[[K, V | None], KR] | None) -> None:
         self._key_mapper = key_mapper
 
+    @property
+    def key_mapper(self) -> Callable[[K, V | None], KR] | None:
+        """`to_stream(mapper)`'s mapper (None: the keys stay), for other engines."""
+        return self._key_mapper
+
     def init(self, context: ProcessorContext[K | KR, V | None]) -> None:
         self._forward = context.forward
 
