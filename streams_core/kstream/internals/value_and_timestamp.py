@@ -39,6 +39,9 @@ class ValueAndTimestampSerde(BoundSerde[ValueAndTimestamp[Any]]):
     """8-byte big-endian timestamp followed by the inner serde's bytes; None stays None."""
 
     name = "ValueAndTimestamp"
+    timestamped_values = True
+    """Stores of these bytes log the plain value with its timestamp as the changelog record's
+    (Java's timestamped stores); a restore puts the record's timestamp back in front."""
 
     def __init__(self, inner: Any) -> None:
         self._given = inner

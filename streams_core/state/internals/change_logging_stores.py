@@ -4,12 +4,17 @@ The changelog is `<application.id>-<store>-changelog`, partition = the task's pa
 store instance can be rebuilt by replaying its partition (KIP-28 "Log-backed State Storage").
 Records go to the task's RecordCollector (the producer; the test driver's topics) with the
 timestamp of the record being processed. Window and session keys use Java's changelog layouts.
+A timestamped store (value-and-timestamp bytes: the DSL's tables and windowed aggregates) logs
+the plain value with its own timestamp as the record's, as Java's `ChangeLoggingTimestamped*`
+stores, so its changelog is the one a Java instance writes and restores (a restore puts the
+record's timestamp back in front: `ChangelogPartition.apply`).
 Reads pass straight through; restore bypasses this layer (the inner store registers itself).
 A store initialised outside a task (a context without a record collector) logs nothing.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -27,10 +32,17 @@ __all__ = [
 ]
 
 _NO_HEADERS: Headers = ()
+_TIMESTAMP = struct.Struct(">q")
 
 
 class _ChangeLogger(WrappedStateStore[Any]):
     """Shared part: where the changelog records go and with which timestamp."""
+
+    def __init__(self, wrapped: Any, *, timestamped: bool = False) -> None:
+        super().__init__(wrapped)
+        self.timestamped = timestamped
+        if timestamped:
+            self._log = self._log_timestamped  # type: ignore[method-assign]
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._wrapped.init(context, root)
@@ -51,12 +63,24 @@ class _ChangeLogger(WrappedStateStore[Any]):
             self._topic, key, value, 0 if timestamp is None else timestamp, _NO_HEADERS, self._partition
         )
 
+    def _log_timestamped(self, key: bytes, value: bytes | None) -> None:
+        """`_log` of value-and-timestamp bytes: the plain value, the timestamp as the record's."""
+        if self._collector is None:
+            return
+        if value is None:
+            timestamp = self._context.timestamp
+            timestamp = 0 if timestamp is None else timestamp
+        else:
+            timestamp = _TIMESTAMP.unpack_from(value)[0]
+            value = value[8:]
+        self._collector.send(self._topic, key, value, timestamp, _NO_HEADERS, self._partition)
+
 
 class ChangeLoggingKeyValueBytesStore(_ChangeLogger):
     """A key-value bytes store whose writes are logged; deletes are logged as tombstones."""
 
-    def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
-        super().__init__(wrapped)
+    def __init__(self, wrapped: KeyValueStore[bytes, bytes], *, timestamped: bool = False) -> None:
+        super().__init__(wrapped, timestamped=timestamped)
 
     def get(self, key: bytes) -> bytes | None:
         return self._wrapped.get(key)  # type: ignore[no-any-return]
@@ -104,8 +128,8 @@ class ChangeLoggingKeyValueBytesStore(_ChangeLogger):
 class ChangeLoggingWindowBytesStore(_ChangeLogger):
     """A window bytes store whose puts are logged under `window_key_schema` keys."""
 
-    def __init__(self, wrapped: Any) -> None:
-        super().__init__(wrapped)
+    def __init__(self, wrapped: Any, *, timestamped: bool = False) -> None:
+        super().__init__(wrapped, timestamped=timestamped)
         self._seqnum = 0
 
     def put(self, key: bytes, value: bytes | None, window_start_timestamp: int) -> None:

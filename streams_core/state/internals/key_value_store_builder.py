@@ -38,7 +38,7 @@ class KeyValueStoreBuilder(AbstractStoreBuilder[MeteredKeyValueStore[Any, Any]])
 
     def _wrap_logging(self, store: KeyValueStore[bytes, bytes]) -> KeyValueStore[bytes, bytes]:
         """Log every write to the changelog topic (Kafka Streams' ChangeLogging layer)."""
-        return ChangeLoggingKeyValueBytesStore(store)
+        return ChangeLoggingKeyValueBytesStore(store, timestamped=bool(getattr(self._value_serde, "timestamped_values", False)))
 
     def _wrap_caching(self, store: KeyValueStore[bytes, bytes]) -> KeyValueStore[bytes, bytes]:
         """Put the thread's record cache in front of the store (Kafka Streams' Caching layer)."""

@@ -61,6 +61,11 @@ class MeteredStateStore(WrappedStateStore[S], Generic[S, K, V]):
         return self._value_serde
 
     @property
+    def timestamped_values(self) -> bool:
+        """Whether the store below holds value-and-timestamp bytes (its changelog holds plain values)."""
+        return bool(getattr(self._value_serde, "timestamped_values", False))
+
+    @property
     def metrics(self) -> StoreMetrics:
         return self._metrics
 

@@ -102,11 +102,12 @@ class _Record(Protocol):
 class ChangelogPartition:
     """One store's changelog partition, where to start restoring it, and how to apply its records.
 
-    A source topic used as the changelog (a read-only store, a table's topic reused by
-    `topology.optimization`) holds plain values: for a store of `ValueAndTimestamp` bytes each
-    value gets the record's timestamp in front (Java's `RecordConverters.rawValueToTimestampedValue`),
-    and an active task restores it only up to the group's committed offset (`end_offset`): the
-    records after it are processed again.
+    The changelog of a store of `ValueAndTimestamp` bytes holds plain values, as Java's (the
+    ChangeLogging layer logs the timestamp as the record's), and so does a source topic used as
+    the changelog (a read-only store, a table's topic reused by `topology.optimization`): each
+    value gets the record's timestamp in front (Java's `RecordConverters.rawValueToTimestampedValue`).
+    An active task restores a source topic only up to the group's committed offset (`end_offset`):
+    the records after it are processed again.
     """
 
     store_name: str
@@ -167,9 +168,10 @@ class ProcessorStateManager:
         self._changelogs: dict[str, TopicPartition] = dict(changelog_partitions or {})
         self._changelog_offsets: dict[TopicPartition, int] = {}
         self._volatile: set[TopicPartition] = set()
-        self._source_changelogs: dict[TopicPartition, bool] = {}
-        """Changelogs that are source topics (read-only stores, reused table topics): whether the store
-        holds `ValueAndTimestamp` bytes (Java's timestamped stores), which a restore builds."""
+        self._source_changelogs: set[TopicPartition] = set()
+        """Changelogs that are source topics (read-only stores, reused table topics)."""
+        self._timestamped: set[TopicPartition] = set()
+        """Changelogs of stores of `ValueAndTimestamp` bytes (Java's timestamped stores), which a restore builds."""
         self._restore_limits: dict[TopicPartition, int] = {}
         """Changelogs of in-memory stores: never checkpointed, always restored from the beginning."""
         self._files_at_open = _non_empty_files(self._task_dir)
@@ -220,8 +222,10 @@ class ProcessorStateManager:
         except ValueError as exc:
             raise ProcessorStateError(f"task {self._task_id}: {exc}") from exc
         tp = self._changelogs.get(name)
+        if tp is not None and getattr(store, "timestamped_values", False):
+            self._timestamped.add(tp)
         if tp is not None and tp.topic != topic:
-            self._source_changelogs[tp] = bool(getattr(store, "timestamped_values", False))
+            self._source_changelogs.add(tp)
             topic = tp.topic
         self._stores[name] = StateStoreMetadata(store, restore_callback, topic)
         log.debug("task %s: registered store %s", self._task_id, name)
@@ -304,7 +308,7 @@ class ProcessorStateManager:
                 source = tp in self._source_changelogs
                 out.append(ChangelogPartition(
                     store, tp, self._changelog_offsets.get(tp), meta.restore_callback, commit,
-                    source, self._source_changelogs.get(tp, False), self._restore_limits.get(tp) if source else None,
+                    source, tp in self._timestamped, self._restore_limits.get(tp) if source else None,
                 ))  # fmt: skip
         return out
 

@@ -53,7 +53,7 @@ class WindowStoreBuilder(AbstractStoreBuilder[MeteredWindowStore[Any, Any]]):
 
     def _wrap_logging(self, store: WindowStore[bytes, bytes]) -> WindowStore[bytes, bytes]:
         """Log every write to the changelog topic (Kafka Streams' ChangeLogging layer)."""
-        return ChangeLoggingWindowBytesStore(store)
+        return ChangeLoggingWindowBytesStore(store, timestamped=bool(getattr(self._value_serde, "timestamped_values", False)))
 
     def _wrap_caching(self, store: WindowStore[bytes, bytes]) -> WindowStore[bytes, bytes]:
         """Put the thread's record cache in front of the store (Kafka Streams' Caching layer)."""

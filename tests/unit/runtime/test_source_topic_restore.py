@@ -90,5 +90,6 @@ def test_state_manager_marks_source_topic_changelogs_and_limits_only_them(tmp_pa
         found = {cp.store_name: cp for cp in manager.changelogs_to_restore()}
         assert (found["table"].source_topic, found["table"].timestamped, found["table"].end_offset) == (True, True, 7)
         assert (found["logged"].source_topic, found["logged"].end_offset) == (False, None)
+        assert found["logged"].timestamped, "a timestamped store's own changelog holds plain values too (Java's)"
         assert manager.source_changelog_partitions == frozenset({SOURCE})
         assert manager.store_metadata("table").changelog_topic == SOURCE.topic  # type: ignore[union-attr]
