@@ -1,0 +1,116 @@
+"""KafkaStreams with `group.protocol=streams` (KIP-1071) on the real 4.3.1 broker: the runtime as a streams group.
+
+A Python word count (flatMapValues -> groupBy -> count: two sub-topologies, 8 tasks over 4 partitions)
+runs as members of a streams group: the broker creates the internal topics and assigns the tasks.
+Two instances split them and both run; the counts are exact; discovery lists both endpoints (from the
+broker's endpoint map); one closes (leaving the group) and the other takes every task over with the
+counts still exact. The broker's first assignment waits its initial delay (3 s), so deadlines are
+generous.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from streams_core import Materialized, Serdes, StreamsBuilder, Topology
+from streams_core.common.host_info import HostInfo
+from streams_core.runtime.kafka_streams import KafkaStreams
+from tests.integration.streams_testkit import RecordSender, StreamsApp, instance_tasks, tasks_of, wait_until
+from tests.kafka_utils import Rec, create_topic, read_all, unique_topic
+
+pytestmark = pytest.mark.broker
+
+PARTITIONS = 4
+ALL_TASKS = tasks_of(PARTITIONS, 0) | tasks_of(PARTITIONS, 1)
+LONG = Serdes.Long()
+
+
+def word_count(source: str, sink: str) -> Callable[[], Topology]:
+    def build() -> Topology:
+        builder = StreamsBuilder()
+        (builder.stream(source, key_serde=Serdes.String(), value_serde=Serdes.String())
+         .flat_map_values(lambda line: line.lower().split()).group_by(lambda key, word: word)
+         .count(Materialized.as_("counts")).to_stream().to(sink, value_serde=LONG))  # fmt: skip
+        return builder.build()
+
+    return build
+
+
+def lines(start: int, count: int) -> tuple[list[Rec], Counter[str]]:
+    """`count` lines of 3 words from a vocabulary of 20, keyed so that they spread over the partitions."""
+    records, words = [], Counter[str]()
+    for i in range(start, start + count):
+        line = [f"w{(i * 7 + j) % 20}" for j in range(3)]
+        words.update(line)
+        records.append(Rec(f"k{i}".encode(), " ".join(line).encode()))
+    return records, words
+
+
+async def counts_reach(bootstrap: str, sink: str, expected: Counter[str]) -> dict[str, list[int]]:
+    """Read the sink until the last count of every word is the expected one; every count per word, in order."""
+    seen: dict[str, list[int]] = {}
+
+    async def done() -> bool:
+        seen.clear()
+        for record in await read_all(bootstrap, sink):
+            value = LONG.deserialize(sink, record.value)
+            assert record.key is not None and value is not None
+            seen.setdefault(record.key.decode(), []).append(value)
+        return {w: v[-1] for w, v in seen.items()} == dict(expected)
+
+    await wait_until(done, 60, interval=0.3, message=lambda: f"counts {({w: v[-1] for w, v in seen.items()})} != {dict(expected)}")
+    return seen
+
+
+def endpoints(streams: KafkaStreams) -> set[HostInfo]:
+    return {m.host_info for m in streams.all_metadata()}
+
+
+async def test_two_python_instances_share_a_streams_group_with_exact_counts(bootstrap_servers: str, tmp_path: Path) -> None:
+    source, sink = unique_topic("sg-lines"), unique_topic("sg-counts")
+    await create_topic(bootstrap_servers, source, PARTITIONS)
+    await create_topic(bootstrap_servers, sink, PARTITIONS)
+    config = {"group.protocol": "streams", "statestore.cache.max.bytes": 0}
+    async with StreamsApp(bootstrap_servers, tmp_path, word_count(source, sink), config=config) as app, RecordSender(
+        bootstrap_servers
+    ) as sender:
+        first = await app.start(0)
+        await app.wait_settled(ALL_TASKS, timeout=60)
+        records, expected = lines(0, 40)
+        await sender.send(source, records)
+        await counts_reach(bootstrap_servers, sink, expected)
+
+        second = await app.start(1)
+        split = await app.wait_settled(ALL_TASKS, timeout=60)
+        assert split[0] and split[1], f"both instances run tasks: {split}"
+        def announced(streams: KafkaStreams) -> dict[HostInfo, set[int]]:
+            return {m.host_info: {tp.partition for tp in m.topic_partitions if tp.topic == source} for m in streams.all_metadata()}
+
+        def running() -> dict[HostInfo, set[int]]:
+            return {HostInfo.parse(app.server(i)): {t.partition for t in instance_tasks(s) if t.subtopology == 0} for i, s in ((0, first), (1, second))}
+
+        await wait_until(
+            lambda: announced(first) == running() == announced(second),
+            30,
+            message=lambda: f"the broker's endpoint map {announced(first)} / {announced(second)}, running {running()}",
+        )
+        records, more = lines(40, 40)
+        await sender.send(source, records)
+        expected += more
+        await counts_reach(bootstrap_servers, sink, expected)
+
+        await app.stop(0)
+        assert instance_tasks(first) == frozenset()
+        await app.wait_settled(ALL_TASKS, timeout=60)
+        assert instance_tasks(second) == ALL_TASKS
+        await wait_until(lambda: endpoints(second) == {HostInfo.parse(app.server(1))}, 30, message=lambda: f"{endpoints(second)}")
+        records, more = lines(80, 40)
+        await sender.send(source, records)
+        expected += more
+        seen = await counts_reach(bootstrap_servers, sink, expected)
+    for word, values in seen.items():
+        assert values == list(range(1, expected[word] + 1)), f"{word}: {values} (a handover lost or repeated records)"
