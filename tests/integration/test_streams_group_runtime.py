@@ -50,13 +50,13 @@ def lines(start: int, count: int) -> tuple[list[Rec], Counter[str]]:
     return records, words
 
 
-async def counts_reach(bootstrap: str, sink: str, expected: Counter[str]) -> dict[str, list[int]]:
+async def counts_reach(bootstrap: str, sink: str, expected: Counter[str], isolation: str) -> dict[str, list[int]]:
     """Read the sink until the last count of every word is the expected one; every count per word, in order."""
     seen: dict[str, list[int]] = {}
 
     async def done() -> bool:
         seen.clear()
-        for record in await read_all(bootstrap, sink):
+        for record in await read_all(bootstrap, sink, isolation_level=isolation):
             value = LONG.deserialize(sink, record.value)
             assert record.key is not None and value is not None
             seen.setdefault(record.key.decode(), []).append(value)
@@ -70,11 +70,18 @@ def endpoints(streams: KafkaStreams) -> set[HostInfo]:
     return {m.host_info for m in streams.all_metadata()}
 
 
-async def test_two_python_instances_share_a_streams_group_with_exact_counts(bootstrap_servers: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+async def test_two_python_instances_share_a_streams_group_with_exact_counts(
+    bootstrap_servers: str, tmp_path: Path, guarantee: str
+) -> None:
+    """Under exactly_once_v2 each task's producer sends the offsets with its transaction (TxnOffsetCommit
+    without member id or epoch, which a streams group takes); under at_least_once the member commits them
+    with OffsetCommit v9 and its epoch."""
     source, sink = unique_topic("sg-lines"), unique_topic("sg-counts")
     await create_topic(bootstrap_servers, source, PARTITIONS)
     await create_topic(bootstrap_servers, sink, PARTITIONS)
-    config = {"group.protocol": "streams", "statestore.cache.max.bytes": 0}
+    config = {"group.protocol": "streams", "statestore.cache.max.bytes": 0, "processing.guarantee": guarantee}
+    isolation = "read_committed" if guarantee != "at_least_once" else "read_uncommitted"
     async with StreamsApp(bootstrap_servers, tmp_path, word_count(source, sink), config=config) as app, RecordSender(
         bootstrap_servers
     ) as sender:
@@ -82,7 +89,7 @@ async def test_two_python_instances_share_a_streams_group_with_exact_counts(boot
         await app.wait_settled(ALL_TASKS, timeout=60)
         records, expected = lines(0, 40)
         await sender.send(source, records)
-        await counts_reach(bootstrap_servers, sink, expected)
+        await counts_reach(bootstrap_servers, sink, expected, isolation)
 
         second = await app.start(1)
         split = await app.wait_settled(ALL_TASKS, timeout=60)
@@ -101,7 +108,7 @@ async def test_two_python_instances_share_a_streams_group_with_exact_counts(boot
         records, more = lines(40, 40)
         await sender.send(source, records)
         expected += more
-        await counts_reach(bootstrap_servers, sink, expected)
+        await counts_reach(bootstrap_servers, sink, expected, isolation)
 
         await app.stop(0)
         assert instance_tasks(first) == frozenset()
@@ -111,6 +118,6 @@ async def test_two_python_instances_share_a_streams_group_with_exact_counts(boot
         records, more = lines(80, 40)
         await sender.send(source, records)
         expected += more
-        seen = await counts_reach(bootstrap_servers, sink, expected)
+        seen = await counts_reach(bootstrap_servers, sink, expected, isolation)
     for word, values in seen.items():
         assert values == list(range(1, expected[word] + 1)), f"{word}: {values} (a handover lost or repeated records)"
