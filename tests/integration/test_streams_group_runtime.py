@@ -19,6 +19,7 @@ import pytest
 from streams_core import Materialized, Serdes, StreamsBuilder, Topology
 from streams_core.common.host_info import HostInfo
 from streams_core.runtime.kafka_streams import KafkaStreams
+from tests.integration.apps.harness import AppProcesses, InputFeeder, not_one_to_n, sequences_by_key, wait_all_committed
 from tests.integration.streams_testkit import RecordSender, StreamsApp, instance_tasks, tasks_of, wait_until
 from tests.kafka_utils import Rec, create_topic, read_all, unique_topic
 
@@ -121,3 +122,40 @@ async def test_two_python_instances_share_a_streams_group_with_exact_counts(
         seen = await counts_reach(bootstrap_servers, sink, expected, isolation)
     for word, values in seen.items():
         assert values == list(range(1, expected[word] + 1)), f"{word}: {values} (a handover lost or repeated records)"
+
+
+KEYS = [f"key-{i:03d}" for i in range(40)]
+
+
+@pytest.mark.slow
+async def test_kill_9_of_a_member_moves_its_tasks_and_exactly_once_counts_stay_exact(
+    bootstrap_servers: str, tmp_path: Path
+) -> None:
+    """Two counting apps (processes) in a streams group under exactly-once; one is killed with SIGKILL while
+    input arrives. It cannot leave: the broker fences it after the group's session timeout (45 s, the
+    4.3 broker's minimum), gives its tasks to the other, whose producers fence the dead one's
+    transactions; every key's committed outputs are exactly 1..n."""
+    bootstrap = bootstrap_servers
+    app_id, source, sink = unique_topic("sg-kill"), unique_topic("sg-kill-in"), unique_topic("sg-kill-out")
+    await create_topic(bootstrap, source, PARTITIONS)
+    await create_topic(bootstrap, sink, PARTITIONS)
+    feeder = InputFeeder(bootstrap, source, KEYS, 6_000, chunk=40, pause=0.1)
+    args = ("--group-protocol", "streams", "--commit-interval-ms", "500")
+    try:
+        with AppProcesses(tmp_path, bootstrap, app_id, source, sink) as procs:
+            a = procs.start("a", "exactly_once", *args)
+            await a.wait_running(timeout=90)
+            b = procs.start("b", "exactly_once", *args)
+            await b.wait_running(timeout=90)
+            feeder.start()
+            await wait_until(lambda: feeder.produced >= 1_000, 60, message=lambda: "the feeder is slow")
+            a.kill()
+            truth = await feeder.wait(timeout=180)
+            await wait_all_committed(bootstrap, app_id, source, timeout=150)
+            assert await b.terminate() == 0, b.log_tail()
+    finally:
+        await feeder.aclose()
+    committed = await read_all(bootstrap, sink, isolation_level="read_committed", timeout=30)
+    wrong = not_one_to_n(sequences_by_key(committed), truth)
+    assert not wrong, f"keys whose committed outputs are not exactly 1..n: (outputs, n) = {wrong}"
+    assert len(committed) == sum(truth.values())
