@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import pytest
 
-from streams_core.clients import CommitFailedError, KafkaConnectionError
+from streams_core.clients import CommitFailedError, KafkaConnectionError, MemberAssignment
 from streams_core.clients.streams_group_consumer import StreamsGroupConsumer
 from streams_core.clients.streams_group_membership import MemberInfo, MemberState
 from streams_core.clients.streams_group_protocol import (
@@ -34,7 +35,8 @@ from streams_core.testing import FakeKafkaClientSupplier, FakeKafkaCluster
 from streams_core.testing.fake_streams_group import fake_streams_group
 
 TOPOLOGY = StreamsGroupTopology(0, (Subtopology("0", ("in",)),))
-Events = list[tuple[str, str, frozenset[TopicPartition]]]
+class Events(list[tuple[str, str, frozenset[TopicPartition]]]):
+    """(member, callback, partitions), in call order, shared by every member's listener."""
 
 
 class RecordingAssignor:
@@ -48,7 +50,7 @@ class RecordingAssignor:
     def subscription(self) -> bytes:
         return b""
 
-    def assign(self, partition_counts: object, subscriptions: object) -> dict[str, object]:
+    def assign(self, partition_counts: Mapping[str, int], subscriptions: Mapping[str, bytes]) -> dict[str, MemberAssignment[Any]]:
         raise AssertionError("the broker assigns under the streams protocol")
 
     def on_assignment(self, user_data: bytes) -> None:
@@ -130,7 +132,7 @@ def holders(events: Events) -> dict[TopicPartition, set[str]]:
 
 
 async def test_a_joining_member_gets_its_tasks_only_after_the_other_revoked_them() -> None:
-    cluster, events = cluster_with(), []
+    cluster, events = cluster_with(), Events()
     a = await started(cluster, "a", 9000, events)
     await until(lambda: len(a.assignment()) == 4, "a owns every partition")
     b = await started(cluster, "b", 9001, events)
@@ -149,7 +151,7 @@ async def test_a_joining_member_gets_its_tasks_only_after_the_other_revoked_them
 
 
 async def test_every_member_hears_both_endpoints_and_the_assignor_gets_them() -> None:
-    cluster, events = cluster_with(), []
+    cluster, events = cluster_with(), Events()
     a = await started(cluster, "a", 9000, events)
     b = await started(cluster, "b", 9001, events)
     await until(lambda: len(a.assignment()) == len(b.assignment()) == 2, "the split")
@@ -166,7 +168,7 @@ async def test_every_member_hears_both_endpoints_and_the_assignor_gets_them() ->
 
 
 async def test_closing_leaves_with_epoch_minus_1_and_the_other_takes_everything() -> None:
-    cluster, events = cluster_with(), []
+    cluster, events = cluster_with(), Events()
     a = await started(cluster, "a", 9000, events)
     b = await started(cluster, "b", 9001, events)
     await until(lambda: len(a.assignment()) == len(b.assignment()) == 2, "the split")
@@ -180,7 +182,7 @@ async def test_closing_leaves_with_epoch_minus_1_and_the_other_takes_everything(
 
 
 async def test_a_fenced_member_loses_its_partitions_and_rejoins_with_epoch_0_and_the_same_id() -> None:
-    cluster, events = cluster_with(), []
+    cluster, events = cluster_with(), Events()
     a = await started(cluster, "a", 9000, events)
     await until(lambda: len(a.assignment()) == 4, "a owns every partition")
     coordinator = fake_streams_group(cluster, "app")
@@ -197,7 +199,7 @@ async def test_a_fenced_member_loses_its_partitions_and_rejoins_with_epoch_0_and
 
 
 async def test_a_failed_heartbeat_is_retried_and_the_member_still_joins() -> None:
-    cluster, events = cluster_with(), []
+    cluster, events = cluster_with(), Events()
     cluster.fail_next("streams_group_heartbeat", KafkaConnectionError("broker gone"), times=2)
     a = await started(cluster, "a", 9000, events)
     await until(lambda: len(a.assignment()) == 4, "a joined after two failed heartbeats")
@@ -205,7 +207,7 @@ async def test_a_failed_heartbeat_is_retried_and_the_member_still_joins() -> Non
 
 
 async def test_a_commit_with_a_stale_epoch_is_refused() -> None:
-    cluster, events = cluster_with(), []
+    cluster, events = cluster_with(), Events()
     a = await started(cluster, "a", 9000, events)
     await until(lambda: len(a.assignment()) == 4, "a owns every partition")
     tp = TopicPartition("in", 0)
@@ -219,7 +221,7 @@ async def test_a_commit_with_a_stale_epoch_is_refused() -> None:
 
 
 async def test_a_topology_the_group_refuses_is_raised_by_the_next_poll() -> None:
-    cluster, events = cluster_with(), []
+    cluster, events = cluster_with(), Events()
     a = await started(cluster, "a", 9000, events)
     await until(lambda: len(a.assignment()) == 4, "a joined")
     other = StreamsGroupTopology(0, (Subtopology("0", ("in",)), Subtopology("1", ("in",))))
