@@ -2,7 +2,7 @@
 
 Kafka 4.3 refuses a member whose topology is not exactly the group's with INVALID_REQUEST ("Topology
 updates are not supported yet.") and says no more; the member then describes the group and names the
-first differences (sub-topologies, topics, topic configs), so the operator sees which application or
+first differences (sub-topologies, topics, topic configs, replication factors), so the operator sees which application or
 version runs the other topology. Partition counts the member left to the broker (0) are not compared.
 """
 
@@ -29,6 +29,8 @@ def _topics(label: str, group: Sequence[TopicInfo], ours: Sequence[TopicInfo]) -
             keys = sorted(k for k in set(theirs.configs) | set(mine.configs) if theirs.configs.get(k) != mine.configs.get(k))
             changes = ", ".join(f"{k}={theirs.configs.get(k)!r} in the group, {mine.configs.get(k)!r} here" for k in keys)
             yield f"{label} {name}: {changes}"
+        if theirs.replication_factor != mine.replication_factor:
+            yield f"{label} {name}: replication factor {theirs.replication_factor} in the group, {mine.replication_factor} here"
         if mine.partitions and theirs.partitions and mine.partitions != theirs.partitions:
             yield f"{label} {name}: {theirs.partitions} partitions in the group, {mine.partitions} here"
 

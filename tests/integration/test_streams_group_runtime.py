@@ -18,7 +18,7 @@ import pytest
 
 from streams_core import Materialized, Serdes, StreamsBuilder, Topology
 from streams_core.common.host_info import HostInfo
-from streams_core.runtime.kafka_streams import KafkaStreams
+from streams_core.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
 from tests.integration.apps.harness import AppProcesses, InputFeeder, not_one_to_n, sequences_by_key, wait_all_committed
 from tests.integration.streams_testkit import RecordSender, StreamsApp, instance_tasks, tasks_of, wait_until
 from tests.kafka_utils import Rec, create_topic, read_all, unique_topic
@@ -159,3 +159,28 @@ async def test_kill_9_of_a_member_moves_its_tasks_and_exactly_once_counts_stay_e
     wrong = not_one_to_n(sequences_by_key(committed), truth)
     assert not wrong, f"keys whose committed outputs are not exactly 1..n: (outputs, n) = {wrong}"
     assert len(committed) == sum(truth.values())
+
+
+async def test_a_member_with_another_topology_fails_naming_the_difference(bootstrap_servers: str, tmp_path: Path) -> None:
+    """The 4.3 broker refuses a member whose topology is not the group's (INVALID_REQUEST, "Topology updates
+    are not supported yet."); the refused instance ends in ERROR with the difference named, the group's
+    member runs on."""
+    source, sink = unique_topic("sg-lines"), unique_topic("sg-counts")
+    await create_topic(bootstrap_servers, source, PARTITIONS)
+    await create_topic(bootstrap_servers, sink, PARTITIONS)
+    async with StreamsApp(bootstrap_servers, tmp_path, word_count(source, sink), config={"group.protocol": "streams"}) as app:
+        first = await app.start(0)
+        await app.wait_settled(ALL_TASKS, timeout=60)
+        errors: list[BaseException] = []
+        other = app.create(1, **{"replication.factor": 1})
+
+        def handler(error: BaseException) -> StreamThreadExceptionResponse:
+            errors.append(error)
+            return StreamThreadExceptionResponse.SHUTDOWN_CLIENT
+
+        other.set_uncaught_exception_handler(handler)
+        await other.start()
+        await wait_until(lambda: other.state is State.ERROR, 60, message=lambda: f"{other.state.name}")
+        (error,) = errors
+        assert "INVALID_REQUEST" in str(error) and "replication factor -1 in the group, 1 here" in str(error), error
+        assert first.state is State.RUNNING and instance_tasks(first) == ALL_TASKS
