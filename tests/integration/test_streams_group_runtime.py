@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,16 @@ from streams_core import Materialized, Serdes, StreamsBuilder, Topology
 from streams_core.common.host_info import HostInfo
 from streams_core.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
 from tests.integration.apps.harness import AppProcesses, InputFeeder, not_one_to_n, sequences_by_key, wait_all_committed
-from tests.integration.streams_testkit import RecordSender, StreamsApp, instance_tasks, tasks_of, wait_until
-from tests.kafka_utils import Rec, create_topic, read_all, unique_topic
+from tests.integration.streams_testkit import (
+    RecordSender,
+    StreamsApp,
+    instance_tasks,
+    tasks_of,
+    wait_for_output_keys,
+    wait_until,
+)
+from tests.integration.test_worker_processes import counting_topology
+from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 
 pytestmark = pytest.mark.broker
 
@@ -184,3 +193,27 @@ async def test_a_member_with_another_topology_fails_naming_the_difference(bootst
         (error,) = errors
         assert "INVALID_REQUEST" in str(error) and "replication factor -1 in the group, 1 here" in str(error), error
         assert first.state is State.RUNNING and instance_tasks(first) == ALL_TASKS
+
+
+async def test_worker_processes_are_members_of_the_streams_group(bootstrap_servers: str, tmp_path: Path) -> None:
+    """Two stream threads as worker processes: each builds its clients through the same supplier, so each
+    is a streams group member (one process id); the broker spreads the tasks over them."""
+    source, sink = unique_topic("sg-workers-in"), unique_topic("sg-workers-out")
+    await create_topic(bootstrap_servers, source, PARTITIONS)
+    await create_topic(bootstrap_servers, sink, PARTITIONS)
+    records = [(f"k-{i:04d}".encode(), b"v") for i in range(400)]
+    await produce(bootstrap_servers, source, records)
+    config = {"group.protocol": "streams", "num.stream.threads": 2, "stream.threads.mode": "process"}
+    async with StreamsApp(bootstrap_servers, tmp_path, partial(counting_topology, source, sink), config=config) as app:
+        streams = await app.start(0)
+        await app.wait_settled(tasks_of(PARTITIONS), timeout=60)
+        per_thread = {m.thread_name: len(m.active_tasks) for m in streams.metadata_for_local_threads()}
+        assert sorted(per_thread.values()) == [2, 2], per_thread
+        await wait_for_output_keys(bootstrap_servers, sink, [k for k, _ in records])
+        store = streams.store("counts")
+        assert {key: store.get(key) for key, _ in records} == {key: 1 for key, _ in records}
+        await wait_until(
+            lambda: [(m.host_info, len(m.topic_partitions)) for m in streams.all_metadata()] == [(HostInfo.parse(app.server(0)), PARTITIONS)],
+            30,
+            message=lambda: f"{streams.all_metadata()}",
+        )
