@@ -41,6 +41,7 @@ from streams_core.clients.streams_group_protocol import (
     EndpointPartitions,
     HeartbeatRequestData,
     HeartbeatResponseData,
+    StatusCode,
     StreamsGroupDescription,
     TaskAssignment,
 )
@@ -178,12 +179,23 @@ class StreamsGroupMember:
         elif self._reinstall:
             self._reinstall = False
             await self._install(membership.owned, frozenset())
-        elif membership.state is MemberState.STABLE and self._announced_endpoints != membership.endpoints:
+        elif self._announces_endpoints():
             await self._install(membership.owned, self._consumer.assignment())
         else:
             await self._wait_for_heartbeat()
             await self._heartbeat()
         return True
+
+    def _announces_endpoints(self) -> bool:
+        """Whether the endpoint map changed alone and is to be announced: not while the broker holds the
+        assignment back (ASSIGNMENT_DELAYED; the first one would otherwise be announced as an empty
+        assignment before the real one, and a batch run would start on it, KIP-95)."""
+        membership = self.membership
+        return (
+            membership.state is MemberState.STABLE
+            and self._announced_endpoints != membership.endpoints
+            and not any(status.code == StatusCode.ASSIGNMENT_DELAYED for status in membership.statuses)
+        )
 
     async def _wait_for_heartbeat(self) -> None:
         membership = self.membership

@@ -20,6 +20,7 @@ import pytest
 from streams_core import Materialized, Serdes, StreamsBuilder, Topology
 from streams_core.common.host_info import HostInfo
 from streams_core.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
+from tests.integration.apps.counting_app import streams_config as autostop_config
 from tests.integration.apps.harness import AppProcesses, InputFeeder, not_one_to_n, sequences_by_key, wait_all_committed
 from tests.integration.streams_testkit import (
     RecordSender,
@@ -29,6 +30,8 @@ from tests.integration.streams_testkit import (
     wait_for_output_keys,
     wait_until,
 )
+from tests.integration.test_autostop import run_instances
+from tests.integration.test_autostop import word_count as autostop_word_count
 from tests.integration.test_worker_processes import counting_topology
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 
@@ -217,3 +220,21 @@ async def test_worker_processes_are_members_of_the_streams_group(bootstrap_serve
             30,
             message=lambda: f"{streams.all_metadata()}",
         )
+
+
+async def test_a_batch_run_over_two_members_stops_with_the_counts_of_the_truth(bootstrap_servers: str, tmp_path: Path) -> None:
+    """KIP-95 under the streams protocol: the member running task 0_0 starts the run (a streams group has
+    no leader member), both stop at the end of the input with the word counts equal to the truth."""
+    app_id, source, sink = unique_topic("sg-auto"), unique_topic("sg-auto-lines"), unique_topic("sg-auto-counts")
+    await create_topic(bootstrap_servers, source, PARTITIONS)
+    await create_topic(bootstrap_servers, sink, PARTITIONS)
+    words = ["alpha", "beta", "gamma", "delta", "eps"]
+    text = [f"{words[i % 5]} {words[(i * 3) % 5]} {words[(i * 7) % 5]}" for i in range(400)]
+    await produce(bootstrap_servers, source, [(None, line.encode(), i % PARTITIONS) for i, line in enumerate(text)])
+    configs = [
+        autostop_config(bootstrap_servers, app_id, tmp_path / f"i{n}", extra={"group.protocol": "streams", "statestore.cache.max.bytes": 0})
+        for n in range(2)
+    ]
+    await run_instances(lambda: autostop_word_count(source, sink), configs)
+    counts = {r.key: int.from_bytes(r.value or b"", "big", signed=True) for r in await read_all(bootstrap_servers, sink)}
+    assert {k.decode(): v for k, v in counts.items() if k is not None} == dict(Counter(w for line in text for w in line.split()))

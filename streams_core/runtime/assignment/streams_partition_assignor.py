@@ -207,5 +207,10 @@ class StreamsPartitionAssignor:
     def on_streams_group_assignment(
         self, tasks: TaskAssignment, endpoints: Sequence[EndpointPartitions], statuses: Sequence[GroupStatus] = ()
     ) -> None:
-        """Keep the broker's assignment as this member's `AssignmentInfo` (what `on_assignment` does for the classic one)."""
+        """Keep the broker's assignment as this member's `AssignmentInfo` (what `on_assignment` does for the classic one).
+
+        A streams group has no leader member; what the classic leader alone does for the whole group
+        (a batch run's start, KIP-95) falls to the member running the topology's first task, 0_0."""
         self.assignment = streams_group_assignment_info(self.topology.subtopologies, tasks, endpoints, statuses)
+        first = TaskId(min(self.topology.subtopologies, default=0), 0)
+        self.is_leader = first in tasks.active
