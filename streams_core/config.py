@@ -286,6 +286,7 @@ _KEYS: dict[str, _Key] = {
         _Key("state.dir", os.path.join(tempfile.gettempdir(), "kafka-streams"), _path, "Root directory of local state."),
         _Key("num.stream.threads", 1, _int(1), "Stream threads per instance."),
         _Key("stream.threads.mode", "auto", _choice("auto", "inline", "process"), "Where stream threads run: 'process' gives each a worker process (uses N cores), 'inline' runs them on the instance's event loop, 'auto' is 'process' for two threads or more (docs/runtime.md)."),
+        _Key("group.protocol", "classic", _choice("classic", "streams"), "Rebalance protocol: 'classic' (the assignor runs in the group leader) or 'streams' (KIP-1071: the broker assigns the tasks; docs/streams-groups.md)."),
         _Key("num.standby.replicas", 0, _int(0), "Standby replicas per stateful task."),
         _Key("acceptable.recovery.lag", 10_000, _int(0), "Changelog records a client may lag behind and still be caught up for a task (KIP-441)."),
         _Key("max.warmup.replicas", 2, _int(1), "Warm-up replicas (extra standbys for tasks being moved) in the whole assignment at a time."),

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from streams_core.clients.admin import InternalTopicManager, NewTopicSpec
+from streams_core.clients.client_config import default_client_id
 from streams_core.clients.kafka_clients import (
     AIOKafkaAdminClient,
     AIOKafkaConsumer,
@@ -34,6 +35,8 @@ from streams_core.clients.ports import (
 )
 from streams_core.clients.stable_offsets import fetch_stable_offsets, read_committed_stably
 from streams_core.clients.streams_assignor_adapter import StreamsAssignorAdapter
+from streams_core.clients.streams_group_channel import OwnedStreamsGroupChannel
+from streams_core.clients.streams_group_consumer import StreamsGroupConsumer, streams_group_consumer
 from streams_core.common.offset_and_metadata import OffsetAndMetadata
 from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
@@ -291,11 +294,18 @@ class AioKafkaClientSupplier:
 
     def get_main_consumer(
         self, config: StreamsConfig, *, assignor: GroupAssignor, thread_index: int = 1, client_id: str | None = None
-    ) -> AioKafkaConsumer:
-        consumer = create_main_consumer(
-            config, assignor=StreamsAssignorAdapter(assignor), thread_index=thread_index, client_id=client_id
+    ) -> AioKafkaConsumer | StreamsGroupConsumer:
+        """The thread's consumer in the group `application.id`: a classic group member with our
+        assignor, or under `group.protocol=streams` a streams group member (KIP-1071) over a consumer
+        assigned by hand, with the heartbeats sent through its own admin client."""
+        consumer = AioKafkaConsumer(
+            create_main_consumer(config, assignor=StreamsAssignorAdapter(assignor), thread_index=thread_index, client_id=client_id)
         )
-        return AioKafkaConsumer(consumer)
+        if config["group.protocol"] != "streams":
+            return consumer
+        client_id = client_id or default_client_id(config, "main.consumer", thread_index)
+        channel = OwnedStreamsGroupChannel(create_admin(config, client_id=f"{client_id}-streams-group"), config["application.id"])
+        return streams_group_consumer(config, assignor, consumer, channel, client_id=client_id)
 
     def get_restore_consumer(self, config: StreamsConfig, *, thread_index: int = 1) -> AioKafkaConsumer:
         return AioKafkaConsumer(create_restore_consumer(config, thread_index=thread_index))

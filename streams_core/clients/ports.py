@@ -23,7 +23,10 @@ from streams_core.common.record_metadata import RecordMetadata
 
 if TYPE_CHECKING:
     from streams_core.clients.admin import NewTopicSpec
+    from streams_core.clients.streams_group_membership import MemberInfo
+    from streams_core.clients.streams_group_protocol import EndpointPartitions, GroupStatus, TaskAssignment
     from streams_core.common.offset_and_metadata import OffsetAndMetadata
+    from streams_core.common.task_id import TaskId
     from streams_core.common.topic_partition import TopicPartition
     from streams_core.config import StreamsConfig
 
@@ -40,6 +43,7 @@ __all__ = [
     "RawRecord",
     "RebalanceListener",
     "RecordMetadata",
+    "StreamsGroupAssignor",
 ]
 
 
@@ -103,8 +107,30 @@ class GroupAssignor(Protocol):
     def on_assignment(self, user_data: bytes) -> None: ...
 
 
+class StreamsGroupAssignor(GroupAssignor, Protocol):
+    """The thread's assignor as a streams group member (`group.protocol=streams`, KIP-1071) uses it:
+    the broker assigns, the assignor says what the member joins with and keeps what it is given in
+    the form `on_assignment` keeps the classic leader's assignment."""
+
+    def streams_group_member_info(self) -> MemberInfo: ...
+
+    def streams_group_partitions(self, tasks: Iterable[TaskId]) -> frozenset[TopicPartition]:
+        """The partitions the main consumer reads for these active tasks."""
+        ...
+
+    def on_streams_group_assignment(
+        self, tasks: TaskAssignment, endpoints: Sequence[EndpointPartitions], statuses: Sequence[GroupStatus] = ()
+    ) -> None: ...
+
+
 class RebalanceListener(Protocol):
-    """Called by the main consumer around a rebalance (eager: everything is revoked each time)."""
+    """Called by the main consumer around a rebalance.
+
+    Classic protocol: eager, everything is revoked each time. Streams protocol: only the partitions
+    of the tasks the broker takes away are revoked (before any is assigned); `on_partitions_assigned`
+    gets the whole new assignment; a member fenced by the broker calls `on_partitions_lost` when the
+    listener has it (Kafka's `onPartitionsLost`: close without committing), else `on_partitions_revoked`.
+    """
 
     async def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None: ...
 

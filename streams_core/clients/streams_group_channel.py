@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from streams_core.common.offset_and_metadata import OffsetAndMetadata
     from streams_core.common.topic_partition import TopicPartition
 
-__all__ = ["StreamsGroupChannel"]
+__all__ = ["OwnedStreamsGroupChannel", "StreamsGroupChannel"]
 
 log = logging.getLogger(__name__)
 
@@ -107,3 +107,15 @@ class StreamsGroupChannel:
         if any(code in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) for code in errors.values()):
             self._coordinator = None
         return errors
+
+
+class OwnedStreamsGroupChannel(StreamsGroupChannel):
+    """A channel that owns its admin client: a member's `StreamsGroupTransport` (started and closed with it)."""
+
+    __slots__ = ()
+
+    async def start(self) -> None:
+        await self._admin.start()
+
+    async def close(self) -> None:
+        await self._admin.close()

@@ -79,6 +79,7 @@ class StreamsGroupError(StreamsError):
 
     def __init__(self, group_id: str, code: int, message: str | None) -> None:
         self.code = code
+        self.message = message
         self.error_name = ERROR_NAMES.get(code, f"error {code}")
         detail = f": {message}" if message else ""
         super().__init__(f"streams group {group_id!r}: {self.error_name}{detail}")

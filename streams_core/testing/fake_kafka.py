@@ -28,6 +28,7 @@ from streams_core.clients.ports import (
     Producer,
     RebalanceListener,
 )
+from streams_core.clients.streams_group_consumer import StreamsGroupConsumer, streams_group_consumer
 from streams_core.common.offset_and_metadata import OffsetAndMetadata
 from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
@@ -38,6 +39,7 @@ from streams_core.testing.fake_kafka_cluster import (
     FakeRecordMetadata,
 )
 from streams_core.testing.fake_producer import FakeBatch, FakeProducer
+from streams_core.testing.fake_streams_group import FakeStreamsGroupTransport
 
 __all__ = [
     "ClusterEvent",
@@ -405,10 +407,16 @@ class FakeKafkaClientSupplier:
 
     def get_main_consumer(
         self, config: StreamsConfig, *, assignor: GroupAssignor, thread_index: int = 1, client_id: str | None = None
-    ) -> FakeConsumer:
-        return self._consumer(
-            config, "main.consumer", group=True, client_id=client_id, thread_index=thread_index, assignor=assignor
-        )
+    ) -> FakeConsumer | StreamsGroupConsumer:
+        """A classic group member, or under `group.protocol=streams` a streams group member of the
+        cluster's fake coordinator over a consumer assigned by hand (`fake_streams_group.py`)."""
+        if config["group.protocol"] != "streams":
+            return self._consumer(
+                config, "main.consumer", group=True, client_id=client_id, thread_index=thread_index, assignor=assignor
+            )
+        consumer = self._consumer(config, "main.consumer", group=True, client_id=client_id, thread_index=thread_index)
+        transport = FakeStreamsGroupTransport(self.cluster, config["application.id"], consumer.client_id)
+        return streams_group_consumer(config, assignor, consumer, transport, client_id=consumer.client_id)
 
     def get_restore_consumer(self, config: StreamsConfig, *, thread_index: int = 1) -> FakeConsumer:
         return self._consumer(config, "restore.consumer", group=False, client_id=None, thread_index=thread_index)

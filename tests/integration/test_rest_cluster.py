@@ -98,7 +98,15 @@ WORKERS = {"num.stream.threads": 2, "stream.threads.mode": "process"}
 """Each instance's two stream threads in worker processes: the REST server reads their stores."""
 
 
-@pytest.mark.parametrize(("n_instances", "extra"), [(2, None), (3, None), (2, WORKERS)], ids=["2", "3", "2x2-workers"])
+STREAMS_GROUP = {"group.protocol": "streams"}
+"""KIP-1071: the broker assigns, discovery follows its endpoint map (docs/streams-groups.md)."""
+
+
+@pytest.mark.parametrize(
+    ("n_instances", "extra"),
+    [(2, None), (3, None), (2, WORKERS), (2, STREAMS_GROUP)],
+    ids=["2", "3", "2x2-workers", "2-streams-group"],
+)
 async def test_every_instance_answers_every_route_for_every_key(
     bootstrap_servers: str, tmp_path: Path, n_instances: int, extra: dict[str, Any] | None
 ) -> None:

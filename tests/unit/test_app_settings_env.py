@@ -28,6 +28,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "num.stream.threads": ("3", 3),
     "stream.threads.mode": ("process", "process"),
     "num.standby.replicas": ("1", 1),
+    "group.protocol": ("streams", "streams"),
     "acceptable.recovery.lag": ("500", 500),
     "max.warmup.replicas": ("3", 3),
     "probing.rebalance.interval.ms": ("5000", 5000),

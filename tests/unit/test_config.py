@@ -21,6 +21,7 @@ EXPECTED_DEFAULTS: dict[str, Any] = {
     "state.dir": os.path.join(tempfile.gettempdir(), "kafka-streams"),
     "num.stream.threads": 1,
     "stream.threads.mode": "auto",
+    "group.protocol": "classic",
     "num.standby.replicas": 0,
     "acceptable.recovery.lag": 10_000,
     "max.warmup.replicas": 2,
@@ -94,6 +95,7 @@ def test_reads_as_a_mapping_of_every_key() -> None:
     [
         ("num.stream.threads", "4", 4),
         ("num.standby.replicas", " 2 ", 2),
+        ("group.protocol", "STREAMS", "streams"),
         ("commit.interval.ms", "100", 100),
         ("statestore.cache.max.bytes", "0", 0),
         ("buffered.records.per.partition", "1", 1),
@@ -178,6 +180,7 @@ def test_integer_keys_reject_values_below_their_minimum(key: str, minimum: int) 
     [
         ("processing.guarantee", "exactly_twice", ["at_least_once", "exactly_once", "exactly_once_v2"]),
         ("topology.optimization", "some", ["none", "all"]),
+        ("group.protocol", "consumer", ["classic", "streams"]),
         ("autostop.at", "now", ["eol"]),
         ("default.deserialization.exception.handler", "ignore", ["log_and_fail", "log_and_continue", "dead_letter"]),
         ("default.production.exception.handler", "retry", ["fail", "continue"]),

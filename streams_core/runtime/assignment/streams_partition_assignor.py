@@ -9,6 +9,12 @@ KIP-441 needs the changelog end offsets on the leader, but aiokafka calls `assig
 synchronously: so every member fetches them just before it joins (`refresh_end_offsets`, from
 the rebalance listener's revocation callback) and the leader uses the latest it fetched. When
 the leader asks for a probing rebalance, `on_assignment` schedules it on the event loop.
+
+Under `group.protocol=streams` the broker assigns: the same object is the thread's
+`StreamsGroupAssignor` (clients/ports.py), saying what the member sends when it joins
+(`streams_group_member_info`) and turning the broker's tasks and endpoints into the same
+`AssignmentInfo` (`on_streams_group_assignment`), so the rest of the thread does not know which
+protocol runs.
 """
 
 from __future__ import annotations
@@ -16,9 +22,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from streams_core.clients.streams_group_membership import MemberInfo
+from streams_core.clients.streams_group_protocol import EndpointPartitions, GroupStatus, TaskAssignment
+from streams_core.common.host_info import HostInfo
 from streams_core.common.task_id import TaskId
 from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.assignment import (
@@ -28,6 +37,8 @@ from streams_core.runtime.assignment import (
     SubscriptionInfo,
     compute_group_assignment,
 )
+from streams_core.runtime.assignment.streams_group_assignment import streams_group_assignment_info, task_partitions
+from streams_core.runtime.assignment.streams_group_topology import streams_group_topology
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
 __all__ = ["StreamsPartitionAssignor", "TaskStates"]
@@ -60,6 +71,9 @@ class StreamsPartitionAssignor:
         probing_rebalance_interval_ms: int = 600_000,
         request_rebalance: Callable[[], None] | None = None,
         log_prefix: str = "",
+        replication_factor: int = -1,
+        window_additional_retention_ms: int = 86_400_000,
+        rebalance_timeout_ms: int = 300_000,
     ) -> None:
         self.topology = topology
         self.process_id = process_id
@@ -72,6 +86,7 @@ class StreamsPartitionAssignor:
         """The latest end offsets of the changelog partitions this member fetched (for the leader)."""
         self._task_states = task_states
         self._log_prefix = log_prefix
+        self._topic_configs = (replication_factor, window_additional_retention_ms, rebalance_timeout_ms)
         self.assignment: AssignmentInfo | None = None
         self.shutdown_requested = False
         self.partition_counts: dict[str, int] = {}
@@ -169,3 +184,33 @@ class StreamsPartitionAssignor:
         if self._request_rebalance is not None:
             log.info("%sprobing rebalance: warm-up replicas that caught up can take over", self._log_prefix)
             self._request_rebalance()
+
+    # -- group.protocol=streams: the broker assigns (KIP-1071) ---------------------------------
+
+    def streams_group_member_info(self) -> MemberInfo:
+        """What this member tells the broker when it joins: the topology Kafka Streams would send,
+        the instance's process id and `application.server` (threads of one instance share both)."""
+        replication_factor, window_retention_ms, rebalance_timeout_ms = self._topic_configs
+        return MemberInfo(
+            process_id=self.process_id,
+            topology=streams_group_topology(
+                self.topology, replication_factor=replication_factor, window_additional_retention_ms=window_retention_ms
+            ),
+            user_endpoint=HostInfo.parse(self.application_server) if self.application_server else None,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+        )
+
+    def streams_group_partitions(self, tasks: Iterable[TaskId]) -> frozenset[TopicPartition]:
+        """The partitions the main consumer reads for these active tasks."""
+        return frozenset().union(*task_partitions(self.topology.subtopologies, tasks).values())
+
+    def on_streams_group_assignment(
+        self, tasks: TaskAssignment, endpoints: Sequence[EndpointPartitions], statuses: Sequence[GroupStatus] = ()
+    ) -> None:
+        """Keep the broker's assignment as this member's `AssignmentInfo` (what `on_assignment` does for the classic one).
+
+        A streams group has no leader member; what the classic leader alone does for the whole group
+        (a batch run's start, KIP-95) falls to the member running the topology's first task, 0_0."""
+        self.assignment = streams_group_assignment_info(self.topology.subtopologies, tasks, endpoints, statuses)
+        first = TaskId(min(self.topology.subtopologies, default=0), 0)
+        self.is_leader = first in tasks.active

@@ -79,6 +79,9 @@ class StreamThreadFactory:
             probing_rebalance_interval_ms=config["probing.rebalance.interval.ms"],
             request_rebalance=lambda: thread.request_probing_rebalance(),
             log_prefix=log_prefix,
+            replication_factor=config["replication.factor"],
+            window_additional_retention_ms=config["windowstore.changelog.additional.retention.ms"],
+            rebalance_timeout_ms=int(config.client_overrides("main.consumer").get("max.poll.interval.ms", 300_000)),
         )
         kafka_clients = ThreadClients.create(supplier, config, assignor, thread_index=index, log_prefix=log_prefix)
         consumer, collector = kafka_clients.consumer, kafka_clients.collector

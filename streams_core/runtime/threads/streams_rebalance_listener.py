@@ -1,9 +1,11 @@
 """StreamsRebalanceListener: the main consumer's rebalance callbacks, which change a thread's tasks.
 
-Kafka Streams' `StreamsRebalanceListener`. The group rebalances eagerly (aiokafka revokes every
-partition each time): on revocation the thread's tasks are committed and closed, then, before the
-consumer joins again, the changelog end offsets the assignor needs are refreshed if this member
-leads; on assignment the new tasks are created. Each callback runs under the thread's lock, so
+Kafka Streams' `StreamsRebalanceListener`. The classic group rebalances eagerly (aiokafka revokes
+every partition each time): on revocation the thread's tasks are committed and closed, then, before
+the consumer joins again, the changelog end offsets the assignor needs are refreshed if this member
+leads; on assignment the new tasks are created. A streams group member (KIP-1071) revokes only the
+partitions of the tasks the broker takes away: the tasks are committed and those closed, the others
+keep running; a fenced member's tasks are lost (`on_partitions_lost`: closed without committing). Each callback runs under the thread's lock, so
 tasks change only between the loop's batches; errors are handed to the loop, not to aiokafka.
 """
 
@@ -79,8 +81,22 @@ class StreamsRebalanceListener:
         self._end_offsets = kafka_clients.changelog_reader.end_offsets
 
     async def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None:
-        await self._handle_revocation()
+        await self._handle_revocation(revoked)
         await self._refresh_changelog_end_offsets()
+
+    async def on_partitions_lost(self, lost: frozenset[TopicPartition]) -> None:
+        """Fenced: the tasks belong to others already; close every one without committing."""
+        if self._skips_rebalance("partitions lost"):
+            return
+        thread = self._thread
+        async with thread.lock:
+            self._run_end.on_revoked()
+            thread.set_state(ThreadState.PARTITIONS_REVOKED)
+            self._collector.clear_pending()
+            try:
+                await self._task_manager.close_all(clean=False)
+            except Exception as exc:
+                thread.fail_later(exc)
 
     async def on_partitions_assigned(self, assigned: frozenset[TopicPartition]) -> None:
         await self._handle_assignment()
@@ -98,8 +114,8 @@ class StreamsRebalanceListener:
             return True
         return False
 
-    async def _handle_revocation(self) -> None:
-        """Eager rebalance: commit and close every task before the group reassigns."""
+    async def _handle_revocation(self, revoked: frozenset[TopicPartition]) -> None:
+        """Commit every task, then close those reading a revoked partition (eager rebalance: all)."""
         if self._skips_rebalance("partitions revoked"):
             return
         thread, tm = self._thread, self._task_manager
@@ -118,6 +134,14 @@ class StreamsRebalanceListener:
                 log.exception("%scommit before rebalance failed", thread.log_prefix)
                 thread.fail_later(exc)
                 clean = False
+            partial = [t for t, task in tm.tasks.items() if task.partitions & revoked]
+            if clean and len(partial) < len(tm.tasks):  # a streams group revokes tasks, not everything
+                for task_id in partial:
+                    try:
+                        await tm.close_task(task_id)
+                    except Exception as exc:
+                        thread.fail_later(exc)
+                return
             self._collector.clear_pending()
             try:
                 await tm.close_all(clean=clean)

@@ -3,6 +3,7 @@
     python -m tests.integration.apps.counting_app --bootstrap B --app-id A --input T --output O
         --state-dir D --guarantee at_least_once|exactly_once [--standby N] [--application-server H:P]
         [--commit-interval-ms MS] [--caching] [--cache-max-bytes N] [--autostop eol]
+        [--group-protocol classic|streams]
 
 Each input record (String key, any value) increments the key's count in the persistent
 key-value store `counts` (changelog `<app id>-counts-changelog`) and forwards `(key, count)` to
@@ -107,6 +108,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--caching", action="store_true", help="build the store with_caching_enabled()")
     parser.add_argument("--cache-max-bytes", type=int, default=None, help="statestore.cache.max.bytes")
     parser.add_argument("--autostop", choices=("eol",), default=None, help="autostop.at (KIP-95 batch run)")
+    parser.add_argument("--group-protocol", choices=("classic", "streams"), default=None, help="group.protocol")
     return parser.parse_args(argv)
 
 
@@ -123,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra["statestore.cache.max.bytes"] = args.cache_max_bytes
     if args.autostop is not None:
         extra["autostop.at"] = args.autostop
+    if args.group_protocol is not None:
+        extra["group.protocol"] = args.group_protocol
     config = streams_config(
         args.bootstrap,
         args.app_id,

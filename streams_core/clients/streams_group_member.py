@@ -1,0 +1,310 @@
+"""StreamsGroupMember: one stream thread as a member of a streams group (KIP-1071), driving its consumer.
+
+It runs the heartbeat loop of a `StreamsGroupMembership` over a `StreamsGroupTransport` (the broker
+through `StreamsGroupChannel`, or the fake coordinator in unit tests) and applies what the broker
+decides to the thread, through the same objects the classic protocol uses: the thread's assignor
+gets the tasks and endpoints (`StreamsGroupAssignor.on_streams_group_assignment`, the classic
+`on_assignment`'s counterpart), the main consumer is assigned their partitions by hand, and the
+thread's `RebalanceListener` is called, revocation always before assignment:
+
+- a new target: the partitions of the active tasks it drops are revoked (the listener commits and
+  closes those tasks), the membership is told, then the whole target is installed and assigned;
+- fenced (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID): every partition is lost (closed without
+  committing) and the member rejoins with epoch 0 and the same member id;
+- endpoints that changed alone: the assignor's map is renewed and the assignment re-announced;
+- a fatal error: the loop stops and `check()` raises it (the consumer raises it from `getmany`,
+  so the thread fails with it).
+
+Heartbeats go at the broker's interval, at once when the membership is `urgent`; every exchange
+has a deadline, and a failed one is retried after `retry.backoff.ms`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from typing import Protocol
+
+from streams_core.clients.kafka_clients import CommitFailedError, KafkaError
+from streams_core.clients.ports import Consumer, RebalanceListener, StreamsGroupAssignor
+from streams_core.clients.streams_group_membership import (
+    MemberState,
+    Reconciliation,
+    StreamsGroupError,
+    StreamsGroupMembership,
+)
+from streams_core.clients.streams_group_offset_commit import STALE_MEMBER_EPOCH
+from streams_core.clients.streams_group_protocol import (
+    EndpointPartitions,
+    HeartbeatRequestData,
+    HeartbeatResponseData,
+    StatusCode,
+    StreamsGroupDescription,
+    TaskAssignment,
+)
+from streams_core.clients.streams_group_topology_diff import topology_difference
+from streams_core.common.offset_and_metadata import OffsetAndMetadata
+from streams_core.common.topic_partition import TopicPartition
+
+__all__ = ["StreamsGroupMember", "StreamsGroupTransport"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HEARTBEAT_INTERVAL_MS = 5000
+"""Until the broker has said its interval (the first answer carries it)."""
+
+
+class StreamsGroupTransport(Protocol):
+    """How a member reaches its group coordinator (`StreamsGroupChannel` over aiokafka, or a fake)."""
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def heartbeat(self, data: HeartbeatRequestData) -> HeartbeatResponseData: ...
+
+    async def commit_offsets(
+        self, membership: StreamsGroupMembership, offsets: Mapping[TopicPartition, OffsetAndMetadata | int]
+    ) -> dict[TopicPartition, int]:
+        """Commit as the member (its id and epoch); the partitions refused, with their error codes."""
+        ...
+
+    async def describe(self) -> StreamsGroupDescription | None:
+        """The group as its coordinator describes it (None where the transport cannot)."""
+        ...
+
+
+class StreamsGroupMember:
+    """The heartbeat loop of one member and what it does to its thread (see module doc)."""
+
+    def __init__(
+        self,
+        membership: StreamsGroupMembership,
+        transport: StreamsGroupTransport,
+        consumer: Consumer,
+        assignor: StreamsGroupAssignor,
+        *,
+        request_timeout_ms: int = 30_000,
+        retry_backoff_ms: int = 100,
+        log_prefix: str = "",
+    ) -> None:
+        self.membership = membership
+        self._transport = transport
+        self._consumer = consumer
+        self._assignor = assignor
+        self._timeout_s = request_timeout_ms / 1000
+        self._backoff_s = retry_backoff_ms / 1000
+        self._log_prefix = log_prefix
+        self.listener: RebalanceListener | None = None
+        self.error: BaseException | None = None
+        self._loop_task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._last_sent = 0.0
+        self._announced_endpoints: tuple[EndpointPartitions, ...] | None = None
+        self._reinstall = False
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Join: the loop sends the joining heartbeat at once."""
+        await self._transport.start()
+        self.membership.join()
+        self._loop_task = asyncio.create_task(self._run(), name=f"{self._log_prefix}streams-group-heartbeat")
+
+    async def stop(self) -> None:
+        """Leave the group (epoch -1), within the request timeout; the thread closed its tasks before."""
+        task, self._loop_task = self._loop_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        membership = self.membership
+        try:
+            if membership.state not in (MemberState.UNJOINED, MemberState.LEFT, MemberState.FATAL):
+                membership.leave()
+                await self._heartbeat()
+        finally:
+            await self._transport.close()
+
+    def check(self) -> None:
+        """Raise the error that ended the member (fatal for the thread)."""
+        if self.error is not None:
+            raise self.error
+
+    def request_reinstall(self) -> None:
+        """The thread closed every task (a task migrated): install the owned tasks again, from their commits."""
+        self._reinstall = True
+        self._wake.set()
+
+    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """Commit as the member; a refused partition raises `CommitFailedError` naming the errors."""
+        async with asyncio.timeout(self._timeout_s):
+            errors = await self._transport.commit_offsets(self.membership, offsets)
+        if errors:
+            stale = any(code == STALE_MEMBER_EPOCH for code in errors.values())
+            if stale:
+                self._wake.set()  # heartbeat now: the epoch moved on
+            raise CommitFailedError(
+                f"streams group {self.membership.group_id!r} refused the offset commit of member "
+                f"{self.membership.member_id} epoch {self.membership.member_epoch}: "
+                + ", ".join(f"{tp} error {code}" for tp, code in sorted(errors.items()))
+            )
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        try:
+            while await self._step():
+                pass
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a listener or assignor error: the thread fails with it
+            log.exception("%sstreams group member failed", self._log_prefix)
+            self.error = exc
+
+    async def _step(self) -> bool:
+        """One step: act on the membership's state or send the next heartbeat; False once it is over."""
+        membership = self.membership
+        if membership.state is MemberState.FATAL:
+            self.error = await self._explained(membership.fatal_error)
+            return False
+        if membership.state is MemberState.FENCED:
+            await self._lose_all()
+            membership.rejoin()
+        elif membership.reconciliation is not None:
+            await self._reconcile(membership.reconciliation)
+        elif self._reinstall:
+            self._reinstall = False
+            await self._install(membership.owned, frozenset())
+        elif self._announces_endpoints():
+            await self._install(membership.owned, self._consumer.assignment())
+        else:
+            await self._wait_for_heartbeat()
+            await self._heartbeat()
+        return True
+
+    def _announces_endpoints(self) -> bool:
+        """Whether the endpoint map changed alone and is to be announced: not while the broker holds the
+        assignment back (ASSIGNMENT_DELAYED; the first one would otherwise be announced as an empty
+        assignment before the real one, and a batch run would start on it, KIP-95)."""
+        membership = self.membership
+        return (
+            membership.state is MemberState.STABLE
+            and self._announced_endpoints != membership.endpoints
+            and not any(status.code == StatusCode.ASSIGNMENT_DELAYED for status in membership.statuses)
+        )
+
+    async def _wait_for_heartbeat(self) -> None:
+        membership = self.membership
+        interval_s = (membership.heartbeat_interval_ms or DEFAULT_HEARTBEAT_INTERVAL_MS) / 1000
+        remaining = self._last_sent + interval_s - time.monotonic()
+        if membership.urgent or remaining <= 0:
+            return
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(remaining):  # not wait_for: 3.11's can swallow a cancellation racing the wake-up
+                await self._wake.wait()
+
+    async def _heartbeat(self) -> None:
+        """Send the next heartbeat, if any, with a deadline; a failure is retried after the backoff."""
+        membership = self.membership
+        data = membership.heartbeat_request()
+        if data is None:
+            return
+        self._last_sent = time.monotonic()
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                response = await self._transport.heartbeat(data)
+        except (KafkaError, OSError, TimeoutError) as exc:
+            membership.on_request_failed()
+            log.warning("%sstreams group heartbeat failed (%r); retrying", self._log_prefix, exc)
+            await asyncio.sleep(self._backoff_s)
+            return
+        except BaseException:
+            membership.on_request_failed()
+            raise
+        membership.on_response(response)
+
+    async def _reconcile(self, reconciliation: Reconciliation) -> None:
+        """Revoke the dropped active tasks, then install the whole target (KIP-1071's order)."""
+        membership, listener = self.membership, self.listener
+        if reconciliation.revoke:
+            revoked = self._assignor.streams_group_partitions(reconciliation.revoke) & self._consumer.assignment()
+            log.info("%sstreams group: revoking %s", self._log_prefix, sorted(str(t) for t in reconciliation.revoke))
+            if listener is not None:
+                await listener.on_partitions_revoked(revoked)
+        membership.revoked(reconciliation)
+        await self._install(reconciliation.assignment, self._consumer.assignment())
+        membership.assigned(reconciliation)
+        log.info(
+            "%sstreams group epoch %d: active %s, standby %s, warm-up %s",
+            self._log_prefix,
+            reconciliation.member_epoch,
+            sorted(str(t) for t in reconciliation.assignment.active),
+            sorted(str(t) for t in reconciliation.assignment.standby),
+            sorted(str(t) for t in reconciliation.assignment.warmup),
+        )
+
+    async def _install(self, tasks: TaskAssignment, previous: frozenset[TopicPartition]) -> None:
+        """Give the assignor the tasks, assign their partitions (keeping the positions of those the
+        consumer keeps) and call the listener with the whole assignment."""
+        membership = self.membership
+        self._announced_endpoints = membership.endpoints
+        self._assignor.on_streams_group_assignment(tasks, membership.endpoints, membership.statuses)
+        partitions = self._assignor.streams_group_partitions(tasks.active)
+        if partitions != previous:
+            positions = await self._positions(previous & partitions)
+            self._consumer.assign(partitions)
+            for tp, offset in positions.items():
+                self._consumer.seek(tp, offset)
+        if self.listener is not None:
+            await self.listener.on_partitions_assigned(partitions)
+
+    async def _positions(self, partitions: frozenset[TopicPartition]) -> dict[TopicPartition, int]:
+        """The positions of partitions the consumer keeps: a new assignment would forget them (and
+        go back to the last commit, reprocessing what the kept tasks processed since)."""
+        positions = {}
+        for tp in partitions:
+            try:
+                async with asyncio.timeout(self._timeout_s):
+                    positions[tp] = await self._consumer.position(tp)
+            except (KafkaError, TimeoutError) as exc:  # no position yet: the committed offset is right
+                log.info("%sno position for %s (%r): it starts from its committed offset", self._log_prefix, tp, exc)
+        return positions
+
+    async def _lose_all(self) -> None:
+        """Fenced: the tasks belong to others now; close them without committing."""
+        lost = self._consumer.assignment()
+        listener = self.listener
+        log.warning("%sstreams group: fenced, %d partitions lost; rejoining", self._log_prefix, len(lost))
+        if listener is not None:
+            on_lost = getattr(listener, "on_partitions_lost", None)
+            await (on_lost(lost) if on_lost is not None else listener.on_partitions_revoked(lost))
+        self._consumer.assign(())
+        self._assignor.on_streams_group_assignment(TaskAssignment.EMPTY, self.membership.endpoints)
+        self._announced_endpoints = None
+
+    async def _explained(self, error: StreamsGroupError | None) -> BaseException:
+        """The fatal error, with the topology difference named when the broker refused ours."""
+        if error is None:
+            return StreamsGroupError(self.membership.group_id, -1, "the member failed")
+        if error.error_name not in ("INVALID_REQUEST", "STREAMS_INVALID_TOPOLOGY"):
+            return error
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                description = await self._transport.describe()
+        except Exception as exc:  # the explanation is a courtesy: the broker's error stands
+            log.info("%scannot describe the group to explain %s: %r", self._log_prefix, error, exc)
+            return error
+        if description is None or description.topology is None:
+            return error
+        difference = topology_difference(description.topology, self.membership.info.topology)
+        if not difference:
+            return error
+        detail = f"{error.message}; " if error.message else ""
+        return StreamsGroupError(
+            self.membership.group_id, error.code, f"{detail}the group's topology differs from this application's: {difference}"
+        )
