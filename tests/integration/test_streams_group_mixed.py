@@ -63,11 +63,6 @@ async def test_java_and_python_instances_split_the_tasks_and_count_exactly(
     await run_mixed(bootstrap_servers, admin, java, tmp_path, takeover=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="changelog format: our timestamped key-value stores log value-and-timestamp bytes, Java logs the plain "
-    "value (ChangeLoggingTimestampedKeyValueBytesStore), so restoring Java's changelog fails (docs/streams-groups.md)",
-)
 async def test_python_takes_over_from_a_closed_java_instance_with_exact_counts(
     bootstrap_servers: str, admin: AIOKafkaAdminClient, java: StartJava, tmp_path: Path
 ) -> None:
