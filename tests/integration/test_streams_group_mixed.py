@@ -69,6 +69,72 @@ async def test_python_takes_over_from_a_closed_java_instance_with_exact_counts(
     await run_mixed(bootstrap_servers, admin, java, tmp_path, takeover=True)
 
 
+def python_instance(bootstrap_servers: str, app: str, source: str, sink: str, tmp_path: Path) -> KafkaStreams:
+    """Our word count in the streams group `app`, with the endpoint the tests look for."""
+    return KafkaStreams(word_count(source, sink)(), {
+        "application.id": app, "bootstrap.servers": bootstrap_servers, "group.protocol": "streams",
+        "application.server": str(PYTHON_ENDPOINT), "state.dir": str(tmp_path / "python"),
+        "default.key.serde": Serdes.String(), "default.value.serde": Serdes.String(), "commit.interval.ms": 100,
+    })  # fmt: skip
+
+
+async def test_java_takes_over_from_a_closed_python_instance_with_exact_counts(
+    bootstrap_servers: str, admin: AIOKafkaAdminClient, java: StartJava, tmp_path: Path
+) -> None:
+    """Python first, then Java: the tasks split and count exactly; Python closes and Java runs every task,
+    restoring the counts from the changelog our SQLite stores wrote (Java's format), the counts still exact."""
+    app = unique_topic("sg-mixed-back")
+    created = Topics((unique_topic("sg-mixed-in"),), unique_topic("sg-mixed-out"))
+    for topic in (*created.sources, created.sink):
+        await create_topic(bootstrap_servers, topic, PARTITIONS)
+    (source,), sink = created.sources, created.sink
+    channel = StreamsGroupChannel(admin, app)
+    streams = python_instance(bootstrap_servers, app, source, sink, tmp_path)
+    expected: Counter[str] = Counter()
+
+    async def exact() -> bool:
+        return await last_counts(bootstrap_servers, sink) == dict(expected)
+
+    try:
+        await streams.start()
+        await wait_until(lambda: instance_tasks(streams) == all_tasks() and streams.state is State.RUNNING, DEADLINE_S,
+                         message=lambda: f"{streams.state.name}, tasks {sorted(map(str, instance_tasks(streams)))}")
+        async with RecordSender(bootstrap_servers) as sender:
+            records, words = lines(0, 60)
+            await sender.send(source, records)
+            expected += words
+            await wait_until(exact, DEADLINE_S, interval=1, message=lambda: f"counts != {dict(expected)}")
+            peer = java(app, "word-count", created)
+
+            async def split() -> bool:
+                assert peer.process.poll() is None, peer.output()[-4000:]
+                described = await describe(channel)
+                if described is None:
+                    return False
+                theirs = {t for m in described.members if m.user_endpoint == JAVA_ENDPOINT for t in m.assignment.active}
+                return bool(theirs) and not theirs & instance_tasks(streams)
+
+            await wait_until(split, DEADLINE_S, interval=0.5, message=lambda: peer.output()[-3000:])
+            await streams.close(timeout=30)
+
+            async def java_has_everything() -> bool:
+                assert peer.process.poll() is None, peer.output()[-4000:]
+                described = await describe(channel)
+                return described is not None and {
+                    t for m in described.members if m.user_endpoint == JAVA_ENDPOINT for t in m.assignment.active
+                } == all_tasks()
+
+            await wait_until(java_has_everything, DEADLINE_S, interval=0.5, message=lambda: peer.output()[-3000:])
+            records, words = lines(60, 60)
+            await sender.send(source, records)
+            expected += words
+            await wait_until(exact, DEADLINE_S, interval=1,
+                             message=lambda: f"counts after the takeover != {dict(expected)}\n{peer.output()[-3000:]}")
+            assert "STATE ERROR" not in peer.output(), peer.output()[-3000:]
+    finally:
+        await streams.close(timeout=30)
+
+
 async def run_mixed(
     bootstrap_servers: str, admin: AIOKafkaAdminClient, java: StartJava, tmp_path: Path, *, takeover: bool
 ) -> None:
@@ -90,11 +156,7 @@ async def run_mixed(
         } == all_tasks()
 
     await wait_until(java_has_everything, DEADLINE_S, interval=0.5, message=lambda: peer.output()[-3000:])
-    streams = KafkaStreams(word_count(source, sink)(), {
-        "application.id": app, "bootstrap.servers": bootstrap_servers, "group.protocol": "streams",
-        "application.server": str(PYTHON_ENDPOINT), "state.dir": str(tmp_path / "python"),
-        "default.key.serde": Serdes.String(), "default.value.serde": Serdes.String(), "commit.interval.ms": 100,
-    })  # fmt: skip
+    streams = python_instance(bootstrap_servers, app, source, sink, tmp_path)
     try:
         await streams.start()
 
