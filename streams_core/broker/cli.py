@@ -1,4 +1,7 @@
-"""`python -m streams_core.broker`: one local broker in the foreground, its options and what it prints."""
+"""`python -m streams_core.broker`: one local broker in the foreground, its options and what it prints.
+
+`python -m streams_core.broker streams-groups ARGS...` runs Kafka's tool instead (kafka_tools.py).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from streams_core.broker.installation import BrokerError
+from streams_core.broker.kafka_tools import TOOLS, tool_main
 from streams_core.broker.local_kafka_broker import LocalKafkaBroker
 from streams_core.broker.security import PROTOCOLS, BrokerSecurity
 
@@ -84,10 +88,19 @@ class _Shutdown(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run a broker in the foreground, print ``READY 127.0.0.1:<port>``, stop on SIGTERM/SIGINT."""
+    """Run a broker in the foreground, print ``READY 127.0.0.1:<port>``, stop on SIGTERM/SIGINT.
+
+    A first argument naming a Kafka tool (``streams-groups``) runs that tool with the other arguments.
+    """
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    if args_in and args_in[0] in TOOLS:
+        return tool_main(args_in[0], args_in[1:])
     parser = argparse.ArgumentParser(
         prog="python -m streams_core.broker",
         description="Run a local single-node KRaft Kafka broker bound to 127.0.0.1.",
+        epilog="python -m streams_core.broker streams-groups --bootstrap-server HOST:PORT --describe --group APP "
+        "[--members|--offsets|--state] runs Kafka's kafka-streams-groups.sh (StreamsGroupCommand; kafka-tools "
+        "is fetched from Maven Central on first use; --help for its options).",
     )
     parser.add_argument("--port", type=int, default=9092, help="client port (0: a free one)")
     parser.add_argument("--data-dir", required=True, help="storage, configs and logs")
@@ -97,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="start-up timeout (s)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     add_security_arguments(parser)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_in)
     try:
         security = security_from_arguments(args)
     except ValueError as exc:

@@ -8,14 +8,23 @@ import re
 import shutil
 from pathlib import Path
 
-__all__ = ["ENV_LIBS", "BrokerError", "check_logging_backend", "find_kafka_libs", "java_executable"]
+__all__ = [
+    "ENV_LIBS",
+    "REPO_ROOT",
+    "BrokerError",
+    "check_logging_backend",
+    "find_kafka_libs",
+    "java_executable",
+    "kafka_cache_dir",
+]
 
 log = logging.getLogger(__name__)
 
 ENV_LIBS = "STREAMS_KAFKA_LIBS"
 """Environment variable naming a directory of broker jars (instead of the repository's .cache)."""
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[2]
+"""The repository: deps/ (the poms) and .cache/ (the fetched jars)."""
 
 
 class BrokerError(RuntimeError):
@@ -34,6 +43,11 @@ def _kafka_version(repo_root: Path) -> str:
     return match.group(1)
 
 
+def kafka_cache_dir() -> Path:
+    """``.cache/kafka-<version>``: the broker's jars in ``libs/``, kafka-tools' in ``tools/``."""
+    return REPO_ROOT / ".cache" / f"kafka-{_kafka_version(REPO_ROOT)}"
+
+
 def find_kafka_libs() -> Path:
     """Return the directory of broker jars: ``$STREAMS_KAFKA_LIBS`` or the repo's ``.cache``."""
     env = os.environ.get(ENV_LIBS)
@@ -41,11 +55,11 @@ def find_kafka_libs() -> Path:
         libs = Path(env).expanduser().resolve()
         hint = f"(from ${ENV_LIBS})"
     else:
-        libs = _REPO_ROOT / ".cache" / f"kafka-{_kafka_version(_REPO_ROOT)}" / "libs"
+        libs = kafka_cache_dir() / "libs"
         hint = "(from deps/kafka/pom.xml)"
     if not libs.is_dir() or not any(libs.glob("kafka_2.13-*.jar")):
         raise BrokerError(
-            f"Kafka broker jars not found in {libs} {hint}: run `make setup` in {_REPO_ROOT} "
+            f"Kafka broker jars not found in {libs} {hint}: run `make setup` in {REPO_ROOT} "
             f"(it fetches them from Maven Central), or point ${ENV_LIBS} at a directory of them"
         )
     return libs
