@@ -5,6 +5,11 @@ once per session, only when a test (or a fixture it uses) asks for ``kafka_broke
 ``bootstrap_servers``; such tests get the ``broker`` marker automatically, so
 ``pytest -m 'not broker'`` runs everything that needs no broker.
 
+Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) every worker is its own session with
+its own broker and, if it runs Spark tests, its own SparkSession; ``xdist_group`` keeps a file's tests
+on one worker (module fixtures start once) and all Spark tests on one worker (one SparkSession, started
+first as the longest group), and the files of the SASL/SSL broker on one worker too.
+
 ``STREAMS_TEST_BOOTSTRAP_SERVERS=host:port`` makes ``bootstrap_servers`` use an already running
 broker (e.g. ``python -m streams_core.broker --port 9092 ...``) instead of starting one.
 """
@@ -24,11 +29,39 @@ BROKER_FIXTURES = frozenset({"kafka_broker", "bootstrap_servers", "secure_broker
 ENV_BOOTSTRAP = "STREAMS_TEST_BOOTSTRAP_SERVERS"
 
 
+SPARK_DIR = "tests/spark/"
+SECURE_FIXTURE = "secure_broker"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test that (directly or through other fixtures) uses the broker."""
+    """Mark every test that (directly or through other fixtures) uses the broker; group them for xdist."""
     for item in items:
         if BROKER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.broker)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _group_for_xdist(items)
+
+
+def _group_for_xdist(items: list[pytest.Item]) -> None:
+    """``xdist_group`` of each test (for ``--dist loadgroup``): its file, all of tests/spark as one
+    group, the files that use the SASL/SSL broker as another; the Spark group first, so that the
+    longest unit of work starts at once and the other worker spreads the rest around it.
+
+    Runs on each worker (xdist collects there); the order must be the same on every worker.
+    """
+    secured = {item.nodeid.split("::")[0] for item in items if SECURE_FIXTURE in getattr(item, "fixturenames", ())}
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        if path.startswith(SPARK_DIR):
+            group = "spark"
+        elif path in secured:
+            group = "secure-broker"
+        else:
+            group = path
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: not item.nodeid.startswith(SPARK_DIR))  # stable: the order within stays
 
 
 @pytest.fixture(scope="session")
