@@ -5,10 +5,9 @@ once per session, only when a test (or a fixture it uses) asks for ``kafka_broke
 ``bootstrap_servers``; such tests get the ``broker`` marker automatically, so
 ``pytest -m 'not broker'`` runs everything that needs no broker.
 
-Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) every worker is its own session with
-its own broker and, if it runs Spark tests, its own SparkSession; ``xdist_group`` keeps a file's tests
-on one worker (module fixtures start once) and all Spark tests on one worker (one SparkSession, started
-first as the longest group), and the files of the SASL/SSL broker on one worker too.
+Under pytest-xdist (``-n 2 --dist loadgroup``) every worker is its own session with its own broker
+(and SASL/SSL broker, if its tests ask for one); ``pytest_xdist_make_scheduler`` below keeps a file's
+tests on one worker and all Spark tests on one worker (one SparkSession), started first.
 
 ``STREAMS_TEST_BOOTSTRAP_SERVERS=host:port`` makes ``bootstrap_servers`` use an already running
 broker (e.g. ``python -m streams_core.broker --port 9092 ...``) instead of starting one.
@@ -18,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -30,38 +29,37 @@ ENV_BOOTSTRAP = "STREAMS_TEST_BOOTSTRAP_SERVERS"
 
 
 SPARK_DIR = "tests/spark/"
-SECURE_FIXTURE = "secure_broker"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test that (directly or through other fixtures) uses the broker; group them for xdist."""
+    """Mark every test that (directly or through other fixtures) uses the broker; under xdist, Spark first."""
     for item in items:
         if BROKER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.broker)
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        _group_for_xdist(items)
+        # The longest unit of work (all of tests/spark, see below) starts at once; the other worker
+        # spreads the rest around it. Stable sort: the order within stays; the same on every worker.
+        items.sort(key=lambda item: not item.nodeid.startswith(SPARK_DIR))
 
 
-def _group_for_xdist(items: list[pytest.Item]) -> None:
-    """``xdist_group`` of each test (for ``--dist loadgroup``): its file, all of tests/spark as one
-    group, the files that use the SASL/SSL broker as another; the Spark group first, so that the
-    longest unit of work starts at once and the other worker spreads the rest around it.
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: a test file is a unit of work (its module fixtures start once), and so is
+    all of tests/spark (one SparkSession per run, not one per worker).
 
-    Runs on each worker (xdist collects there); the order must be the same on every worker.
+    Our own scheduler rather than ``xdist_group`` marks: xdist 3.8 names a test's group by rewriting
+    ``item._nodeid``, which pytest 9.2's nodes no longer read, so the marks group nothing.
     """
-    secured = {item.nodeid.split("::")[0] for item in items if SECURE_FIXTURE in getattr(item, "fixturenames", ())}
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        if path.startswith(SPARK_DIR):
-            group = "spark"
-        elif path in secured:
-            group = "secure-broker"
-        else:
-            group = path
-        item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: not item.nodeid.startswith(SPARK_DIR))  # stable: the order within stays
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SuiteScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "spark" if path.startswith(SPARK_DIR) else path
+
+    return SuiteScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
