@@ -10,6 +10,9 @@ SPARK_JARS := .cache/spark-kafka-$(SPARK_VERSION)/jars
 # What pyspark's wheel lacks: the connector, its token provider, the Kafka client, commons-pool2.
 SPARK_JAR_IDS := spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
 PYTEST_ARGS ?=
+# pytest-xdist workers of `make test` (0: one process). Each worker starts its own broker; the scheduler in
+# tests/conftest.py keeps each test file, and all of tests/spark (one SparkSession), on one worker.
+TEST_WORKERS ?= 0
 
 .PHONY: setup lint test test-unit demo broker clean chromium bench-peers
 
@@ -47,7 +50,7 @@ lint: setup
 	$(VENV)/bin/mypy
 
 test: setup lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test-unit: setup
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)

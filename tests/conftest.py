@@ -5,6 +5,10 @@ once per session, only when a test (or a fixture it uses) asks for ``kafka_broke
 ``bootstrap_servers``; such tests get the ``broker`` marker automatically, so
 ``pytest -m 'not broker'`` runs everything that needs no broker.
 
+Under pytest-xdist (``-n 2 --dist loadgroup``) every worker is its own session with its own broker
+(and SASL/SSL broker, if its tests ask for one); ``pytest_xdist_make_scheduler`` below keeps a file's
+tests on one worker and all Spark tests on one worker (one SparkSession), started first.
+
 ``STREAMS_TEST_BOOTSTRAP_SERVERS=host:port`` makes ``bootstrap_servers`` use an already running
 broker (e.g. ``python -m streams_core.broker --port 9092 ...``) instead of starting one.
 """
@@ -13,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,11 +28,54 @@ BROKER_FIXTURES = frozenset({"kafka_broker", "bootstrap_servers", "secure_broker
 ENV_BOOTSTRAP = "STREAMS_TEST_BOOTSTRAP_SERVERS"
 
 
+SPARK_DIR = "tests/spark/"
+SPARK_OWN_PROCESSES = frozenset({"tests/spark/test_cli_and_cluster.py"})
+"""Files of tests/spark whose Spark runs in processes of their own (the CLI, a standalone cluster),
+never in the session's SparkSession: under xdist each is a unit of work of its own, beside the Spark
+group (checked at collection)."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test that (directly or through other fixtures) uses the broker."""
+    """Mark every test that (directly or through other fixtures) uses the broker; under xdist, Spark first."""
     for item in items:
         if BROKER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.broker)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for item in items:
+            if _file(item.nodeid) in SPARK_OWN_PROCESSES and "spark" in getattr(item, "fixturenames", ()):
+                raise pytest.UsageError(f"{item.nodeid} uses the SparkSession: take its file out of SPARK_OWN_PROCESSES")
+        # The longest units of work (the Spark group, see below, then the Spark CLI's) start at once;
+        # the rest spreads around them. Stable sort: the order within stays; the same on every worker.
+        items.sort(key=lambda item: (_scope(item.nodeid) != "spark", _file(item.nodeid) not in SPARK_OWN_PROCESSES))
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _scope(nodeid: str) -> str:
+    """The xdist unit of work of a test: its file, or "spark" for the files that use the SparkSession."""
+    path = _file(nodeid)
+    return "spark" if path.startswith(SPARK_DIR) and path not in SPARK_OWN_PROCESSES else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: a test file is a unit of work (its module fixtures start once), and so is
+    all of tests/spark that uses the SparkSession (one session per run, not one per worker).
+
+    Our own scheduler rather than ``xdist_group`` marks: xdist 3.8 names a test's group by rewriting
+    ``item._nodeid``, which pytest 9.2's nodes no longer read, so the marks group nothing.
+    """
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SuiteScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+    return SuiteScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

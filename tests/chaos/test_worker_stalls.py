@@ -176,6 +176,7 @@ async def test_a_stopped_worker_delays_only_its_own_keys(bootstrap_servers: str,
             assert (await client.get("/health")).json()["degradedThreads"] == []
 
 
+@pytest.mark.slow
 async def test_a_killed_worker_under_query_load_answers_right_or_503(bootstrap_servers: str, tmp_path: Path) -> None:
     source, sink = await setup_topics(bootstrap_servers)
     records = keyed("k", 200)

@@ -73,6 +73,7 @@ def test_wordcount_exits_3_when_the_port_is_taken(bootstrap_servers: str, tmp_pa
     assert f"cannot serve queries on 127.0.0.1:{port}" in result.stderr
 
 
+@pytest.mark.slow
 async def test_wordcount_batch_run_counts_what_was_written_and_exits_0(bootstrap_servers: str, tmp_path: Path) -> None:
     """`python -m app wordcount --autostop eol`: a KIP-95 batch run of the service, then exit 0."""
     import asyncio

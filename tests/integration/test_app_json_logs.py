@@ -41,6 +41,7 @@ def entries(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
+@pytest.mark.slow
 async def test_every_line_of_a_two_worker_service_is_json(bootstrap_servers: str, tmp_path: Path) -> None:
     tag = uuid.uuid4().hex[:6]
     for topic in (INPUT_TOPIC, OUTPUT_TOPIC):

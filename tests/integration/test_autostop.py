@@ -301,6 +301,7 @@ def slow_topology(source: str, sink: str) -> Topology:
     )
 
 
+@pytest.mark.slow
 async def test_delete_stopoffsets_lets_a_batch_stopped_by_hand_start_fresh(bootstrap_servers: str, tmp_path: Path) -> None:
     bootstrap = bootstrap_servers
     app_id, source, sink = unique_topic("auto-manual"), unique_topic("auto-in"), unique_topic("auto-out")
@@ -364,6 +365,7 @@ async def test_the_reset_tool_refuses_an_active_group_and_a_reset_rerun_reaches_
     assert len(after) == 160 and last_counts(after) == first, "the rerun counted from scratch to the same counts"
 
 
+@pytest.mark.slow
 async def test_a_kill_9_restart_reuses_the_first_runs_stop_offsets(bootstrap_servers: str, tmp_path: Path) -> None:
     """Exactly-once, killed mid-run while more input arrives: the restart stops where the first start said."""
     bootstrap = bootstrap_servers

@@ -45,6 +45,7 @@ def _active_tasks(member: dict[str, Any], input_topic: str, output_topic: str, a
     return ", ".join(f"{sub}_{partition}" for sub, partition in sorted(tasks))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable (apt-get install chromium, or set $CHROMIUM)")
 async def test_dashboard_shows_both_instances_and_looks_up_a_key(bootstrap_servers: str, tmp_path: Path) -> None:
     from playwright.async_api import ConsoleMessage, async_playwright

@@ -76,6 +76,7 @@ async def test_rolling_start_spreads_every_stateful_subtopology(bootstrap_server
     assert all(s.errors == [] for s in app.started)
 
 
+@pytest.mark.slow
 async def test_scale_out_warms_up_before_taking_over(bootstrap_servers: str, tmp_path: Path) -> None:
     source, sink = unique_topic("ha-scale-in"), unique_topic("ha-scale-out")
     for topic in (source, sink):

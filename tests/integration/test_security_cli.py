@@ -106,6 +106,7 @@ async def test_tools_and_app_cli_over_sasl(secure_broker: LocalKafkaBroker, tmp_
     assert f"{app_id}-word-count-changelog" in reset.stdout, reset.stdout
 
 
+@pytest.mark.slow
 async def test_broker_cli_with_security(tmp_path: Path) -> None:
     """`python -m streams_core.broker` with listeners, users and the authorizer prints where
     everything is before READY, and its super user's password only into a 0600 file."""

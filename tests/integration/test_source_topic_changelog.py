@@ -221,6 +221,7 @@ class TableFeeder:
         return dict(sums)
 
 
+@pytest.mark.slow
 async def test_kill_9_then_a_new_instance_restores_the_table_from_its_topic_and_sums_stay_exact(
     bootstrap_servers: str, tmp_path: Path
 ) -> None:
@@ -259,6 +260,7 @@ async def test_kill_9_then_a_new_instance_restores_the_table_from_its_topic_and_
     assert any(t.endswith("-changelog") for t in own), "the sums' store keeps its changelog"
 
 
+@pytest.mark.slow
 async def test_a_standby_of_the_table_tails_its_source_topic_and_takes_over_exactly(
     bootstrap_servers: str, tmp_path: Path
 ) -> None:

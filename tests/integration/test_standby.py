@@ -46,6 +46,7 @@ ALL_TASKS = {TaskId(0, p) for p in range(PARTITIONS)}
 KEYS = [f"key-{i:04d}" for i in range(500)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
 async def test_killed_active_moves_to_the_standby_holder_which_restores_only_the_tail(
     bootstrap_servers: str, tmp_path: Path, guarantee: str

@@ -89,6 +89,7 @@ async def process_to_the_end_and_stop(case: Case, total: int) -> Counter[str]:
     return truth
 
 
+@pytest.mark.slow
 async def test_kill_9_mid_stream_then_restart_counts_at_least_truth_and_state_equals_changelog(
     case: Case,
 ) -> None:

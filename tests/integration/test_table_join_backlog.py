@@ -70,6 +70,7 @@ async def backlog(bootstrap_servers: str) -> tuple[str, str, dict[str, int]]:
     return customers, orders, expected
 
 
+@pytest.mark.slow
 async def test_every_order_of_a_backlog_finds_its_customer_at_the_default_idle(
     bootstrap_servers: str, tmp_path: Path
 ) -> None:

@@ -53,6 +53,7 @@ def stored_offsets(state_dir: Path, app_id: str, changelog: str) -> dict[int, in
     return found
 
 
+@pytest.mark.slow
 async def test_kill_9_under_exactly_once_restores_only_the_tail_and_stays_exactly_once(
     bootstrap_servers: str, tmp_path: Path
 ) -> None:

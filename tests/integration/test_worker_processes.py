@@ -129,6 +129,7 @@ async def test_two_workers_share_the_tasks_and_answer_queries(bootstrap_servers:
         assert not any(alive(pid) for pid in pids.values()), "a closed instance leaves no worker behind"
 
 
+@pytest.mark.slow
 async def test_a_killed_worker_is_replaced_and_nothing_is_lost_or_doubled(bootstrap_servers: str, tmp_path: Path) -> None:
     source, sink = await setup_topics(bootstrap_servers)
     before, after = keyed("before", 300), keyed("after", 300)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -52,6 +53,13 @@ def github_anchors(text: str) -> set[str]:
     return anchors
 
 
+@cache
+def _anchors_of(page: Path) -> frozenset[str]:
+    """`github_anchors` of a page, parsed once per run (bench/README.md alone links into bench/LOG.md
+    dozens of times)."""
+    return frozenset(github_anchors(page.read_text(encoding="utf-8")))
+
+
 def relative_links(text: str) -> list[str]:
     """The targets of a page's links and images that are not URLs (code blocks are not links)."""
     targets = []
@@ -79,7 +87,7 @@ def test_relative_links_resolve(page: Path) -> None:
         resolved = (page.parent / unquote(path)).resolve() if path else page
         if not resolved.exists():
             broken.append(f"{target}: no {resolved.relative_to(ROOT) if resolved.is_relative_to(ROOT) else resolved}")
-        elif anchor and resolved.suffix == ".md" and anchor not in github_anchors(resolved.read_text(encoding="utf-8")):
+        elif anchor and resolved.suffix == ".md" and anchor not in _anchors_of(resolved):
             broken.append(f"{target}: no heading #{anchor} in {resolved.relative_to(ROOT)}")
     assert not broken, f"{page.relative_to(ROOT)}: " + "; ".join(broken)
 
