@@ -115,7 +115,7 @@ def test_a_typed_store_buffers_only_over_a_layer_that_offers_to_take_the_writes(
     store (no caching, or a layer that does not offer) writes each put through."""
     inner = RecordingStore("s")
     typed: MeteredKeyValueStore[Any, Any] = MeteredKeyValueStore(inner, STRING, LONG)
-    typed.init(CacheContext(tmp_path, ThreadCache(1 << 20)), typed)  # type: ignore[arg-type]
+    typed.init(CacheContext(tmp_path, ThreadCache(1 << 20)), typed)
     typed.put("a", 1)
     assert inner.written == [b"a"]
     cached = Store(tmp_path / "c")
