@@ -82,8 +82,9 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
         super().init(context, root)
         self._context = context
         self._buffer = {}
-        offer = getattr(self._wrapped, "write_buffer_target", None)
-        cache: WriteBufferTarget | None = offer() if offer is not None else None
+        below = self._wrapped  # the layer right below offers, not one a forwarding `__getattr__` reaches
+        offer = getattr(type(below), "write_buffer_target", None)
+        cache: WriteBufferTarget | None = offer(below) if offer is not None else None
         key_type = self._serdes.key_serde.exact_type
         value_serde = self._serdes.value_serde
         self._value_type, self._pair_types = value_serde.exact_type, value_serde.exact_pair
