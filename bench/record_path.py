@@ -13,6 +13,13 @@ word, the CPU of both tasks per word, the producer's work excluded. Prints the b
     git archive <base> streams_core | tar -x -C /tmp/base
     flock /tmp/bench.lock sh -c 'for i in 1 2 3; do for p in /tmp/base $PWD; do
         PYTHONPATH=$p .venv/bin/python bench/record_path.py; done; done'
+
+`--word-count LINES` runs only the word count (cache on, or off with `--cache-off`), once per
+`--repeat`: what to count instructions of under valgrind, which the load does not move (the run
+of 10,000 lines minus that of 5,000, over the 50,000 words between). `--without write-buffer`
+or `--without memtable` takes one of a persistent key-value store's three write buffers away
+(the typed layer's write buffer, the SQLite store's memtable; the record cache is `--cache-off`):
+how the decision to keep all three was measured (docs/state.md, "One write path").
 """
 
 from __future__ import annotations
@@ -183,11 +190,40 @@ def collector(records: int) -> float:
     return asyncio.run(fill()) / records * 1e6
 
 
+def without(layer: str) -> None:
+    """Take a write buffer away from every store made from now on (an experiment, not a setting)."""
+    if layer == "write-buffer":  # the caching layer no longer offers to take the typed layer's buffer
+        from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
+
+        CachingKeyValueStore.write_buffer_target = lambda self: None  # type: ignore[method-assign]
+        return
+    from streams_core.state.internals import sqlite_key_value_store as sqlite_kv
+
+    def put(self: sqlite_kv.SqliteKeyValueStore, key: bytes, value: bytes | None) -> None:
+        """One execute per put, as before the memtable."""
+        if value is None:
+            self._conn.execute(sqlite_kv._DELETE, (key,))
+        else:
+            self._conn.execute(sqlite_kv._PUT, (key, value))
+
+    sqlite_kv.SqliteKeyValueStore.put = put  # type: ignore[method-assign]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--word-count", type=int, metavar="LINES", help="only the word count, of LINES lines")
+    parser.add_argument("--cache-off", action="store_true", help="with --word-count: the record cache off")
+    parser.add_argument("--without", choices=("write-buffer", "memtable"), help="one write buffer taken away")
     args = parser.parse_args()
+    if args.without:
+        without(args.without)
+    if args.word_count:
+        cache = 0 if args.cache_off else 10 * 1024 * 1024
+        best = min(word_count(args.word_count, cache) for _ in range(args.repeat))
+        print(f"word count, cache {'off' if args.cache_off else 'on'}: {best:.3f} us CPU per word")
+        return
     for custom in (False, True):
         best = min(run(custom, args.records) for _ in range(args.repeat))
         print(f"{'custom' if custom else 'default'} extractor: {best:.3f} us per record")

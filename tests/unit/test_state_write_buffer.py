@@ -110,6 +110,20 @@ def test_a_store_without_cache_budget_writes_through_at_once(tmp_path: Path) -> 
     assert store.inner.get(b"a") == Serdes.Long().serialize("t", 1)
 
 
+def test_a_typed_store_buffers_only_over_a_layer_that_offers_to_take_the_writes(tmp_path: Path) -> None:
+    """The caching layer offers itself (`write_buffer_target`); a typed layer straight over a bytes
+    store (no caching, or a layer that does not offer) writes each put through."""
+    inner = RecordingStore("s")
+    typed: MeteredKeyValueStore[Any, Any] = MeteredKeyValueStore(inner, STRING, LONG)
+    typed.init(CacheContext(tmp_path, ThreadCache(1 << 20)), typed)
+    typed.put("a", 1)
+    assert inner.written == [b"a"]
+    cached = Store(tmp_path / "c")
+    assert cached.caching.write_buffer_target() is cached.caching
+    cached.write(1, "a", 1)
+    assert cached.inner.written == [] and cached.caching.get(b"a") is None  # buffered above the cache
+
+
 def test_a_full_buffer_moves_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(metered_key_value_store, "WRITE_BUFFER_ENTRIES", 3)
     store = Store(tmp_path)

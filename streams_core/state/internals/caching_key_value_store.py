@@ -105,11 +105,12 @@ class CachingKeyValueStore(CachingStateStore):
         assert self._cache is not None
         self._cache.hits += hits
 
-    @property
-    def cache_max_bytes(self) -> int:
-        """The budget of the thread's record cache this store writes to (0: every write goes through)."""
+    def write_buffer_target(self) -> CachingKeyValueStore | None:
+        """This layer, to take the typed layer's write buffer (`MeteredKeyValueStore`), when its
+        record cache has a budget; None when every write goes through (a buffer would hold back
+        what a budget of 0 forwards at once)."""
         assert self._cache is not None
-        return self._cache.max_bytes
+        return self if self._cache.max_bytes > 0 else None
 
     def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
         existing = self.get(key)

@@ -8,21 +8,33 @@ layers and a value's deserialization (docs/state.md, "The write buffer").
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from streams_core.common.store import KeyValue, KeyValueStore, StateStore, StateStoreContext, key_value
 from streams_core.errors import DeserializationError, InvalidStateStoreError, SerializationError
 from streams_core.serde import Serde
-from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
 from streams_core.state.internals.metered_state_store import MeteredStateStore
 
 K = TypeVar("K")
 V = TypeVar("V")
 
-__all__ = ["WRITE_BUFFER_ENTRIES", "MeteredKeyValueStore"]
+__all__ = ["WRITE_BUFFER_ENTRIES", "MeteredKeyValueStore", "WriteBufferTarget"]
 
 WRITE_BUFFER_ENTRIES = 10_000
 """The most keys a store's write buffer holds before it hands them to the record cache."""
+
+
+class WriteBufferTarget(Protocol):
+    """What takes a typed layer's buffered writes: the caching layer below it offers itself
+    (`write_buffer_target()`) when its record cache has a budget, so the typed layer needs no
+    knowledge of the layers below (as `set_flush_listener` finds the layer that caches)."""
+
+    def put_stamped(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """A buffered write, with the timestamp of the record that made it."""
+
+    def count_hits(self, hits: int) -> None:
+        """Reads the buffer answered: the cache's hits."""
+
 
 _KEY_TYPES = frozenset((str, int, bytes))
 """Key types whose equal keys (in a dict) are the same key in bytes under a serde that gives them
@@ -63,15 +75,16 @@ class MeteredKeyValueStore(MeteredStateStore[KeyValueStore[bytes, bytes], K, V])
         self._buffered_hits = 0
         """Reads the buffer answered since it was last handed over (the cache counts them as its hits then)."""
         self._context: Any = None
-        self._cache: CachingKeyValueStore | None = None
+        self._cache: WriteBufferTarget | None = None
         """The caching layer below, while the buffer is on: it takes the buffered writes."""
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         super().init(context, root)
         self._context = context
         self._buffer = {}
-        below = self._wrapped
-        cache = below if isinstance(below, CachingKeyValueStore) and below.cache_max_bytes > 0 else None
+        below = self._wrapped  # the layer right below offers, not one a forwarding `__getattr__` reaches
+        offer = getattr(type(below), "write_buffer_target", None)
+        cache: WriteBufferTarget | None = offer(below) if offer is not None else None
         key_type = self._serdes.key_serde.exact_type
         value_serde = self._serdes.value_serde
         self._value_type, self._pair_types = value_serde.exact_type, value_serde.exact_pair
