@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -189,3 +190,25 @@ def counts(cluster: FakeKafkaCluster, topic: str = "out", *, committed_only: boo
 def produce_words(cluster: FakeKafkaCluster, words: str, *, topic: str = "in", start_ts: int = 1000) -> None:
     for i, word in enumerate(words.split()):
         cluster.produce(topic, word, word, timestamp=start_ts + i)
+
+
+ROUND_WORDS = [f"w{i}" for i in range(12)]
+"""The words `produce_rounds` sends, each once a round."""
+
+
+def produce_rounds(cluster: FakeKafkaCluster, rounds: int, start_ts: int = 0) -> Counter[str]:
+    """`rounds` rounds of `ROUND_WORDS` into "in" (key = value = the word); the words sent, counted."""
+    sent: Counter[str] = Counter()
+    for r in range(rounds):
+        for i, word in enumerate(ROUND_WORDS):
+            cluster.produce("in", word, word, timestamp=start_ts + r * 100 + i)
+            sent[word] += 1
+    return sent
+
+
+def output_counts(cluster: FakeKafkaCluster) -> dict[str, list[int | None]]:
+    """Per key, the counts the output carries, in order (read_committed)."""
+    out: dict[str, list[int | None]] = {}
+    for record in cluster.records("out"):
+        out.setdefault((record.key or b"").decode(), []).append(unlong(record.value))
+    return out

@@ -11,10 +11,20 @@ from streams_core import KafkaStreams
 from streams_core.common.topic_partition import TopicPartition
 from streams_core.testing import FakeKafkaCluster
 
-from .harness import APP, CHANGELOG, Instance, counting_topology, eventually, streams_config, unlong
+from .harness import (
+    APP,
+    CHANGELOG,
+    ROUND_WORDS,
+    Instance,
+    counting_topology,
+    eventually,
+    output_counts,
+    produce_rounds,
+    streams_config,
+)
 
 EOS = {"processing.guarantee": "exactly_once_v2"}
-WORDS = [f"w{i}" for i in range(12)]
+WORDS = ROUND_WORDS
 
 
 def cluster_with(partitions: int) -> FakeKafkaCluster:
@@ -38,23 +48,6 @@ async def all_running(cluster: FakeKafkaCluster, *instances: Instance) -> None:
     )
 
 
-def produce(cluster: FakeKafkaCluster, rounds: int, start_ts: int = 0) -> Counter[str]:
-    sent: Counter[str] = Counter()
-    for r in range(rounds):
-        for i, word in enumerate(WORDS):
-            cluster.produce("in", word, word, timestamp=start_ts + r * 100 + i)
-            sent[word] += 1
-    return sent
-
-
-def output_counts(cluster: FakeKafkaCluster) -> dict[str, list[int | None]]:
-    """Per key, the counts the output carries, in order (read_committed)."""
-    out: dict[str, list[int | None]] = {}
-    for record in cluster.records("out"):
-        out.setdefault((record.key or b"").decode(), []).append(unlong(record.value))
-    return out
-
-
 async def test_a_second_instance_takes_half_of_the_tasks(tmp_path: Path) -> None:
     cluster = cluster_with(4)
     first = await start(cluster, tmp_path, 0)
@@ -75,11 +68,11 @@ async def test_at_least_once_handover_loses_nothing_and_counts_once(tmp_path: Pa
     cluster = cluster_with(4)
     first = await start(cluster, tmp_path, 0)
     await all_running(cluster, first)
-    sent = produce(cluster, 3)
+    sent = produce_rounds(cluster, 3)
     second = await start(cluster, tmp_path, 1)
-    sent += produce(cluster, 3, start_ts=1000)
+    sent += produce_rounds(cluster, 3, start_ts=1000)
     await all_running(cluster, first, second)
-    sent += produce(cluster, 2, start_ts=2000)
+    sent += produce_rounds(cluster, 2, start_ts=2000)
     await eventually(lambda: {k: v[-1] for k, v in output_counts(cluster).items()} == dict(sent), what="final counts")
     await asyncio.gather(first.close(), second.close())
     for key, values in output_counts(cluster).items():
@@ -94,7 +87,7 @@ async def test_exactly_once_join_and_leave_under_load_count_every_record_once(tm
 
     async def feed() -> None:
         for r in range(12):
-            sent.update(produce(cluster, 1, start_ts=r * 100))
+            sent.update(produce_rounds(cluster, 1, start_ts=r * 100))
             await asyncio.sleep(0.01)
 
     feeding = asyncio.create_task(feed())
@@ -118,7 +111,7 @@ async def test_standby_task_follows_the_changelog(tmp_path: Path) -> None:
     await all_running(cluster, first, second)
     active, standby = (first, second) if first.tasks() else (second, first)
     assert {str(t) for t in standby.standby_tasks()} == {"0_0"} and not standby.tasks()
-    sent = produce(cluster, 2)
+    sent = produce_rounds(cluster, 2)
     await eventually(lambda: standby.streams.store("counts", stale=True).get("w3") == 2, what="the standby store")
     assert active.streams.store("counts").get("w3") == 2
     end = cluster.end_offsets(CHANGELOG)[TopicPartition(CHANGELOG, 0)]
@@ -136,13 +129,13 @@ async def test_stale_member_commit_fails_and_records_are_reprocessed_not_lost(tm
     cluster = cluster_with(1)
     first = await start(cluster, tmp_path, 0, {"commit.interval.ms": 60_000})
     await all_running(cluster, first)
-    sent = produce(cluster, 1)
+    sent = produce_rounds(cluster, 1)
     await eventually(lambda: len(cluster.records("out")) == len(WORDS), what="processing")
     consumer = first.supplier.main_consumers[0]
     cluster.kick(APP, consumer.member_id)  # the group moved on; this member's commit is refused
     await eventually(lambda: cluster.members(APP) == [consumer.member_id] and cluster.group_stable(APP), what="rejoin")
     assert any(e.kind == "kicked" for e in cluster.events)
-    sent += produce(cluster, 1, start_ts=1000)
+    sent += produce_rounds(cluster, 1, start_ts=1000)
     await eventually(lambda: len(cluster.records("out")) >= 3 * len(WORDS), what="reprocessing and new records")
     await first.close()
     assert cluster.committed(APP) == cluster.end_offsets("in")

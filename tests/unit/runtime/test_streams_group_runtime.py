@@ -20,10 +20,21 @@ from streams_core.common.task_id import TaskId
 from streams_core.testing import FakeKafkaCluster
 from streams_core.testing.fake_streams_group import fake_streams_group
 
-from .harness import APP, STRING, Instance, counting_topology, eventually, passthrough_topology, streams_config, unlong
+from .harness import (
+    APP,
+    ROUND_WORDS,
+    STRING,
+    Instance,
+    counting_topology,
+    eventually,
+    output_counts,
+    passthrough_topology,
+    produce_rounds,
+    streams_config,
+)
 
 STREAMS = {"group.protocol": "streams"}
-WORDS = [f"w{i}" for i in range(12)]
+WORDS = ROUND_WORDS
 
 
 def cluster_with(partitions: int) -> FakeKafkaCluster:
@@ -59,22 +70,6 @@ async def split(cluster: FakeKafkaCluster, *instances: Instance, tasks: int = 4)
     await eventually(done, timeout=5, what="the tasks split over every instance, all RUNNING")
 
 
-def produce(cluster: FakeKafkaCluster, rounds: int, start_ts: int = 0) -> Counter[str]:
-    sent: Counter[str] = Counter()
-    for r in range(rounds):
-        for i, word in enumerate(WORDS):
-            cluster.produce("in", word, word, timestamp=start_ts + r * 100 + i)
-            sent[word] += 1
-    return sent
-
-
-def output_counts(cluster: FakeKafkaCluster) -> dict[str, list[int | None]]:
-    out: dict[str, list[int | None]] = {}
-    for record in cluster.records("out"):
-        out.setdefault((record.key or b"").decode(), []).append(unlong(record.value))
-    return out
-
-
 def last_counts(cluster: FakeKafkaCluster) -> dict[str, int | None]:
     return {k: v[-1] for k, v in output_counts(cluster).items()}
 
@@ -85,7 +80,7 @@ async def test_one_member_runs_every_task_and_counts(tmp_path: Path) -> None:
     await split(cluster, first)
     assert first.tasks() == {TaskId(0, p) for p in range(4)}
     assert not cluster.members(APP), "no classic group is joined"
-    sent = produce(cluster, 2)
+    sent = produce_rounds(cluster, 2)
     await eventually(lambda: last_counts(cluster) == dict(sent), what="the counts")
     member = next(iter(group(cluster).members.values()))
     assert member.process_id == first.streams.process_id and member.endpoint == HostInfo("127.0.0.1", 9000)
@@ -96,18 +91,18 @@ async def test_two_members_split_hand_over_and_leave_with_exact_counts(tmp_path:
     cluster = cluster_with(4)
     first = await start(cluster, tmp_path, 0)
     await split(cluster, first)
-    sent = produce(cluster, 3)
+    sent = produce_rounds(cluster, 3)
     await eventually(lambda: last_counts(cluster) == dict(sent), what="the first counts")
     second = await start(cluster, tmp_path, 1)
     await split(cluster, first, second)
     assert len(first.tasks()) == len(second.tasks()) == 2
-    sent += produce(cluster, 3, start_ts=1000)
+    sent += produce_rounds(cluster, 3, start_ts=1000)
     await eventually(lambda: last_counts(cluster) == dict(sent), what="counts over both members")
     first_id = next(m for m, v in group(cluster).members.items() if v.process_id == first.streams.process_id)
     await first.close()
     await split(cluster, second)
     assert [r.member_epoch for r in group(cluster).requests if r.member_id == first_id][-1] == -1, "left with epoch -1"
-    sent += produce(cluster, 2, start_ts=2000)
+    sent += produce_rounds(cluster, 2, start_ts=2000)
     await eventually(lambda: last_counts(cluster) == dict(sent), what="counts after the first left")
     await second.close()
     for key, values in output_counts(cluster).items():
@@ -161,7 +156,7 @@ async def test_a_fenced_member_loses_its_tasks_and_rejoins_with_epoch_0(tmp_path
     cluster = cluster_with(4)
     first = await start(cluster, tmp_path, 0)
     await split(cluster, first)
-    sent = produce(cluster, 2)
+    sent = produce_rounds(cluster, 2)
     await eventually(lambda: last_counts(cluster) == dict(sent), what="the counts")
     coordinator = group(cluster)
     (member_id, member), = coordinator.members.items()
@@ -171,7 +166,7 @@ async def test_a_fenced_member_loses_its_tasks_and_rejoins_with_epoch_0(tmp_path
         what="a rejoin with epoch 0 and the same member id",
     )
     await split(cluster, first)
-    sent += produce(cluster, 2, start_ts=1000)
+    sent += produce_rounds(cluster, 2, start_ts=1000)
     # at-least-once: what the fenced member processed after its last commit is processed again, none lost
     await eventually(
         lambda: all((last_counts(cluster).get(k) or 0) >= n for k, n in sent.items()), what="counts after the rejoin"
@@ -210,10 +205,10 @@ async def test_exactly_once_join_and_leave_under_load_count_every_record_once(tm
     await split(cluster, first)
     sent: Counter[str] = Counter()
     for r in range(4):
-        sent.update(produce(cluster, 1, start_ts=r * 100))
+        sent.update(produce_rounds(cluster, 1, start_ts=r * 100))
     second = await start(cluster, tmp_path, 1, eos)
     for r in range(4, 8):
-        sent.update(produce(cluster, 1, start_ts=r * 100))
+        sent.update(produce_rounds(cluster, 1, start_ts=r * 100))
         await asyncio.sleep(0.01)
     await split(cluster, first, second)
     await second.close()
