@@ -201,6 +201,7 @@ class TopologyTestDriver(TopologyTestDriverTopics, TopologyTestDriverStores):
                 self._collector,
                 deserialization_handler=handler,
                 wall_clock=lambda: self._wall_clock_ms,
+                global_task=True,
             )
             task.init()
         except BaseException:

@@ -124,11 +124,9 @@ async def test_a_stopped_worker_delays_only_its_own_keys(bootstrap_servers: str,
             await all_answer_right(client, keys)
             probe = owned[first][0]
             positioned = await client.get(key_path(probe))
-            partition = streams.query_metadata_for_key("counts", probe, Serdes.Bytes()).partition
-            if "x-streams-position" in positioned.headers:
-                assert positioned.headers["x-streams-position"].startswith(f"{source}:"), "the worker's copy's position, read with it"
-            else:  # a copy restored from its changelog (a rebalance while settling on a loaded machine) has processed nothing
-                assert not streams.store_position("counts", partition), "the copy has a position but the answer lacks it"
+            # the worker's copy's position, read with it: also a copy a rebalance while settling moved to the
+            # other worker, which reopened it with the position saved with its checkpoint (docs/iqv2.md)
+            assert positioned.headers.get("x-streams-position", "").startswith(f"{source}:"), positioned.headers
             health: list[tuple[int, float, list[str]]] = []
             running: list[tuple[int, Any, float]] = []
             stopped: list[tuple[int, str | None, float]] = []

@@ -84,11 +84,10 @@ async def test_queries_are_answered_per_partition_by_the_workers_and_a_stalled_o
             entries = list(answer.get_result())
             assert entries and [kv.key for kv in entries] == sorted(kv.key for kv in entries), "one copy's range, in key order"
             keys += [kv.key for kv in entries]
-            # its copy's position names its partition, or is empty for a copy a late task move between
-            # the workers restored and that has processed nothing since (docs/iqv2.md: positions come
-            # from processed records, not changelog headers; all input was processed before the move)
+            # its copy's position names its partition, a copy a late task move between the workers
+            # reopened too: it saved its position with its checkpoint (docs/iqv2.md)
             position = answer.get_position()
-            assert position is not None and set(position.get_partition_positions(source)) in ({partition}, set())
+            assert position is not None and set(position.get_partition_positions(source)) == {partition}, position
             assert answer.get_execution_info()
         assert sorted(keys) == sorted(key for key, _ in records), "every key in exactly one partition"
 

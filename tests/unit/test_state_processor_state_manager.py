@@ -15,6 +15,7 @@ from streams_core.errors import ProcessorStateError
 from streams_core.serde import Serdes
 from streams_core.state import Stores
 from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
+from streams_core.state.internals.position_checkpoint import PositionCheckpoint
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 
 HOLDER = textwrap.dedent(
@@ -189,3 +190,54 @@ def test_wipe_deletes_store_files_and_checkpoint_but_keeps_the_lock(tmp_path: Pa
     manager.register(InMemoryKeyValueStore("counts"))
     with pytest.raises(ProcessorStateError, match="while stores are open"):
         manager.wipe()
+
+
+IN = TopicPartition("in", 3)
+
+
+def test_the_position_is_written_before_the_checkpoint_loaded_with_it_and_removed_with_it(tmp_path: Path) -> None:
+    """Kafka's RocksDBStore saves its position (`<store>.position`) in the commit callback the
+    checkpoint runs first; ours is the task's `.position`, which a standby's checkpoint leaves as it is."""
+    manager = _logged(tmp_path)
+    manager.update_changelog_offsets({CL: 5})
+    manager.checkpoint({IN: 41})
+    assert PositionCheckpoint(manager.task_dir / ".position").read() == {IN: 41}
+    manager.checkpoint()  # a standby's: no position of its own
+    manager.close()
+    reopened = _logged(tmp_path)
+    assert reopened.loaded_position == {}, "read only with the checkpoint"
+    reopened.load_checkpoint()
+    assert reopened.loaded_position == {IN: 41}
+    reopened.delete_checkpoint()  # exactly-once, while the task runs
+    assert not (reopened.task_dir / ".position").exists() and reopened.loaded_position == {IN: 41}
+    reopened.close()
+
+
+def test_no_position_is_written_without_offsets_to_checkpoint_and_an_empty_one_removes_the_file(tmp_path: Path) -> None:
+    manager = _logged(tmp_path)
+    manager.checkpoint({IN: 41})
+    assert not (manager.task_dir / ".position").exists(), "no checkpoint to go with it (in-memory stores restart empty)"
+    manager.update_changelog_offsets({CL: 5})
+    manager.checkpoint({IN: 41})
+    manager.checkpoint({})
+    assert not (manager.task_dir / ".position").exists()
+
+
+def test_a_wipe_drops_the_position(tmp_path: Path) -> None:
+    manager = _logged(tmp_path)
+    manager.update_changelog_offsets({CL: 5})
+    manager.checkpoint({IN: 41})
+    manager.load_checkpoint()
+    manager.wipe(keep_store_files=True)
+    assert manager.loaded_position == {} and not (manager.task_dir / ".position").exists()
+    assert manager.load_checkpoint() == {} and manager.loaded_position == {}
+
+
+def test_a_corrupt_position_file_is_dropped_not_fatal(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    manager = _logged(tmp_path)
+    manager.update_changelog_offsets({CL: 5})
+    manager.checkpoint({IN: 41})
+    (manager.task_dir / ".position").write_text("0\n2\nin 3 41\n")
+    assert manager.load_checkpoint() == {CL: 5}, "the stores' offsets are still trusted"
+    assert manager.loaded_position == {} and "ignoring the saved IQv2 position" in caplog.text
+    assert not (manager.task_dir / ".position").exists()

@@ -181,8 +181,14 @@ class ProcessorContextImpl:
         self.record = previous
 
     def schedule(self, interval_ms: int, punctuation_type: PunctuationType, callback: Punctuator) -> Cancellable:
-        """Schedule `callback(time)` every `interval_ms` ms of stream or wall-clock time."""
+        """Schedule `callback(time)` every `interval_ms` ms of stream or wall-clock time; a global
+        store's processor cannot (StreamsError, as Kafka's UnsupportedOperationException)."""
         node = self._user_node("schedule()")
+        if self._task.global_task:
+            raise StreamsError(
+                f"processor {node.name!r}: schedule() is not supported in a global store's processor "
+                "(the global thread runs no punctuations; schedule them in a stream task's processor)"
+            )
         if isinstance(interval_ms, bool) or not isinstance(interval_ms, int):
             raise TypeError(
                 f"processor {node.name!r}: the punctuation interval must be an int (ms), got {interval_ms!r}"

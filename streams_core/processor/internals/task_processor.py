@@ -125,8 +125,12 @@ class TaskProcessor:
         *,
         deserialization_handler: DeserializationHandler | None = None,
         wall_clock: Callable[[], int] = system_time_ms,
+        global_task: bool = False,
     ) -> None:
+        """`global_task`: the global stores' processors (their context refuses `schedule()`, as Kafka's
+        GlobalProcessorContextImpl: the global thread runs no punctuations)."""
         self.task_id = task_id
+        self.global_task = global_task
         self.topology = topology
         self.clock = StreamTime()
         self.commit_needed = False

@@ -30,7 +30,6 @@ from streams_core.runtime.queries.store_host import (
     HostRequest,
     ListedStores,
     NoCopyError,
-    PositionRead,
     RemoteCopy,
     StoreHost,
     StoreQuery,
@@ -140,8 +139,6 @@ class StreamThreadStateStoreProvider:
                 partition = request.query.partition
                 return result, None if partition is None else self.position(request.store, partition)
             return result
-        if isinstance(request, PositionRead):
-            return self.position(request.store, request.partition)
         return await self.lags()
 
     def unanswered_for(self) -> float:
@@ -342,14 +339,6 @@ class QueryableStoreProvider:
 
         await asyncio.gather(*(ask(host, indexes) for host, indexes in by_host.values()))
         return outcomes
-
-    async def query_position(self, store_name: str, partition: int, deadline: Deadline) -> dict[TopicPartition, int] | None:
-        """The input position of the active copy of the partition (the host that holds it is asked); None without one here."""
-        for host in self._providers():
-            if host.holds(store_name, StoreQuery(partition)):
-                found: dict[TopicPartition, int] | None = await host.ask(PositionRead(store_name, partition), deadline)
-                return found
-        return None
 
     def copies(self, store_name: str) -> dict[int, bool]:
         """Partition -> whether active, of every host's copies of the store (an active copy wins)."""

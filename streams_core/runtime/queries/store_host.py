@@ -2,8 +2,8 @@
 
 A store host is where copies of stores live: a stream thread in the instance's process
 (`StreamThreadStateStoreProvider`) or a worker process (`RemoteStoreProvider`, over the worker's
-query channel). The instance asks a host for one `HostRequest` (a read of a store view, a
-copy's position, the copies' lags) and awaits the answer until the request's `Deadline`; a host
+query channel). The instance asks a host for one `HostRequest` (a read of a store view, with the
+copy's position when asked, or the copies' lags) and awaits the answer until the request's `Deadline`; a host
 that does not answer in time raises `StoreQueryTimeoutError`, an `InvalidStateStoreError` (the
 REST layer's 503 with `Retry-After`). Each worker has its own channel and no lock is held
 across a wait, so a stalled worker delays only the answers asked of it.
@@ -32,7 +32,6 @@ __all__ = [
     "HostRequest",
     "LagsRead",
     "NoCopyError",
-    "PositionRead",
     "RemoteCopy",
     "StoreHost",
     "StoreQuery",
@@ -103,19 +102,11 @@ class StoreReads(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class PositionRead:
-    """The input position of the active copy of `store` for `partition` (IQv2's Position), or None."""
-
-    store: str
-    partition: int
-
-
-@dataclass(frozen=True, slots=True)
 class LagsRead:
     """Per store and partition, how far the host's copies are behind their changelogs (KIP-535)."""
 
 
-HostRequest = StoreRead | StoreReads | PositionRead | LagsRead
+HostRequest = StoreRead | StoreReads | LagsRead
 
 
 class StoreQueryTimeoutError(InvalidStateStoreError):

@@ -1,7 +1,8 @@
 """StreamTask: an active task of the Kafka runtime (KIP-28 "Workflow Summary").
 
 It owns the task's PartitionGroup (one RecordQueue per source partition) and the TaskProcessor
-that runs records through the sub-topology, and tracks the consumed offsets it will commit.
+that runs records through the sub-topology, and tracks the consumed offsets it will commit and
+its IQv2 position (saved with each checkpoint, continued when the task reopens from local state).
 Records are deserialized and timestamped as they arrive (`add_records`), then processed in
 partition-time order (`process`); stream time is the partition group's, never decreasing.
 """
@@ -69,6 +70,11 @@ class StreamTask:
         )
         self._record_info: RecordInfo[Record[Any, Any]] = RecordInfo()
         self.consumed_offsets: dict[TopicPartition, int] = {}
+        """Offset of the last record processed per partition since the task was created."""
+        self._restored_position = state_manager.loaded_position
+        """The position saved with the checkpoint the task's stores were loaded from (docs/iqv2.md)."""
+        self._committed_position = dict(self._restored_position)
+        self._prepared_position: dict[TopicPartition, int] = {}
         self._fetched_offsets: dict[TopicPartition, int] = {}
         """Offset of the last record fetched per partition, records the handlers skipped included."""
         self._committed_offsets: dict[TopicPartition, int] = {}
@@ -95,6 +101,13 @@ class StreamTask:
         """Read `tp` too (a topic that a pattern source matched after the task was created)."""
         self.partition_group.add_queue(self._new_queue(tp))
         self.partitions = self.partitions | {tp}
+
+    @property
+    def position(self) -> Mapping[TopicPartition, int]:
+        """IQv2's Position of the task's stores: per source partition, the offset of the last record
+        processed, or, before one since the task reopened from local state, the one its checkpoint saved."""
+        restored = self._restored_position
+        return {**restored, **self.consumed_offsets} if restored else self.consumed_offsets
 
     @property
     def dropped_records(self) -> int:
@@ -238,6 +251,7 @@ class StreamTask:
         `committableOffsetsAndMetadata`)."""
         self.processor.prepare_commit()
         self._prepared_offsets = self.committable_offsets()
+        self._prepared_position = dict(self.consumed_offsets)
         group = self.partition_group
         processor_metadata = self.processor.context.processor_metadata.serialize()
         return {
@@ -275,16 +289,18 @@ class StreamTask:
         state.update_changelog_offsets(self._prepared_offsets)
         self.processor.post_commit()
         self._committed_offsets = self._prepared_offsets
+        self._committed_position.update(self._prepared_position)
         if self._checkpoint_on_commit:
-            state.checkpoint()
+            state.checkpoint(self._committed_position)
 
     def close(self, *, clean: bool = True) -> None:
-        """Close processors and stores and release the task directory; a clean close checkpoints."""
+        """Close processors and stores and release the task directory; a clean close checkpoints, with
+        the position of the last commit (under exactly-once, what processed since is aborted)."""
         self.partition_group.clear()
         try:
             if clean:
                 self.state_manager.flush()
-                self.state_manager.checkpoint()
+                self.state_manager.checkpoint(self._committed_position)
         finally:
             self.processor.close()
 

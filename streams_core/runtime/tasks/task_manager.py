@@ -341,7 +341,7 @@ class TaskManager:
 
     def input_position(self, task_id: TaskId) -> Mapping[TopicPartition, int]:
         task = self.tasks.get(task_id)
-        return {} if task is None else task.consumed_offsets
+        return {} if task is None else task.position
 
     def changelog_highwater(self, partition: TopicPartition) -> int | None:
         return self._reader.highwater(partition)

@@ -77,7 +77,7 @@ class GlobalStreamThread:
             default_key_serde=config["default.key.serde"],
             default_value_serde=config["default.value.serde"],
         )
-        self.processor = TaskProcessor(task_id, topology, config, self._state, NoRecords())
+        self.processor = TaskProcessor(task_id, topology, config, self._state, NoRecords(), global_task=True)
         self.cache = ThreadCache(config["statestore.cache.max.bytes"] if cache_max_bytes is None else cache_max_bytes)
         """The record cache of the global stores, resized with the stream threads' (KIP-663)."""
         self.processor.context.cache = self.cache

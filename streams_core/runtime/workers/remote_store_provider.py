@@ -26,7 +26,6 @@ from streams_core.runtime.queries.store_host import (
     ALL_ACTIVE,
     Deadline,
     HostRequest,
-    PositionRead,
     RemoteCopy,
     StoreQuery,
     StoreQueryTimeoutError,
@@ -208,8 +207,6 @@ class RemoteStoreProvider:
             if request.with_position:  # one request for both (worker_store_queries.py: "read+position")
                 value, rows, position = await ask_async(self._worker, ("read+position", *wire[1:]), deadline)
                 return (iter(value) if rows else value), position
-        elif isinstance(request, PositionRead):
-            wire = ("position", request.store, request.partition)
         else:
             wire = ("lags",)
         return await ask_async(self._worker, wire, deadline)

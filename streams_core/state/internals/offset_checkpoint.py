@@ -40,8 +40,9 @@ class OffsetCheckpoint:
     def path(self) -> Path:
         return self._path
 
-    def write(self, offsets: Mapping[TopicPartitionKey, int]) -> None:
-        """Replace the file with `offsets` atomically; an empty mapping writes nothing (as Java)."""
+    def write(self, offsets: Mapping[TopicPartitionKey, int], *, durable: bool = True) -> None:
+        """Replace the file with `offsets` atomically; an empty mapping writes nothing (as Java).
+        `durable=False` skips the fsyncs: still atomic for a killed process, not for a power loss."""
         if not offsets:
             return
         lines = [str(_VERSION), str(len(offsets))]
@@ -56,11 +57,13 @@ class OffsetCheckpoint:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             os.write(fd, data)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temp, self._path)
-        _fsync_directory(self._path.parent)
+        if durable:
+            _fsync_directory(self._path.parent)
 
     def read(self) -> dict[TopicPartitionKey, int]:
         """The offsets in the file; {} if there is no file. ProcessorStateError if it is corrupt."""

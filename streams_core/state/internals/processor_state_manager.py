@@ -8,7 +8,9 @@ flushes and closes them in registration order.
 It is the one owner of changelog bookkeeping: which changelog partition backs each logged store,
 the offset each one's store holds data up to (`changelog_offsets`: read from the `.checkpoint` on
 open, advanced by restores, standby updates and commits), the checkpoint file (`checkpoint()`,
-`delete_checkpoint()`), and wiping the stores to rebuild them (`wipe()`).
+`delete_checkpoint()`), and wiping the stores to rebuild them (`wipe()`). The task's IQv2 position
+lives and dies with the checkpoint (`.position`, position_checkpoint.py): loaded with it, written just
+before it, removed with it and by a wipe.
 
 Damage found while the instance was down is not fatal: a corrupt `.checkpoint` (Java fails the
 thread instead: docs/state.md), and a persistent store whose file was missing or empty while the
@@ -40,6 +42,7 @@ from streams_core.common.topic_partition import TopicPartition
 from streams_core.errors import ProcessorStateError, TaskCorruptedError
 from streams_core.serde import Serde
 from streams_core.state.internals.offset_checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
+from streams_core.state.internals.position_checkpoint import POSITION_FILE_NAME, PositionCheckpoint
 from streams_core.state.internals.sqlite_database import DIGEST_SUFFIX, STORE_FILE_SUFFIX
 from streams_core.state.internals.store_context import StoreContext
 from streams_core.state.internals.store_names import store_changelog_topic
@@ -165,6 +168,8 @@ class ProcessorStateManager:
         self._closed = False
         self._context = StoreContext(self, default_key_serde, default_value_serde)
         self._checkpoint = OffsetCheckpoint(self._task_dir / CHECKPOINT_FILE_NAME)
+        self._position_file = PositionCheckpoint(self._task_dir / POSITION_FILE_NAME)
+        self._loaded_position: dict[TopicPartition, int] = {}
         self._changelogs: dict[str, TopicPartition] = dict(changelog_partitions or {})
         self._changelog_offsets: dict[TopicPartition, int] = {}
         self._volatile: set[TopicPartition] = set()
@@ -295,7 +300,14 @@ class ProcessorStateManager:
         self._changelog_offsets = {
             tp: offset for (topic, partition), offset in stored.items() if (tp := TopicPartition(topic, partition)) in logged
         }
+        self._loaded_position = self._position_file.read()
         return dict(self._changelog_offsets)
+
+    @property
+    def loaded_position(self) -> dict[TopicPartition, int]:
+        """The IQv2 position saved with the checkpoint `load_checkpoint()` read (empty without one, or
+        after a wipe): per source partition, the last offset whose processing the stores hold (a copy)."""
+        return dict(self._loaded_position)
 
     def changelogs_to_restore(self) -> list[ChangelogPartition]:
         """Each registered logged store with a restore callback, from its stored or checkpointed
@@ -364,18 +376,23 @@ class ProcessorStateManager:
             if offset is not None:
                 offsets[tp] = offset
 
-    def checkpoint(self) -> None:
-        """Write the changelog offsets to `.checkpoint` (flush the stores first: it promises their content)."""
+    def checkpoint(self, position: Mapping[TopicPartition, int] | None = None) -> None:
+        """Write the changelog offsets to `.checkpoint` (flush the stores first: it promises their content),
+        after `position` (an active task's, as of the commit the offsets are from) to `.position`; a
+        standby passes none and keeps the file its last active period wrote. Nothing without offsets."""
         offsets = {(tp.topic, tp.partition): o for tp, o in self._changelog_offsets.items() if tp not in self._volatile}
         if offsets:
+            if position is not None:
+                self._position_file.write(position)
             self._checkpoint.write(offsets)
 
     def delete_checkpoint(self) -> None:
-        """Remove `.checkpoint` (exactly-once while a task runs: a crash must not trust its stores)."""
+        """Remove `.checkpoint` and `.position` (exactly-once while a task runs: a crash must not trust its stores)."""
         self._checkpoint.delete()
+        self._position_file.delete()
 
     def wipe(self, *, keep_store_files: bool = False) -> None:
-        """Delete the store files and the checkpoint (not the lock): the stores rebuild from their changelogs.
+        """Delete the store files, the checkpoint and the position (not the lock): the stores rebuild from their changelogs.
 
         `keep_store_files`: keep SQLite store files, which hold the offsets their data reflects
         (exactly-once without a checkpoint: only stores that cannot say how far they are go).
@@ -388,7 +405,9 @@ class ProcessorStateManager:
                 if not (keep_store_files and entry.name.endswith(_STORE_FILE_ENDINGS)):
                     entry.unlink()
         self._checkpoint.delete()
+        self._position_file.delete()
         self._changelog_offsets = {}
+        self._loaded_position = {}
         self._files_at_open = _non_empty_files(self._task_dir)
         if not keep_store_files:
             log.info("task %s: wiped local state in %s to restore it from the changelogs", self._task_id, self._task_dir)

@@ -1,5 +1,6 @@
 """Commit sequencing: flush stores, flush the producer, commit offsets or the transaction, write the
-checkpoint — in that order — under at-least-once and exactly-once, seen in the fake cluster's event log."""
+checkpoint (the IQv2 position just before it) — in that order — under at-least-once and exactly-once,
+seen in the fake cluster's event log."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from streams_core import Processor, ProcessorContext, Record
 from streams_core.common.topic_partition import TopicPartition
 from streams_core.state.internals.offset_checkpoint import OffsetCheckpoint
+from streams_core.state.internals.position_checkpoint import POSITION_FILE_NAME
 from streams_core.state.internals.processor_state_manager import ProcessorStateManager
 from streams_core.testing import FakeKafkaCluster
 
@@ -19,7 +21,7 @@ from .harness import APP, CHANGELOG, STRING, counting_topology, counts, eventual
 
 EOS = {"processing.guarantee": "exactly_once_v2"}
 IN0 = TopicPartition("in", 0)
-STEPS = ("store_flush", "producer_flush", "commit", "txn_offsets", "txn_commit", "checkpoint")
+STEPS = ("store_flush", "producer_flush", "commit", "txn_offsets", "txn_commit", "position", "checkpoint")
 
 
 @pytest.fixture
@@ -34,10 +36,11 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKafkaCluster]:
         flush(self)
         cluster.log_event("store_flush", str(self.task_id))
 
-    def logged_write(self: OffsetCheckpoint, offsets: Mapping[tuple[str, int], int]) -> None:
-        write(self, offsets)
+    def logged_write(self: OffsetCheckpoint, offsets: Mapping[tuple[str, int], int], *, durable: bool = True) -> None:
+        write(self, offsets, durable=durable)
         if offsets:
-            cluster.log_event("checkpoint", self.path.parent.name, offsets=dict(offsets))
+            kind = "position" if self.path.name == POSITION_FILE_NAME else "checkpoint"
+            cluster.log_event(kind, self.path.parent.name, offsets=dict(offsets))
 
     monkeypatch.setattr(ProcessorStateManager, "flush", logged_flush)
     monkeypatch.setattr(OffsetCheckpoint, "write", logged_write)
@@ -63,7 +66,7 @@ async def test_at_least_once_flushes_stores_then_producer_then_commits_then_chec
     commits = [i for i, kind in enumerate(seq) if kind == "commit"]
     assert commits
     for i in commits:
-        assert seq[i - 2 : i + 2] == ["store_flush", "producer_flush", "commit", "checkpoint"], seq
+        assert seq[i - 2 : i + 3] == ["store_flush", "producer_flush", "commit", "position", "checkpoint"], seq
     assert "txn_commit" not in seq
 
 

@@ -103,11 +103,11 @@ async def test_at_least_once_crash_after_the_commit_before_the_checkpoint_restor
     write = OffsetCheckpoint.write
     failed: list[bool] = []
 
-    def failing_write(self: OffsetCheckpoint, offsets: Mapping[tuple[str, int], int]) -> None:
-        if offsets and not failed:
+    def failing_write(self: OffsetCheckpoint, offsets: Mapping[tuple[str, int], int], *, durable: bool = True) -> None:
+        if offsets and not failed:  # the commit's first file: the IQv2 position, written just before the checkpoint
             failed.append(True)
             raise OSError("disk full")
-        write(self, offsets)
+        write(self, offsets, durable=durable)
 
     monkeypatch.setattr(OffsetCheckpoint, "write", failing_write)
     instance = Instance(cluster, counting_topology(), streams_config(tmp_path))

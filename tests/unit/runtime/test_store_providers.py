@@ -142,8 +142,6 @@ async def test_the_async_query_path_reads_the_same_copies_as_the_views(tmp_path:
         b"active",
         {TopicPartition("in", 0): 100},
     )
-    assert await queryable.query_position("counts", 0, deadline) == {TopicPartition("in", 0): 100}
-    assert await queryable.query_position("counts", 1, deadline) is None
 
 
 async def test_answers_of_several_hosts_merge_in_key_order(tmp_path: Path) -> None:
