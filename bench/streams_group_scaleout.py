@@ -112,14 +112,19 @@ class Instance:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            now = time.perf_counter()
-            if self.first_line_at is None:
-                self.first_line_at = now
-            parts = line.split()
-            if parts and parts[0] == "TASKS":
-                self.state, self.tasks, self.at = parts[1], frozenset(parts[2].split(",") if len(parts) > 2 else ()), now
-                self.changed.set()
+        with open(self.log_path.with_suffix(".out"), "w") as out:  # the lines with their arrival, for a look
+            for line in self.proc.stdout:
+                now = time.perf_counter()
+                out.write(f"{now - self.popen_at:8.3f} {line}")
+                self._line(line, now)
+
+    def _line(self, line: str, now: float) -> None:
+        if self.first_line_at is None:
+            self.first_line_at = now
+        parts = line.split()
+        if parts and parts[0] == "TASKS":
+            self.state, self.tasks, self.at = parts[1], frozenset(parts[2].split(",") if len(parts) > 2 else ()), now
+            self.changed.set()
 
     def stop(self, java: bool) -> None:
         """Close cleanly (a leave), killed if not within 45 s."""
