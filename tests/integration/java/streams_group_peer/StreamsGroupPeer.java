@@ -21,8 +21,10 @@ import org.apache.kafka.streams.state.Stores;
 /**
  * The topologies of tests/integration/test_streams_group_java_parity.py, as a streams group member
  * (group.protocol=streams). Arguments: bootstrap servers, application id, source topics (comma-separated),
- * sink topic, state directory, application.server (host:port), topology ("word-count" or "windowed").
- * Prints "STATE <new state>" on each change; closes when its standard input ends (the test's handle on it).
+ * sink topic, state directory, application.server (host:port), topology ("word-count" or "windowed"),
+ * optionally the group protocol ("streams", the default, or "classic": bench/streams_group_scaleout.py).
+ * Prints "STATE <new state>" on each change and "TASKS <state> <active task ids>" whenever its active tasks
+ * or state change (polled every 20 ms); closes when its standard input ends (the test's handle on it).
  */
 public final class StreamsGroupPeer {
     public static void main(final String[] args) throws Exception {
@@ -31,7 +33,7 @@ public final class StreamsGroupPeer {
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
         props.put(StreamsConfig.STATE_DIR_CONFIG, args[4]);
         props.put(StreamsConfig.APPLICATION_SERVER_CONFIG, args[5]);
-        props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
+        props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, args.length > 7 ? args[7] : "streams");
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
 
@@ -55,12 +57,40 @@ public final class StreamsGroupPeer {
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
         streams.start();
+        final Thread tasks = new Thread(() -> printTasks(streams));
+        tasks.setDaemon(true);
+        tasks.start();
         while (System.in.read() != -1) {
             // the test closes our standard input to stop us
         }
         streams.close(Duration.ofSeconds(30));
         System.out.println("CLOSED");
         System.out.flush();
+    }
+
+    /** Prints "TASKS <state> <sorted active task ids>" each time they change, until the process ends. */
+    static void printTasks(final KafkaStreams streams) {
+        String last = "";
+        while (true) {
+            final KafkaStreams.State state = streams.state();
+            final java.util.TreeSet<String> ids = new java.util.TreeSet<>();
+            try {
+                streams.metadataForLocalThreads().forEach(t -> t.activeTasks().forEach(a -> ids.add(a.taskId().toString())));
+            } catch (final RuntimeException notRunning) {
+                // metadataForLocalThreads refuses in some states: no tasks then
+            }
+            final String line = "TASKS " + state + " " + String.join(",", ids);
+            if (!line.equals(last)) {
+                System.out.println(line);
+                System.out.flush();
+                last = line;
+            }
+            try {
+                Thread.sleep(20);
+            } catch (final InterruptedException stop) {
+                return;
+            }
+        }
     }
 
     /** Words of the source's lines counted (a repartition topic and a key-value store's changelog). */
