@@ -12,7 +12,7 @@ SPARK_JAR_IDS := spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,
 PYTEST_ARGS ?=
 # pytest-xdist workers of `make test` (0: one process). Each worker starts its own broker; the scheduler in
 # tests/conftest.py keeps each test file, and all of tests/spark (one SparkSession), on one worker.
-TEST_WORKERS ?= 0
+TEST_WORKERS ?= 2
 
 .PHONY: setup lint test test-unit demo broker clean chromium bench-peers
 
