@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, overload
 
 from streams_core.kstream.internals import names
-from streams_core.kstream.internals.functions import check_callable
+from streams_core.kstream.internals.functions import check_callable, count_add, zero
 from streams_core.kstream.internals.grouped_aggregation import GroupedAggregation
 from streams_core.kstream.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
 from streams_core.kstream.materialized import Materialized
@@ -31,14 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["KGroupedStream"]
 
 Named_ = Named | str | None
-
-
-def _count_add(key: object, value: object, count: int) -> int:
-    return count + 1
-
-
-def _zero() -> int:
-    return 0
 
 
 class KGroupedStream(GroupedAggregation[K, V]):
@@ -64,7 +56,7 @@ class KGroupedStream(GroupedAggregation[K, V]):
         """The number of records per key (records with a None key or value are not counted)."""
         self._builder.burn_count_store_name(materialized)
         return self._aggregate(names.KSTREAM_AGGREGATE, named, materialized, Serdes.Long(),
-                               lambda store: KStreamAggregate(store, _zero, _count_add, "count"))  # fmt: skip
+                               lambda store: KStreamAggregate(store, zero, count_add, "count"))  # fmt: skip
 
     def reduce(self, reducer: Callable[[V, V], V], materialized: Materialized | None = None,
                named: Named_ = None) -> KTable[K, V]:  # fmt: skip

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from streams_core.kstream.internals import names
 from streams_core.kstream.internals.change import ChangeSerde
-from streams_core.kstream.internals.functions import check_callable
+from streams_core.kstream.internals.functions import check_callable, count_add, zero
 from streams_core.kstream.internals.grouped_aggregation import GroupedAggregation
 from streams_core.kstream.internals.ktable_aggregate import KTableAggregate, KTableReduce
 from streams_core.kstream.materialized import Materialized
@@ -28,14 +28,6 @@ __all__ = ["KGroupedTable"]
 Named_ = Named | str | None
 
 
-def _zero() -> int:
-    return 0
-
-
-def _add_one(key: object, value: object, count: int) -> int:
-    return count + 1
-
-
 def _subtract_one(key: object, value: object, count: int) -> int:
     return count - 1
 
@@ -48,7 +40,7 @@ class KGroupedTable(GroupedAggregation[K, V]):
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable[K, int]:
         """The number of entries per group."""
         return self._aggregate(names.KTABLE_AGGREGATE, named, materialized, Serdes.Long(),
-                               lambda store: KTableAggregate(store, _zero, _add_one, _subtract_one))  # fmt: skip
+                               lambda store: KTableAggregate(store, zero, count_add, _subtract_one))  # fmt: skip
 
     def reduce(
         self,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from streams_core.kstream.internals import names
-from streams_core.kstream.internals.functions import check_callable
+from streams_core.kstream.internals.functions import check_callable, count_add, zero
 from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
 from streams_core.kstream.internals.ktable_value_getters import SessionStoreValueGetterSupplier
 from streams_core.kstream.internals.materialize import session_store
@@ -33,14 +33,6 @@ __all__ = ["SessionWindowedKStream"]
 Named_ = Named | str | None
 
 
-def _zero() -> int:
-    return 0
-
-
-def _count_add(key: object, value: object, count: int) -> int:
-    return count + 1
-
-
 def _sum_merge(key: object, one: int, two: int) -> int:
     return one + two
 
@@ -57,7 +49,7 @@ class SessionWindowedKStream(WindowedStream[K, V, SessionWindows]):
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable[Windowed[K], int]:
         """Records per key and session."""
         self._grouped._builder.burn_count_store_name(materialized)
-        return self._aggregate(named, materialized, Serdes.Long(), _zero, _count_add, _sum_merge)
+        return self._aggregate(named, materialized, Serdes.Long(), zero, count_add, _sum_merge)
 
     def reduce(self, reducer: Callable[[V, V], V], materialized: Materialized | None = None,
                named: Named_ = None) -> KTable[Windowed[K], V]:  # fmt: skip

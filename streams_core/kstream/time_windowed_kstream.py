@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from streams_core.kstream.internals import names
-from streams_core.kstream.internals.functions import check_callable
+from streams_core.kstream.internals.functions import check_callable, count_add, zero
 from streams_core.kstream.internals.kstream_sliding_window_aggregate import KStreamSlidingWindowAggregate
 from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streams_core.kstream.internals.ktable_value_getters import WindowStoreValueGetterSupplier
@@ -35,14 +35,6 @@ __all__ = ["TimeWindowedKStream"]
 Named_ = Named | str | None
 
 
-def _zero() -> int:
-    return 0
-
-
-def _count_add(key: object, value: object, count: int) -> int:
-    return count + 1
-
-
 def _none() -> None:
     return None
 
@@ -55,7 +47,7 @@ class TimeWindowedKStream(WindowedStream[K, V, TimeWindows | SlidingWindows]):
     def count(self, materialized: Materialized | None = None, named: Named_ = None) -> KTable[Windowed[K], int]:
         """Records per key and window."""
         self._grouped._builder.burn_count_store_name(materialized)
-        return self._aggregate(named, materialized, Serdes.Long(), _zero, _count_add, operation="count")
+        return self._aggregate(named, materialized, Serdes.Long(), zero, count_add, operation="count")
 
     def reduce(self, reducer: Callable[[V, V], V], materialized: Materialized | None = None,
                named: Named_ = None) -> KTable[Windowed[K], V]:  # fmt: skip

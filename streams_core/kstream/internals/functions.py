@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["check_callable", "takes_key", "with_key"]
+__all__ = ["check_callable", "count_add", "takes_key", "with_key", "zero"]
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
@@ -45,3 +45,13 @@ def with_key(function: Callable[..., Any], value_arity: int, what: str) -> Calla
     if value_arity == 2:
         return lambda key, left, right: function(left, right)
     return lambda key, *values: function(*values)
+
+
+def zero() -> int:
+    """A count's initializer."""
+    return 0
+
+
+def count_add(key: object, value: object, count: int) -> int:
+    """A count's aggregator: one more."""
+    return count + 1

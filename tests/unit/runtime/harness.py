@@ -212,3 +212,20 @@ def output_counts(cluster: FakeKafkaCluster) -> dict[str, list[int | None]]:
     for record in cluster.records("out"):
         out.setdefault((record.key or b"").decode(), []).append(unlong(record.value))
     return out
+
+
+def cluster_with(partitions: int) -> FakeKafkaCluster:
+    """A cluster with "in" and "out" of `partitions` partitions each."""
+    cluster = FakeKafkaCluster()
+    for topic in ("in", "out"):
+        cluster.create_topic(topic, partitions)
+    return cluster
+
+
+async def start_counting(
+    cluster: FakeKafkaCluster, tmp_path: Path, index: int, extra: Mapping[str, Any] | None = None
+) -> Instance:
+    """Instance `index` of the counting topology, started without waiting for RUNNING."""
+    instance = Instance(cluster, counting_topology(), streams_config(tmp_path, extra, instance=index))
+    await instance.start(wait=False)
+    return instance

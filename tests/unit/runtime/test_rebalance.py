@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from streams_core import KafkaStreams
 from streams_core.common.topic_partition import TopicPartition
@@ -16,28 +15,18 @@ from .harness import (
     CHANGELOG,
     ROUND_WORDS,
     Instance,
-    counting_topology,
+    cluster_with,
     eventually,
     output_counts,
     produce_rounds,
-    streams_config,
+    start_counting,
 )
 
 EOS = {"processing.guarantee": "exactly_once_v2"}
 WORDS = ROUND_WORDS
 
 
-def cluster_with(partitions: int) -> FakeKafkaCluster:
-    cluster = FakeKafkaCluster()
-    for topic in ("in", "out"):
-        cluster.create_topic(topic, partitions)
-    return cluster
-
-
-async def start(cluster: FakeKafkaCluster, tmp_path: Path, index: int, extra: dict[str, Any] | None = None) -> Instance:
-    instance = Instance(cluster, counting_topology(), streams_config(tmp_path, extra, instance=index))
-    await instance.start(wait=False)
-    return instance
+start = start_counting
 
 
 async def all_running(cluster: FakeKafkaCluster, *instances: Instance) -> None:

@@ -25,11 +25,12 @@ from .harness import (
     ROUND_WORDS,
     STRING,
     Instance,
-    counting_topology,
+    cluster_with,
     eventually,
     output_counts,
     passthrough_topology,
     produce_rounds,
+    start_counting,
     streams_config,
 )
 
@@ -37,18 +38,10 @@ STREAMS = {"group.protocol": "streams"}
 WORDS = ROUND_WORDS
 
 
-def cluster_with(partitions: int) -> FakeKafkaCluster:
-    cluster = FakeKafkaCluster()
-    for topic in ("in", "out"):
-        cluster.create_topic(topic, partitions)
-    return cluster
-
-
 async def start(cluster: FakeKafkaCluster, tmp_path: Path, index: int, extra: dict[str, Any] | None = None) -> Instance:
-    config = streams_config(tmp_path, {**STREAMS, "application.server": f"127.0.0.1:{9000 + index}", **(extra or {})}, instance=index)
-    instance = Instance(cluster, counting_topology(), config)
-    await instance.start(wait=False)
-    return instance
+    return await start_counting(
+        cluster, tmp_path, index, {**STREAMS, "application.server": f"127.0.0.1:{9000 + index}", **(extra or {})}
+    )
 
 
 def group(cluster: FakeKafkaCluster) -> FakeStreamsGroupCoordinator:
