@@ -15,6 +15,7 @@ broker (e.g. ``python -m streams_core.broker --port 9092 ...``) instead of start
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -114,3 +115,19 @@ def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKaf
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture
+def restored_logging() -> Iterator[None]:
+    """Whatever a test configures (`app.logs.configure_logging`), the root logger and the named ones
+    it sets come back: a level left behind silences another test's `caplog` on the same worker."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, {name: logging.getLogger(name).level for name in ("aiokafka", "httpx")}
+    try:
+        yield
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        for name, level in saved[2].items():
+            logging.getLogger(name).setLevel(level)
+        logging.captureWarnings(False)

@@ -77,7 +77,8 @@ async def secured(secure_broker: LocalKafkaBroker, tmp_path: Path) -> AsyncItera
 async def test_two_instances_sasl_ssl_https_mutual_tls_and_tokens(
     secured: tuple[WordCountCluster, Pki], secure_broker: LocalKafkaBroker, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.INFO, logger="httpx")  # its "HTTP Request" lines, whatever level another test left
+    caplog.set_level(logging.DEBUG)  # last: it sets the capturing handler's level too
     cluster, pki = secured
     await cluster.wait_running(timeout=60)
     await produce_lines(secure_broker, cluster.source, LINES)  # type: ignore[attr-defined]

@@ -47,19 +47,14 @@ def test_exception_is_one_field() -> None:
     assert "ValueError: boom" in json.loads(line)["exception"]
 
 
+@pytest.mark.usefixtures("restored_logging")
 @pytest.mark.parametrize(("log_format", "formatter"), [("json", JsonFormatter), ("text", logging.Formatter)])
 def test_configure_logging_installs_the_format(log_format: str, formatter: type[logging.Formatter]) -> None:
     root = logging.getLogger()
-    saved = root.handlers[:], root.level
-    try:
-        configure_logging("debug", log_format)
-        assert type(root.handlers[0].formatter) is formatter
-        assert root.level == logging.DEBUG
-        assert logging.getLogger("py.warnings").handlers == [] and root.handlers, "warnings go through the root's handler"
-    finally:
-        root.handlers[:], _ = saved
-        root.setLevel(saved[1])
-        logging.captureWarnings(False)
+    configure_logging("debug", log_format)
+    assert type(root.handlers[0].formatter) is formatter
+    assert root.level == logging.DEBUG
+    assert logging.getLogger("py.warnings").handlers == [] and root.handlers, "warnings go through the root's handler"
 
 
 def test_streams_log_format_env_is_the_flags_default() -> None:

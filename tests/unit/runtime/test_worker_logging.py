@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,21 +14,6 @@ from streams_core.runtime.workers.worker_logging import LoggingSetup
 
 from .harness import APP
 from .test_worker_start_failures import DyingSupplier, cluster, wait_running_with, workers
-
-
-@pytest.fixture
-def restored_logging() -> Iterator[None]:
-    """Whatever a test configures, the root logger and the named ones it touches come back."""
-    root = logging.getLogger()
-    saved = root.handlers[:], root.level, {name: logging.getLogger(name).level for name in ("aiokafka", "httpx")}
-    try:
-        yield
-    finally:
-        root.handlers[:] = saved[0]
-        root.setLevel(saved[1])
-        for name, level in saved[2].items():
-            logging.getLogger(name).setLevel(level)
-        logging.captureWarnings(False)
 
 
 @pytest.mark.usefixtures("restored_logging")
