@@ -29,6 +29,18 @@ BROKER_FIXTURES = frozenset({"kafka_broker", "bootstrap_servers", "secure_broker
 ENV_BOOTSTRAP = "STREAMS_TEST_BOOTSTRAP_SERVERS"
 
 
+STREAMS_GROUP_TEST_TIMINGS: dict[str, str | int | bool] = {
+    "group.streams.initial.rebalance.delay.ms": 0,
+    "group.streams.min.heartbeat.interval.ms": 200,
+    "group.streams.heartbeat.interval.ms": 500,
+    "group.streams.min.session.timeout.ms": 3000,
+    "group.streams.session.timeout.ms": 10000,
+}
+"""The test broker's streams-group timings (KIP-1071), shorter than the broker's defaults (no initial
+delay instead of 3 s, heartbeats every 0.5 s instead of 5 s, a 10 s session instead of 45 s), as the
+classic tests shorten theirs with client settings: the streams protocol takes them from the broker.
+docs/streams-groups.md ("The broker") gives the defaults and what they cost."""
+
 SPARK_DIR = "tests/spark/"
 SPARK_OWN_PROCESSES = frozenset({"tests/spark/test_cli_and_cluster.py"})
 """Files of tests/spark whose Spark runs in processes of their own (the CLI, a standalone cluster),
@@ -84,7 +96,7 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafk
     """One local KRaft broker for the whole session, always stopped at the end."""
     from streams_core.broker import LocalKafkaBroker
 
-    broker = LocalKafkaBroker(tmp_path_factory.mktemp("kafka-broker"), port=0)
+    broker = LocalKafkaBroker(tmp_path_factory.mktemp("kafka-broker"), port=0, overrides=STREAMS_GROUP_TEST_TIMINGS)
     try:
         broker.start()
         yield broker

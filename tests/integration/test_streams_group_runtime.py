@@ -210,8 +210,12 @@ async def test_worker_processes_are_members_of_the_streams_group(bootstrap_serve
     async with StreamsApp(bootstrap_servers, tmp_path, partial(counting_topology, source, sink), config=config) as app:
         streams = await app.start(0)
         await app.wait_settled(tasks_of(PARTITIONS), timeout=60)
-        per_thread = {m.thread_name: len(m.active_tasks) for m in streams.metadata_for_local_threads()}
-        assert sorted(per_thread.values()) == [2, 2], per_thread
+
+        def per_thread() -> list[int]:
+            return sorted(len(m.active_tasks) for m in streams.metadata_for_local_threads())
+
+        # The first worker to join may run all 4 tasks until the second's heartbeat reaches the broker.
+        await wait_until(lambda: per_thread() == [2, 2], 30, message=lambda: f"tasks per worker: {per_thread()}")
         await wait_for_output_keys(bootstrap_servers, sink, [k for k, _ in records])
         store = streams.store("counts")
         assert {key: store.get(key) for key, _ in records} == {key: 1 for key, _ in records}
