@@ -27,6 +27,7 @@ __all__ = [
     "MERGE_REPARTITION_TOPICS",
     "OPTIMIZATION",
     "REUSE_KTABLE_SOURCE_TOPICS",
+    "TOPIC_PREFIX",
     "StreamsConfig",
     "is_secret",
     "optimization",
@@ -46,6 +47,10 @@ CLIENT_PREFIXES = (
     "restore.consumer.",
     "global.consumer.",
 )
+
+TOPIC_PREFIX = "topic."
+"""Kafka Streams' `topic.` prefix: configs for every internal topic it creates (`StreamsConfig.TOPIC_PREFIX`),
+above the library's defaults and below a store's own log config."""
 
 # Client settings accepted without a prefix (applied to every client that knows them).
 CLIENT_KEYS = frozenset(
@@ -323,6 +328,7 @@ class StreamsConfig(Mapping[str, Any]):
         given = props.explicit() if isinstance(props, StreamsConfig) else dict(props or {})
         values: dict[str, Any] = {}
         client: dict[str, Any] = {}
+        topic: dict[str, str] = {}
         for raw_key, value in given.items():
             if not isinstance(raw_key, str):
                 raise ConfigError(str(raw_key), "configuration keys must be strings")
@@ -332,6 +338,8 @@ class StreamsConfig(Mapping[str, Any]):
                 values[key] = spec.parse(key, value)
             elif key in CLIENT_KEYS or key.startswith(CLIENT_PREFIXES):
                 client[key] = value
+            elif key.startswith(TOPIC_PREFIX) and len(key) > len(TOPIC_PREFIX):
+                topic[key[len(TOPIC_PREFIX) :]] = _topic_config_value(key, value)
             else:
                 raise ConfigError(raw_key, _unknown_key_message(raw_key))
         for key in required:
@@ -350,6 +358,7 @@ class StreamsConfig(Mapping[str, Any]):
         self._values = {name: spec.default for name, spec in _KEYS.items()} | values
         self._explicit = explicit
         self._client = client
+        self._topic = topic
 
     def __getitem__(self, key: str) -> Any:
         try:
@@ -357,24 +366,37 @@ class StreamsConfig(Mapping[str, Any]):
         except KeyError:
             if key in self._client:
                 return self._client[key]
+            topic_key = self._topic_key(key)
+            if topic_key is not None and topic_key in self._topic:
+                return self._topic[topic_key]
             raise
 
     def __iter__(self) -> Iterator[str]:
         yield from self._values
         yield from self._client
+        yield from (TOPIC_PREFIX + k for k in self._topic)
 
     def __len__(self) -> int:
-        return len(self._values) + len(self._client)
+        return len(self._values) + len(self._client) + len(self._topic)
 
     def __repr__(self) -> str:
         return f"StreamsConfig({redacted(self.explicit())!r})"
 
     def explicit(self) -> dict[str, Any]:
         """The keys the user set, with their parsed values."""
-        return {k: self._values[k] for k in self._explicit} | self._client
+        return {k: self._values[k] for k in self._explicit} | self._client | {TOPIC_PREFIX + k: v for k, v in self._topic.items()}
+
+    def topic_configs(self) -> dict[str, str]:
+        """The `topic.`-prefixed settings without their prefix: configs for every internal topic
+        (Kafka Streams' `originalsWithPrefix(TOPIC_PREFIX)`, values as Java's `toString` gives them)."""
+        return dict(self._topic)
 
     def is_set(self, key: str) -> bool:
-        return _ALIASES.get(key, key) in self._explicit or key in self._client
+        return _ALIASES.get(key, key) in self._explicit or key in self._client or self._topic_key(key) in self._topic
+
+    @staticmethod
+    def _topic_key(key: str) -> str | None:
+        return key[len(TOPIC_PREFIX) :] if key.startswith(TOPIC_PREFIX) else None
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> StreamsConfig:
         """A new config with some keys replaced (validated as usual)."""
@@ -404,11 +426,20 @@ class StreamsConfig(Mapping[str, Any]):
         return {name: (spec.default, spec.doc) for name, spec in _KEYS.items()}
 
 
+def _topic_config_value(key: str, value: Any) -> str:
+    """A `topic.` setting as the broker reads it (Java's `toString`: booleans lower case)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise ConfigError(key, f"a topic config must be a string, number or boolean, not {type(value).__name__}")
+
+
 def _unknown_key_message(key: str) -> str:
     close = difflib.get_close_matches(key, [*_KEYS, *CLIENT_KEYS], n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else "."
     return (
         f"unknown configuration key{hint} Known keys: the Kafka Streams properties "
         f"({', '.join(sorted(_KEYS))}), common client keys, or client keys with a prefix "
-        f"({', '.join(CLIENT_PREFIXES)})"
+        f"({', '.join(CLIENT_PREFIXES)}), or internal topic configs with the prefix {TOPIC_PREFIX!r}"
     )

@@ -213,7 +213,11 @@ class KafkaStreams(KafkaStreamsQueries):
         await admin.start()
         try:
             self._partition_counts = await prepare_topics(
-                admin, self.metadata, self._run_end.own_topics, self.config["windowstore.changelog.additional.retention.ms"]
+                admin,
+                self.metadata,
+                self._run_end.own_topics,
+                self.config["windowstore.changelog.additional.retention.ms"],
+                self.config.topic_configs(),
             )
         finally:
             await admin.close()

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
 
 from streams_core import clients
 from streams_core.errors import MissingSinkTopicError
 from streams_core.runtime.assignment import MissingSourceTopicError, ensure_copartitioning
 from streams_core.runtime.assignment.internal_topic_config import (
-    REPARTITION_TOPIC_CONFIG,
     WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS,
     changelog_config,
+    repartition_config,
 )
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
@@ -34,6 +35,7 @@ async def prepare_topics(
     metadata: TopologyMetadata,
     own_topics: Callable[[clients.Admin], Awaitable[Sequence[clients.NewTopicSpec]]],
     window_additional_retention_ms: int = WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS,
+    topic_defaults: Mapping[str, str] = MappingProxyType({}),
 ) -> dict[str, int]:
     """Check and create the topics (`own_topics`: the run mode's, asked once the checks passed), with
     Kafka Streams' internal topic configs (internal_topic_config.py); returns the partition count of
@@ -57,13 +59,15 @@ async def prepare_topics(
     if missing_sinks:
         raise MissingSinkTopicError(missing_sinks)
     specs = [
-        clients.NewTopicSpec(topic, partitions, dict(REPARTITION_TOPIC_CONFIG)) for topic, partitions in sorted(internal.items())
+        clients.NewTopicSpec(topic, partitions, repartition_config(topic_defaults)) for topic, partitions in sorted(internal.items())
     ]
     specs += [
         clients.NewTopicSpec(
             spec.topic,
             metadata.num_tasks(spec.subtopology, partition_counts),
-            changelog_config(metadata.builder.store_builder(spec.store_name), spec.config, window_additional_retention_ms),
+            changelog_config(
+                metadata.builder.store_builder(spec.store_name), spec.config, window_additional_retention_ms, topic_defaults
+            ),
         )
         for spec in metadata.created_changelogs
     ]

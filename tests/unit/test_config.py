@@ -585,3 +585,15 @@ def test_every_key_is_documented_with_its_default(key: str) -> None:
     shown = {"state.dir": "<tmpdir>/kafka-streams", "application.server": '""'}.get(key, default)
     if shown is not None:
         assert f"| `{shown}` |" in rows[0]
+
+
+def test_topic_prefixed_settings_are_internal_topic_configs() -> None:
+    """Kafka Streams' `topic.` prefix: values as the broker reads them, kept through `with_overrides`."""
+    config = StreamsConfig({"application.id": "a", "topic.segment.ms": 60_000, "topic.preallocate": False, "topic.x.y": "z"})
+    assert config.topic_configs() == {"segment.ms": "60000", "preallocate": "false", "x.y": "z"}
+    assert config["topic.segment.ms"] == "60000" and config.is_set("topic.x.y") and not config.is_set("x.y")
+    assert config.with_overrides({"topic.segment.ms": 1}).topic_configs()["segment.ms"] == "1"
+    with pytest.raises(ConfigError, match=r"topic\.bad"):
+        StreamsConfig({"application.id": "a", "topic.bad": ["list"]})
+    with pytest.raises(ConfigError, match=r"unknown configuration key.*topic\."):
+        StreamsConfig({"application.id": "a", "topic.": "x"})

@@ -15,13 +15,14 @@ and refuses a member whose topology differs in anything from the group's (4.3.1:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 from streams_core.clients.streams_group_java_order import java_hash_set_order, java_set_hash_code, java_string_hash_code
 from streams_core.clients.streams_group_protocol import StreamsGroupTopology, Subtopology, TopicInfo
 from streams_core.runtime.assignment.internal_topic_config import (
-    REPARTITION_TOPIC_CONFIG,
     WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS,
     changelog_config,
+    repartition_config,
 )
 from streams_core.runtime.topology_metadata import TopologyMetadata
 
@@ -84,9 +85,11 @@ def streams_group_topology(
     replication_factor: int = -1,
     epoch: int = 0,
     window_additional_retention_ms: int = WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS,
+    topic_defaults: Mapping[str, str] = MappingProxyType({}),
 ) -> StreamsGroupTopology:
     """The heartbeat topology of `metadata` (`replication_factor`: the `replication.factor` config, -1 = broker default;
-    `window_additional_retention_ms`: `windowstore.changelog.additional.retention.ms`)."""
+    `window_additional_retention_ms`: `windowstore.changelog.additional.retention.ms`; `topic_defaults`: the
+    `topic.`-prefixed settings)."""
     internal = metadata.internal_topics
     repartition_sources = frozenset().union(*(info.source_topics & internal for info in metadata.topic_groups.values()))
     declared = _declared_partition_counts(metadata)
@@ -103,7 +106,7 @@ def streams_group_topology(
                 spec.topic,
                 0,
                 replication_factor,
-                changelog_config(metadata.builder.store_builder(store), spec.config, window_additional_retention_ms),
+                changelog_config(metadata.builder.store_builder(store), spec.config, window_additional_retention_ms, topic_defaults),
             )
             for store in info.state_stores
             if (spec := metadata.changelogs.get(store)) is not None and store not in source_changelogs
@@ -117,7 +120,7 @@ def streams_group_topology(
                 state_changelog_topics=tuple(changelogs),
                 repartition_sink_topics=tuple(sorted(info.sink_topics & repartition_sources)),
                 repartition_source_topics=tuple(
-                    TopicInfo(t, declared.get(t, 0), replication_factor, dict(REPARTITION_TOPIC_CONFIG))
+                    TopicInfo(t, declared.get(t, 0), replication_factor, repartition_config(topic_defaults))
                     for t in sorted(reads & internal)
                 ),
                 copartition_groups=groups,

@@ -24,6 +24,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from streams_core.clients.streams_group_membership import MemberInfo
 from streams_core.clients.streams_group_protocol import EndpointPartitions, GroupStatus, TaskAssignment
@@ -74,6 +75,7 @@ class StreamsPartitionAssignor:
         replication_factor: int = -1,
         window_additional_retention_ms: int = 86_400_000,
         rebalance_timeout_ms: int = 300_000,
+        topic_defaults: Mapping[str, str] = MappingProxyType({}),
     ) -> None:
         self.topology = topology
         self.process_id = process_id
@@ -86,7 +88,7 @@ class StreamsPartitionAssignor:
         """The latest end offsets of the changelog partitions this member fetched (for the leader)."""
         self._task_states = task_states
         self._log_prefix = log_prefix
-        self._topic_configs = (replication_factor, window_additional_retention_ms, rebalance_timeout_ms)
+        self._topic_configs = (replication_factor, window_additional_retention_ms, rebalance_timeout_ms, dict(topic_defaults))
         self.assignment: AssignmentInfo | None = None
         self.shutdown_requested = False
         self.partition_counts: dict[str, int] = {}
@@ -190,11 +192,14 @@ class StreamsPartitionAssignor:
     def streams_group_member_info(self) -> MemberInfo:
         """What this member tells the broker when it joins: the topology Kafka Streams would send,
         the instance's process id and `application.server` (threads of one instance share both)."""
-        replication_factor, window_retention_ms, rebalance_timeout_ms = self._topic_configs
+        replication_factor, window_retention_ms, rebalance_timeout_ms, topic_defaults = self._topic_configs
         return MemberInfo(
             process_id=self.process_id,
             topology=streams_group_topology(
-                self.topology, replication_factor=replication_factor, window_additional_retention_ms=window_retention_ms
+                self.topology,
+                replication_factor=replication_factor,
+                window_additional_retention_ms=window_retention_ms,
+                topic_defaults=topic_defaults,
             ),
             user_endpoint=HostInfo.parse(self.application_server) if self.application_server else None,
             rebalance_timeout_ms=rebalance_timeout_ms,

@@ -81,6 +81,7 @@ class StreamThreadFactory:
             log_prefix=log_prefix,
             replication_factor=config["replication.factor"],
             window_additional_retention_ms=config["windowstore.changelog.additional.retention.ms"],
+            topic_defaults=config.topic_configs(),
             rebalance_timeout_ms=int(config.client_overrides("main.consumer").get("max.poll.interval.ms", 300_000)),
         )
         kafka_clients = ThreadClients.create(supplier, config, assignor, thread_index=index, log_prefix=log_prefix)

@@ -140,6 +140,24 @@ def test_a_store_log_config_wins_over_the_defaults_and_the_computed_retention() 
     assert configs["v-changelog"]["min.compaction.lag.ms"] == "7"
 
 
+def test_topic_prefixed_settings_go_between_the_library_defaults_and_a_stores_log_config() -> None:
+    """As Java's `*TopicConfig.properties(defaultTopicConfigs, ...)`: library < `topic.` < store log config; the
+    computed retention and compaction lag are kept over a `topic.` setting, dropped for a log config's own."""
+    builder = StreamsBuilder()
+    stream = builder.stream("in", key_serde=S, value_serde=S)
+    stream.group_by(lambda k, v: v).count(Materialized.as_("c").with_logging_enabled({"segment.ms": "9"}))
+    stream.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(1_000)).count(Materialized.as_("w"))
+    builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", 1_000)), key_serde=S, value_serde=S)
+    defaults = {"segment.ms": "1", "retention.ms": "2", "min.compaction.lag.ms": "3"}
+    built = heartbeat_topology(builder.build(), topic_defaults=defaults)
+    configs = {t.name.removeprefix("app-"): dict(t.configs) for sub in built.values() for t in sub.state_changelog_topics}
+    assert configs["c-changelog"] == {**JAVA_CHANGELOG_CONFIG, **defaults, "segment.ms": "9"}
+    assert configs["w-changelog"]["retention.ms"] == str(1_000 + 86_400_000) and configs["w-changelog"]["segment.ms"] == "1"
+    assert configs["v-changelog"]["min.compaction.lag.ms"] == str(1_000 + 86_400_000)
+    (repartition,) = [t for sub in built.values() for t in sub.repartition_source_topics]
+    assert dict(repartition.configs) == {**JAVA_REPARTITION_CONFIG, **defaults}
+
+
 def test_a_retention_past_a_java_long_saturates_as_kafka_streams_computes_it() -> None:
     class Windowed:
         retention_period = 2**63 - 10

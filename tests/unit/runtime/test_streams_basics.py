@@ -129,6 +129,27 @@ async def test_internal_topics_carry_kafka_streams_topic_configs(tmp_path: Path)
         assert len(joins) == 2 and all(cluster.topic_config(t)["cleanup.policy"] == "delete" for t in joins), joins
 
 
+async def test_topic_prefixed_settings_configure_every_internal_topic_below_a_stores_log_config(tmp_path: Path) -> None:
+    """Kafka Streams' `topic.` settings: above the library defaults, below a store's log config; a windowed
+    changelog's computed retention is set unless the store's log config sets it (a `topic.` setting does not)."""
+    cluster = cluster_with(("words", 1))
+    builder = StreamsBuilder()
+    words = builder.stream("words", key_serde=Serdes.String(), value_serde=Serdes.String())
+    words.group_by(lambda key, value: value).count(Materialized.as_("word-count").with_logging_enabled({"segment.ms": "9"}))
+    (words.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(60_000))
+     .count(Materialized.as_("windowed").with_retention(3_600_000)))  # fmt: skip
+    topic = {"topic.segment.ms": 600_000, "topic.retention.ms": "5", "topic.cleanup.policy": "compact", "topic.preallocate": True}
+    async with running(cluster, builder.build(), streams_config(tmp_path, topic)):
+        assert cluster.topic_config(f"{APP}-word-count-repartition") == {
+            "cleanup.policy": "compact", "segment.bytes": "52428800", "retention.ms": "5", "segment.ms": "600000",
+            "preallocate": "true", "message.timestamp.type": "CreateTime"}  # fmt: skip
+        assert cluster.topic_config(f"{APP}-word-count-changelog") == {
+            "cleanup.policy": "compact", "segment.ms": "9", "retention.ms": "5", "preallocate": "true",
+            "message.timestamp.type": "CreateTime"}  # fmt: skip
+        windowed = cluster.topic_config(f"{APP}-windowed-changelog")
+        assert (windowed["retention.ms"], windowed["segment.ms"]) == (str(3_600_000 + 86_400_000), "600000")
+
+
 async def test_window_changelog_retention_follows_the_additional_retention_setting(tmp_path: Path) -> None:
     cluster = cluster_with(("words", 1))
     builder = StreamsBuilder()
