@@ -6,12 +6,15 @@ different sub-topologies is STREAMS_INVALID_TOPOLOGY); every join or leave bumps
 target assignment is recomputed, balanced and sticky (active tasks only: no standbys or warm-ups); a
 member is given a task only once no other member holds it (given to it, or still reported as owned), and
 its epoch reaches the assignment epoch only once it no longer owns tasks it must give up; an unknown member id is
-UNKNOWN_MEMBER_ID, a wrong epoch FENCED_MEMBER_EPOCH; missing source topics are a MISSING_SOURCE_TOPICS
-status and no tasks. Tasks, statuses and endpoints are sent only when they changed for that member.
+UNKNOWN_MEMBER_ID, a wrong epoch FENCED_MEMBER_EPOCH; a member not heard from for the session timeout is
+removed (as the broker's session timer does; its next heartbeat is UNKNOWN_MEMBER_ID); missing source
+topics are a MISSING_SOURCE_TOPICS status and no tasks. Tasks, statuses and endpoints are sent only when
+they changed for that member.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -46,15 +49,25 @@ class _Member:
     sent_status: tuple[GroupStatus, ...] | None = None
     sent_endpoints: tuple[EndpointPartitions, ...] | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    last_heard: float = field(default_factory=time.monotonic)
 
 
 class FakeStreamsGroupCoordinator:
     """One streams group's coordinator over fixed source topic partition counts (see module doc)."""
 
-    def __init__(self, group_id: str, partition_counts: Mapping[str, int], *, heartbeat_interval_ms: int = 5000) -> None:
+    def __init__(
+        self,
+        group_id: str,
+        partition_counts: Mapping[str, int],
+        *,
+        heartbeat_interval_ms: int = 5000,
+        session_timeout_ms: int = 45_000,
+    ) -> None:
         self.group_id = group_id
         self.partition_counts = dict(partition_counts)
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.session_timeout_ms = session_timeout_ms
+        self.expired: list[str] = []  # members removed by the session timeout, in order
         self.topology: StreamsGroupTopology | None = None
         self.members: dict[str, _Member] = {}
         self.group_epoch = 0
@@ -120,6 +133,9 @@ class FakeStreamsGroupCoordinator:
         self.requests.append(data)
         if data.group_id != self.group_id:
             raise ValueError(f"heartbeat for group {data.group_id!r} sent to the coordinator of {self.group_id!r}")
+        self._expire_sessions()
+        if data.member_id in self.members:
+            self.members[data.member_id].last_heard = time.monotonic()
         if data.member_epoch < 0:
             if self.members.pop(data.member_id, None) is not None:
                 self.group_epoch += 1
@@ -137,6 +153,17 @@ class FakeStreamsGroupCoordinator:
         if data.tasks is not None:
             member.owned = data.tasks.active
         return self._reconcile(member)
+
+    def _expire_sessions(self) -> None:
+        """Remove the members not heard from for the session timeout (checked at each heartbeat)."""
+        now = time.monotonic()
+        expired = [m for m in self.members.values() if now - m.last_heard > self.session_timeout_ms / 1000]
+        for member in expired:
+            del self.members[member.member_id]
+            self.expired.append(member.member_id)
+        if expired:
+            self.group_epoch += 1
+            self._assign()
 
     def _join(self, data: HeartbeatRequestData) -> tuple[int, str] | None:
         if data.topology is None or data.process_id is None:

@@ -15,8 +15,12 @@ thread's `RebalanceListener` is called, revocation always before assignment:
 - a fatal error: the loop stops and `check()` raises it (the consumer raises it from `getmany`,
   so the thread fails with it).
 
-Heartbeats go at the broker's interval, at once when the membership is `urgent`; every exchange
-has a deadline, and a failed one is retried after `retry.backoff.ms`.
+Two asyncio tasks: the heartbeat loop sends heartbeats at the broker's interval, at once when the
+membership is `urgent`, one in flight at a time (every exchange has a deadline; a failed one is
+retried after `retry.backoff.ms`); the callback loop applies the answers to the thread. So the
+heartbeats go on while a callback runs (a commit, closing or creating tasks, a restoration, a batch
+run's start), as Java's do from the consumer's background thread: they report the tasks owned so far,
+and the new assignment is acknowledged only once it is installed.
 """
 
 from __future__ import annotations
@@ -100,8 +104,10 @@ class StreamsGroupMember:
         self._log_prefix = log_prefix
         self.listener: RebalanceListener | None = None
         self.error: BaseException | None = None
-        self._loop_task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
+        self._heartbeats: asyncio.Task[None] | None = None
+        self._callbacks: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()  # heartbeat now (if one can go)
+        self._changed = asyncio.Event()  # a heartbeat answered, or the thread asked to reinstall
         self._last_sent = 0.0
         self._announced_endpoints: tuple[EndpointPartitions, ...] | None = None
         self._reinstall = False
@@ -112,15 +118,17 @@ class StreamsGroupMember:
         """Join: the loop sends the joining heartbeat at once."""
         await self._transport.start()
         self.membership.join()
-        self._loop_task = asyncio.create_task(self._run(), name=f"{self._log_prefix}streams-group-heartbeat")
+        self._heartbeats = asyncio.create_task(self._send_heartbeats(), name=f"{self._log_prefix}streams-group-heartbeat")
+        self._callbacks = asyncio.create_task(self._run_callbacks(), name=f"{self._log_prefix}streams-group-callbacks")
 
     async def stop(self) -> None:
         """Leave the group (epoch -1), within the request timeout; the thread closed its tasks before."""
-        task, self._loop_task = self._loop_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for task in (self._callbacks, self._heartbeats):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._callbacks = self._heartbeats = None
         membership = self.membership
         try:
             if membership.state not in (MemberState.UNJOINED, MemberState.LEFT, MemberState.FATAL):
@@ -137,7 +145,7 @@ class StreamsGroupMember:
     def request_reinstall(self) -> None:
         """The thread closed every task (a task migrated): install the owned tasks again, from their commits."""
         self._reinstall = True
-        self._wake.set()
+        self._changed.set()
 
     async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Commit as the member; a refused partition raises `CommitFailedError` naming the errors."""
@@ -153,9 +161,25 @@ class StreamsGroupMember:
                 + ", ".join(f"{tp} error {code}" for tp, code in sorted(errors.items()))
             )
 
-    # -- the loop ---------------------------------------------------------------------------
+    # -- the two loops ------------------------------------------------------------------------
 
-    async def _run(self) -> None:
+    async def _send_heartbeats(self) -> None:
+        """The heartbeat loop: at the broker's interval (at once when urgent), one in flight at a
+        time, also while the callbacks run (a callback longer than the session timeout would get the
+        member fenced otherwise; Java heartbeats from the consumer's background thread)."""
+        try:
+            while self.membership.state not in (MemberState.FATAL, MemberState.LEFT):
+                await self._wait_for_heartbeat()
+                await self._heartbeat()
+                self._changed.set()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # an answer the membership refuses: the thread fails with it
+            log.exception("%sstreams group heartbeat loop failed", self._log_prefix)
+            self.error = exc
+
+    async def _run_callbacks(self) -> None:
+        """The callback loop: applies what the heartbeats changed to the thread, one step at a time."""
         try:
             while await self._step():
                 pass
@@ -164,10 +188,14 @@ class StreamsGroupMember:
         except Exception as exc:  # a listener or assignor error: the thread fails with it
             log.exception("%sstreams group member failed", self._log_prefix)
             self.error = exc
+        if self.error is not None and self._heartbeats is not None:
+            self._heartbeats.cancel()  # a failed member takes no further part; the thread's close leaves
 
     async def _step(self) -> bool:
-        """One step: act on the membership's state or send the next heartbeat; False once it is over."""
+        """Act on the membership's state, or wait until a heartbeat changes it; False once it is over."""
         membership = self.membership
+        if self.error is not None:
+            return False
         if membership.state is MemberState.FATAL:
             self.error = await self._explained(membership.fatal_error)
             return False
@@ -182,8 +210,10 @@ class StreamsGroupMember:
         elif self._announces_endpoints():
             await self._install(membership.owned, self._consumer.assignment())
         else:
-            await self._wait_for_heartbeat()
-            await self._heartbeat()
+            await self._changed.wait()
+            self._changed.clear()
+            return True
+        self._wake.set()  # the membership moved on (rejoining, acknowledging): heartbeat now if urgent
         return True
 
     def _announces_endpoints(self) -> bool:
@@ -198,15 +228,20 @@ class StreamsGroupMember:
         )
 
     async def _wait_for_heartbeat(self) -> None:
+        """Until the next heartbeat is due: at once when urgent, else the interval after the last one
+        (a wake-up, e.g. a commit that found the epoch stale, cuts it short); while nothing can be
+        sent (fenced, until the callbacks lost the tasks and rejoined), until woken."""
         membership = self.membership
-        interval_s = (membership.heartbeat_interval_ms or DEFAULT_HEARTBEAT_INTERVAL_MS) / 1000
-        remaining = self._last_sent + interval_s - time.monotonic()
-        if membership.urgent or remaining <= 0:
+        if membership.urgent:
             return
-        self._wake.clear()
+        interval_s = (membership.heartbeat_interval_ms or DEFAULT_HEARTBEAT_INTERVAL_MS) / 1000
+        remaining = self._last_sent + interval_s - time.monotonic() if membership.can_heartbeat else None
+        if remaining is not None and remaining <= 0:
+            return
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(remaining):  # not wait_for: 3.11's can swallow a cancellation racing the wake-up
                 await self._wake.wait()
+        self._wake.clear()
 
     async def _heartbeat(self) -> None:
         """Send the next heartbeat, if any, with a deadline; a failure is retried after the backoff."""
@@ -236,9 +271,11 @@ class StreamsGroupMember:
             log.info("%sstreams group: revoking %s", self._log_prefix, sorted(str(t) for t in reconciliation.revoke))
             if listener is not None:
                 await listener.on_partitions_revoked(revoked)
-        membership.revoked(reconciliation)
+        if not membership.revoked(reconciliation):
+            return  # fenced while the listener ran: the next step loses every task
         await self._install(reconciliation.assignment, self._consumer.assignment())
-        membership.assigned(reconciliation)
+        if not membership.assigned(reconciliation):
+            return
         log.info(
             "%sstreams group epoch %d: active %s, standby %s, warm-up %s",
             self._log_prefix,

@@ -11,6 +11,9 @@ with KIP-1071's (and KIP-848's) epoch rules:
    reports it (`revoked`), then installs the whole target (`assigned`); only then does the next
    heartbeat report the tasks as owned, which acknowledges the assignment (ACKNOWLEDGING -> STABLE).
    A task is never reported before it is installed, nor installed before the revocation is done.
+   Heartbeats go on while the owner's callbacks run (RECONCILING): they report the tasks owned so far
+   (after `revoked`, without the revoked ones), never the target. A member fenced meanwhile abandons
+   the reconciliation (`revoked`/`assigned` answer False) and the owner loses every task.
 3. FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: the member's tasks are lost (the owner closes them
    without committing) and it rejoins with epoch 0, keeping its member id (`rejoin`).
 4. Leaving sends epoch -1 (-2: a static member that will come back); the owner closes its tasks first.
@@ -97,6 +100,10 @@ class MemberState(enum.Enum):
     FATAL = "FATAL"
 
 
+_SILENT = frozenset({MemberState.UNJOINED, MemberState.FENCED, MemberState.LEFT, MemberState.FATAL})
+"""States in which the member sends no heartbeat (fenced: until the owner lost its tasks and rejoins)."""
+
+
 @dataclass(frozen=True, slots=True)
 class MemberInfo:
     """What the member tells the broker when it joins; constant for its lifetime."""
@@ -175,15 +182,22 @@ class StreamsGroupMembership:
         self._reset_assignment()
         self._transition(MemberState.JOINING)
 
-    def revoked(self, reconciliation: Reconciliation) -> None:
-        """The owner committed and closed `reconciliation.revoke`."""
-        self._check_current(reconciliation)
+    def revoked(self, reconciliation: Reconciliation) -> bool:
+        """The owner committed and closed `reconciliation.revoke`: heartbeats from now on report the
+        tasks owned without them. False when the reconciliation was abandoned meanwhile (see `assigned`)."""
+        if self._abandoned(reconciliation):
+            return False
         self.owned = TaskAssignment(self.owned.active - reconciliation.revoke, self.owned.standby, self.owned.warmup)
         self._revoked = True
+        return True
 
-    def assigned(self, reconciliation: Reconciliation) -> None:
-        """The owner installed `reconciliation.assignment` (after revoking); the next heartbeat reports it."""
-        self._check_current(reconciliation)
+    def assigned(self, reconciliation: Reconciliation) -> bool:
+        """The owner installed `reconciliation.assignment` (after revoking); the next heartbeat reports it.
+
+        False when the reconciliation was abandoned while the owner's callbacks ran (heartbeats go on
+        meanwhile): the member was fenced (the owner loses every task, then rejoins) or failed."""
+        if self._abandoned(reconciliation):
+            return False
         if reconciliation.revoke and not self._revoked:
             raise RuntimeError(f"tasks {sorted(reconciliation.revoke)} must be revoked before the new assignment is installed")
         self.owned = reconciliation.assignment
@@ -191,6 +205,7 @@ class StreamsGroupMembership:
         self._revoked = False
         self._transition(MemberState.ACKNOWLEDGING)
         self._maybe_reconcile()
+        return True
 
     def leave(self, *, static: bool = False) -> None:
         """Leave the group (the owner has closed its tasks): the next heartbeat sends epoch -1 (or -2)."""
@@ -208,9 +223,14 @@ class StreamsGroupMembership:
         """Whether the next heartbeat should go now rather than after the heartbeat interval."""
         return self.state in (MemberState.JOINING, MemberState.ACKNOWLEDGING, MemberState.LEAVING) and not self._in_flight
 
+    @property
+    def can_heartbeat(self) -> bool:
+        """Whether a heartbeat can go now (joined, not fenced, left or failed, none in flight)."""
+        return not self._in_flight and self.state not in _SILENT
+
     def heartbeat_request(self) -> HeartbeatRequestData | None:
         """The next heartbeat, or None when there is nothing to send (not joined, left, fatal, one in flight)."""
-        if self._in_flight or self.state in (MemberState.UNJOINED, MemberState.FENCED, MemberState.LEFT, MemberState.FATAL):
+        if not self.can_heartbeat:
             return None
         joining = self.state is MemberState.JOINING
         info = self.info
@@ -313,9 +333,15 @@ class StreamsGroupMembership:
         self._revoked = False
         self._sent_tasks = None
 
-    def _check_current(self, reconciliation: Reconciliation) -> None:
+    def _abandoned(self, reconciliation: Reconciliation) -> bool:
+        """Whether `reconciliation` no longer applies because the member left RECONCILING meanwhile
+        (fenced, fatal, leaving); any other mismatch is the owner's mistake."""
+        if self.state is not MemberState.RECONCILING:
+            log.info("streams group %r: reconciliation of epoch %d abandoned (%s)", self.group_id, reconciliation.member_epoch, self.state.name)
+            return True
         if reconciliation is not self.reconciliation:
             raise RuntimeError(f"not the reconciliation under way ({self.reconciliation}): {reconciliation}")
+        return False
 
     def _transition(self, state: MemberState) -> None:
         if state is not self.state:
