@@ -8,7 +8,8 @@ member is given a task only once no other member holds it (given to it, or still
 its epoch reaches the assignment epoch only once it no longer owns tasks it must give up; an unknown member id is
 UNKNOWN_MEMBER_ID, a wrong epoch FENCED_MEMBER_EPOCH; a member not heard from for the session timeout is
 removed (as the broker's session timer does; its next heartbeat is UNKNOWN_MEMBER_ID); missing source
-topics are a MISSING_SOURCE_TOPICS status and no tasks. Tasks, statuses and endpoints are sent only when
+topics are a MISSING_SOURCE_TOPICS status and no tasks; a member's ShutdownApplication (joining, heartbeating
+or leaving) is a SHUTDOWN_APPLICATION status for every member until the group is empty. Tasks, statuses and endpoints are sent only when
 they changed for that member.
 """
 
@@ -52,6 +53,11 @@ class _Member:
     last_heard: float = field(default_factory=time.monotonic)
 
 
+def shutdown_detail(member_id: str) -> str:
+    """The broker's detail of the SHUTDOWN_APPLICATION status (4.3's GroupMetadataManager)."""
+    return f"Streams group member {member_id} encountered a fatal error and requested a shutdown for the entire application."
+
+
 class FakeStreamsGroupCoordinator:
     """One streams group's coordinator over fixed source topic partition counts (see module doc)."""
 
@@ -73,9 +79,17 @@ class FakeStreamsGroupCoordinator:
         self.group_epoch = 0
         self.assignment_epoch = 0
         self.target: dict[str, frozenset[TaskId]] = {}
+        self.shutdown_requested_by: str | None = None  # the first member that set ShutdownApplication
         self.requests: list[HeartbeatRequestData] = []
 
     # -- the group's tasks --------------------------------------------------------------------
+
+    def _statuses(self) -> tuple[GroupStatus, ...]:
+        """The group's statuses: the topology's, and a shutdown a member asked for (until the group is empty)."""
+        _, statuses = self._subtopology_tasks()
+        if self.shutdown_requested_by is not None:
+            statuses += (GroupStatus(StatusCode.SHUTDOWN_APPLICATION, shutdown_detail(self.shutdown_requested_by)),)
+        return statuses
 
     def _subtopology_tasks(self) -> tuple[frozenset[TaskId], tuple[GroupStatus, ...]]:
         if self.topology is None:
@@ -136,10 +150,13 @@ class FakeStreamsGroupCoordinator:
         self._expire_sessions()
         if data.member_id in self.members:
             self.members[data.member_id].last_heard = time.monotonic()
+            if data.shutdown_application and self.shutdown_requested_by is None:
+                self.shutdown_requested_by = data.member_id  # a leaving member's request counts too
         if data.member_epoch < 0:
             if self.members.pop(data.member_id, None) is not None:
                 self.group_epoch += 1
                 self._assign()
+                self._forget_shutdown_when_empty()
             return self._answer(data.member_id, data.member_epoch)
         if data.member_epoch == 0:
             error = self._join(data)
@@ -148,6 +165,8 @@ class FakeStreamsGroupCoordinator:
         member = self.members.get(data.member_id)
         if member is None:
             return self._error(data.member_id, UNKNOWN_MEMBER_ID, f"member {data.member_id} is not in the group")
+        if data.shutdown_application and self.shutdown_requested_by is None:
+            self.shutdown_requested_by = member.member_id  # a joining member's request
         if data.member_epoch not in (0, member.epoch):
             return self._error(data.member_id, FENCED_MEMBER_EPOCH, f"epoch {data.member_epoch}, expected {member.epoch}")
         if data.tasks is not None:
@@ -164,6 +183,13 @@ class FakeStreamsGroupCoordinator:
         if expired:
             self.group_epoch += 1
             self._assign()
+            self._forget_shutdown_when_empty()
+
+    def _forget_shutdown_when_empty(self) -> None:
+        """As the broker's StreamsGroup: the shutdown request lasts until the group is empty, so a
+        restarted application does not get its previous run's."""
+        if not self.members:
+            self.shutdown_requested_by = None
 
     def _join(self, data: HeartbeatRequestData) -> tuple[int, str] | None:
         if data.topology is None or data.process_id is None:
@@ -194,7 +220,7 @@ class FakeStreamsGroupCoordinator:
         if member is not None:
             if member.given != member.sent:
                 tasks = member.sent = member.given
-            _, current_status = self._subtopology_tasks()
+            current_status = self._statuses()
             if current_status != member.sent_status:
                 status = member.sent_status = current_status
             current_endpoints = self._endpoints()

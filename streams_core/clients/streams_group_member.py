@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from streams_core.clients.kafka_clients import CommitFailedError, KafkaError
@@ -43,6 +43,7 @@ from streams_core.clients.streams_group_membership import (
 from streams_core.clients.streams_group_offset_commit import STALE_MEMBER_EPOCH
 from streams_core.clients.streams_group_protocol import (
     EndpointPartitions,
+    GroupStatus,
     HeartbeatRequestData,
     HeartbeatResponseData,
     StatusCode,
@@ -59,6 +60,14 @@ log = logging.getLogger(__name__)
 
 DEFAULT_HEARTBEAT_INTERVAL_MS = 5000
 """Until the broker has said its interval (the first answer carries it)."""
+
+
+STOPPING_STATUSES = frozenset({StatusCode.MISSING_SOURCE_TOPICS, StatusCode.INCORRECTLY_PARTITIONED_TOPICS, StatusCode.SHUTDOWN_APPLICATION})
+"""The group statuses the assignor turns into the assignment's error (the thread stops with it)."""
+
+
+def _stopping(statuses: Iterable[GroupStatus]) -> frozenset[GroupStatus]:
+    return frozenset(status for status in statuses if status.code in STOPPING_STATUSES)
 
 
 class StreamsGroupTransport(Protocol):
@@ -110,6 +119,7 @@ class StreamsGroupMember:
         self._changed = asyncio.Event()  # a heartbeat answered, or the thread asked to reinstall
         self._last_sent = 0.0
         self._announced_endpoints: tuple[EndpointPartitions, ...] | None = None
+        self._announced_stop: frozenset[GroupStatus] = frozenset()
         self._reinstall = False
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -207,7 +217,7 @@ class StreamsGroupMember:
         elif self._reinstall:
             self._reinstall = False
             await self._install(membership.owned, frozenset())
-        elif self._announces_endpoints():
+        elif self._announces_endpoints() or self._announces_stop():
             await self._install(membership.owned, self._consumer.assignment())
         else:
             await self._changed.wait()
@@ -226,6 +236,15 @@ class StreamsGroupMember:
             and self._announced_endpoints != membership.endpoints
             and not any(status.code == StatusCode.ASSIGNMENT_DELAYED for status in membership.statuses)
         )
+
+    def _announces_stop(self) -> bool:
+        """Whether the group statuses that stop the application (a shutdown another member asked for,
+        missing or wrongly partitioned source topics) changed since the last announcement: the
+        assignor makes them the assignment's error, which the listener raises, as Java's stream
+        thread checks the statuses at each poll."""
+        if self.membership.state not in (MemberState.STABLE, MemberState.ACKNOWLEDGING):
+            return False
+        return _stopping(self.membership.statuses) != self._announced_stop
 
     async def _wait_for_heartbeat(self) -> None:
         """Until the next heartbeat is due: at once when urgent, else the interval after the last one
@@ -290,6 +309,7 @@ class StreamsGroupMember:
         consumer keeps) and call the listener with the whole assignment."""
         membership = self.membership
         self._announced_endpoints = membership.endpoints
+        self._announced_stop = _stopping(membership.statuses)
         self._assignor.on_streams_group_assignment(tasks, membership.endpoints, membership.statuses)
         partitions = self._assignor.streams_group_partitions(tasks.active)
         if partitions != previous:
@@ -323,6 +343,7 @@ class StreamsGroupMember:
         self._consumer.assign(())
         self._assignor.on_streams_group_assignment(TaskAssignment.EMPTY, self.membership.endpoints)
         self._announced_endpoints = None
+        self._announced_stop = frozenset()
 
     async def _explained(self, error: StreamsGroupError | None) -> BaseException:
         """The fatal error, with the topology difference named when the broker refused ours."""

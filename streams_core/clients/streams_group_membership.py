@@ -17,6 +17,8 @@ with KIP-1071's (and KIP-848's) epoch rules:
 3. FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: the member's tasks are lost (the owner closes them
    without committing) and it rejoins with epoch 0, keeping its member id (`rejoin`).
 4. Leaving sends epoch -1 (-2: a static member that will come back); the owner closes its tasks first.
+   A member asked to (`request_shutdown`, or `MemberInfo.shutdown_requested`) sets ShutdownApplication
+   on every heartbeat: the broker then tells every member the group is to shut down.
 5. Any other error is fatal (`fatal_error` says which); coordinator errors are retried.
 
 Invariants: at most one heartbeat in flight; `member_epoch == 0` exactly while JOINING; `owned` only
@@ -115,6 +117,7 @@ class MemberInfo:
     instance_id: str | None = None
     rack_id: str | None = None
     rebalance_timeout_ms: int = 300_000
+    shutdown_requested: bool = False  # a member made to ask every member to shut down (SHUTDOWN_APPLICATION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,7 @@ class StreamsGroupMembership:
         "member_id",
         "owned",
         "reconciliation",
+        "shutdown_requested",
         "state",
         "statuses",
     )
@@ -162,6 +166,7 @@ class StreamsGroupMembership:
         self.statuses: tuple[GroupStatus, ...] = ()
         self.endpoints: tuple[EndpointPartitions, ...] = ()
         self.fatal_error: StreamsGroupError | None = None
+        self.shutdown_requested = info.shutdown_requested
         self._target: TaskAssignment | None = None
         self._revoked = False
         self._sent_tasks: TaskAssignment | None = None
@@ -206,6 +211,12 @@ class StreamsGroupMembership:
         self._transition(MemberState.ACKNOWLEDGING)
         self._maybe_reconcile()
         return True
+
+    def request_shutdown(self) -> None:
+        """Ask every member of the group to shut down: every later heartbeat, the leaving one too,
+        carries ShutdownApplication (Java's `StreamsRebalanceData.requestShutdown`); the broker
+        answers every member with the SHUTDOWN_APPLICATION status until the group is empty."""
+        self.shutdown_requested = True
 
     def leave(self, *, static: bool = False) -> None:
         """Leave the group (the owner has closed its tasks): the next heartbeat sends epoch -1 (or -2)."""
@@ -252,6 +263,7 @@ class StreamsGroupMembership:
             process_id=info.process_id if joining else None,
             user_endpoint=info.user_endpoint if joining else None,
             client_tags=dict(info.client_tags) if joining else None,
+            shutdown_application=self.shutdown_requested,
         )
 
     def on_request_failed(self) -> None:
