@@ -6,7 +6,8 @@ different sub-topologies is STREAMS_INVALID_TOPOLOGY); every join or leave bumps
 target assignment is recomputed, balanced and sticky (active tasks only: no standbys or warm-ups); a
 member is given a task only once no other member holds it (given to it, or still reported as owned), and
 its epoch reaches the assignment epoch only once it no longer owns tasks it must give up; an unknown member id is
-UNKNOWN_MEMBER_ID, a wrong epoch FENCED_MEMBER_EPOCH; a member not heard from for the session timeout is
+UNKNOWN_MEMBER_ID, a wrong epoch FENCED_MEMBER_EPOCH; what 4.3 does not support yet (task offsets, warm-up
+tasks reported, static membership) INVALID_REQUEST with the broker's message; a member not heard from for the session timeout is
 removed (as the broker's session timer does; its next heartbeat is UNKNOWN_MEMBER_ID); missing source
 topics are a MISSING_SOURCE_TOPICS status and no tasks; a member's ShutdownApplication (joining, heartbeating
 or leaving) is a SHUTDOWN_APPLICATION status for every member until the group is empty. Tasks, statuses and endpoints are sent only when
@@ -19,7 +20,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from streams_core.clients.streams_group_membership import FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID
+from streams_core.clients.streams_group_membership import FENCED_MEMBER_EPOCH, INVALID_REQUEST, UNKNOWN_MEMBER_ID
 from streams_core.clients.streams_group_protocol import (
     EndpointPartitions,
     GroupStatus,
@@ -51,6 +52,19 @@ class _Member:
     sent_endpoints: tuple[EndpointPartitions, ...] | None = None
     tags: dict[str, str] = field(default_factory=dict)
     last_heard: float = field(default_factory=time.monotonic)
+
+
+def _unsupported(data: HeartbeatRequestData) -> str | None:
+    """What the 4.3 broker refuses as not supported yet (GroupCoordinatorService), with its message."""
+    if data.instance_id is not None:
+        return "Static membership is not yet supported."
+    if data.task_offsets is not None:
+        return "TaskOffsets are not supported yet."
+    if data.task_end_offsets is not None:
+        return "TaskEndOffsets are not supported yet."
+    if data.tasks is not None and data.tasks.warmup:
+        return "WarmupTasks are not supported yet."
+    return None
 
 
 def shutdown_detail(member_id: str) -> str:
@@ -147,6 +161,9 @@ class FakeStreamsGroupCoordinator:
         self.requests.append(data)
         if data.group_id != self.group_id:
             raise ValueError(f"heartbeat for group {data.group_id!r} sent to the coordinator of {self.group_id!r}")
+        refused = _unsupported(data)
+        if refused is not None:
+            return self._error(data.member_id, INVALID_REQUEST, refused)
         self._expire_sessions()
         if data.member_id in self.members:
             self.members[data.member_id].last_heard = time.monotonic()
@@ -193,7 +210,7 @@ class FakeStreamsGroupCoordinator:
 
     def _join(self, data: HeartbeatRequestData) -> tuple[int, str] | None:
         if data.topology is None or data.process_id is None:
-            return (42, "a joining member sends its topology and process id")
+            return (INVALID_REQUEST, "a joining member sends its topology and process id")
         if self.topology is None:
             self.topology = data.topology
         elif [s.subtopology_id for s in self.topology.subtopologies] != [s.subtopology_id for s in data.topology.subtopologies]:
