@@ -62,12 +62,10 @@ DEFAULT_HEARTBEAT_INTERVAL_MS = 5000
 """Until the broker has said its interval (the first answer carries it)."""
 
 
-STOPPING_STATUSES = frozenset({StatusCode.MISSING_SOURCE_TOPICS, StatusCode.INCORRECTLY_PARTITIONED_TOPICS, StatusCode.SHUTDOWN_APPLICATION})
-"""The group statuses the assignor turns into the assignment's error (the thread stops with it)."""
-
-
 def _stopping(statuses: Iterable[GroupStatus]) -> frozenset[GroupStatus]:
-    return frozenset(status for status in statuses if status.code in STOPPING_STATUSES)
+    """The statuses announced as soon as they change: a shutdown a member asked for. (Missing or wrongly
+    partitioned source topics come with a new assignment or endpoint map, which announces them.)"""
+    return frozenset(status for status in statuses if status.code == StatusCode.SHUTDOWN_APPLICATION)
 
 
 class StreamsGroupTransport(Protocol):
@@ -187,6 +185,7 @@ class StreamsGroupMember:
         except Exception as exc:  # an answer the membership refuses: the thread fails with it
             log.exception("%sstreams group heartbeat loop failed", self._log_prefix)
             self.error = exc
+            self._changed.set()  # the callback loop ends too
 
     async def _run_callbacks(self) -> None:
         """The callback loop: applies what the heartbeats changed to the thread, one step at a time."""
@@ -238,10 +237,9 @@ class StreamsGroupMember:
         )
 
     def _announces_stop(self) -> bool:
-        """Whether the group statuses that stop the application (a shutdown another member asked for,
-        missing or wrongly partitioned source topics) changed since the last announcement: the
-        assignor makes them the assignment's error, which the listener raises, as Java's stream
-        thread checks the statuses at each poll."""
+        """Whether a shutdown another member asked for (status SHUTDOWN_APPLICATION) came since the last
+        announcement: the assignor makes it the assignment's error, which the listener raises, as
+        Java's stream thread checks the statuses at each poll."""
         if self.membership.state not in (MemberState.STABLE, MemberState.ACKNOWLEDGING):
             return False
         return _stopping(self.membership.statuses) != self._announced_stop
