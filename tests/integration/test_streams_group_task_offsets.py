@@ -65,9 +65,12 @@ async def test_the_4_3_broker_takes_no_task_offsets_and_assigns_no_warm_up_tasks
     assert joining is not None
     member.on_request_failed()  # sent by hand below, not through the membership
 
-    for field, name in (("task_offsets", "TaskOffsets"), ("task_end_offsets", "TaskEndOffsets")):
-        for offsets in ({TaskId(0, 0): 5}, {}):
-            answer = await answered(channel, replace(joining, **{field: offsets}))
+    for offsets in ({TaskId(0, 0): 5}, {}):
+        for request, name in (
+            (replace(joining, task_offsets=offsets), "TaskOffsets"),
+            (replace(joining, task_end_offsets=offsets), "TaskEndOffsets"),
+        ):
+            answer = await answered(channel, request)
             assert (answer.error_code, answer.error_message) == (INVALID_REQUEST, f"{name} are not supported yet."), answer
 
     await settle(channel, [member], lambda: member.state is MemberState.STABLE and member.owned.active == all_tasks())
