@@ -6,16 +6,21 @@ different sub-topologies is STREAMS_INVALID_TOPOLOGY); every join or leave bumps
 target assignment is recomputed, balanced and sticky (active tasks only: no standbys or warm-ups); a
 member is given a task only once no other member holds it (given to it, or still reported as owned), and
 its epoch reaches the assignment epoch only once it no longer owns tasks it must give up; an unknown member id is
-UNKNOWN_MEMBER_ID, a wrong epoch FENCED_MEMBER_EPOCH; missing source topics are a MISSING_SOURCE_TOPICS
-status and no tasks. Tasks, statuses and endpoints are sent only when they changed for that member.
+UNKNOWN_MEMBER_ID, a wrong epoch FENCED_MEMBER_EPOCH; what 4.3 does not support yet (task offsets, warm-up
+tasks reported, static membership) INVALID_REQUEST with the broker's message; a member not heard from for the session timeout is
+removed (as the broker's session timer does; its next heartbeat is UNKNOWN_MEMBER_ID); missing source
+topics are a MISSING_SOURCE_TOPICS status and no tasks; a member's ShutdownApplication (joining, heartbeating
+or leaving) is a SHUTDOWN_APPLICATION status for every member until the group is empty. Tasks, statuses and endpoints are sent only when
+they changed for that member.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from streams_core.clients.streams_group_membership import FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID
+from streams_core.clients.streams_group_membership import FENCED_MEMBER_EPOCH, INVALID_REQUEST, UNKNOWN_MEMBER_ID
 from streams_core.clients.streams_group_protocol import (
     EndpointPartitions,
     GroupStatus,
@@ -46,23 +51,59 @@ class _Member:
     sent_status: tuple[GroupStatus, ...] | None = None
     sent_endpoints: tuple[EndpointPartitions, ...] | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    last_heard: float = field(default_factory=time.monotonic)
+
+
+def _unsupported(data: HeartbeatRequestData) -> str | None:
+    """What the 4.3 broker refuses as not supported yet (GroupCoordinatorService), with its message."""
+    if data.instance_id is not None:
+        return "Static membership is not yet supported."
+    if data.task_offsets is not None:
+        return "TaskOffsets are not supported yet."
+    if data.task_end_offsets is not None:
+        return "TaskEndOffsets are not supported yet."
+    if data.tasks is not None and data.tasks.warmup:
+        return "WarmupTasks are not supported yet."
+    return None
+
+
+def shutdown_detail(member_id: str) -> str:
+    """The broker's detail of the SHUTDOWN_APPLICATION status (4.3's GroupMetadataManager)."""
+    return f"Streams group member {member_id} encountered a fatal error and requested a shutdown for the entire application."
 
 
 class FakeStreamsGroupCoordinator:
     """One streams group's coordinator over fixed source topic partition counts (see module doc)."""
 
-    def __init__(self, group_id: str, partition_counts: Mapping[str, int], *, heartbeat_interval_ms: int = 5000) -> None:
+    def __init__(
+        self,
+        group_id: str,
+        partition_counts: Mapping[str, int],
+        *,
+        heartbeat_interval_ms: int = 5000,
+        session_timeout_ms: int = 45_000,
+    ) -> None:
         self.group_id = group_id
         self.partition_counts = dict(partition_counts)
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.session_timeout_ms = session_timeout_ms
+        self.expired: list[str] = []  # members removed by the session timeout, in order
         self.topology: StreamsGroupTopology | None = None
         self.members: dict[str, _Member] = {}
         self.group_epoch = 0
         self.assignment_epoch = 0
         self.target: dict[str, frozenset[TaskId]] = {}
+        self.shutdown_requested_by: str | None = None  # the first member that set ShutdownApplication
         self.requests: list[HeartbeatRequestData] = []
 
     # -- the group's tasks --------------------------------------------------------------------
+
+    def _statuses(self) -> tuple[GroupStatus, ...]:
+        """The group's statuses: the topology's, and a shutdown a member asked for (until the group is empty)."""
+        _, statuses = self._subtopology_tasks()
+        if self.shutdown_requested_by is not None:
+            statuses += (GroupStatus(StatusCode.SHUTDOWN_APPLICATION, shutdown_detail(self.shutdown_requested_by)),)
+        return statuses
 
     def _subtopology_tasks(self) -> tuple[frozenset[TaskId], tuple[GroupStatus, ...]]:
         if self.topology is None:
@@ -120,10 +161,19 @@ class FakeStreamsGroupCoordinator:
         self.requests.append(data)
         if data.group_id != self.group_id:
             raise ValueError(f"heartbeat for group {data.group_id!r} sent to the coordinator of {self.group_id!r}")
+        refused = _unsupported(data)
+        if refused is not None:
+            return self._error(data.member_id, INVALID_REQUEST, refused)
+        self._expire_sessions()
+        if data.member_id in self.members:
+            self.members[data.member_id].last_heard = time.monotonic()
+            if data.shutdown_application and self.shutdown_requested_by is None:
+                self.shutdown_requested_by = data.member_id  # a leaving member's request counts too
         if data.member_epoch < 0:
             if self.members.pop(data.member_id, None) is not None:
                 self.group_epoch += 1
                 self._assign()
+                self._forget_shutdown_when_empty()
             return self._answer(data.member_id, data.member_epoch)
         if data.member_epoch == 0:
             error = self._join(data)
@@ -132,15 +182,35 @@ class FakeStreamsGroupCoordinator:
         member = self.members.get(data.member_id)
         if member is None:
             return self._error(data.member_id, UNKNOWN_MEMBER_ID, f"member {data.member_id} is not in the group")
+        if data.shutdown_application and self.shutdown_requested_by is None:
+            self.shutdown_requested_by = member.member_id  # a joining member's request
         if data.member_epoch not in (0, member.epoch):
             return self._error(data.member_id, FENCED_MEMBER_EPOCH, f"epoch {data.member_epoch}, expected {member.epoch}")
         if data.tasks is not None:
             member.owned = data.tasks.active
         return self._reconcile(member)
 
+    def _expire_sessions(self) -> None:
+        """Remove the members not heard from for the session timeout (checked at each heartbeat)."""
+        now = time.monotonic()
+        expired = [m for m in self.members.values() if now - m.last_heard > self.session_timeout_ms / 1000]
+        for member in expired:
+            del self.members[member.member_id]
+            self.expired.append(member.member_id)
+        if expired:
+            self.group_epoch += 1
+            self._assign()
+            self._forget_shutdown_when_empty()
+
+    def _forget_shutdown_when_empty(self) -> None:
+        """As the broker's StreamsGroup: the shutdown request lasts until the group is empty, so a
+        restarted application does not get its previous run's."""
+        if not self.members:
+            self.shutdown_requested_by = None
+
     def _join(self, data: HeartbeatRequestData) -> tuple[int, str] | None:
         if data.topology is None or data.process_id is None:
-            return (42, "a joining member sends its topology and process id")
+            return (INVALID_REQUEST, "a joining member sends its topology and process id")
         if self.topology is None:
             self.topology = data.topology
         elif [s.subtopology_id for s in self.topology.subtopologies] != [s.subtopology_id for s in data.topology.subtopologies]:
@@ -167,7 +237,7 @@ class FakeStreamsGroupCoordinator:
         if member is not None:
             if member.given != member.sent:
                 tasks = member.sent = member.given
-            _, current_status = self._subtopology_tasks()
+            current_status = self._statuses()
             if current_status != member.sent_status:
                 status = member.sent_status = current_status
             current_endpoints = self._endpoints()

@@ -15,8 +15,12 @@ thread's `RebalanceListener` is called, revocation always before assignment:
 - a fatal error: the loop stops and `check()` raises it (the consumer raises it from `getmany`,
   so the thread fails with it).
 
-Heartbeats go at the broker's interval, at once when the membership is `urgent`; every exchange
-has a deadline, and a failed one is retried after `retry.backoff.ms`.
+Two asyncio tasks: the heartbeat loop sends heartbeats at the broker's interval, at once when the
+membership is `urgent`, one in flight at a time (every exchange has a deadline; a failed one is
+retried after `retry.backoff.ms`); the callback loop applies the answers to the thread. So the
+heartbeats go on while a callback runs (a commit, closing or creating tasks, a restoration, a batch
+run's start), as Java's do from the consumer's background thread: they report the tasks owned so far,
+and the new assignment is acknowledged only once it is installed.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from streams_core.clients.kafka_clients import CommitFailedError, KafkaError
@@ -39,6 +43,7 @@ from streams_core.clients.streams_group_membership import (
 from streams_core.clients.streams_group_offset_commit import STALE_MEMBER_EPOCH
 from streams_core.clients.streams_group_protocol import (
     EndpointPartitions,
+    GroupStatus,
     HeartbeatRequestData,
     HeartbeatResponseData,
     StatusCode,
@@ -55,6 +60,12 @@ log = logging.getLogger(__name__)
 
 DEFAULT_HEARTBEAT_INTERVAL_MS = 5000
 """Until the broker has said its interval (the first answer carries it)."""
+
+
+def _stopping(statuses: Iterable[GroupStatus]) -> frozenset[GroupStatus]:
+    """The statuses announced as soon as they change: a shutdown a member asked for. (Missing or wrongly
+    partitioned source topics come with a new assignment or endpoint map, which announces them.)"""
+    return frozenset(status for status in statuses if status.code == StatusCode.SHUTDOWN_APPLICATION)
 
 
 class StreamsGroupTransport(Protocol):
@@ -100,10 +111,13 @@ class StreamsGroupMember:
         self._log_prefix = log_prefix
         self.listener: RebalanceListener | None = None
         self.error: BaseException | None = None
-        self._loop_task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
+        self._heartbeats: asyncio.Task[None] | None = None
+        self._callbacks: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()  # heartbeat now (if one can go)
+        self._changed = asyncio.Event()  # a heartbeat answered, or the thread asked to reinstall
         self._last_sent = 0.0
         self._announced_endpoints: tuple[EndpointPartitions, ...] | None = None
+        self._announced_stop: frozenset[GroupStatus] = frozenset()
         self._reinstall = False
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -112,15 +126,17 @@ class StreamsGroupMember:
         """Join: the loop sends the joining heartbeat at once."""
         await self._transport.start()
         self.membership.join()
-        self._loop_task = asyncio.create_task(self._run(), name=f"{self._log_prefix}streams-group-heartbeat")
+        self._heartbeats = asyncio.create_task(self._send_heartbeats(), name=f"{self._log_prefix}streams-group-heartbeat")
+        self._callbacks = asyncio.create_task(self._run_callbacks(), name=f"{self._log_prefix}streams-group-callbacks")
 
     async def stop(self) -> None:
         """Leave the group (epoch -1), within the request timeout; the thread closed its tasks before."""
-        task, self._loop_task = self._loop_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for task in (self._callbacks, self._heartbeats):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._callbacks = self._heartbeats = None
         membership = self.membership
         try:
             if membership.state not in (MemberState.UNJOINED, MemberState.LEFT, MemberState.FATAL):
@@ -137,7 +153,7 @@ class StreamsGroupMember:
     def request_reinstall(self) -> None:
         """The thread closed every task (a task migrated): install the owned tasks again, from their commits."""
         self._reinstall = True
-        self._wake.set()
+        self._changed.set()
 
     async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Commit as the member; a refused partition raises `CommitFailedError` naming the errors."""
@@ -153,9 +169,26 @@ class StreamsGroupMember:
                 + ", ".join(f"{tp} error {code}" for tp, code in sorted(errors.items()))
             )
 
-    # -- the loop ---------------------------------------------------------------------------
+    # -- the two loops ------------------------------------------------------------------------
 
-    async def _run(self) -> None:
+    async def _send_heartbeats(self) -> None:
+        """The heartbeat loop: at the broker's interval (at once when urgent), one in flight at a
+        time, also while the callbacks run (a callback longer than the session timeout would get the
+        member fenced otherwise; Java heartbeats from the consumer's background thread)."""
+        try:
+            while self.membership.state not in (MemberState.FATAL, MemberState.LEFT):
+                await self._wait_for_heartbeat()
+                await self._heartbeat()
+                self._changed.set()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # an answer the membership refuses: the thread fails with it
+            log.exception("%sstreams group heartbeat loop failed", self._log_prefix)
+            self.error = exc
+            self._changed.set()  # the callback loop ends too
+
+    async def _run_callbacks(self) -> None:
+        """The callback loop: applies what the heartbeats changed to the thread, one step at a time."""
         try:
             while await self._step():
                 pass
@@ -164,10 +197,14 @@ class StreamsGroupMember:
         except Exception as exc:  # a listener or assignor error: the thread fails with it
             log.exception("%sstreams group member failed", self._log_prefix)
             self.error = exc
+        if self.error is not None and self._heartbeats is not None:
+            self._heartbeats.cancel()  # a failed member takes no further part; the thread's close leaves
 
     async def _step(self) -> bool:
-        """One step: act on the membership's state or send the next heartbeat; False once it is over."""
+        """Act on the membership's state, or wait until a heartbeat changes it; False once it is over."""
         membership = self.membership
+        if self.error is not None:
+            return False
         if membership.state is MemberState.FATAL:
             self.error = await self._explained(membership.fatal_error)
             return False
@@ -179,11 +216,13 @@ class StreamsGroupMember:
         elif self._reinstall:
             self._reinstall = False
             await self._install(membership.owned, frozenset())
-        elif self._announces_endpoints():
+        elif self._announces_endpoints() or self._announces_stop():
             await self._install(membership.owned, self._consumer.assignment())
         else:
-            await self._wait_for_heartbeat()
-            await self._heartbeat()
+            await self._changed.wait()
+            self._changed.clear()
+            return True
+        self._wake.set()  # the membership moved on (rejoining, acknowledging): heartbeat now if urgent
         return True
 
     def _announces_endpoints(self) -> bool:
@@ -197,16 +236,29 @@ class StreamsGroupMember:
             and not any(status.code == StatusCode.ASSIGNMENT_DELAYED for status in membership.statuses)
         )
 
+    def _announces_stop(self) -> bool:
+        """Whether a shutdown another member asked for (status SHUTDOWN_APPLICATION) came since the last
+        announcement: the assignor makes it the assignment's error, which the listener raises, as
+        Java's stream thread checks the statuses at each poll."""
+        if self.membership.state not in (MemberState.STABLE, MemberState.ACKNOWLEDGING):
+            return False
+        return _stopping(self.membership.statuses) != self._announced_stop
+
     async def _wait_for_heartbeat(self) -> None:
+        """Until the next heartbeat is due: at once when urgent, else the interval after the last one
+        (a wake-up, e.g. a commit that found the epoch stale, cuts it short); while nothing can be
+        sent (fenced, until the callbacks lost the tasks and rejoined), until woken."""
         membership = self.membership
-        interval_s = (membership.heartbeat_interval_ms or DEFAULT_HEARTBEAT_INTERVAL_MS) / 1000
-        remaining = self._last_sent + interval_s - time.monotonic()
-        if membership.urgent or remaining <= 0:
+        if membership.urgent:
             return
-        self._wake.clear()
+        interval_s = (membership.heartbeat_interval_ms or DEFAULT_HEARTBEAT_INTERVAL_MS) / 1000
+        remaining = self._last_sent + interval_s - time.monotonic() if membership.can_heartbeat else None
+        if remaining is not None and remaining <= 0:
+            return
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(remaining):  # not wait_for: 3.11's can swallow a cancellation racing the wake-up
                 await self._wake.wait()
+        self._wake.clear()
 
     async def _heartbeat(self) -> None:
         """Send the next heartbeat, if any, with a deadline; a failure is retried after the backoff."""
@@ -236,9 +288,11 @@ class StreamsGroupMember:
             log.info("%sstreams group: revoking %s", self._log_prefix, sorted(str(t) for t in reconciliation.revoke))
             if listener is not None:
                 await listener.on_partitions_revoked(revoked)
-        membership.revoked(reconciliation)
+        if not membership.revoked(reconciliation):
+            return  # fenced while the listener ran: the next step loses every task
         await self._install(reconciliation.assignment, self._consumer.assignment())
-        membership.assigned(reconciliation)
+        if not membership.assigned(reconciliation):
+            return
         log.info(
             "%sstreams group epoch %d: active %s, standby %s, warm-up %s",
             self._log_prefix,
@@ -253,6 +307,7 @@ class StreamsGroupMember:
         consumer keeps) and call the listener with the whole assignment."""
         membership = self.membership
         self._announced_endpoints = membership.endpoints
+        self._announced_stop = _stopping(membership.statuses)
         self._assignor.on_streams_group_assignment(tasks, membership.endpoints, membership.statuses)
         partitions = self._assignor.streams_group_partitions(tasks.active)
         if partitions != previous:
@@ -286,6 +341,7 @@ class StreamsGroupMember:
         self._consumer.assign(())
         self._assignor.on_streams_group_assignment(TaskAssignment.EMPTY, self.membership.endpoints)
         self._announced_endpoints = None
+        self._announced_stop = frozenset()
 
     async def _explained(self, error: StreamsGroupError | None) -> BaseException:
         """The fatal error, with the topology difference named when the broker refused ours."""

@@ -11,9 +11,14 @@ with KIP-1071's (and KIP-848's) epoch rules:
    reports it (`revoked`), then installs the whole target (`assigned`); only then does the next
    heartbeat report the tasks as owned, which acknowledges the assignment (ACKNOWLEDGING -> STABLE).
    A task is never reported before it is installed, nor installed before the revocation is done.
+   Heartbeats go on while the owner's callbacks run (RECONCILING): they report the tasks owned so far
+   (after `revoked`, without the revoked ones), never the target. A member fenced meanwhile abandons
+   the reconciliation (`revoked`/`assigned` answer False) and the owner loses every task.
 3. FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: the member's tasks are lost (the owner closes them
    without committing) and it rejoins with epoch 0, keeping its member id (`rejoin`).
 4. Leaving sends epoch -1 (-2: a static member that will come back); the owner closes its tasks first.
+   A member asked to (`request_shutdown`, or `MemberInfo.shutdown_requested`) sets ShutdownApplication
+   on every heartbeat: the broker then tells every member the group is to shut down.
 5. Any other error is fatal (`fatal_error` says which); coordinator errors are retried.
 
 Invariants: at most one heartbeat in flight; `member_epoch == 0` exactly while JOINING; `owned` only
@@ -50,6 +55,7 @@ COORDINATOR_LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
 NOT_COORDINATOR = 16
 UNKNOWN_MEMBER_ID = 25
+INVALID_REQUEST = 42
 FENCED_MEMBER_EPOCH = 110
 RETRIABLE_ERRORS = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
 FENCING_ERRORS = frozenset({UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH})
@@ -59,7 +65,7 @@ ERROR_NAMES = {
     30: "GROUP_AUTHORIZATION_FAILED",
     31: "CLUSTER_AUTHORIZATION_FAILED",
     35: "UNSUPPORTED_VERSION",
-    42: "INVALID_REQUEST",
+    INVALID_REQUEST: "INVALID_REQUEST",
     69: "GROUP_ID_NOT_FOUND",
     81: "GROUP_MAX_SIZE_REACHED",
     111: "UNRELEASED_INSTANCE_ID",
@@ -97,6 +103,10 @@ class MemberState(enum.Enum):
     FATAL = "FATAL"
 
 
+_SILENT = frozenset({MemberState.UNJOINED, MemberState.FENCED, MemberState.LEFT, MemberState.FATAL})
+"""States in which the member sends no heartbeat (fenced: until the owner lost its tasks and rejoins)."""
+
+
 @dataclass(frozen=True, slots=True)
 class MemberInfo:
     """What the member tells the broker when it joins; constant for its lifetime."""
@@ -108,6 +118,7 @@ class MemberInfo:
     instance_id: str | None = None
     rack_id: str | None = None
     rebalance_timeout_ms: int = 300_000
+    shutdown_requested: bool = False  # a member made to ask every member to shut down (SHUTDOWN_APPLICATION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +148,7 @@ class StreamsGroupMembership:
         "member_id",
         "owned",
         "reconciliation",
+        "shutdown_requested",
         "state",
         "statuses",
     )
@@ -155,6 +167,7 @@ class StreamsGroupMembership:
         self.statuses: tuple[GroupStatus, ...] = ()
         self.endpoints: tuple[EndpointPartitions, ...] = ()
         self.fatal_error: StreamsGroupError | None = None
+        self.shutdown_requested = info.shutdown_requested
         self._target: TaskAssignment | None = None
         self._revoked = False
         self._sent_tasks: TaskAssignment | None = None
@@ -175,15 +188,22 @@ class StreamsGroupMembership:
         self._reset_assignment()
         self._transition(MemberState.JOINING)
 
-    def revoked(self, reconciliation: Reconciliation) -> None:
-        """The owner committed and closed `reconciliation.revoke`."""
-        self._check_current(reconciliation)
+    def revoked(self, reconciliation: Reconciliation) -> bool:
+        """The owner committed and closed `reconciliation.revoke`: heartbeats from now on report the
+        tasks owned without them. False when the reconciliation was abandoned meanwhile (see `assigned`)."""
+        if self._abandoned(reconciliation):
+            return False
         self.owned = TaskAssignment(self.owned.active - reconciliation.revoke, self.owned.standby, self.owned.warmup)
         self._revoked = True
+        return True
 
-    def assigned(self, reconciliation: Reconciliation) -> None:
-        """The owner installed `reconciliation.assignment` (after revoking); the next heartbeat reports it."""
-        self._check_current(reconciliation)
+    def assigned(self, reconciliation: Reconciliation) -> bool:
+        """The owner installed `reconciliation.assignment` (after revoking); the next heartbeat reports it.
+
+        False when the reconciliation was abandoned while the owner's callbacks ran (heartbeats go on
+        meanwhile): the member was fenced (the owner loses every task, then rejoins) or failed."""
+        if self._abandoned(reconciliation):
+            return False
         if reconciliation.revoke and not self._revoked:
             raise RuntimeError(f"tasks {sorted(reconciliation.revoke)} must be revoked before the new assignment is installed")
         self.owned = reconciliation.assignment
@@ -191,6 +211,13 @@ class StreamsGroupMembership:
         self._revoked = False
         self._transition(MemberState.ACKNOWLEDGING)
         self._maybe_reconcile()
+        return True
+
+    def request_shutdown(self) -> None:
+        """Ask every member of the group to shut down: every later heartbeat, the leaving one too,
+        carries ShutdownApplication (Java's `StreamsRebalanceData.requestShutdown`); the broker
+        answers every member with the SHUTDOWN_APPLICATION status until the group is empty."""
+        self.shutdown_requested = True
 
     def leave(self, *, static: bool = False) -> None:
         """Leave the group (the owner has closed its tasks): the next heartbeat sends epoch -1 (or -2)."""
@@ -208,9 +235,14 @@ class StreamsGroupMembership:
         """Whether the next heartbeat should go now rather than after the heartbeat interval."""
         return self.state in (MemberState.JOINING, MemberState.ACKNOWLEDGING, MemberState.LEAVING) and not self._in_flight
 
+    @property
+    def can_heartbeat(self) -> bool:
+        """Whether a heartbeat can go now (joined, not fenced, left or failed, none in flight)."""
+        return not self._in_flight and self.state not in _SILENT
+
     def heartbeat_request(self) -> HeartbeatRequestData | None:
         """The next heartbeat, or None when there is nothing to send (not joined, left, fatal, one in flight)."""
-        if self._in_flight or self.state in (MemberState.UNJOINED, MemberState.FENCED, MemberState.LEFT, MemberState.FATAL):
+        if not self.can_heartbeat:
             return None
         joining = self.state is MemberState.JOINING
         info = self.info
@@ -232,6 +264,7 @@ class StreamsGroupMembership:
             process_id=info.process_id if joining else None,
             user_endpoint=info.user_endpoint if joining else None,
             client_tags=dict(info.client_tags) if joining else None,
+            shutdown_application=self.shutdown_requested,
         )
 
     def on_request_failed(self) -> None:
@@ -313,9 +346,15 @@ class StreamsGroupMembership:
         self._revoked = False
         self._sent_tasks = None
 
-    def _check_current(self, reconciliation: Reconciliation) -> None:
+    def _abandoned(self, reconciliation: Reconciliation) -> bool:
+        """Whether `reconciliation` no longer applies because the member left RECONCILING meanwhile
+        (fenced, fatal, leaving); any other mismatch is the owner's mistake."""
+        if self.state is not MemberState.RECONCILING:
+            log.info("streams group %r: reconciliation of epoch %d abandoned (%s)", self.group_id, reconciliation.member_epoch, self.state.name)
+            return True
         if reconciliation is not self.reconciliation:
             raise RuntimeError(f"not the reconciliation under way ({self.reconciliation}): {reconciliation}")
+        return False
 
     def _transition(self, state: MemberState) -> None:
         if state is not self.state:

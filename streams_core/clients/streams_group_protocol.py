@@ -134,6 +134,8 @@ class HeartbeatRequestData:
     process_id: str | None = None
     user_endpoint: HostInfo | None = None
     client_tags: Mapping[str, str] | None = None
+    task_offsets: Mapping[TaskId, int] | None = None  # cumulative changelog offsets per task (not sent to 4.3)
+    task_end_offsets: Mapping[TaskId, int] | None = None
     shutdown_application: bool = False
 
 
@@ -214,6 +216,13 @@ def _task_ids(tasks: Iterable[TaskId]) -> list[tuple[str, list[int], dict[int, b
     return [(str(sid), sorted(ps), {}) for sid, ps in sorted(by_subtopology.items())]
 
 
+def _task_offsets(offsets: Mapping[TaskId, int] | None) -> list[tuple[str, int, int, dict[int, bytes]]] | None:
+    """TaskOffset entries (sub-topology id, partition, offset), in task order; None stays null ("unchanged")."""
+    if offsets is None:
+        return None
+    return [(str(task.subtopology), task.partition, offset, {}) for task, offset in sorted(offsets.items())]
+
+
 def _copartition_group(group: tuple[str, ...], sub: Subtopology) -> tuple[Any, ...]:
     """A co-partition group as indices into the sub-topology's source and repartition source topics, in the
     group's order (the broker compares topologies list by list, in order)."""
@@ -269,8 +278,8 @@ def heartbeat_request(data: HeartbeatRequestData) -> StreamsGroupHeartbeatReques
             data.process_id,
             endpoint,
             None if data.client_tags is None else _key_values(data.client_tags),
-            None,  # task offsets: sent once warm-up tasks report their lag (not yet)
-            None,
+            _task_offsets(data.task_offsets),
+            _task_offsets(data.task_end_offsets),
             data.shutdown_application,
             {},
         )

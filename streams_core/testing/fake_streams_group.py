@@ -10,6 +10,7 @@ against the member's epoch as the broker's OffsetCommit v9 is (STALE_MEMBER_EPOC
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from weakref import WeakKeyDictionary
 
@@ -40,12 +41,15 @@ def fake_streams_group(cluster: FakeKafkaCluster, group_id: str) -> FakeStreamsG
 class FakeStreamsGroupTransport:
     """A member's way to its group's fake coordinator (`StreamsGroupTransport`)."""
 
-    __slots__ = ("client_id", "cluster", "group_id")
+    __slots__ = ("client_id", "cluster", "group_id", "in_flight", "round_trip_s", "sent")
 
     def __init__(self, cluster: FakeKafkaCluster, group_id: str, client_id: str) -> None:
         self.cluster = cluster
         self.group_id = group_id
         self.client_id = client_id
+        self.in_flight = 0
+        self.round_trip_s = 0.0  # a test may slow the exchange down to catch concurrent heartbeats
+        self.sent: list[tuple[float, HeartbeatRequestData]] = []  # (time.monotonic(), heartbeat)
 
     @property
     def coordinator(self) -> FakeStreamsGroupCoordinator:
@@ -58,7 +62,18 @@ class FakeStreamsGroupTransport:
         return None
 
     async def heartbeat(self, data: HeartbeatRequestData) -> HeartbeatResponseData:
-        await asyncio.sleep(0)  # a round trip: other tasks run meanwhile
+        """One exchange; a second heartbeat while one is in flight breaks KIP-1071's rule and raises."""
+        if self.in_flight:
+            raise AssertionError(f"{self.client_id}: a second streams group heartbeat while one is in flight")
+        self.in_flight += 1
+        self.sent.append((time.monotonic(), data))
+        try:
+            await asyncio.sleep(self.round_trip_s)  # a round trip: other tasks run meanwhile
+            return self._answer(data)
+        finally:
+            self.in_flight -= 1
+
+    def _answer(self, data: HeartbeatRequestData) -> HeartbeatResponseData:
         fault = self.cluster._fault("streams_group_heartbeat", self.client_id)
         if fault is not None:
             raise fault

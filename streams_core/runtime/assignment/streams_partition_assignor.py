@@ -203,6 +203,7 @@ class StreamsPartitionAssignor:
             ),
             user_endpoint=HostInfo.parse(self.application_server) if self.application_server else None,
             rebalance_timeout_ms=rebalance_timeout_ms,
+            shutdown_requested=self.shutdown_requested,
         )
 
     def streams_group_partitions(self, tasks: Iterable[TaskId]) -> frozenset[TopicPartition]:

@@ -21,6 +21,7 @@ from streams_core.clients.streams_group_membership import MemberInfo, MemberStat
 from streams_core.clients.streams_group_protocol import (
     EndpointPartitions,
     GroupStatus,
+    StatusCode,
     StreamsGroupTopology,
     Subtopology,
     TaskAssignment,
@@ -46,6 +47,7 @@ class RecordingAssignor:
         self.name = name
         self.port = port
         self.assignments: list[tuple[TaskAssignment, tuple[EndpointPartitions, ...]]] = []
+        self.statuses: list[tuple[GroupStatus, ...]] = []
 
     def subscription(self) -> bytes:
         return b""
@@ -66,6 +68,7 @@ class RecordingAssignor:
         self, tasks: TaskAssignment, endpoints: Sequence[EndpointPartitions], statuses: Sequence[GroupStatus] = ()
     ) -> None:
         self.assignments.append((tasks, tuple(endpoints)))
+        self.statuses.append(tuple(statuses))
 
 
 class RecordingListener:
@@ -195,6 +198,22 @@ async def test_a_fenced_member_loses_its_partitions_and_rejoins_with_epoch_0_and
     assert events[lost_at + 1][1] == "assigned" and events[lost_at + 1][2], "assigned again after the loss"
     rejoins = [r for r in coordinator.requests if r.member_id == member_id and r.member_epoch == 0]
     assert len(rejoins) == 2 and rejoins[1].topology == TOPOLOGY, "rejoined with epoch 0, the topology and the same id"
+    await a.stop()
+
+
+async def test_a_shutdown_another_member_asked_for_is_announced_to_the_thread() -> None:
+    """The SHUTDOWN_APPLICATION status alone (no new tasks, no endpoint change) reaches the assignor, whose
+    assignment error the listener raises, as Java's stream thread checks the statuses at each poll."""
+    cluster, events = cluster_with(), Events()
+    a = await started(cluster, "a", 9000, events)
+    await until(lambda: len(a.assignment()) == 4 and a.member.membership.state is MemberState.STABLE, "a owns every partition")
+    assignor = a.member._assignor
+    assert isinstance(assignor, RecordingAssignor)
+    announced = len(events)
+    fake_streams_group(cluster, "app").shutdown_requested_by = "another-member"
+    await until(lambda: any(s.code == StatusCode.SHUTDOWN_APPLICATION for s in assignor.statuses[-1]), "the status announced")
+    assert events[announced:] == [("a", "assigned", a.assignment())], "the same assignment, announced with the status"
+    assert assignor.assignments[-1][0].active == frozenset(TaskId(0, p) for p in range(4))
     await a.stop()
 
 

@@ -227,3 +227,37 @@ def test_a_new_target_while_acknowledging_waits_for_the_acknowledgement() -> Non
     # the answer acknowledged {0_0}: the member is STABLE and may now start on the new target
     assert a.state is MemberState.RECONCILING and a.reconciliation is not None
     assert a.reconciliation.revoke == {TaskId(0, 0)} and a.reconciliation.member_epoch == 2
+
+
+def test_a_shutdown_request_goes_with_every_heartbeat_and_every_member_hears_it() -> None:
+    coordinator = FakeStreamsGroupCoordinator("app", {"in": 3})
+    a, b = member("a"), member("b")
+    a.join()
+    b.join()
+    settle(coordinator, a, b)
+    assert not any(r.shutdown_application for r in coordinator.requests)
+    a.request_shutdown()
+    beat(coordinator, a)
+    assert coordinator.requests[-1].shutdown_application
+    beat(coordinator, b)
+    assert [s.code for s in b.statuses] == [StatusCode.SHUTDOWN_APPLICATION], "the other member is told"
+    assert "member-a encountered a fatal error" in b.statuses[0].detail
+    a.leave()
+    beat(coordinator, a)
+    assert coordinator.requests[-1].member_epoch == -1 and coordinator.requests[-1].shutdown_application
+    b.leave()
+    beat(coordinator, b)
+    assert coordinator.shutdown_requested_by is None, "forgotten once the group is empty"
+
+
+def test_a_member_leaving_with_the_shutdown_flag_asks_the_others_to_shut_down() -> None:
+    coordinator = FakeStreamsGroupCoordinator("app", {"in": 3})
+    a, b = member("a"), member("b")
+    a.join()
+    b.join()
+    settle(coordinator, a, b)
+    a.request_shutdown()
+    a.leave()
+    beat(coordinator, a)
+    beat(coordinator, b)
+    assert [s.code for s in b.statuses] == [StatusCode.SHUTDOWN_APPLICATION]

@@ -79,6 +79,31 @@ def test_a_leave_heartbeat_has_the_exact_v0_layout() -> None:
     )
 
 
+def test_task_offsets_and_the_shutdown_flag_have_the_v0_layout() -> None:
+    """TaskOffsets/TaskEndOffsets (sub-topology id, partition, int64 offset) in task order, then ShutdownApplication.
+    The member never sends the offsets to a v0 coordinator (docs/streams-groups.md); the integration
+    test sends them this way to pin the 4.3.1 broker's refusal."""
+    data = encoded(
+        HeartbeatRequestData(
+            group_id="g",
+            member_id="m",
+            member_epoch=-1,
+            task_offsets={TaskId(1, 2): 7, TaskId(0, 3): 2**40},
+            task_end_offsets={},
+            shutdown_application=True,
+        )
+    )
+    assert data.endswith(
+        b"\x00"  # client tags: null
+        b"\x03"  # task offsets: 2 entries
+        b"\x020\x00\x00\x00\x03\x00\x00\x01\x00\x00\x00\x00\x00\x00"  # "0", partition 3, offset 2**40, no tags
+        b"\x021\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x07\x00"  # "1", partition 2, offset 7
+        b"\x01"  # task end offsets: empty, not null
+        b"\x01"  # shutdown application: true
+        b"\x00"  # tagged fields
+    )
+
+
 def joining() -> HeartbeatRequestData:
     topology = StreamsGroupTopology(
         0,

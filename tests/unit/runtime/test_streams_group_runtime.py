@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from streams_core import KafkaStreams, StreamThreadExceptionResponse
+from streams_core import KafkaStreams, ShutdownRequestedError, StreamThreadExceptionResponse
 from streams_core.clients.streams_group_fake_coordinator import FakeStreamsGroupCoordinator
 from streams_core.common.host_info import HostInfo
 from streams_core.common.task_id import TaskId
@@ -27,12 +27,14 @@ from .harness import (
     Instance,
     cluster_with,
     eventually,
+    long,
     output_counts,
     passthrough_topology,
     produce_rounds,
     start_counting,
     streams_config,
 )
+from .test_error_handlers import exploding_topology
 
 STREAMS = {"group.protocol": "streams"}
 WORDS = ROUND_WORDS
@@ -188,6 +190,31 @@ async def test_a_topology_the_group_refuses_fails_the_thread_naming_the_error(tm
     await other.close()
     await first.close()
 
+
+async def test_shutdown_application_stops_every_instance_through_the_group(tmp_path: Path) -> None:
+    """SHUTDOWN_APPLICATION under the streams protocol: the failing instance's request reaches the group as
+    ShutdownApplication in a heartbeat, the coordinator answers every member with the SHUTDOWN_APPLICATION
+    status, and the other instance's thread stops with ShutdownRequestedError."""
+    cluster = cluster_with(2)
+    failing = Instance(cluster, exploding_topology(), streams_config(tmp_path, STREAMS, instance=0))
+    failing.streams.set_uncaught_exception_handler(lambda error: StreamThreadExceptionResponse.SHUTDOWN_APPLICATION)
+    other = Instance(cluster, exploding_topology(), streams_config(tmp_path, STREAMS, instance=1))
+    await failing.start(wait=False)
+    await other.start(wait=False)
+    await eventually(lambda: len(failing.tasks()) == len(other.tasks()) == 1, timeout=5, what="a task each")
+    (task,) = failing.tasks()
+    cluster.produce("in", "poison", long(13), partition=task.partition)
+    await eventually(
+        lambda: failing.streams.state is KafkaStreams.State.ERROR and other.streams.state is KafkaStreams.State.ERROR,
+        timeout=10,
+        what="both instances shut down",
+    )
+    assert other.streams.errors and all(isinstance(e, ShutdownRequestedError) for e in other.streams.errors), other.streams.errors
+    requests = [r for r in group(cluster).requests if r.shutdown_application]
+    assert requests and requests[0].member_epoch == 0, "a member joined asking every member to shut down"
+    await failing.close()
+    await other.close()
+    assert group(cluster).shutdown_requested_by is None, "forgotten once the group is empty"
 
 
 async def test_exactly_once_join_and_leave_under_load_count_every_record_once(tmp_path: Path) -> None:
