@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import pytest
@@ -204,6 +205,24 @@ def test_a_live_task_is_not_reused_when_spark_rolled_its_state_back() -> None:
     again = run_task_batch(query.spec, 0, rows[3:], first.task, lambda: changelog)  # the rolled-back retry
     assert [(r.key, r.value) for r in again.rows] == [(r.key, r.value) for r in second.rows]
     assert again.task == second.task
+
+
+def test_the_task_stage_keeps_a_timestamped_stores_own_bytes_in_spark_state() -> None:
+    """A windowed count's entries are the store's bytes (the timestamp, then the count), not Java's
+    changelog format (the count alone, the timestamp as the record's) that its ChangeLogging layer
+    sends a Kafka changelog; entries of that layout (as existing checkpoints hold them) restore."""
+    props = {**CONFIG, "statestore.cache.max.bytes": 0}
+    (query,) = SparkRunner(windowed_topologies()["tumbling"], props).plan().queries
+    rows = [InputRow("in", 0, i, ts, b"a", b"x", ()) for i, ts in enumerate((1000, 1010))]
+    first = run_task_batch(query.spec, 0, rows, None, list)
+    ((topic, key), value), = first.changelog.items()
+    assert topic.endswith("-changelog")
+    assert value == struct.pack(">qq", 1010, 2), "8-byte timestamp, then the Long count"
+    task_batch.drop_live_tasks()  # the next batch restores from the entries given
+    saved = [(topic, key, struct.pack(">qq", 1005, 7))]
+    second = run_task_batch(query.spec, 0, [InputRow("in", 0, 2, 1020, b"a", b"x", ())], first.task, lambda: saved)
+    assert [(r.key, r.value) for r in second.rows] == [(b"a@1000-1100", b"8")]
+    assert second.changelog == {(topic, key): struct.pack(">qq", 1020, 8)}
 
 
 def test_global_records_fill_the_global_store_before_the_first_record() -> None:
