@@ -389,7 +389,7 @@ def _global_task(builder: Any, config: StreamsConfig, task_dir: Path, rows: Iter
         return None
     task_dir.mkdir(parents=True, exist_ok=True)
     task = SparkTaskProcessor(TaskId(topology.subtopology_id, 0), topology, config, _StateManager(task_dir),
-                               _Collector(frozenset(), False, {}), punctuations=None)
+                               _Collector(frozenset(), False, {}), punctuations=None, global_task=True)
     task.init()
     readers: dict[str, tuple[RecordReader, SourceNode]] = {}
     for row in rows:

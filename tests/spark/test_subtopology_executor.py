@@ -246,6 +246,30 @@ def test_global_records_fill_the_global_store_before_the_first_record() -> None:
     assert [r.value for r in out] == [b"d1:uno", b"d2:two", b"d3:None"]
 
 
+def test_a_global_processor_has_no_stream_time_on_spark_either() -> None:
+    """As on our runtime (Kafka's GlobalProcessorContextImpl.currentStreamTimeMs throws)."""
+    from dataclasses import replace
+
+    from streams_core import Processor, Stores, StreamsError, Topology
+
+    class ReadsStreamTime(Processor[str, str, None, None]):
+        def init(self, context: Any) -> None:
+            self.context = context
+
+        def process(self, record: Any) -> None:
+            self.context.current_stream_time_ms()
+
+    s = Serdes.String()
+    store = Stores.key_value_store_builder(Stores.in_memory_key_value_store("dims"), s, s).with_logging_disabled()
+    topology = (Topology()
+                .add_global_store(store, "GSOURCE", "dims", "GREAD", ReadsStreamTime, key_serde=s, value_serde=s)
+                .add_source("SOURCE", "in", key_serde=s, value_serde=s)
+                .add_sink("SINK", "out", "SOURCE", key_serde=s, value_serde=s))  # fmt: skip
+    (query,) = SparkRunner(topology, CONFIG).plan().queries
+    with pytest.raises(StreamsError, match="'GREAD': there is no concept of stream-time for a global processor"):
+        SubtopologyExecutor(replace(query.spec, global_records=(InputRow("dims", 0, 0, 1, b"d", b"x", ()),)))
+
+
 def test_the_keyed_stage_forwards_a_caching_stores_updates_once_per_key_and_call() -> None:
     """Kafka Streams' record cache coalesces a key's updates per commit; the keyed stage's call is the commit."""
     builder = StreamsBuilder()
