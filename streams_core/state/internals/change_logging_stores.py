@@ -67,7 +67,8 @@ class _ChangeLogger(WrappedStateStore[Any]):
         )
 
     def _log_timestamped(self, key: bytes, value: bytes | None) -> None:
-        """`_log` of value-and-timestamp bytes: the plain value, the timestamp as the record's."""
+        """`_log` of value-and-timestamp bytes: the plain value, the timestamp as the record's (its
+        copy, `value[8:]`, measured and kept: bench/LOG.md, "The timestamped changelog's value slice")."""
         if self._collector is None:
             return
         if value is None:
