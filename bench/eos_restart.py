@@ -41,7 +41,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -52,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as KafkaTopicPartition
 
-from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
+from bench.bench_broker import bench_broker, work_dir
 
 log = logging.getLogger("eos_restart")
 
@@ -324,23 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, state)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `timeout` unwinds: the broker stops
-    jvm_opts = [o for o in DEFAULT_JVM_OPTS if not o.startswith("-XX:TieredStopAtLevel")]
-    work = Path(tempfile.mkdtemp(prefix="bench-eos-restart-"))
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-broker-") as data_dir:
-            broker = LocalKafkaBroker(data_dir, jvm_opts=jvm_opts)
-            broker.start()
-            try:
-                print(f"broker {broker.bootstrap_servers} up", flush=True)
-                asyncio.run(main_async(args, broker.bootstrap_servers, work))
-            finally:
-                broker.stop()
-    finally:
-        if args.keep:
-            print(f"work directory kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+    with work_dir("bench-eos-restart-", args.keep) as work, bench_broker() as broker:
+        asyncio.run(main_async(args, broker.bootstrap_servers, work))
     return 0
 
 

@@ -35,7 +35,6 @@ import datetime
 import logging
 import os
 import platform
-import signal
 import sqlite3
 import statistics
 import sys
@@ -49,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as KafkaTopicPartition
 
-from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
+from bench.bench_broker import bench_broker
 from streams_core.clients import InternalTopicManager, NewTopicSpec, create_admin, create_restore_consumer
 from streams_core.clients.client_config import consumer_kwargs
 from streams_core.common.task_id import TaskId
@@ -202,16 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `timeout` unwinds: the broker stops
-    jvm_opts = [o for o in DEFAULT_JVM_OPTS if not (args.jvm_c2 and o.startswith("-XX:TieredStopAtLevel"))]
-    with tempfile.TemporaryDirectory(prefix="bench-broker-") as data_dir:
-        broker = LocalKafkaBroker(data_dir, jvm_opts=jvm_opts)
-        broker.start()
-        try:
-            print(f"broker {broker.bootstrap_servers} up in {broker.startup_seconds or 0:.1f} s", flush=True)
-            asyncio.run(main_async(args, broker.bootstrap_servers))
-        finally:
-            broker.stop()
+    with bench_broker(c2=args.jvm_c2) as broker:
+        asyncio.run(main_async(args, broker.bootstrap_servers))
     return 0
 
 

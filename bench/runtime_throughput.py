@@ -53,7 +53,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from streams_core import Processor, Record, Serdes, Stores, Topology
-from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
+from streams_core.broker import LocalKafkaBroker
 from streams_core.clients import InternalTopicManager, NewTopicSpec, consumer_kwargs, create_admin, producer_kwargs
 from streams_core.config import StreamsConfig
 from streams_core.runtime.kafka_streams import KafkaStreams, State
@@ -644,22 +644,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     if not args.verbose:  # the broker's first-group and new-topic retries are expected noise
         logging.getLogger("aiokafka").setLevel(logging.ERROR)
-
-    # SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so the broker is stopped and the temp dir removed.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.linger_ms is not None:
         CLIENT_OVERRIDES["linger.ms"] = args.linger_ms
     if args.acks is not None:
         CLIENT_OVERRIDES["acks"] = args.acks
-    jvm_opts = [o for o in DEFAULT_JVM_OPTS if not (args.jvm_c2 and o.startswith("-XX:TieredStopAtLevel"))]
-    with tempfile.TemporaryDirectory(prefix="bench-runtime-") as tmp:
-        broker = LocalKafkaBroker(Path(tmp) / "broker", jvm_opts=jvm_opts)
-        try:
-            broker.start()
-            print(f"broker {broker.bootstrap_servers} up in {broker.startup_seconds or 0:.1f} s", flush=True)
-            asyncio.run(main_async(args, broker, Path(tmp) / "state"))
-        finally:
-            broker.stop()
+    from bench_broker import bench_broker  # this script's folder (sys.path[0])
+
+    with tempfile.TemporaryDirectory(prefix="bench-runtime-") as tmp, bench_broker(Path(tmp) / "broker", c2=args.jvm_c2) as broker:
+        asyncio.run(main_async(args, broker, Path(tmp) / "state"))
     return 0
 
 

@@ -90,7 +90,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from wordcount_guarantees import create_topics, fill, make_lines
 
 from app.wordcount import build_topology
-from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
+from bench.bench_broker import bench_broker
 
 LOAD_AT_START = os.getloadavg()[0]
 PARTITIONS = 4
@@ -419,15 +419,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.asyncio_worker:
         return asyncio_worker(*args.asyncio_worker)
     logging.basicConfig(level=logging.WARNING)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `timeout` unwinds: the broker stops
     engines = args.engines.split(",")
     timed = any(engine in WINDOWED_ENGINES for engine in engines)
     sizes = [int(w) for w in args.words.split(",")]
     rows: list[tuple[int, str, float, str]] = []
-    jvm_opts = [o for o in DEFAULT_JVM_OPTS if not o.startswith("-XX:TieredStopAtLevel")]
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp, contextlib.ExitStack() as cluster:
-        broker = LocalKafkaBroker(Path(tmp) / "broker", jvm_opts=jvm_opts)
-        broker.start()
+        broker = cluster.enter_context(bench_broker(Path(tmp) / "broker"))
         if args.spark_cpus:
             os.sched_setaffinity(0, args.spark_cpus)  # inherited by the JVM and the Python workers it forks
         spark = None
@@ -481,7 +478,6 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if spark is not None:
                 spark.stop()
-            broker.stop()
     print(f"\n{datetime.date.today()} {platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores; "
           f"--words-per-line {args.words_per_line} --vocabulary {args.vocabulary}; {PARTITIONS} partitions; "
           f"load average {LOAD_AT_START:.2f} at the start, {os.getloadavg()[0]:.2f} at the end\n")

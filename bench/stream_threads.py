@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -41,8 +40,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.wordcount import STORE, build_topology
+from bench.bench_broker import bench_broker
 from bench.wordcount_guarantees import create_topics, filled_input, run_line
-from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 from streams_core.runtime.kafka_streams import KafkaStreams, State
 
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -182,17 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     POLL_S = args.poll_ms / 1000
     if args.linger_ms is not None:
         CLIENT_OVERRIDES["linger.ms"] = args.linger_ms
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    jvm_opts = [o for o in DEFAULT_JVM_OPTS if not o.startswith("-XX:TieredStopAtLevel")]
-    with tempfile.TemporaryDirectory(prefix="bench-broker-") as data_dir:
-        broker = LocalKafkaBroker(data_dir, jvm_opts=jvm_opts)
-        broker.start()
-        try:
-            print(f"broker {broker.bootstrap_servers} up in {broker.startup_seconds or 0:.1f} s", flush=True)
-            assert broker.pid is not None
-            asyncio.run(main_async(args, broker.bootstrap_servers, broker.pid))
-        finally:
-            broker.stop()
+    with bench_broker() as broker:
+        assert broker.pid is not None
+        asyncio.run(main_async(args, broker.bootstrap_servers, broker.pid))
     return 0
 
 

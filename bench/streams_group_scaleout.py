@@ -31,11 +31,9 @@ import asyncio
 import importlib
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -291,25 +289,10 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("aiokafka").setLevel(logging.WARNING)
         return asyncio.run(run_instance(args.bootstrap, args.app, args.source, args.sink, args.state_dir, args.protocol))
     logging.basicConfig(level=logging.WARNING)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `timeout` unwinds: the broker stops
-    from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
+    from bench.bench_broker import bench_broker, work_dir
 
-    jvm_opts = [o for o in DEFAULT_JVM_OPTS if not o.startswith("-XX:TieredStopAtLevel")]
-    work = Path(tempfile.mkdtemp(prefix="bench-sg-scaleout-"))
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-broker-") as data_dir:
-            broker = LocalKafkaBroker(data_dir, jvm_opts=jvm_opts)
-            broker.start()
-            try:
-                print(f"broker {broker.bootstrap_servers} up", flush=True)
-                run(args, broker.bootstrap_servers, work)
-            finally:
-                broker.stop()
-    finally:
-        if args.keep:
-            print(f"work directory kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+    with work_dir("bench-sg-scaleout-", args.keep) as work, bench_broker() as broker:
+        run(args, broker.bootstrap_servers, work)
     return 0
 
 

@@ -40,7 +40,6 @@ import logging
 import os
 import platform
 import random
-import signal
 import sys
 import tempfile
 import time
@@ -56,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from aiokafka import AIOKafkaProducer
 
 from app.wordcount import STORE, build_topology
-from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
+from bench.bench_broker import bench_broker
 from streams_core.clients import InternalTopicManager, NewTopicSpec, create_admin
 from streams_core.config import StreamsConfig
 from streams_core.runtime.kafka_streams import KafkaStreams, State
@@ -299,18 +298,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `timeout` unwinds: the broker stops
     if args.linger_ms is not None:
         CLIENT_OVERRIDES["linger.ms"] = args.linger_ms
-    jvm_opts = [o for o in DEFAULT_JVM_OPTS if not (args.jvm_c2 and o.startswith("-XX:TieredStopAtLevel"))]
-    with tempfile.TemporaryDirectory(prefix="bench-broker-") as data_dir:
-        broker = LocalKafkaBroker(data_dir, jvm_opts=jvm_opts)
-        broker.start()
-        try:
-            print(f"broker {broker.bootstrap_servers} up in {broker.startup_seconds or 0:.1f} s", flush=True)
-            asyncio.run(main_async(args, broker.bootstrap_servers))
-        finally:
-            broker.stop()
+    with bench_broker(c2=args.jvm_c2) as broker:
+        asyncio.run(main_async(args, broker.bootstrap_servers))
     return 0
 
 

@@ -458,12 +458,11 @@ def main(argv: list[str] | None = None) -> int:
         args.lines, args.rounds, args.run_timeout = 2000, 1, 90.0
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `timeout` unwinds: the broker stops
     started, load_start = time.time(), os.getloadavg()
 
     import install
 
-    from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
+    from bench.bench_broker import bench_broker
 
     versions = install.install_all()
     pythons = {"quix": install.CACHE / "quix" / "bin" / "python", "faust": install.CACHE / "faust" / "bin" / "python"}
@@ -473,14 +472,8 @@ def main(argv: list[str] | None = None) -> int:
                  "pyspark": install.installed_version(Path(sys.executable), "pyspark"),
                  "java": subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]}
     print(f"installs ready in {install_s:.0f} s: {versions}", flush=True)
-    jvm_opts = [o for o in DEFAULT_JVM_OPTS if not o.startswith("-XX:TieredStopAtLevel")]
-    with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
-        broker = LocalKafkaBroker(Path(tmp) / "broker", jvm_opts=jvm_opts)
-        try:
-            broker.start()
-            results = asyncio.run(run_all(args, broker.bootstrap_servers, pythons, classpath, Path(tmp)))
-        finally:
-            broker.stop()
+    with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp, bench_broker(Path(tmp) / "broker") as broker:
+        results = asyncio.run(run_all(args, broker.bootstrap_servers, pythons, classpath, Path(tmp)))
     import report
 
     date = datetime.date.today().isoformat()

@@ -15,7 +15,6 @@ Re-exported for the callers that import them from here: the Kafka rows and runne
 from __future__ import annotations
 
 import logging
-import struct
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -71,8 +70,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-_TIMESTAMP = struct.Struct(">q")
 
 new_record = tuple.__new__
 
@@ -140,10 +137,6 @@ class _StateManager:
     def get_store(self, name: str) -> StateStore | None:
         return self._stores.get(name) or self._global_stores.get(name)
 
-    def timestamped(self, name: str) -> bool:
-        """Whether store `name` holds value-and-timestamp bytes (its changelog, plain values)."""
-        return bool(getattr(self._stores.get(name), "timestamped_values", False))
-
     @property
     def stores(self) -> Mapping[str, StateStore]:
         return self._stores
@@ -160,16 +153,17 @@ class _StateManager:
 class _Collector:
     """The RecordCollector: sink output becomes Spark rows (with the runner's headers for read-back topics)."""
 
+    keeps_store_bytes = True
+    """The ChangeLogging layers send the stores' own bytes (a timestamped store's value with its
+    timestamp in front, not Java's changelog format): the task stage keeps them in Spark state and
+    restores them through the stores' restore callbacks, never through a Kafka changelog."""
+
     def __init__(self, readback_topics: frozenset[str], stamp_origin: bool, sink_partitions: Mapping[str, int]) -> None:
         self.rows: list[OutputRow] = []
         self._sink_partitions = sink_partitions
         self._readback = readback_topics
         self._stamp = stamp_origin
         self.changelog_topics: frozenset[str] = frozenset()
-        self.timestamped_topics: frozenset[str] = frozenset()
-        """Changelogs of value-and-timestamp stores: logged as plain values with the timestamp as the
-        record's (Java's format); kept with the timestamp in front, the store's own bytes, which a
-        restore through the callback takes."""
         self.changelog: dict[tuple[str, bytes], bytes | None] = {}
         self.origin: tuple[str, int, int] = ("", 0, 0)
         self.index = 0
@@ -185,8 +179,6 @@ class _Collector:
     ) -> None:  # fmt: skip
         if topic in self.changelog_topics:
             assert key is not None, "changelog records have keys"
-            if value is not None and topic in self.timestamped_topics:
-                value = _TIMESTAMP.pack(timestamp) + value
             self.changelog[(topic, key)] = value
             return
         out = [(str(k), bytes(v)) for k, v in headers]
@@ -243,9 +235,6 @@ class SubtopologyExecutor:
         self._changelogs = {store_changelog_topic(application_id, name): name for name in self._state.restore_callbacks}
         if spec.task_stores:
             self._collector.changelog_topics = frozenset(self._changelogs)
-            self._collector.timestamped_topics = frozenset(
-                topic for topic, name in self._changelogs.items() if self._state.timestamped(name)
-            )
 
     def _counting(self, handler: DeserializationHandler | None) -> DeserializationHandler | None:
         """`handler`, counting in `skipped_records` the records it lets the task skip."""
@@ -400,7 +389,7 @@ def _global_task(builder: Any, config: StreamsConfig, task_dir: Path, rows: Iter
         return None
     task_dir.mkdir(parents=True, exist_ok=True)
     task = SparkTaskProcessor(TaskId(topology.subtopology_id, 0), topology, config, _StateManager(task_dir),
-                               _Collector(frozenset(), False, {}), punctuations=None)
+                               _Collector(frozenset(), False, {}), punctuations=None, global_task=True)
     task.init()
     readers: dict[str, tuple[RecordReader, SourceNode]] = {}
     for row in rows:

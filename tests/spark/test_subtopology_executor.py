@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import pytest
@@ -206,6 +207,24 @@ def test_a_live_task_is_not_reused_when_spark_rolled_its_state_back() -> None:
     assert again.task == second.task
 
 
+def test_the_task_stage_keeps_a_timestamped_stores_own_bytes_in_spark_state() -> None:
+    """A windowed count's entries are the store's bytes (the timestamp, then the count), not Java's
+    changelog format (the count alone, the timestamp as the record's) that its ChangeLogging layer
+    sends a Kafka changelog; entries of that layout (as existing checkpoints hold them) restore."""
+    props = {**CONFIG, "statestore.cache.max.bytes": 0}
+    (query,) = SparkRunner(windowed_topologies()["tumbling"], props).plan().queries
+    rows = [InputRow("in", 0, i, ts, b"a", b"x", ()) for i, ts in enumerate((1000, 1010))]
+    first = run_task_batch(query.spec, 0, rows, None, list)
+    ((topic, key), value), = first.changelog.items()
+    assert topic.endswith("-changelog")
+    assert value == struct.pack(">qq", 1010, 2), "8-byte timestamp, then the Long count"
+    task_batch.drop_live_tasks()  # the next batch restores from the entries given
+    saved = [(topic, key, struct.pack(">qq", 1005, 7))]
+    second = run_task_batch(query.spec, 0, [InputRow("in", 0, 2, 1020, b"a", b"x", ())], first.task, lambda: saved)
+    assert [(r.key, r.value) for r in second.rows] == [(b"a@1000-1100", b"8")]
+    assert second.changelog == {(topic, key): struct.pack(">qq", 1020, 8)}
+
+
 def test_global_records_fill_the_global_store_before_the_first_record() -> None:
     from dataclasses import replace
 
@@ -225,6 +244,30 @@ def test_global_records_fill_the_global_store_before_the_first_record() -> None:
     finally:
         executor.close()
     assert [r.value for r in out] == [b"d1:uno", b"d2:two", b"d3:None"]
+
+
+def test_a_global_processor_has_no_stream_time_on_spark_either() -> None:
+    """As on our runtime (Kafka's GlobalProcessorContextImpl.currentStreamTimeMs throws)."""
+    from dataclasses import replace
+
+    from streams_core import Processor, Stores, StreamsError, Topology
+
+    class ReadsStreamTime(Processor[str, str, None, None]):
+        def init(self, context: Any) -> None:
+            self.context = context
+
+        def process(self, record: Any) -> None:
+            self.context.current_stream_time_ms()
+
+    s = Serdes.String()
+    store = Stores.key_value_store_builder(Stores.in_memory_key_value_store("dims"), s, s).with_logging_disabled()
+    topology = (Topology()
+                .add_global_store(store, "GSOURCE", "dims", "GREAD", ReadsStreamTime, key_serde=s, value_serde=s)
+                .add_source("SOURCE", "in", key_serde=s, value_serde=s)
+                .add_sink("SINK", "out", "SOURCE", key_serde=s, value_serde=s))  # fmt: skip
+    (query,) = SparkRunner(topology, CONFIG).plan().queries
+    with pytest.raises(StreamsError, match="'GREAD': there is no concept of stream-time for a global processor"):
+        SubtopologyExecutor(replace(query.spec, global_records=(InputRow("dims", 0, 0, 1, b"d", b"x", ()),)))
 
 
 def test_the_keyed_stage_forwards_a_caching_stores_updates_once_per_key_and_call() -> None:

@@ -44,11 +44,11 @@ def _value(stored: ValueAndTimestamp[_V] | None) -> _V | None:
 
 
 class _TimestampedView(Generic[S]):
-    """What both views share: the lifecycle of the store below (S) and the flush listener."""
+    """What both views share: the lifecycle of the store below (S) and the flush listener.
 
-    timestamped_values = True
-    """The store holds `ValueAndTimestamp` bytes: a source topic restored into it needs the record
-    timestamps put in front of its values (the state manager checks this, as Java's `isTimestamped`)."""
+    Anything else is the store below's (`__getattr__`), `timestamped_values` included: whether it
+    holds `ValueAndTimestamp` bytes is its value serde's to say (`state_serdes.timestamped_values`).
+    """
 
     def __init__(self, timestamped: S) -> None:
         self.timestamped = timestamped

@@ -150,6 +150,12 @@ class ProcessorContextImpl:
         return RecordPosition(self.input_topic, self.input_partition, self.input_offset)  # type: ignore[arg-type]
 
     def current_stream_time_ms(self) -> int:
+        """The task's stream time; a global store's processor has none (StreamsError, as Kafka's
+        GlobalProcessorContextImpl throws UnsupportedOperationException)."""
+        if self._task.global_task:
+            node = self.node or self.init_node
+            where = "" if node is None else f"processor {node.name!r}: "
+            raise StreamsError(f"{where}there is no concept of stream-time for a global processor (the global thread keeps none)")
         return self._task.stream_time
 
     def current_system_time_ms(self) -> int:
@@ -182,13 +188,8 @@ class ProcessorContextImpl:
 
     def schedule(self, interval_ms: int, punctuation_type: PunctuationType, callback: Punctuator) -> Cancellable:
         """Schedule `callback(time)` every `interval_ms` ms of stream or wall-clock time; a global
-        store's processor cannot (StreamsError, as Kafka's UnsupportedOperationException)."""
+        store's processor cannot (the task refuses: `TaskProcessor.schedule`)."""
         node = self._user_node("schedule()")
-        if self._task.global_task:
-            raise StreamsError(
-                f"processor {node.name!r}: schedule() is not supported in a global store's processor "
-                "(the global thread runs no punctuations; schedule them in a stream task's processor)"
-            )
         if isinstance(interval_ms, bool) or not isinstance(interval_ms, int):
             raise TypeError(
                 f"processor {node.name!r}: the punctuation interval must be an int (ms), got {interval_ms!r}"

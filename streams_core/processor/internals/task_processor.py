@@ -127,8 +127,9 @@ class TaskProcessor:
         wall_clock: Callable[[], int] = system_time_ms,
         global_task: bool = False,
     ) -> None:
-        """`global_task`: the global stores' processors (their context refuses `schedule()`, as Kafka's
-        GlobalProcessorContextImpl: the global thread runs no punctuations)."""
+        """`global_task`: the global stores' processors (their context refuses `schedule()` and
+        `current_stream_time_ms()`, as Kafka's GlobalProcessorContextImpl: the global thread runs no
+        punctuations and keeps no stream time)."""
         self.task_id = task_id
         self.global_task = global_task
         self.topology = topology
@@ -404,8 +405,15 @@ class TaskProcessor:
         """Schedule a punctuation for `node` (called through the context).
 
         Stream-time schedules start at 0, so they fire with the first record processed (Kafka
-        Streams aligns them to 0); wall-clock schedules first fire `interval_ms` from now.
+        Streams aligns them to 0); wall-clock schedules first fire `interval_ms` from now. The
+        global task refuses (StreamsError, as Kafka's GlobalProcessorContextImpl throws
+        UnsupportedOperationException): the global thread runs no punctuations.
         """
+        if self.global_task:
+            raise StreamsError(
+                f"processor {node.name!r}: schedule() is not supported in a global store's processor "
+                "(the global thread runs no punctuations; schedule them in a stream task's processor)"
+            )
         if punctuation_type is PunctuationType.STREAM_TIME:
             schedule = PunctuationSchedule(node, punctuator, interval_ms, punctuation_type, 0)
             return self._stream_time_punctuations.schedule(schedule)

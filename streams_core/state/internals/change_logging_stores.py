@@ -7,7 +7,9 @@ timestamp of the record being processed. Window and session keys use Java's chan
 A timestamped store (value-and-timestamp bytes: the DSL's tables and windowed aggregates) logs
 the plain value with its own timestamp as the record's, as Java's `ChangeLoggingTimestamped*`
 stores, so its changelog is the one a Java instance writes and restores (a restore puts the
-record's timestamp back in front: `ChangelogPartition.apply`).
+record's timestamp back in front: `ChangelogPartition.apply`). A collector that keeps the stores'
+own bytes instead of a Kafka changelog (`keeps_store_bytes`: the Spark task stage, which restores
+them through the store's restore callback) gets them as they are.
 Reads pass straight through; restore bypasses this layer (the inner store registers itself).
 A store initialised outside a task (a context without a record collector) logs nothing.
 """
@@ -41,8 +43,6 @@ class _ChangeLogger(WrappedStateStore[Any]):
     def __init__(self, wrapped: Any, *, timestamped: bool = False) -> None:
         super().__init__(wrapped)
         self.timestamped = timestamped
-        if timestamped:
-            self._log = self._log_timestamped  # type: ignore[method-assign]
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._wrapped.init(context, root)
@@ -50,12 +50,15 @@ class _ChangeLogger(WrappedStateStore[Any]):
         self._collector: Any = getattr(context, "record_collector", None)
         self._topic = store_changelog_topic(context.application_id, self.name)
         self._partition: int = context.task_id.partition
+        if self.timestamped and not getattr(self._collector, "keeps_store_bytes", False):
+            self._log = self._log_timestamped  # type: ignore[method-assign]
 
     @property
     def changelog_topic(self) -> str:
         return self._topic
 
     def _log(self, key: bytes, value: bytes | None) -> None:
+        """Log the store's bytes as they are, with the processed record's timestamp."""
         if self._collector is None:
             return
         timestamp = self._context.timestamp
@@ -64,7 +67,8 @@ class _ChangeLogger(WrappedStateStore[Any]):
         )
 
     def _log_timestamped(self, key: bytes, value: bytes | None) -> None:
-        """`_log` of value-and-timestamp bytes: the plain value, the timestamp as the record's."""
+        """`_log` of value-and-timestamp bytes: the plain value, the timestamp as the record's (its
+        copy, `value[8:]`, measured and kept: bench/LOG.md, "The timestamped changelog's value slice")."""
         if self._collector is None:
             return
         if value is None:

@@ -10,6 +10,7 @@ from streams_core.state.internals.abstract_store_builder import AbstractStoreBui
 from streams_core.state.internals.caching_key_value_store import CachingKeyValueStore
 from streams_core.state.internals.change_logging_stores import ChangeLoggingKeyValueBytesStore
 from streams_core.state.internals.metered_key_value_store import MeteredKeyValueStore
+from streams_core.state.internals.state_serdes import timestamped_values
 from streams_core.state.store_supplier import KeyValueBytesStoreSupplier
 
 __all__ = ["KeyValueStoreBuilder"]
@@ -38,7 +39,7 @@ class KeyValueStoreBuilder(AbstractStoreBuilder[MeteredKeyValueStore[Any, Any]])
 
     def _wrap_logging(self, store: KeyValueStore[bytes, bytes]) -> KeyValueStore[bytes, bytes]:
         """Log every write to the changelog topic (Kafka Streams' ChangeLogging layer)."""
-        return ChangeLoggingKeyValueBytesStore(store, timestamped=bool(getattr(self._value_serde, "timestamped_values", False)))
+        return ChangeLoggingKeyValueBytesStore(store, timestamped=timestamped_values(self._value_serde))
 
     def _wrap_caching(self, store: KeyValueStore[bytes, bytes]) -> KeyValueStore[bytes, bytes]:
         """Put the thread's record cache in front of the store (Kafka Streams' Caching layer)."""

@@ -16,7 +16,7 @@ from streams_core.common.store import StateStore, StateStoreContext
 from streams_core.errors import ProcessorStateError
 from streams_core.serde import Serde
 from streams_core.state.internals.not_open import NotOpen
-from streams_core.state.internals.state_serdes import StateSerdes
+from streams_core.state.internals.state_serdes import StateSerdes, timestamped_values
 from streams_core.state.internals.store_metrics import StoreMetrics
 from streams_core.state.internals.wrapped_state_store import WrappedStateStore
 from streams_core.state.windowed import Windowed
@@ -62,8 +62,9 @@ class MeteredStateStore(WrappedStateStore[S], Generic[S, K, V]):
 
     @property
     def timestamped_values(self) -> bool:
-        """Whether the store below holds value-and-timestamp bytes (its changelog holds plain values)."""
-        return bool(getattr(self._value_serde, "timestamped_values", False))
+        """Whether the store below holds value-and-timestamp bytes (its changelog holds plain values):
+        its value serde says so."""
+        return timestamped_values(self._value_serde)
 
     @property
     def metrics(self) -> StoreMetrics:

@@ -15,10 +15,17 @@ from streams_core.serde import Serde
 K = TypeVar("K")
 V = TypeVar("V")
 
-__all__ = ["StateSerdes"]
+__all__ = ["StateSerdes", "timestamped_values"]
 
 _NO_KEY = object()
 _IMMUTABLE_KEYS = frozenset((str, bytes, int))
+
+
+def timestamped_values(value_serde: object) -> bool:
+    """Whether a store of `value_serde`'s values holds value-and-timestamp bytes: the serde alone
+    says so (`ValueAndTimestampSerde.timestamped_values`); such a store logs Java's timestamped
+    changelog (change_logging_stores) and a restore puts the timestamps back in front."""
+    return bool(getattr(value_serde, "timestamped_values", False))
 
 
 class StateSerdes(Generic[K, V]):

@@ -10,6 +10,7 @@ from streams_core.state.internals.abstract_store_builder import AbstractStoreBui
 from streams_core.state.internals.caching_window_store import CachingWindowStore
 from streams_core.state.internals.change_logging_stores import ChangeLoggingWindowBytesStore
 from streams_core.state.internals.metered_window_store import MeteredWindowStore
+from streams_core.state.internals.state_serdes import timestamped_values
 from streams_core.state.store_supplier import WindowBytesStoreSupplier
 from streams_core.state.window_store import WindowStore
 
@@ -53,7 +54,7 @@ class WindowStoreBuilder(AbstractStoreBuilder[MeteredWindowStore[Any, Any]]):
 
     def _wrap_logging(self, store: WindowStore[bytes, bytes]) -> WindowStore[bytes, bytes]:
         """Log every write to the changelog topic (Kafka Streams' ChangeLogging layer)."""
-        return ChangeLoggingWindowBytesStore(store, timestamped=bool(getattr(self._value_serde, "timestamped_values", False)))
+        return ChangeLoggingWindowBytesStore(store, timestamped=timestamped_values(self._value_serde))
 
     def _wrap_caching(self, store: WindowStore[bytes, bytes]) -> WindowStore[bytes, bytes]:
         """Put the thread's record cache in front of the store (Kafka Streams' Caching layer)."""
