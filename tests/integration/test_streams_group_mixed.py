@@ -135,7 +135,6 @@ async def java_runs(channel: StreamsGroupChannel, peer: JavaInstance, expected: 
     return tasks.pop(JAVA_ENDPOINT, None) == expected and not any(tasks.values())
 
 
-@pytest.mark.slow
 async def test_kill_9_of_the_java_instance_moves_its_tasks_to_python_with_exact_counts(
     bootstrap_servers: str, admin: AIOKafkaAdminClient, java: StartJava, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -336,7 +335,6 @@ async def run_mixed(
         await streams.close(timeout=30)
 
 
-@pytest.mark.slow
 async def test_kill_9_of_the_python_instance_moves_its_tasks_to_java_with_exact_counts(
     bootstrap_servers: str, admin: AIOKafkaAdminClient, java: StartJava, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
