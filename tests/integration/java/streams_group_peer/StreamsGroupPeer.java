@@ -3,10 +3,12 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.Properties;
 
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
@@ -16,15 +18,23 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 
 /**
  * The topologies of tests/integration/test_streams_group_java_parity.py, as a streams group member
  * (group.protocol=streams). Arguments: bootstrap servers, application id, source topics (comma-separated),
- * sink topic, state directory, application.server (host:port), topology ("word-count" or "windowed"),
- * optionally the group protocol ("streams", the default, or "classic": bench/streams_group_scaleout.py).
- * Prints "STATE <new state>" on each change and "TASKS <state> <active task ids>" whenever its active tasks
- * or state change (polled every 20 ms); closes when its standard input ends (the test's handle on it).
+ * sink topic, state directory, application.server (host:port), topology ("word-count", "windowed" or
+ * "count"), optionally the group protocol ("streams", the default, or "classic": bench/streams_group_scaleout.py).
+ * The environment variable STREAMS_GROUP_PEER_CONFIG adds StreamsConfig settings ("key=value,key=value", e.g.
+ * processing.guarantee=exactly_once_v2: tests/integration/test_streams_group_mixed.py's kill -9 tests).
+ * Prints "STATE <new state>" on each change, "TASKS <state> <active task ids>" whenever its active tasks
+ * or state change (polled every 20 ms) and "RESTORED <changelog partition> <store> <records>" when a store's
+ * restoration ends; closes when its standard input ends (the test's handle on it).
  */
 public final class StreamsGroupPeer {
     public static void main(final String[] args) throws Exception {
@@ -36,22 +46,35 @@ public final class StreamsGroupPeer {
         props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, args.length > 7 ? args[7] : "streams");
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        final String extra = System.getenv().getOrDefault("STREAMS_GROUP_PEER_CONFIG", "");
+        for (final String setting : extra.split(",")) {
+            if (!setting.isBlank()) {
+                final String[] pair = setting.split("=", 2);
+                props.put(pair[0].trim(), pair[1].trim());
+            }
+        }
 
         final StreamsBuilder builder = new StreamsBuilder();
         final String[] sources = args[2].split(",");
+        final Topology topology;
         if ("word-count".equals(args[6])) {
             wordCount(builder, sources[0], args[3]);
+            topology = builder.build();
         } else if ("windowed".equals(args[6])) {
             windowed(builder, sources[0], sources[1], sources[2], args[3]);
+            topology = builder.build();
+        } else if ("count".equals(args[6])) {
+            topology = count(sources[0], args[3]);
         } else {
             throw new IllegalArgumentException("unknown topology " + args[6]);
         }
 
-        final KafkaStreams streams = new KafkaStreams(builder.build(), props);
+        final KafkaStreams streams = new KafkaStreams(topology, props);
         streams.setStateListener((now, before) -> {
             System.out.println("STATE " + now);
             System.out.flush();
         });
+        streams.setGlobalStateRestoreListener(new PrintedRestores());
         streams.setUncaughtExceptionHandler(error -> {
             error.printStackTrace();
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
@@ -101,6 +124,56 @@ public final class StreamsGroupPeer {
             .count(Materialized.as("counts"))
             .toStream()
             .to(sink, Produced.with(Serdes.String(), Serdes.Long()));
+    }
+
+    /**
+     * tests/integration/apps/counting_app.py's topology: each record increments its key's count in the logged
+     * key-value store "counts" and (key, count) goes to the sink, so a key's outputs are 1, 2, 3, ...
+     */
+    static Topology count(final String source, final String sink) {
+        return new Topology()
+            .addSource("SOURCE", Serdes.String().deserializer(), Serdes.ByteArray().deserializer(), source)
+            .addProcessor("COUNT", CountProcessor::new, "SOURCE")
+            .addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("counts"), Serdes.String(),
+                Serdes.Long()), "COUNT")
+            .addSink("SINK", sink, Serdes.String().serializer(), Serdes.Long().serializer(), "COUNT");
+    }
+
+    /** count[key] += 1, then forward (key, count). */
+    static final class CountProcessor implements Processor<String, byte[], String, Long> {
+        private ProcessorContext<String, Long> context;
+        private KeyValueStore<String, Long> store;
+
+        @Override
+        public void init(final ProcessorContext<String, Long> context) {
+            this.context = context;
+            this.store = context.getStateStore("counts");
+        }
+
+        @Override
+        public void process(final Record<String, byte[]> record) {
+            final Long before = store.get(record.key());
+            final long count = (before == null ? 0L : before) + 1;
+            store.put(record.key(), count);
+            context.forward(record.withValue(count));
+        }
+    }
+
+    /** Prints "RESTORED <changelog partition> <store> <records>" when a store's restoration ends. */
+    static final class PrintedRestores implements StateRestoreListener {
+        @Override
+        public void onRestoreStart(final TopicPartition partition, final String store, final long start, final long end) {
+        }
+
+        @Override
+        public void onBatchRestored(final TopicPartition partition, final String store, final long end, final long n) {
+        }
+
+        @Override
+        public void onRestoreEnd(final TopicPartition partition, final String store, final long total) {
+            System.out.println("RESTORED " + partition + " " + store + " " + total);
+            System.out.flush();
+        }
     }
 
     /** Window, session and join window stores, a co-partitioned join and a versioned table. */
