@@ -22,10 +22,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import httpx
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
+from api.app import create_app
 from streams_core import Serdes
 from streams_core.clients.streams_group_channel import StreamsGroupChannel
 from streams_core.clients.streams_group_protocol import StreamsGroupDescription
@@ -303,6 +305,12 @@ async def run_mixed(
             30,
             message=lambda: f"discovery lists {[m.host_info for m in streams.all_metadata()]}",
         )
+        # The REST layer's discovery is the broker's endpoint map too: the Java instance is listed with its partitions.
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(create_app(streams)), base_url=f"http://{PYTHON_ENDPOINT}") as rest:
+            answer = await rest.get("/state/instances")
+        assert answer.status_code == 200, answer.text
+        listed = {HostInfo(i["host"], i["port"]): len(i["topicPartitions"]) for i in answer.json()}
+        assert set(listed) == {JAVA_ENDPOINT, PYTHON_ENDPOINT} and all(listed.values()), listed
 
         expected: Counter[str] = Counter()
         async with RecordSender(bootstrap_servers) as sender:
