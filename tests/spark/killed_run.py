@@ -1,7 +1,7 @@
 """Runs killed with SIGKILL mid-way: a job in a process of its own, and the kill once it has written.
 
-As a process (`kill_once_written` starts it), a SparkRunner job, `available_now`, 20 records per
-micro-batch, local[2]:
+As a process (`kill_once_written` starts it), a SparkRunner job, `available_now`, a few records
+per micro-batch (`_MAX_OFFSETS`), local[2]:
 
     python -m tests.spark.killed_run combine BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
     python -m tests.spark.killed_run join-count BOOTSTRAP CHECKPOINT_DIR OUTPUT USERS CLICKS
@@ -26,6 +26,8 @@ from streams_core.spark import SparkRunner
 from tests.kafka_utils import read_all
 
 ROOT = Path(__file__).parents[2]
+#: Records per micro-batch (Spark's `maxOffsetsPerTrigger`) of each job: several micro-batches each.
+_MAX_OFFSETS = {"combine": "20", "join-count": "40"}
 
 
 def command(job: str, bootstrap: str, checkpoints: Path, output: str, *topics: str) -> list[str]:
@@ -75,7 +77,7 @@ def _topology(job: str, output: str, topics: list[str]) -> Topology:
 def main(job: str, bootstrap: str, checkpoints: str, output: str, *topics: str) -> int:
     config = {"application.id": f"{job}-{output}", "bootstrap.servers": bootstrap, "spark.master": "local[2]",
               "spark.sql.shuffle.partitions": "2"}  # fmt: skip
-    runner = SparkRunner(_topology(job, output, list(topics)), config, source_options={"maxOffsetsPerTrigger": "20"},
+    runner = SparkRunner(_topology(job, output, list(topics)), config, source_options={"maxOffsetsPerTrigger": _MAX_OFFSETS[job]},
                          progress=False)  # fmt: skip
     runner.run("available_now", checkpoints)
     return 0
