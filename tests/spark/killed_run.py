@@ -27,7 +27,7 @@ from tests.kafka_utils import read_all
 
 ROOT = Path(__file__).parents[2]
 #: Records per micro-batch (Spark's `maxOffsetsPerTrigger`) of each job: several micro-batches each.
-_MAX_OFFSETS = {"combine": "20", "join-count": "40"}
+_MAX_OFFSETS = {"combine": "50", "join-count": "40"}
 
 
 def command(job: str, bootstrap: str, checkpoints: Path, output: str, *topics: str) -> list[str]:
