@@ -101,8 +101,9 @@ def built_in_equivalent(function: object) -> str | None:
             or function.__closure__ or function.__defaults__ or function.__kwdefaults__):  # fmt: skip
         return None
     name = _BUILT_IN_SHAPES.get(_shape(code))
+    its_builtins: dict[str, Any] = getattr(function, "__builtins__", vars(builtins))  # 3.10+; not in typeshed
     for global_name in set(code.co_names) & _GLOBALS.keys():
-        looked_up = function.__globals__.get(global_name, function.__builtins__.get(global_name))
+        looked_up = function.__globals__.get(global_name, its_builtins.get(global_name))
         if looked_up is not _GLOBALS[global_name]:
             return None
     return name
