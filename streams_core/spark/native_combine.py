@@ -1,8 +1,9 @@
 """A stateless chain into `reduce(operator.add | max | min)` over Long values, on Spark's own aggregation.
 
 `stream(...)` → fused stateless operators → `group_by`/`group_by_key` → `reduce(r)` with `r` one of
-the built-ins `operator.add`, `max`, `min` (the DSL names it: `KStreamReduce.reducer`), the
-store's and the sink's value serde Long, caching on → `to_stream()` → `to(topic)` becomes one query:
+the built-ins `operator.add`, `max`, `min` (the DSL names it: `KStreamReduce.reducer`) or a function
+recognised as one (`lambda a, b: a + b`: `built_in_equivalent`), the store's and the sink's value
+serde Long, caching on → `to_stream()` → `to(topic)` becomes one query:
 
     Kafka source → mapInArrow(CombineKeys: the chain per record; each key's values combined per
                    Spark partition in Python, one (key, partial) row per key)
@@ -22,6 +23,7 @@ import operator
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from streams_core.kstream.internals.functions import built_in_equivalent
 from streams_core.kstream.internals.kstream_aggregate import KStreamReduce
 from streams_core.processor.internals.processor_node import SinkNode
 from streams_core.serde import Serdes
@@ -37,8 +39,9 @@ _MAX_PARTIAL_KEYS = 200_000
 
 
 def spark_combine_of(reducer: object) -> str | None:
-    """The Spark aggregate function computing `reducer` ("sum", "max", "min"), None if none does."""
-    return next((name for name, fn in SPARK_COMBINES.items() if reducer is fn), None)
+    """The Spark aggregate function computing `reducer` over integers ("sum", "max", "min"): the
+    built-in itself, or a function recognised as equal to it (`built_in_equivalent`); else None."""
+    return next((name for name, fn in SPARK_COMBINES.items() if reducer is fn), None) or built_in_equivalent(reducer)
 
 
 def reduce_kind(reduce: KStreamReduce[Any, Any], store_serde: Any, sink: SinkNode,

@@ -151,7 +151,7 @@ class SparkReduceStage(NativeStage):
 
     def operators(self, native: NativeCount) -> list[tuple[str, str]]:
         reduce, *rest = native.native
-        return [(reduce, f"native: the built-in reducer as Spark's {native.combine}(): per Spark partition in mapInArrow, "
+        return [(reduce, f"native: the reducer (the built-in or a function recognised as it) as Spark's {native.combine}(): per Spark partition in mapInArrow, "
                          f"then groupBy(key).agg({native.combine}) (Spark's streaming aggregation, state: key, long)"),
                 *((name, f"{_UPDATE_MODE}; value = unhex(lpad(hex(v), 16, '0')), the Long serde's bytes")
                   for name in rest)]  # fmt: skip

@@ -3,13 +3,8 @@ against KafkaStreams on the same input."""
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import operator
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +13,8 @@ import pytest
 
 from streams_core import Grouped, Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
-from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
+from tests.kafka_utils import Rec, create_topic, produce, unique_topic
+from tests.spark import killed_run
 from tests.spark.engines import ENGINES, long_be, read_table, run_asyncio_to_end, utf8
 
 S, L = Serdes.String(), Serdes.Long()
@@ -56,19 +52,50 @@ def test_a_built_in_reducer_over_longs_is_sparks_own_aggregation(reducer: Any, c
     assert query.native is not None and (query.native.kind, query.native.combine) == ("spark-reduce", combine)
     how = dict(query.operators())
     (reduce,) = [name for name in how if "REDUCE" in name]
-    assert how[reduce].startswith(f"native: the built-in reducer as Spark's {combine}()")
+    assert how[reduce].startswith(f"native: the reducer (the built-in or a function recognised as it) as Spark's {combine}()")
     assert ".agg(sum|max|min)" in query.describe()
 
 
-def test_other_reducers_or_serdes_keep_the_python_stages() -> None:
-    def kind(topology: Topology, **options: Any) -> str:
-        (query,) = SparkRunner(topology, CONFIG, **options).plan().queries
-        assert query.native is not None
-        return query.native.kind
+def _kind(topology: Topology, **options: Any) -> tuple[str, str]:
+    (query,) = SparkRunner(topology, CONFIG, **options).plan().queries
+    assert query.native is not None
+    return query.native.kind, query.native.combine
 
-    assert kind(by_letter(lambda a, b: a + b)("in", "out")) == "ordered-fold", "a lambda is not recognised"
-    assert kind(by_letter(lambda a, b: a + b)("in", "out"), associative_reducers=True) == "partial-reduce"
-    assert kind(by_letter(operator.add, S)("in", "out")) == "ordered-fold", "string concatenation stays the user's"
+
+def _add(x: int, y: int, /) -> int:
+    """A sum written out: recognised whatever its names and docstring."""
+    return y + x
+
+
+def _shadowing(max: Callable[[int, int], int]) -> Callable[[int, int], int]:  # the point of the test
+    return lambda a, b: max(a, b)
+
+
+@pytest.mark.parametrize(("reducer", "combine"), [
+    (lambda a, b: a + b, "sum"), (_add, "sum"), (lambda total, v: max(total, v), "max"),
+    (lambda a, b: b if b < a else a, "min"), (lambda a, b: a if a >= b else b, "max"),
+])  # fmt: skip
+def test_a_function_equal_to_a_built_in_over_integers_is_sparks_own_aggregation(reducer: Any, combine: str) -> None:
+    assert _kind(by_letter(reducer)("in", "out")) == ("spark-reduce", combine)
+    assert _kind(by_letter(reducer)("in", "out"), associative_reducers=True) == ("spark-reduce", combine)
+
+
+@pytest.mark.parametrize("reducer", [
+    lambda a, b: a + b + 1, lambda a, b: a - b, lambda a, b=0: a + b, lambda a, b, *more: a + b,
+    lambda a, b: a if a > 0 else b, _shadowing(min), functools.partial(operator.add),
+    eval("lambda a, b: max(a, b)", {"max": min}),  # a module whose global max is not the built-in
+])  # fmt: skip
+def test_a_lookalike_that_is_not_a_built_in_stays_the_users_function(reducer: Any) -> None:
+    """Not the same code, a closure (its `max` is min), defaults, `*args`, a partial: the user's function runs."""
+    assert _kind(by_letter(reducer)("in", "out")) == ("ordered-fold", "")
+    assert _kind(by_letter(reducer)("in", "out"), associative_reducers=True) == ("partial-reduce", "")
+
+
+def test_a_sum_of_other_values_than_longs_stays_the_users_function() -> None:
+    assert _kind(by_letter(operator.add, S)("in", "out"))[0] == "ordered-fold", "string concatenation"
+    assert _kind(by_letter(lambda a, b: a + b, S)("in", "out"))[0] == "ordered-fold", "string concatenation"
+    assert _kind(by_letter(lambda a, b: a + b, Serdes.Double())("in", "out"))[0] == "ordered-fold", "floating point"
+    assert _kind(by_letter(lambda a, b: max(a, b), Serdes.Integer())("in", "out"))[0] == "ordered-fold", "32 bits"
 
 
 VALUES = [("apple", 5), ("avocado", -7), ("banana", 3), ("zed", 100), ("blueberry", 9), ("apricot", 2**40),
@@ -106,7 +133,9 @@ async def run_twice(build: Callable[[str, str], Topology], bootstrap: str, spark
 
 async def test_a_sum_through_a_replaced_repartition_topic_matches_kafka_streams(bootstrap_servers: str, spark: Any,
                                                                                 tmp_path: Path) -> None:  # fmt: skip
-    spark_table, asyncio_table = await run_twice(by_letter(operator.add), bootstrap_servers, spark, tmp_path, "combine-sum")
+    """The lambda recognised as `operator.add`: Spark's sum against KafkaStreams calling the lambda."""
+    spark_table, asyncio_table = await run_twice(by_letter(lambda a, b: a + b), bootstrap_servers, spark, tmp_path,
+                                                 "combine-sum")  # fmt: skip
     expected: dict[str, int] = {}
     for key, value in VALUES + MORE:
         if not key.startswith("z"):
@@ -132,28 +161,11 @@ async def test_a_sum_killed_mid_run_and_rerun_ends_with_the_right_totals(bootstr
         await create_topic(bootstrap_servers, topic, partitions=2)
     pairs = [(f"{chr(97 + i % 7)}{i}", (i * 37) % 101 - 50) for i in range(600)]
     await produce(bootstrap_servers, source, [Rec(k.encode(), v.to_bytes(8, "big", signed=True)) for k, v in pairs])
-    command = [sys.executable, "-m", "tests.spark.combine_job", bootstrap_servers, source, output, str(tmp_path / "ck")]
-    root = Path(__file__).parents[2]
-    victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 240
-        while True:  # kill once the query has written part of its output, mid-run
-            assert victim.poll() is None, "the run ended before it could be killed"
-            try:
-                written = len(await read_all(bootstrap_servers, output, timeout=5))
-            except TimeoutError:
-                written = 0
-            if written > 0:
-                break
-            assert time.monotonic() < deadline, "no progress to kill"
-            await asyncio.sleep(0.2)
-    finally:
-        os.killpg(victim.pid, signal.SIGKILL)
-        victim.wait(timeout=30)
+    job = killed_run.command("combine", bootstrap_servers, tmp_path / "ck", output, source)
+    await killed_run.kill_once_written(job, bootstrap_servers, output)
     expected: dict[str, int] = {}
     for key, value in pairs:
         expected[key[0]] = expected.get(key[0], 0) + value
     assert await read_table(bootstrap_servers, output, utf8, long_be) != expected, "killed mid-run"
-    done = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=300, cwd=root)
-    assert done.returncode == 0, done.stderr[-3000:]
+    await killed_run.run_to_end(job)
     assert await read_table(bootstrap_servers, output, utf8, long_be) == expected

@@ -19,6 +19,7 @@ import pytest
 from streams_core import Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
+from tests.spark import killed_run
 from tests.spark.engines import BASE_TS, long_be, read_table, run_asyncio_to_end, utf8
 
 USERS = 30
@@ -61,6 +62,33 @@ def _page(timestamp: int) -> int:
     return timestamp % 7
 
 
+def per_region(users: str, clicks: str, output: str, aggregation: str) -> Topology:
+    """Clicks joined with their user's region, counted (`aggregation` "count") or their page numbers
+    summed ("sum": Spark's own sum after the join) per region."""
+    s = Serdes.String()
+    builder = StreamsBuilder()
+    table = builder.table(users, key_serde=s, value_serde=s)
+    joined = (builder.stream(clicks, key_serde=s, value_serde=s)
+              .filter(lambda user, page: not page.endswith("/ignored"))
+              .join(table, lambda page, region: f"{region}|{page}"))
+    if aggregation == "count":
+        totals = joined.group_by(lambda user, joined: joined.split("|")[0], key_serde=s, value_serde=s).count()
+    else:
+        totals = (joined.map(lambda user, joined: (joined.split("|")[0], int(joined.split("/")[2])))
+                  .group_by_key(key_serde=s, value_serde=Serdes.Long()).reduce(operator.add))
+    totals.to_stream().to(output, key_serde=s, value_serde=Serdes.Long())
+    return builder.build()
+
+
+def _click_records(clicks: list[tuple[str, int]]) -> list[Rec]:
+    return [Rec(user.encode(), f"/page/{_page(ts)}{'/ignored' if ts % 13 == 0 else ''}".encode(), timestamp_ms=ts)
+            for user, ts in clicks]  # fmt: skip
+
+
+def _user_records(users: list[tuple[str, str | None, int]]) -> list[Rec]:
+    return [Rec(user.encode(), None if region is None else region.encode(), timestamp_ms=ts) for user, region, ts in users]
+
+
 @pytest.mark.parametrize("aggregation", ["count", "sum"])
 async def test_join_then_count_or_sum_per_region_matches_kafka_streams_over_two_runs(
     aggregation: str, bootstrap_servers: str, spark: Any, tmp_path: Path
@@ -72,19 +100,7 @@ async def test_join_then_count_or_sum_per_region_matches_kafka_streams_over_two_
         await create_topic(bootstrap_servers, topic, partitions=2)
 
     def build(engine: str) -> Topology:
-        s = Serdes.String()
-        builder = StreamsBuilder()
-        table = builder.table(users, key_serde=s, value_serde=s)
-        joined = (builder.stream(clicks, key_serde=s, value_serde=s)
-                  .filter(lambda user, page: not page.endswith("/ignored"))
-                  .join(table, lambda page, region: f"{region}|{page}"))
-        if aggregation == "count":
-            per_region = joined.group_by(lambda user, joined: joined.split("|")[0], key_serde=s, value_serde=s).count()
-        else:  # the page numbers summed per region: Spark's own sum after the join
-            per_region = (joined.map(lambda user, joined: (joined.split("|")[0], int(joined.split("/")[2])))
-                          .group_by_key(key_serde=s, value_serde=Serdes.Long()).reduce(operator.add))
-        per_region.to_stream().to(outputs[engine], key_serde=s, value_serde=Serdes.Long())
-        return builder.build()
+        return per_region(users, clicks, outputs[engine], aggregation)
 
     runner = SparkRunner(build("spark"), {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers},
                          spark=spark, source_options={"maxOffsetsPerTrigger": "40"})
@@ -98,13 +114,8 @@ async def test_join_then_count_or_sum_per_region_matches_kafka_streams_over_two_
     for run, (first, n) in enumerate(((0, 200), (200, 80))):
         new_clicks = _clicks(first, n)
         # The clicks first on the broker: the table's older records come in later micro-batches.
-        await produce(bootstrap_servers, clicks, [
-            Rec(user.encode(), f"/page/{_page(ts)}{'/ignored' if ts % 13 == 0 else ''}".encode(), timestamp_ms=ts)
-            for user, ts in new_clicks
-        ])  # fmt: skip
-        await produce(bootstrap_servers, users, [
-            Rec(user.encode(), None if region is None else region.encode(), timestamp_ms=ts) for user, region, ts in _users(first)
-        ])  # fmt: skip
+        await produce(bootstrap_servers, clicks, _click_records(new_clicks))
+        await produce(bootstrap_servers, users, _user_records(_users(first)))
         all_users.extend(_users(first))
         all_clicks.extend((user, ts) for user, ts in new_clicks if ts % 13 != 0)
         await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
@@ -121,6 +132,30 @@ async def test_join_then_count_or_sum_per_region_matches_kafka_streams_over_two_
     written = await read_all(bootstrap_servers, outputs["spark"])
     assert len(written) <= batches * len(expected), "at most one record per region and micro-batch"
     assert len(written) < len(all_clicks) / 4
+
+
+@pytest.mark.slow
+async def test_a_join_count_killed_mid_run_and_rerun_ends_with_kafka_streams_table(bootstrap_servers: str,
+                                                                                  tmp_path: Path) -> None:  # fmt: skip
+    """SIGKILL once part of the counts is written, then a rerun from the checkpoint (a new process:
+    each task's table restored from its changelog in Spark state, held clicks included): the final
+    table is KafkaStreams' on the same input."""
+    suffix = unique_topic("joinkill")
+    users, clicks, on_spark, on_asyncio = (f"{name}-{suffix}" for name in ("users", "clicks", "spark", "asyncio"))
+    for topic in (users, clicks, on_spark, on_asyncio):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    all_clicks = _clicks(0, 240)
+    await produce(bootstrap_servers, users, _user_records(_users(0)))
+    await produce(bootstrap_servers, clicks, _click_records(all_clicks))
+    job = killed_run.command("join-count", bootstrap_servers, tmp_path / "ck", on_spark, users, clicks)
+    await killed_run.kill_once_written(job, bootstrap_servers, on_spark)
+    expected = _expected(_users(0), [(user, ts) for user, ts in all_clicks if ts % 13 != 0], sum_pages=False)
+    assert await read_table(bootstrap_servers, on_spark, utf8, long_be) != expected, "killed mid-run"
+    await killed_run.run_to_end(job)
+    await run_asyncio_to_end(per_region(users, clicks, on_asyncio, "count"), f"asyncio-{suffix}", bootstrap_servers,
+                             tmp_path / "state", config={"max.task.idle.ms": 2_000})  # fmt: skip
+    assert await read_table(bootstrap_servers, on_spark, utf8, long_be) == expected
+    assert await read_table(bootstrap_servers, on_asyncio, utf8, long_be) == expected
 
 
 class _ListState:

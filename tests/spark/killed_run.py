@@ -1,0 +1,87 @@
+"""Runs killed with SIGKILL mid-way: a job in a process of its own, and the kill once it has written.
+
+As a process (`kill_once_written` starts it), a SparkRunner job, `available_now`, a few records
+per micro-batch (`_MAX_OFFSETS`), local[2]:
+
+    python -m tests.spark.killed_run combine BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
+    python -m tests.spark.killed_run join-count BOOTSTRAP CHECKPOINT_DIR OUTPUT USERS CLICKS
+
+`combine`: test_native_combine's per-letter sum; `join-count`: test_native_join_count's clicks
+joined with users, counted per region.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from streams_core import Topology
+from streams_core.spark import SparkRunner
+from tests.kafka_utils import read_all
+
+ROOT = Path(__file__).parents[2]
+#: Records per micro-batch (Spark's `maxOffsetsPerTrigger`) of each job: several micro-batches each.
+_MAX_OFFSETS = {"combine": "50", "join-count": "40"}
+
+
+def command(job: str, bootstrap: str, checkpoints: Path, output: str, *topics: str) -> list[str]:
+    """The command line running `job` (see the module's doc)."""
+    return [sys.executable, "-m", "tests.spark.killed_run", job, bootstrap, str(checkpoints), output, *topics]
+
+
+async def kill_once_written(job: list[str], bootstrap: str, output: str, *, deadline_s: float = 240) -> None:
+    """Start `job`, SIGKILL its process group once `output` holds a record (mid-run: it must still be
+    running then), within `deadline_s`."""
+    victim = subprocess.Popen(job, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + deadline_s
+        while True:
+            assert victim.poll() is None, "the run ended before it could be killed"
+            try:
+                written = len(await read_all(bootstrap, output, timeout=5))
+            except TimeoutError:
+                written = 0
+            if written > 0:
+                return
+            assert time.monotonic() < deadline, "no progress to kill"
+            await asyncio.sleep(0.2)
+    finally:
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=30)
+
+
+async def run_to_end(job: list[str], *, timeout_s: float = 300) -> None:
+    """Run `job` to its end (from the killed run's checkpoint); it must succeed."""
+    done = await asyncio.to_thread(subprocess.run, job, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _topology(job: str, output: str, topics: list[str]) -> Topology:
+    if job == "combine":
+        from tests.spark.test_native_combine import by_letter
+
+        (source,) = topics
+        return by_letter(operator.add)(source, output)
+    from tests.spark.test_native_join_count import per_region
+
+    users, clicks = topics
+    return per_region(users, clicks, output, "count")
+
+
+def main(job: str, bootstrap: str, checkpoints: str, output: str, *topics: str) -> int:
+    config = {"application.id": f"{job}-{output}", "bootstrap.servers": bootstrap, "spark.master": "local[2]",
+              "spark.sql.shuffle.partitions": "2"}  # fmt: skip
+    runner = SparkRunner(_topology(job, output, list(topics)), config, source_options={"maxOffsetsPerTrigger": _MAX_OFFSETS[job]},
+                         progress=False)  # fmt: skip
+    runner.run("available_now", checkpoints)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
