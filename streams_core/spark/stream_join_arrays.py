@@ -180,8 +180,9 @@ def ready_order(frame: Any, read: dict[tuple[str, int], int], waits: Mapping[tup
         return None, None
     for (topic, partition), offset in frame.groupby(["topic", "partition"])["offset"].max().items():
         read[(topic, int(partition))] = max(read.get((topic, int(partition)), -1), int(offset))
-    codes, uniques = pd.factorize(pd.Series(list(zip(frame["topic"], frame["partition"], strict=True))))
-    present = {(str(t), int(p)) for t, p in uniques}
+    codes, topics = pd.factorize(frame["topic"])  # the task's partitions: one per topic, all of one number
+    uniques = [(str(t), int(frame["partition"].iat[0])) for t in topics]
+    present = set(uniques)
     unread = {tp for tp, last in waits.items() if read.get(tp, -1) < last}
     if unread - present:
         return None, frame

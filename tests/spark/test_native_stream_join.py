@@ -9,8 +9,11 @@ runs from one checkpoint.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,10 +22,13 @@ from streams_core import JoinWindows, Serdes, StreamJoined, StreamsBuilder, Topo
 from streams_core.spark import SparkRunner
 from streams_core.spark.subtopology_executor import InputRow, kafka_order
 from streams_core.testing.topology_test_driver import TopologyTestDriver
+from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
+from tests.spark.engines import BASE_TS, ENGINES, run_asyncio_to_end
 from tests.spark.test_native_join_count import _Handle
 
 S = Serdes.String()
 CONFIG = {"application.id": "stream-join", "bootstrap.servers": "127.0.0.1:9"}
+HOUR = 3_600_000
 
 
 def joined(left: str, right: str, output: str, windows: JoinWindows, chained: bool = False) -> Topology:
@@ -93,3 +99,97 @@ def test_the_task_step_joins_what_the_test_driver_joins(chained: bool, keep_live
         expected = [(r.key.encode(), r.value.encode()) for r in driver.create_output_topic("out", S, S).read_records_to_list()]
     assert ours == expected
     assert 50 < len(expected) < 120 * 120, "pairs joined, not every pair"
+
+
+def test_plan_names_the_native_join_and_leaves_left_joins_to_the_task_stage() -> None:
+    windows = JoinWindows.of_time_difference_and_grace(1_000, 2_000)
+    plan = SparkRunner(joined("left", "right", "out", windows), CONFIG).plan()
+    text = plan.describe()
+    assert "transformWithStateInPandas (the stream-stream join per task over columns" in text
+    assert "KSTREAM-JOINTHIS-0000000004: vectorized: each new record joined" in text
+    builder = StreamsBuilder()
+    other = builder.stream("right", key_serde=S, value_serde=S)
+    builder.stream("left", key_serde=S, value_serde=S).left_join(other, lambda a, b: f"{a}+{b}", windows).to("out")
+    (query,) = SparkRunner(builder.build(), CONFIG).plan().queries
+    assert query.stage == "task" and query.native is None
+
+
+def _sides(first: int, n: int) -> dict[str, list[Rec]]:
+    """Both sides' records `first` to `first + n` of each of two partitions (keys a<p>, b<p> in
+    partition p): left timestamps even, right odd (no ties across sides); every 7th record 1.5 s out
+    of order (joined), every 11th two hours late on both sides with the same key (within each
+    other's window, but below their stores' retention: never stored, never joined). With the
+    retention above the input's time span, any interleaving of the topics joins the same pairs."""
+    records: dict[str, list[Rec]] = {"left": [], "right": []}
+    for partition in (0, 1):
+        for topic_side, parity in (("left", 0), ("right", 1)):
+            rnd = random.Random(partition * 2 + parity)
+            ts = 0
+            for i in range(first + n):
+                ts += 2 * rnd.randrange(50, 200)
+                late, ooo = i % 11 == 10, i % 7 == 6
+                key = f"late{partition}" if late else f"{'ab'[rnd.randrange(2)]}{partition}"
+                at = ts - (2 * HOUR if late else 1_500 if ooo else 0)
+                if i >= first:
+                    value = f"{topic_side[0]}{partition}.{i}{'late' if late else 'ooo' if ooo else ''}"
+                    records[topic_side].append(Rec(key.encode(), value.encode(), partition=partition,
+                                                   timestamp_ms=BASE_TS + at + parity))  # fmt: skip
+    return records
+
+
+async def test_parity_with_kafka_streams_over_micro_batches_and_two_runs(bootstrap_servers: str, spark: Any, tmp_path: Path) -> None:
+    suffix = unique_topic("stream-join")
+    left, right = f"left-{suffix}", f"right-{suffix}"
+    outputs = {engine: f"{engine}-joined-{suffix}" for engine in ENGINES}
+    for topic in (left, right, *outputs.values()):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    windows = JoinWindows.of_time_difference_and_grace(1_000, HOUR)
+    runner = SparkRunner(joined(left, right, outputs["spark"], windows),
+                         {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers},
+                         spark=spark, source_options={"maxOffsetsPerTrigger": "40"})  # fmt: skip
+    (query,) = runner.plan().queries
+    assert query.native is not None and query.native.kind == "stream-join"
+    for first, n in ((0, 32), (32, 24)):  # the second run starts with late records
+        rows = _sides(first, n)
+        await produce(bootstrap_servers, left, rows["left"])
+        await produce(bootstrap_servers, right, rows["right"])
+        await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
+        await run_asyncio_to_end(joined(left, right, outputs["asyncio"], windows), f"asyncio-{suffix}", bootstrap_servers,
+                                 tmp_path / "state", config={"max.task.idle.ms": 2_000})  # fmt: skip
+        written = {engine: Counter((r.key, r.value) for r in await read_all(bootstrap_servers, topic))
+                   for engine, topic in outputs.items()}  # fmt: skip
+        assert written["spark"] == written["asyncio"], f"run from record {first}"
+        values = [value.decode() for _, value in written["spark"] if value is not None]
+        assert values and not any("late" in v for v in values), "late records are dropped"
+        assert any("ooo" in v for v in values), "out-of-order records within grace are joined"
+    assert len([p for p in runner.progress[query.subtopology_id] if p["numInputRows"]]) >= 3, "several micro-batches"
+
+
+def test_ready_order_takes_and_holds_what_take_ready_does() -> None:
+    """The task's order over columns against `partition_group.take_ready` over rows (distinct timestamps,
+    records held while a partition with unread data is empty), across micro-batches."""
+    from streams_core.spark.partition_group import take_ready
+    from streams_core.spark.stream_join_arrays import ready_order
+
+    rnd = random.Random(3)
+    stamps = rnd.sample(range(10_000), 90)
+    rows = [InputRow(topic, 0, offset, stamps[i * 30 + offset], b"k", b"v", ())
+            for i, topic in enumerate(("a", "b", "c")) for offset in range(30)]  # fmt: skip
+    waits = {("a", 0): 29, ("b", 0): 29, ("c", 0): 29}
+    held_rows: list[InputRow] = []
+    held_frame, read_rows, read_frame = None, {}, {}  # type: ignore[var-annotated]
+    taken = 0
+    c_cuts = {0: (0, 0), 4: (0, 0), 9: (0, 0), 10: (0, 22), 22: (22, 30)}  # c comes late
+    for lo, hi in itertools.pairwise([0, 4, 9, 10, 22, 30]):
+        c_lo, c_hi = c_cuts[lo]
+        batch = [r for r in rows if (c_lo <= r.offset < c_hi if r.topic == "c" else lo <= r.offset < hi)]
+        ready, held_rows = take_ready(held_rows, batch, read_rows, waits)
+        frames = [f for f in (held_frame, _frame(batch)) if f is not None]
+        import pandas as pd  # type: ignore[import-untyped]  # no stubs in the venv
+
+        ready_frame, held_frame = ready_order(pd.concat(frames, ignore_index=True), read_frame, waits)
+        assert [(r.topic, r.offset) for r in ready] == (
+            [] if ready_frame is None else list(zip(ready_frame["topic"], ready_frame["offset"], strict=True)))
+        assert sorted((r.topic, r.offset) for r in held_rows) == sorted(zip(held_frame["topic"], held_frame["offset"], strict=True))
+        taken += len(ready)
+    assert taken == 90 and not held_rows and held_frame is not None and not len(held_frame)
