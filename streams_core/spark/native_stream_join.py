@@ -45,7 +45,16 @@ from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, L
 from streams_core.serde import Serdes
 from streams_core.spark.native_count import CountKeys, NativeCount, built_shipped, same_serde
 from streams_core.spark.spark_rows import InputRow
-from streams_core.spark.stream_join_arrays import NO_TIME, JoinBatch, Side, join_batch, ready_order, table_from_ipc, table_to_ipc
+from streams_core.spark.stream_join_arrays import (
+    NO_TIME,
+    JoinBatch,
+    Side,
+    join_batch,
+    ready_order,
+    record_headers,
+    table_from_ipc,
+    table_to_ipc,
+)
 from streams_core.state.internals.store_names import store_changelog_topic
 
 if TYPE_CHECKING:
@@ -65,6 +74,7 @@ _MAX_LIVE = 32
 #: than twice as many records, plus this many.
 _COMPACT_SLACK = 10_000
 _OWN_TIMESTAMP = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp)
+_OUTPUT_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>"
 #: Serdes whose bytes are the value's own (serialize(deserialize(b)) == b): the source's bytes
 #: stand for the store's and the sink's when the serdes agree.
 _IDENTITY_SERDES = (Serdes.String(), Serdes.Bytes())
@@ -168,14 +178,13 @@ def find_stream_join(sid: int, built: ProcessorTopology, config: StreamsConfig, 
 def stream_join_operators(native: NativeCount) -> list[tuple[str, str]]:
     """The plan's text for the join's nodes."""
     join = _join(native)
-    window = (f"python: per task in groupBy(partition).transformWithStateInPandas, the side's window store as "
-              f"Spark state (its live records as Arrow columns; retention {join.retention} ms by the store's "
-              f"observed stream time)")  # fmt: skip
+    window = (f"vectorized: the side's window store per task, its live records as Arrow columns kept as Spark state "
+              f"(retention {join.retention} ms by the store's observed stream time)")  # fmt: skip
     probe = ("vectorized: each new record joined with the other side's stored records within the window, over "
              "columns per task and micro-batch in Kafka Streams' order (PartitionGroup's; records wait for a "
              "partition with unread data); the joiner once per pair")
     return [(join.windows[0], window), (join.windows[1], window), (join.joins[0], probe), (join.joins[1], probe),
-            (join.merge, "python: the pairs in Kafka Streams' order (the probing record's, then the stored record's "
+            (join.merge, "vectorized: the pairs in Kafka Streams' order (the probing record's, then the stored record's "
                          "timestamp and arrival)")]  # fmt: skip
 
 
@@ -187,10 +196,8 @@ def stream_join_query(runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
     handler = CountKeys(spec.topology, spec.props, native)
     handler.skipped = runner._skipped[query.subtopology_id]
     task = StreamJoinTask(handler, runner._waits.get(query.subtopology_id, {}))
-    # No headers: the native query writes its output without them (docs/spark.md).
-    rows = rows.select("topic", "partition", "offset", "timestamp", "key", "value")
-    return rows.groupBy("partition").transformWithStateInPandas(task, "topic string, key binary, value binary", "Update",
-                                                                "None")  # fmt: skip
+    rows = rows.select("topic", "partition", "offset", "timestamp", "key", "value", "headers")
+    return rows.groupBy("partition").transformWithStateInPandas(task, _OUTPUT_SCHEMA, "Update", "None")
 
 
 def _join(native: NativeCount) -> StreamStreamJoin:
@@ -217,8 +224,9 @@ class _Topology:
         self.joiner = processor.joiner
         #: Per topic: (its side, its source, its way into the side's window, whether the source feeds it directly).
         self.sources: dict[str, tuple[int, SourceNode, Emit, bool]] = {}
-        #: What the chains reach the join with: per side, (position, key, value, timestamp) lists.
-        self.reached: list[tuple[list[int], list[Any], list[Any], list[int]]] = [([], [], [], []), ([], [], [], [])]
+        #: What the chains reach the join with: per side, (position, key, value, timestamp, headers) lists.
+        self.reached: list[tuple[list[int], list[Any], list[Any], list[int], list[Any]]] = [([], [], [], [], []),
+                                                                                           ([], [], [], [], [])]
         self.position = 0
         for source in built.sources:
             side = 0 if fused_nodes(source)[1][0].name == join.windows[0] else 1
@@ -234,12 +242,12 @@ class _Topology:
             sink = self.sinks[0]
             assert isinstance(sink, SinkNode)
             self.direct_sink = sink
-        self.out: tuple[list[str], list[bytes | None], list[bytes | None]] = ([], [], [])
+        self.out: tuple[list[str], list[bytes | None], list[bytes | None], list[Any]] = ([], [], [], [])
         self.tail = compose(merge, self._written)
 
     def _reach(self, side: int) -> Callable[[ProcessorNode], Emit]:
         """The chain's terminal for the side's window: what reaches the join, each at the next position."""
-        positions, keys, values, timestamps = self.reached[side]
+        positions, keys, values, timestamps, all_headers = self.reached[side]
 
         def reached(key: Any, value: Any, timestamp: int, headers: Any) -> None:
             if key is not None and value is not None:  # KStreamKStreamJoin drops the rest (an inner join)
@@ -248,16 +256,18 @@ class _Topology:
                 keys.append(key)
                 values.append(value)
                 timestamps.append(timestamp)
+                all_headers.append(headers)
 
         return lambda node: reached
 
     def _written(self, node: ProcessorNode) -> Emit:
         assert isinstance(node, SinkNode)
         topic, key_serde, value_serde = str(node.topic), node.key_serde, node.value_serde
-        topics, keys, values = self.out
+        topics, keys, values, all_headers = self.out
 
         def write(key: Any, value: Any, timestamp: int, headers: Any) -> None:
             topics.append(topic)
+            all_headers.append(headers)
             keys.append(None if key is None else key_serde.serialize(topic, key))
             values.append(None if value is None else value_serde.serialize(topic, value))
 
@@ -295,6 +305,9 @@ class StreamJoinTask(StatefulProcessor):
             sides = Side.restored([table_from_ipc(b) for b in blobs], state["observed"], topology.join.retention)
         frames = [f for f in rows if len(f)]
         held = [table_from_ipc(state["held"]).to_pandas()] if state["held"] else []
+        if not frames and not held:
+            _live[slot] = (state["version"], topology, sides)
+            return
         frame = pd.concat(held + frames, ignore_index=True) if held or len(frames) != 1 else frames[0]
         waits = {tp: offset for tp, offset in self.waits.items() if tp[1] == partition}
         ready, rest = ready_order(frame, state["read"], waits)
@@ -315,11 +328,9 @@ class StreamJoinTask(StatefulProcessor):
 
     def _reached(self, topology: _Topology, ready: Any) -> JoinBatch:
         """What reaches each side of the join from the ready rows, in order."""
-        for positions, keys, values, timestamps in topology.reached:
-            positions.clear()
-            keys.clear()
-            values.clear()
-            timestamps.clear()
+        for lists in topology.reached:
+            for items in lists:
+                items.clear()
         if ready is not None and len(ready):
             if all(direct for *_, direct in topology.sources.values()) and _fast(topology, ready):
                 batch = JoinBatch.from_columns(topology, ready)
@@ -332,21 +343,23 @@ class StreamJoinTask(StatefulProcessor):
         """The ready records one by one through their topic's chain (the deserialization handler deciding on failures)."""
         sources = topology.sources
         columns = [ready[c].tolist() for c in ("topic", "partition", "offset", "timestamp", "key", "value")]
-        for topic, partition, offset, timestamp, key, value in zip(*columns, strict=True):
+        all_headers = ready["headers"] if "headers" in ready else [None] * len(ready)
+        for topic, partition, offset, timestamp, key, value, raw in zip(*columns, all_headers, strict=True):
+            headers = record_headers(raw) or ()
             _, source, run, _ = sources[topic]
             try:
                 k = source.key_serde.deserialize(topic, key)
                 v = source.value_serde.deserialize(topic, value)
             except DeserializationError as exc:
-                self.handler._skip_or_raise(exc, InputRow(topic, partition, offset, timestamp, key, value, ()))
+                self.handler._skip_or_raise(exc, InputRow(topic, partition, offset, timestamp, key, value, headers))
                 continue
             if timestamp < 0:
                 from streams_core.processor.consumer_record import ConsumerRecord
 
-                timestamp = source.extract_timestamp(ConsumerRecord(topic, partition, offset, timestamp, k, v, ()), -1)
+                timestamp = source.extract_timestamp(ConsumerRecord(topic, partition, offset, timestamp, k, v, headers), -1)
                 if timestamp < 0:
                     continue
-            run(k, v, timestamp, ())
+            run(k, v, timestamp, headers)
 
     def _log(self, sides: list[Side], state: dict[str, Any]) -> None:
         """The micro-batch's stored records appended to the buffers in Spark state as one blob; the

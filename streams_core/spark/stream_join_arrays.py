@@ -28,7 +28,7 @@ from streams_core.spark.native_reduce import kafka_order_of
 if TYPE_CHECKING:
     from streams_core.spark.native_stream_join import _Topology
 
-__all__ = ["NO_TIME", "JoinBatch", "Side", "join_batch", "ready_order", "table_from_ipc", "table_to_ipc"]
+__all__ = ["NO_TIME", "JoinBatch", "Side", "join_batch", "ready_order", "record_headers", "table_from_ipc", "table_to_ipc"]
 
 #: A store's observed stream time before its first record (far below any timestamp, and minus a
 #: retention still an int64).
@@ -84,7 +84,8 @@ class Side:
 @dataclass
 class JoinBatch:
     """The records reaching the join in one micro-batch, in the task's order: side (0 left, 1 right),
-    position, timestamp, the store key serde's bytes, the store value serde's bytes, key and value objects."""
+    position, timestamp, the store key serde's bytes, the store value serde's bytes, key and value
+    objects, headers (tuples of (key, value); None: none)."""
 
     side: Any
     pos: Any
@@ -93,6 +94,7 @@ class JoinBatch:
     value_bytes: pa.Array
     keys: Any
     values: Any
+    headers: Any
 
     def __len__(self) -> int:
         return len(self.pos)
@@ -103,9 +105,11 @@ class JoinBatch:
         sides, positions, timestamps = [], [], []
         keys: list[Any] = []
         values: list[Any] = []
+        headers: list[Any] = []
         values_bytes: list[bytes | None] = []
         key_serialize = topology.key_serde.serialize
-        for s, (pos, ks, vs, ts) in enumerate(topology.reached):
+        for s, (pos, ks, vs, ts, hs) in enumerate(topology.reached):
+            headers.extend(hs)
             serialize, changelog = topology.value_serdes[s].serialize, topology.changelogs[s]
             sides.append(np.full(len(pos), s, np.int8))
             positions.append(np.asarray(pos, np.int64))
@@ -117,7 +121,7 @@ class JoinBatch:
         key_bytes = pa.array([key_serialize(topology.changelogs[0], k) for k in keys], pa.binary()).take(pa.array(order))
         return JoinBatch(np.concatenate(sides)[order], np.concatenate(positions)[order], np.concatenate(timestamps)[order],
                          key_bytes, pa.array(values_bytes, pa.binary()).take(pa.array(order)),
-                         _objects(keys)[order], _objects(values)[order])  # fmt: skip
+                         _objects(keys)[order], _objects(values)[order], _objects(headers)[order])  # fmt: skip
 
     @staticmethod
     def from_columns(topology: _Topology, ready: Any) -> JoinBatch | None:
@@ -145,7 +149,8 @@ class JoinBatch:
                 values_bytes = pa.array(serialized.tolist(), pa.binary())
         pos = topology.position + np.arange(len(rows), dtype=np.int64)
         topology.position += len(rows)
-        return JoinBatch(sides, pos, rows["timestamp"].to_numpy(np.int64), raw_keys, values_bytes, keys, values)
+        headers = _objects(map(record_headers, rows["headers"])) if "headers" in rows else _objects([None] * len(rows))
+        return JoinBatch(sides, pos, rows["timestamp"].to_numpy(np.int64), raw_keys, values_bytes, keys, values, headers)
 
 
 def _objects(items: Iterable[Any]) -> Any:
@@ -263,6 +268,18 @@ def join_batch(topology: _Topology, sides: list[Side], batch: JoinBatch) -> Any:
     return _written(topology, batch, x, np.maximum(batch.ts[x], y_ts[order]), joined)
 
 
+def record_headers(raw: Any) -> tuple[tuple[str, bytes], ...] | None:
+    """A Kafka row's headers (Spark's array of key/value structs) as the runtime's tuple; None for none."""
+    if raw is None or not len(raw):
+        return None
+    return tuple((h["key"], h["value"]) for h in raw)
+
+
+def _headers_column(headers: Any) -> list[Any]:
+    """Headers tuples as the Kafka sink's array of structs (an empty array for none)."""
+    return [[] if h is None else [{"key": k, "value": v} for k, v in h] for h in headers]
+
+
 def _store(sides: list[Side], batch: JoinBatch, runs: list[Any], retention: int) -> None:
     """Each side's store after the batch: its records still live by its observed time (records put
     below it were dropped on arrival, and are below it now)."""
@@ -312,13 +329,14 @@ def _written(topology: _Topology, batch: JoinBatch, x: Any, timestamps: Any, joi
         if values is None:
             serialize = sink.value_serde.serialize
             values = pa.array([None if v is None else serialize(topic, v) for v in joined], pa.binary())
-        return pa.table({"topic": pa.array(np.full(len(x), topic, object), pa.string()), "key": keys,
-                         "value": values}).to_pandas()  # fmt: skip
-    topics, keys_out, values_out = topology.out
-    topics.clear()
-    keys_out.clear()
-    values_out.clear()
+        frame = pa.table({"topic": pa.array(np.full(len(x), topic, object), pa.string()), "key": keys,
+                          "value": values}).to_pandas()  # fmt: skip
+        frame["headers"] = _headers_column(batch.headers[x])
+        return frame
+    for items in topology.out:
+        items.clear()
     tail = topology.tail
-    for key, value, timestamp in zip(batch.keys[x], joined, timestamps.tolist(), strict=True):
-        tail(key, value, timestamp, ())
-    return pd.DataFrame({"topic": topics, "key": keys_out, "value": values_out})
+    for key, value, timestamp, headers in zip(batch.keys[x], joined, timestamps.tolist(), batch.headers[x], strict=True):
+        tail(key, value, timestamp, headers or ())
+    topics, keys_out, values_out, all_headers = topology.out
+    return pd.DataFrame({"topic": topics, "key": keys_out, "value": values_out, "headers": _headers_column(all_headers)})

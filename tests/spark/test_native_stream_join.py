@@ -57,7 +57,8 @@ def _records(rnd: random.Random, n: int) -> list[InputRow]:
             ts += rnd.randrange(0, 40)
             at = ts - rnd.choice([0, 0, 0, 0, 30, 120, 400])  # late by up to 400 ms
             value = f"{topic[0]}{offset}{'x' if rnd.random() < 0.1 else ''}"
-            rows.append(InputRow(topic, 0, offset, at, f"k{rnd.randrange(4)}".encode(), value.encode(), ()))
+            headers = (("n", str(offset).encode()),) if offset % 5 == 0 else ()
+            rows.append(InputRow(topic, 0, offset, at, f"k{rnd.randrange(4)}".encode(), value.encode(), headers))
     return rows
 
 
@@ -66,7 +67,8 @@ def _frame(rows: list[InputRow]) -> Any:
 
     return pd.DataFrame({"topic": [r.topic for r in rows], "partition": [r.partition for r in rows],
                          "offset": [r.offset for r in rows], "timestamp": [r.timestamp for r in rows],
-                         "key": [r.key for r in rows], "value": [r.value for r in rows]})  # fmt: skip
+                         "key": [r.key for r in rows], "value": [r.value for r in rows],
+                         "headers": [[{"key": k, "value": v} for k, v in r.headers] for r in rows]})  # fmt: skip
 
 
 @pytest.mark.parametrize("chained", [False, True])
@@ -84,21 +86,24 @@ def test_the_task_step_joins_what_the_test_driver_joins(chained: bool, keep_live
     batches = [[r for r in rows if lo <= r.offset < hi] for lo, hi in itertools.pairwise(cuts)]
     task = StreamJoinTask(CountKeys(query.spec.topology, query.spec.props, query.native), {})
     task.init(_Handle())  # type: ignore[arg-type]  # the fake has the calls the task makes
-    ours: list[tuple[bytes, bytes]] = []
+    ours: list[tuple[bytes, bytes, tuple[tuple[str, bytes], ...]]] = []
     ordered: list[InputRow] = []
     for batch in batches:
         if not keep_live:
             _live.clear()
         for out in task.handleInputRows((0,), iter([_frame(batch)]), None):
-            ours.extend(zip(out["key"], out["value"], strict=True))
+            headers = [tuple((h["key"], h["value"]) for h in hs) for hs in out["headers"]]
+            ours.extend(zip(out["key"], out["value"], headers, strict=True))
         ordered.extend(kafka_order(batch))
     with TopologyTestDriver(joined("left", "right", "out", windows, chained), {"application.id": "driver"}) as driver:
         inputs = {t: driver.create_input_topic(t, Serdes.Bytes(), Serdes.Bytes()) for t in ("left", "right")}
         for row in ordered:
-            inputs[row.topic].pipe_input(row.key, row.value, row.timestamp)
-        expected = [(r.key.encode(), r.value.encode()) for r in driver.create_output_topic("out", S, S).read_records_to_list()]
+            inputs[row.topic].pipe_input(row.key, row.value, row.timestamp, row.headers)
+        expected = [(r.key.encode(), r.value.encode(), tuple(r.headers))
+                    for r in driver.create_output_topic("out", S, S).read_records_to_list()]  # fmt: skip
     assert ours == expected
     assert 50 < len(expected) < 120 * 120, "pairs joined, not every pair"
+    assert any(headers for *_, headers in expected), "the probing record's headers go with the joined record"
 
 
 def test_plan_names_the_native_join_and_leaves_left_joins_to_the_task_stage() -> None:
@@ -112,6 +117,12 @@ def test_plan_names_the_native_join_and_leaves_left_joins_to_the_task_stage() ->
     builder.stream("left", key_serde=S, value_serde=S).left_join(other, lambda a, b: f"{a}+{b}", windows).to("out")
     (query,) = SparkRunner(builder.build(), CONFIG).plan().queries
     assert query.stage == "task" and query.native is None
+    builder = StreamsBuilder()  # re-keyed after the join: its repartition topic needs the runner's headers
+    other = builder.stream("right", key_serde=S, value_serde=S)
+    (builder.stream("left", key_serde=S, value_serde=S).join(other, lambda a, b: a + b, windows)
+     .group_by(lambda k, v: v[:1], key_serde=S, value_serde=S).count().to_stream().to("counts"))
+    stages = [q.stage for q in SparkRunner(builder.build(), CONFIG).plan().queries]
+    assert stages[0] == "task" and len(stages) == 2
 
 
 def _sides(first: int, n: int) -> dict[str, list[Rec]]:
@@ -168,6 +179,8 @@ async def test_parity_with_kafka_streams_over_micro_batches_and_two_runs(bootstr
 def test_ready_order_takes_and_holds_what_take_ready_does() -> None:
     """The task's order over columns against `partition_group.take_ready` over rows (distinct timestamps,
     records held while a partition with unread data is empty), across micro-batches."""
+    import pandas as pd
+
     from streams_core.spark.partition_group import take_ready
     from streams_core.spark.stream_join_arrays import ready_order
 
@@ -185,8 +198,6 @@ def test_ready_order_takes_and_holds_what_take_ready_does() -> None:
         batch = [r for r in rows if (c_lo <= r.offset < c_hi if r.topic == "c" else lo <= r.offset < hi)]
         ready, held_rows = take_ready(held_rows, batch, read_rows, waits)
         frames = [f for f in (held_frame, _frame(batch)) if f is not None]
-        import pandas as pd  # type: ignore[import-untyped]  # no stubs in the venv
-
         ready_frame, held_frame = ready_order(pd.concat(frames, ignore_index=True), read_frame, waits)
         assert [(r.topic, r.offset) for r in ready] == (
             [] if ready_frame is None else list(zip(ready_frame["topic"], ready_frame["offset"], strict=True)))
