@@ -1,4 +1,4 @@
-"""An inner stream-stream join compiled to one query (`NativeCount.kind` "stream-join").
+"""A stream-stream join (inner, left or outer) compiled to one query (`NativeCount.kind` "stream-join").
 
 `stream(a)` → fused stateless operators → `join(stream(b) → fused operators, joiner, JoinWindows...)`
 → fused operators → `to(topic)` becomes:
@@ -9,10 +9,11 @@
         with unread data; each side's records after its chain, then the join over columns: every
         new record against the other side's records its window store holds when the record comes
         (within the window, and not expired by that store's observed stream time), the joiner called
-        per pair in one pass, the output in Kafka Streams' order; the sinks' bytes.
+        per pair in one pass, the output in Kafka Streams' order; for a left or outer join, the
+        unmatched records record by record (stream_join_outer.py); the sinks' bytes.
         State: both sides' window buffers as Arrow IPC blobs in a list state (appended per
         micro-batch, rewritten without the expired records), the observed stream times, read
-        offsets and held records in a value state)
+        offsets, held records and a left or outer join's unmatched records in a value state)
       → Kafka sink (update)
 
 The rule is the runtime's record by record (KStreamJoinWindow, KStreamKStreamJoin over window
@@ -55,6 +56,7 @@ from streams_core.spark.stream_join_arrays import (
     table_from_ipc,
     table_to_ipc,
 )
+from streams_core.spark.stream_join_outer import MAX_TIME, Unmatched
 from streams_core.state.internals.store_names import store_changelog_topic
 
 if TYPE_CHECKING:
@@ -94,6 +96,8 @@ class StreamStreamJoin:
     #: The fused stateless nodes between the merge and the sinks.
     tail: tuple[str, ...]
     sinks: tuple[str, ...]
+    #: Per side (left, right): its unmatched records are emitted (left join: the left; outer join: both).
+    outer: tuple[bool, bool] = (False, False)
 
     @property
     def retention(self) -> int:
@@ -109,18 +113,19 @@ class NativeStreamJoin(NativeCount):
 
 
 def find_stream_join(sid: int, built: ProcessorTopology, config: StreamsConfig, readback: frozenset[str]) -> NativeStreamJoin | str:
-    """`NativeStreamJoin` when sub-topology `sid` is sources → fused chains → an inner stream-stream join →
+    """`NativeStreamJoin` when sub-topology `sid` is sources → fused chains → a stream-stream join →
     fused operators → sinks to fixed topics; else why not (NO_STREAM_JOIN without a join)."""
     joins = [n for n in built.processors if isinstance(n.processor, KStreamKStreamJoin)]
     if not joins:
         return NO_STREAM_JOIN
-    if len(joins) != 2 or len(built.state_stores) != 2:
+    if len(joins) != 2 or len(built.state_stores) > 3:
         return "the sub-topology runs more than one stream-stream join"
     if config["default.deserialization.exception.handler"] == "dead_letter":
         return "the dead_letter deserialization handler writes to its topic, which the native query has no output for"
     left, right = sorted(joins, key=lambda n: not n.processor.is_left)
-    if left.processor.outer or right.processor.outer:
-        return "a left or outer join (only the inner join is native)"
+    outer = (left.processor.outer, right.processor.outer)
+    if len(built.state_stores) != (3 if any(outer) else 2):
+        return "the sub-topology has state stores besides the join's"
     parents: dict[str, list[ProcessorNode]] = {}
     for node in built.nodes:
         for child in node.children:
@@ -169,7 +174,7 @@ def find_stream_join(sid: int, built: ProcessorTopology, config: StreamsConfig, 
         return "its window stores' retention is not the windows' size plus grace"
     found = StreamStreamJoin((windows[0].name, windows[1].name), (left.name, right.name), merge.name, (stores[0], stores[1]),
                             spec.before_ms, spec.after_ms, spec.grace_period_ms, tuple(n.name for n in tail),
-                            tuple(s.name for s in sinks))  # fmt: skip
+                            tuple(s.name for s in sinks), outer)  # fmt: skip
     native = (*found.windows, *found.joins, merge.name)
     return NativeStreamJoin(sid, merge.name, sid, str(sinks[0].topic), None, False, (*fused, *found.tail), native,
                             kind="stream-join", stream_join=found)  # fmt: skip
@@ -183,6 +188,9 @@ def stream_join_operators(native: NativeCount) -> list[tuple[str, str]]:
     probe = ("vectorized: each new record joined with the other side's stored records within the window, over "
              "columns per task and micro-batch in Kafka Streams' order (PartitionGroup's; records wait for a "
              "partition with unread data); the joiner once per pair")
+    if any(join.outer):
+        probe += ("; unmatched records of an outer side wait in Spark state until the join's stream time closes "
+                  "their window (python, per record)")
     return [(join.windows[0], window), (join.windows[1], window), (join.joins[0], probe), (join.joins[1], probe),
             (join.merge, "vectorized: the pairs in Kafka Streams' order (the probing record's, then the stored record's "
                          "timestamp and arrival)")]  # fmt: skip
@@ -250,13 +258,12 @@ class _Topology:
         positions, keys, values, timestamps, all_headers = self.reached[side]
 
         def reached(key: Any, value: Any, timestamp: int, headers: Any) -> None:
-            if key is not None and value is not None:  # KStreamKStreamJoin drops the rest (an inner join)
-                positions.append(self.position)
-                self.position += 1
-                keys.append(key)
-                values.append(value)
-                timestamps.append(timestamp)
-                all_headers.append(headers)
+            positions.append(self.position)  # a None key or value: a left or outer join's stream time
+            self.position += 1
+            keys.append(key)
+            values.append(value)
+            timestamps.append(timestamp)
+            all_headers.append(headers)
 
         return lambda node: reached
 
@@ -315,7 +322,14 @@ class StreamJoinTask(StatefulProcessor):
         topology.position = state["position"]
         batch = self._reached(topology, ready)
         state["position"] = topology.position
-        out = join_batch(topology, sides, batch)
+        unmatched = None
+        if any(topology.join.outer):  # the shared store of unmatched records, the join's stream time
+            stream_time, min_time, blob = state.get("unmatched", (-1, MAX_TIME, None))
+            unmatched = Unmatched(stream_time, min_time, table_from_ipc(blob) if blob else None)
+        out = join_batch(topology, sides, batch, unmatched)
+        if unmatched is not None:
+            waiting = unmatched.table()
+            state["unmatched"] = (unmatched.stream_time, unmatched.min_time, table_to_ipc(waiting) if len(waiting) else None)
         state["observed"] = [s.observed for s in sides]
         self._log(sides, state)
         state["version"] += 1

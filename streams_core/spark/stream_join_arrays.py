@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute
 
 from streams_core.spark.native_count import same_serde
 from streams_core.spark.native_reduce import kafka_order_of
 
 if TYPE_CHECKING:
     from streams_core.spark.native_stream_join import _Topology
+    from streams_core.spark.stream_join_outer import Unmatched
 
 __all__ = ["NO_TIME", "JoinBatch", "Side", "join_batch", "ready_order", "record_headers", "table_from_ipc", "table_to_ipc"]
 
@@ -99,6 +101,17 @@ class JoinBatch:
     def __len__(self) -> int:
         return len(self.pos)
 
+    @property
+    def joinable(self) -> Any:
+        """The records with a key and a value (the others reach only a left or outer join's stream time)."""
+        nulls = pa.compute.or_(self.key_bytes.is_null(), self.value_bytes.is_null())
+        return ~nulls.to_numpy(zero_copy_only=False)
+
+    def subset(self, index: Any) -> JoinBatch:
+        at = pa.array(index)
+        return JoinBatch(self.side[index], self.pos[index], self.ts[index], self.key_bytes.take(at),
+                         self.value_bytes.take(at), self.keys[index], self.values[index], self.headers[index])  # fmt: skip
+
     @staticmethod
     def from_lists(topology: _Topology) -> JoinBatch:
         """From what the chains reached each side with (`_Topology.reached`), keys and values serialized by the stores' serdes."""
@@ -116,9 +129,10 @@ class JoinBatch:
             timestamps.append(np.asarray(ts, np.int64))
             keys.extend(ks)
             values.extend(vs)
-            values_bytes.extend(serialize(changelog, v) for v in vs)
+            values_bytes.extend(None if v is None else serialize(changelog, v) for v in vs)
         order = np.argsort(np.concatenate(positions), kind="stable")
-        key_bytes = pa.array([key_serialize(topology.changelogs[0], k) for k in keys], pa.binary()).take(pa.array(order))
+        key_bytes = pa.array([None if k is None else key_serialize(topology.changelogs[0], k) for k in keys],
+                             pa.binary()).take(pa.array(order))  # fmt: skip
         return JoinBatch(np.concatenate(sides)[order], np.concatenate(positions)[order], np.concatenate(timestamps)[order],
                          key_bytes, pa.array(values_bytes, pa.binary()).take(pa.array(order)),
                          _objects(keys)[order], _objects(values)[order], _objects(headers)[order])  # fmt: skip
@@ -127,8 +141,7 @@ class JoinBatch:
     def from_columns(topology: _Topology, ready: Any) -> JoinBatch | None:
         """From the ready rows over columns, when every source feeds its side directly and its serdes'
         bytes are the store's (the String or Bytes serde); None if a column does not deserialize."""
-        keep = (ready["key"].notna() & ready["value"].notna()).to_numpy()
-        rows = ready[keep]
+        rows = ready
         sides = rows["topic"].map({t: s for t, (s, _, _, _) in topology.sources.items()}).to_numpy(np.int8)
         raw_keys, raw_values = pa.array(rows["key"], pa.binary()), pa.array(rows["value"], pa.binary())
         keys, values = _objects([None] * len(rows)), _objects([None] * len(rows))
@@ -145,7 +158,7 @@ class JoinBatch:
             if not same_serde(source.value_serde, topology.value_serdes[s]):
                 serialize, changelog = topology.value_serdes[s].serialize, topology.changelogs[s]
                 serialized = np.array(values_bytes.to_pylist(), dtype=object)
-                serialized[mask] = [serialize(changelog, v) for v in decoded[1]]
+                serialized[mask] = [None if v is None else serialize(changelog, v) for v in decoded[1]]
                 values_bytes = pa.array(serialized.tolist(), pa.binary())
         pos = topology.position + np.arange(len(rows), dtype=np.int64)
         topology.position += len(rows)
@@ -204,7 +217,7 @@ def ready_order(frame: Any, read: dict[tuple[str, int], int], waits: Mapping[tup
 
 def _ranges(c_kid: Any, c_ts: Any, kid: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
     """For candidates sorted by (key id, timestamp), each probe's [start, end) of its key's candidates with lo <= ts <= hi."""
-    if not len(c_ts):
+    if not len(c_ts) or not len(kid):
         return np.zeros(len(kid), np.int64), np.zeros(len(kid), np.int64)
     tmin, tmax = int(c_ts.min()) - 1, int(c_ts.max()) + 1
     lo, hi, cts = np.clip(lo, tmin, tmax) - tmin, np.clip(hi, tmin, tmax) - tmin, c_ts - tmin
@@ -217,13 +230,15 @@ def _ranges(c_kid: Any, c_ts: Any, kid: Any, lo: Any, hi: Any) -> tuple[Any, Any
     return np.searchsorted(combined, kid * span + lo, "left"), np.searchsorted(combined, kid * span + hi, "right")
 
 
-def join_batch(topology: _Topology, sides: list[Side], batch: JoinBatch) -> Any:
-    """The micro-batch's joined records as the sinks' (topic, key, value) pandas frame (None: none);
-    `sides` updated with what their stores hold after it."""
+def join_batch(topology: _Topology, sides: list[Side], every: JoinBatch, unmatched: Unmatched | None = None) -> Any:
+    """The micro-batch's joined records as the sinks' (topic, key, value, headers) pandas frame (None:
+    none); `sides` (and a left or outer join's `unmatched`) updated with what their stores hold after it."""
     join = topology.join
     retention = join.retention
-    if not len(batch):
+    if not len(every):
         return None
+    joinable = np.nonzero(every.joinable)[0]
+    batch = every if len(joinable) == len(every) else every.subset(joinable)
     runs = []  # per side: its store's observed time after each record of the batch
     for s in (0, 1):
         run = np.maximum.accumulate(np.where(batch.side == s, batch.ts, NO_TIME))
@@ -259,13 +274,16 @@ def join_batch(topology: _Topology, sides: list[Side], batch: JoinBatch) -> Any:
         parts.append((x, c_ts[y], c_pos[y], joined))
     _store(sides, batch, runs, retention)
     x = np.concatenate([p[0] for p in parts])
-    if not len(x):
-        return None
     y_ts, y_pos = np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts])
     order = np.lexsort((y_pos, y_ts, batch.pos[x]))
     joined = _objects([v for p in parts for v in p[3]])[order]
-    x = x[order]
-    return _written(topology, batch, x, np.maximum(batch.ts[x], y_ts[order]), joined)
+    x, y_ts = x[order], y_ts[order]
+    if unmatched is not None:
+        records = unmatched.run(topology, every, joinable[x], y_ts, 1 - batch.side[x], joined)
+        return _through_tail(topology, *records) if records[0] else None
+    if not len(x):
+        return None
+    return _written(topology, batch, x, np.maximum(batch.ts[x], y_ts), joined)
 
 
 def record_headers(raw: Any) -> tuple[tuple[str, bytes], ...] | None:
@@ -307,8 +325,6 @@ def _deserialized(column: pa.Array, serde: Any, topic: str) -> Any:
 
 def _written(topology: _Topology, batch: JoinBatch, x: Any, timestamps: Any, joined: Any) -> Any:
     """The joined records through what follows the join, as the sinks' (topic, key, value) frame."""
-    import pandas as pd
-
     from streams_core.serde import Serdes
 
     sink = topology.direct_sink
@@ -333,10 +349,17 @@ def _written(topology: _Topology, batch: JoinBatch, x: Any, timestamps: Any, joi
                           "value": values}).to_pandas()  # fmt: skip
         frame["headers"] = _headers_column(batch.headers[x])
         return frame
+    return _through_tail(topology, batch.keys[x], joined, timestamps.tolist(), batch.headers[x])
+
+
+def _through_tail(topology: _Topology, keys: Any, values: Any, timestamps: Any, headers: Any) -> Any:
+    """Output records through the fused operators after the join and the sinks' serdes, one by one."""
+    import pandas as pd
+
     for items in topology.out:
         items.clear()
     tail = topology.tail
-    for key, value, timestamp, headers in zip(batch.keys[x], joined, timestamps.tolist(), batch.headers[x], strict=True):
-        tail(key, value, timestamp, headers or ())
+    for key, value, timestamp, record_headers in zip(keys, values, timestamps, headers, strict=True):
+        tail(key, value, timestamp, record_headers or ())
     topics, keys_out, values_out, all_headers = topology.out
     return pd.DataFrame({"topic": topics, "key": keys_out, "value": values_out, "headers": _headers_column(all_headers)})
