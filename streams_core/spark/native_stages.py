@@ -144,6 +144,23 @@ class JoinReduceStage(JoinCountStage):
                 for name, note in SparkReduceStage().operators(native)]  # fmt: skip
 
 
+class StreamJoinStage(NativeStage):
+    kind, checkpoint = "stream-join", "native-stream-join"
+    label = ("groupBy(partition).transformWithStateInPandas (the stream-stream join per task over columns in Kafka "
+             "Streams' order, both sides' window stores in Spark state)")
+    fused = "python: fused stateless chain in the join's transformWithStateInPandas, once per record"
+
+    def operators(self, native: NativeCount) -> list[tuple[str, str]]:
+        from streams_core.spark.native_stream_join import stream_join_operators
+
+        return stream_join_operators(native)
+
+    def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
+        from streams_core.spark.native_stream_join import stream_join_query
+
+        return stream_join_query(runner, query, rows)
+
+
 class SparkReduceStage(NativeStage):
     kind, checkpoint = "spark-reduce", "native-spark-reduce"
     label = ("mapInArrow (fused stateless chain, values combined per key and Spark partition) -> groupBy(key)"
@@ -267,5 +284,5 @@ def _native(query: QueryPlan) -> NativeCount:
 NATIVE_STAGES: Mapping[str, NativeStage] = {
     stage.kind: stage
     for stage in (CountStage(), SparkReduceStage(), WindowCountStage(), PartialReduceStage(), OrderedFoldStage(),
-                  JoinCountStage(), JoinReduceStage())
+                  JoinCountStage(), JoinReduceStage(), StreamJoinStage())
 }

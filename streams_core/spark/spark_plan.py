@@ -121,7 +121,8 @@ class QueryPlan:
     @property
     def task_grouped(self) -> bool:
         """Grouped by Kafka Streams task (source partition): its tasks wait for the topic behind."""
-        return self.stage == "task" or (self.native is not None and self.native.join is not None)
+        return self.stage == "task" or (self.native is not None and (self.native.join is not None
+                                                                      or self.native.kind == "stream-join"))
 
     def operators(self) -> tuple[tuple[str, str], ...]:
         """(processor or node name, how it runs): natively in Spark, or in Python and how."""
@@ -204,6 +205,7 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
         for sid, info in groups.items():
             built = builder.build_subtopology(sid, config)
             native = find_native_count(sid, built, builder, config, readback_written, associative_reducers)
+            native = _or_stream_join(native, sid, built, config, readback_written)
             if isinstance(native, NativeCount):
                 natives.append(native)
             processors: list[str] = []
@@ -269,6 +271,18 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
     ordered = _dependency_order(queries)
     log.info("Spark plan for %s: %d queries", application_id, len(ordered))
     return SparkPlan(application_id, ordered, tuple(sorted(internal)))
+
+
+def _or_stream_join(native: NativeCount | str, sid: int, built: Any, config: StreamsConfig,
+                    readback: frozenset[str]) -> NativeCount | str:  # fmt: skip
+    """Without a stream aggregation, the sub-topology's stream-stream join compiled natively if it can be
+    (native_stream_join.py)."""
+    if native != NO_AGGREGATION:
+        return native
+    from streams_core.spark.native_stream_join import find_stream_join
+
+    joined = find_stream_join(sid, built, config, readback)
+    return joined if isinstance(joined, NativeCount) else native
 
 
 def _fuse(queries: dict[int, QueryPlan], native: NativeCount) -> dict[int, QueryPlan]:

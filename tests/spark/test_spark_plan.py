@@ -131,13 +131,14 @@ def test_suppress_runs_in_a_task_stage() -> None:
     assert query.stage == "task"
 
 
-def test_stream_stream_and_table_table_joins_run_in_a_task_stage() -> None:
+def test_stream_stream_joins_are_native_and_table_table_joins_run_in_a_task_stage() -> None:
     builder = StreamsBuilder()
     left = builder.stream("left", key_serde=Serdes.String(), value_serde=Serdes.String())
     right = builder.stream("right", key_serde=Serdes.String(), value_serde=Serdes.String())
     left.outer_join(right, lambda a, b: f"{a}{b}", JoinWindows.of_time_difference_and_grace(1000, 100)).to("out")
     (query,) = plan_of(builder.build()).queries
-    assert query.stage == "task"
+    assert query.stage == "native" and query.native is not None and query.native.kind == "stream-join"
+    assert query.task_grouped, "its tasks wait for the topic behind"
 
     builder = StreamsBuilder()
     left_table = builder.table("left", key_serde=Serdes.String(), value_serde=Serdes.String())

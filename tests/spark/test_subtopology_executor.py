@@ -170,7 +170,10 @@ def test_the_task_stage_over_micro_batches_writes_what_the_driver_writes(kind: s
                     .read_records_to_list()]
     # a fresh topology: one the driver ran holds process_values' last processor, bound to the driver's task
     (query,) = SparkRunner(windowed_topologies()[kind], props).plan().queries
-    assert query.stage == "task"
+    # the left join plans as the native stream-join (test_native_stream_join.py); the task stage still
+    # runs joins it does not compile (a self-join, a re-keyed join), from the spec the plan built
+    assert query.stage == "task" or (kind == "left-join" and query.native is not None)
+    assert query.spec.task_stores
     changelog: dict[tuple[str, bytes], bytes] = {}
     task: bytes | None = None
     out = []

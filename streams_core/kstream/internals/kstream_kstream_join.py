@@ -107,6 +107,7 @@ class KStreamKStreamJoin(Generic[K, V, VO, VR]):
         outer_store_name: str | None,
     ) -> None:
         self._is_left = is_left
+        self._windows = windows
         self._other_store_name = other_store_name
         self._before = windows.before_ms if is_left else windows.after_ms
         self._after = windows.after_ms if is_left else windows.before_ms
@@ -118,6 +119,25 @@ class KStreamKStreamJoin(Generic[K, V, VO, VR]):
         self._trackers = trackers
         self._outer_store_name = outer_store_name
         self.dropped_records = 0
+
+    @property
+    def is_left(self) -> bool:
+        """The left side's processor (the joiner gets this side's value first)."""
+        return self._is_left
+
+    @property
+    def outer(self) -> bool:
+        """This side's unmatched records are emitted (a left join's left side, both sides of an outer join)."""
+        return self._outer
+
+    @property
+    def windows(self) -> JoinWindows:
+        return self._windows
+
+    @property
+    def joiner(self) -> Callable[[K, V | VO | None, V | VO | None], VR]:
+        """The joiner, taking (key, left value, right value)."""
+        return self._joiner
 
     def init(self, context: ProcessorContext[K, VR]) -> None:
         self._context = context
