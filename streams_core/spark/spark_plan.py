@@ -20,11 +20,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streams_core.config import StreamsConfig
+from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
 from streams_core.kstream.internals.timestamped_stores import TimestampedKeyValueStore
 from streams_core.processor.internals.processor_node import SinkNode, SourceNode
 from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.native_count import AGGREGATIONS, NO_AGGREGATION, NativeCount, find_native_count
+from streams_core.spark.native_session_count import find_native_session_count
 from streams_core.spark.native_stages import NATIVE_STAGES
 from streams_core.spark.plan_notes import STAGE_LABELS, stage_reason, writes
 from streams_core.spark.subtopology_executor import (
@@ -203,7 +205,7 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
         config = config.with_overrides({"state.dir": state_dir})
         for sid, info in groups.items():
             built = builder.build_subtopology(sid, config)
-            native = find_native_count(sid, built, builder, config, readback_written, associative_reducers)
+            native = _find_native(sid, built, builder, config, readback_written, associative_reducers)
             if isinstance(native, NativeCount):
                 natives.append(native)
             processors: list[str] = []
@@ -260,7 +262,7 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
                 why=stage_reason(stage, task_operator, len(info.source_topics) + len(info.source_patterns)),
                 not_native="" if isinstance(native, NativeCount) or native == NO_AGGREGATION else native,
                 writes=tuple((n.name, writes(n, caching)) for n in built.processors),
-                aggregations=tuple(n.name for n in built.processors if isinstance(n.processor, AGGREGATIONS)),
+                aggregations=tuple(n.name for n in built.processors if isinstance(n.processor, (*AGGREGATIONS, KStreamSessionWindowAggregate))),
             )
     internal = set(builder.internal_topics)
     for native in natives:
@@ -269,6 +271,15 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
     ordered = _dependency_order(queries)
     log.info("Spark plan for %s: %d queries", application_id, len(ordered))
     return SparkPlan(application_id, ordered, tuple(sorted(internal)))
+
+
+def _find_native(sid: int, built: Any, builder: Any, config: StreamsConfig, readback: frozenset[str],
+                 associative_reducers: bool) -> NativeCount | str:  # fmt: skip
+    """What the sub-topology's aggregation compiles to natively (a count, fold, join or session count), or why not."""
+    native = find_native_count(sid, built, builder, config, readback, associative_reducers)
+    if native == NO_AGGREGATION:
+        return find_native_session_count(sid, built, builder, config, readback)
+    return native
 
 
 def _fuse(queries: dict[int, QueryPlan], native: NativeCount) -> dict[int, QueryPlan]:
