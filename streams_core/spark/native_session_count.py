@@ -199,6 +199,8 @@ class TaskSessions:
         self.stored = _NO_TIME
         #: Records dropped as late (Kafka Streams' dropped-records).
         self.dropped = 0
+        #: The store's stream time at the last `expire()`.
+        self._expired_at = _NO_TIME
 
     def live(self) -> int:
         """The number of sessions the store holds."""
@@ -212,12 +214,14 @@ class TaskSessions:
             found[:] = [s for s in found if s[0] != start or s[1] != end]
             if n is not None:
                 found.append([start, end, n])
+                found.sort(key=_by_end)
                 self.stored = max(self.stored, end)
             elif not found:
                 del sessions[key]
 
     def expire(self) -> None:
         """Drop the sessions past retention (the store no longer returns them)."""
+        self._expired_at = self.stored
         cutoff = self.stored - self.retention
         for key in [k for k, found in self.sessions.items() if any(s[1] <= cutoff for s in found)]:
             kept = [s for s in self.sessions[key] if s[1] > cutoff]
@@ -228,10 +232,14 @@ class TaskSessions:
 
     def process(self, keys: list[Any], stamps: list[int]) -> dict[tuple[Any, int, int], _Dirty]:
         """The records (in the task's order) through the aggregation; the sessions they changed, in
-        the record cache's order (last write last): (key, start, end) -> [count or None, stored before]."""
+        the record cache's order (last write last): (key, start, end) -> [count or None, stored before].
+
+        A key's sessions are kept by end; those the store still returns do not overlap, so the ones a
+        record merges (end >= t - gap, start <= t + gap) are consecutive, found from the latest back."""
         gap, grace, retention = self.gap, self.grace, self.retention
         sessions = self.sessions
         dirty: dict[tuple[Any, int, int], _Dirty] = {}
+        pop = dirty.pop
         observed, stored, dropped = self.observed, self.stored, self.dropped
         for key, t in zip(keys, stamps, strict=True):
             if t > observed:
@@ -239,15 +247,20 @@ class TaskSessions:
             found = sessions.get(key)
             start = end = t
             n = 0
-            merged: list[list[int]] = []
+            i = j = 0
             if found:
-                # find_sessions(key, t - gap, t + gap) of a store that keeps sessions ending after stored - retention
-                earliest = max(t - gap, stored - retention + 1)
+                # find_sessions(key, t - gap, t + gap) of a store keeping the sessions ending after stored - retention
+                earliest = t - gap
+                if stored - retention >= earliest:
+                    earliest = stored - retention + 1
                 latest = t + gap
-                merged = [s for s in found if s[1] >= earliest and s[0] <= latest]
-                if len(merged) > 1:
-                    merged.sort(key=_by_end)  # the store's order: by end, then start
-                for s in merged:
+                i = len(found)
+                while i and found[i - 1][0] > latest:
+                    i -= 1
+                j = i
+                while j and found[j - 1][1] >= earliest:
+                    j -= 1
+                    s = found[j]
                     n += s[2]
                     if s[0] < start:
                         start = s[0]
@@ -259,22 +272,36 @@ class TaskSessions:
                 continue
             if found is None:
                 found = sessions[key] = []
-            if start != t or end != t:
-                for s in merged:
-                    found.remove(s)
-                    _write(dirty, (key, s[0], s[1]), None, True)
-                merged = []
             n += 1
             if end > stored:
                 stored = end
-            if merged:  # the session [t, t] itself: overwritten
-                merged[0][2] = n
-                _write(dirty, (key, start, end), n, True)
+            if start == t and end == t and i > j:  # the session [t, t] itself: overwritten
+                found[j][2] = n
+                below = True
             else:
+                for s in found[j:i]:  # merged away, in the store's order (by end)
+                    session = (key, s[0], s[1])
+                    entry = pop(session, None)
+                    if entry is None:
+                        dirty[session] = [None, True]
+                    elif entry[1]:
+                        entry[0] = None
+                        dirty[session] = entry
+                    # else: created and merged away within the micro-batch, never forwarded
+                del found[j:i]
                 if end > stored - retention:  # else the store drops it as expired (it is forwarded all the same)
-                    found.append([start, end, n])
-                _write(dirty, (key, start, end), n, False)
+                    found.insert(j, [start, end, n])
+                below = False
+            session = (key, start, end)
+            entry = pop(session, None)
+            if entry is None:
+                entry = [n, below]
+            else:
+                entry[0] = n
+            dirty[session] = entry
         self.observed, self.stored, self.dropped = observed, stored, dropped
+        if stored - self._expired_at > retention:
+            self.expire()
         return dirty
 
     @staticmethod
@@ -286,17 +313,6 @@ class TaskSessions:
 
 def _by_end(session: list[int]) -> tuple[int, int]:
     return session[1], session[0]
-
-
-def _write(dirty: dict[tuple[Any, int, int], _Dirty], session: tuple[Any, int, int], n: int | None, below: bool) -> None:
-    """A cache write: the session's entry moves to the end of the write order; `below` says whether
-    the store had it, which only its first write in the micro-batch can tell."""
-    entry = dirty.pop(session, None)
-    if entry is None:
-        entry = [n, below]
-    else:
-        entry[0] = n
-    dirty[session] = entry
 
 
 class SessionTask(StatefulProcessor):
