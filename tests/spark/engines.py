@@ -10,6 +10,9 @@ tombstones delete).
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -168,3 +171,23 @@ def utf8(data: bytes) -> str:
 
 def long_be(data: bytes) -> int:
     return int.from_bytes(data, "big", signed=True)
+
+
+async def kill_mid_run(command: list[str], bootstrap: str, output: str, cwd: Path, timeout: float = 240.0) -> None:
+    """Start `command` in its own process group and SIGKILL it once `output` holds a record (mid-run)."""
+    victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:  # kill once the query has written part of its output, mid-run
+            assert victim.poll() is None, "the run ended before it could be killed"
+            try:
+                written = len(await read_all(bootstrap, output, timeout=5))
+            except TimeoutError:
+                written = 0
+            if written > 0:
+                break
+            assert time.monotonic() < deadline, "no progress to kill"
+            await asyncio.sleep(0.2)
+    finally:
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=30)

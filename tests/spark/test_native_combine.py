@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import operator
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,8 +15,8 @@ import pytest
 
 from streams_core import Grouped, Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
-from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
-from tests.spark.engines import ENGINES, long_be, read_table, run_asyncio_to_end, utf8
+from tests.kafka_utils import Rec, create_topic, produce, unique_topic
+from tests.spark.engines import ENGINES, kill_mid_run, long_be, read_table, run_asyncio_to_end, utf8
 
 S, L = Serdes.String(), Serdes.Long()
 CONFIG = {"application.id": "plan", "bootstrap.servers": "127.0.0.1:9"}
@@ -134,22 +131,7 @@ async def test_a_sum_killed_mid_run_and_rerun_ends_with_the_right_totals(bootstr
     await produce(bootstrap_servers, source, [Rec(k.encode(), v.to_bytes(8, "big", signed=True)) for k, v in pairs])
     command = [sys.executable, "-m", "tests.spark.combine_job", bootstrap_servers, source, output, str(tmp_path / "ck")]
     root = Path(__file__).parents[2]
-    victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 240
-        while True:  # kill once the query has written part of its output, mid-run
-            assert victim.poll() is None, "the run ended before it could be killed"
-            try:
-                written = len(await read_all(bootstrap_servers, output, timeout=5))
-            except TimeoutError:
-                written = 0
-            if written > 0:
-                break
-            assert time.monotonic() < deadline, "no progress to kill"
-            await asyncio.sleep(0.2)
-    finally:
-        os.killpg(victim.pid, signal.SIGKILL)
-        victim.wait(timeout=30)
+    await kill_mid_run(command, bootstrap_servers, output, root)
     expected: dict[str, int] = {}
     for key, value in pairs:
         expected[key[0]] = expected.get(key[0], 0) + value

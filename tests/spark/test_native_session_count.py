@@ -9,8 +9,11 @@ checkpoint.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,7 @@ from streams_core import (
 from streams_core.spark import SparkRunner
 from streams_core.spark.native_session_count import TaskSessions
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
-from tests.spark.engines import BASE_TS, read_table, run_asyncio_to_end, utf8
+from tests.spark.engines import BASE_TS, kill_mid_run, read_table, run_asyncio_to_end, utf8
 
 S, L = Serdes.String(), Serdes.Long()
 T0 = (BASE_TS // 1000) * 1000
@@ -41,13 +44,14 @@ def at(seconds: int) -> int:
     return T0 + seconds * 1000
 
 
-def sessions_topology(source: str, output: str, gap: int, grace: int, *, caching: bool = True, unit: int = 1000) -> Topology:
-    """Per key of the source, its sessions counted, written as "key@start-end" (`unit`s from T0) -> count."""
+def sessions_topology(source: str, output: str, gap: int, grace: int, *, caching: bool = True, unit: int = 1000,
+                      origin: int = T0) -> Topology:  # fmt: skip
+    """Per key of the source, its sessions counted, written as "key@start-end" (`unit`s from `origin`) -> count."""
     builder = StreamsBuilder()
     materialized = None if caching else Materialized.as_("sessions").with_caching_disabled()
     (builder.stream(source, key_serde=S, value_serde=S).group_by_key()
      .windowed_by(SessionWindows.of_inactivity_gap_and_grace(gap, grace)).count(materialized)
-     .to_stream().map(lambda wk, n: (f"{wk.key}@{(wk.window.start - T0) // unit}-{(wk.window.end - T0) // unit}",
+     .to_stream().map(lambda wk, n: (f"{wk.key}@{(wk.window.start - origin) // unit}-{(wk.window.end - origin) // unit}",
                                      None if n is None else str(n)))
      .to(output, key_serde=S, value_serde=S))  # fmt: skip
     return builder.build()
@@ -265,3 +269,31 @@ async def test_long_keys_through_a_replaced_repartition_topic_with_the_session_w
     tables = {engine: await read_table(bootstrap_servers, topic, bytes.hex, bytes.hex) for engine, topic in outputs.items()}
     assert tables["spark"] == tables["asyncio"]
     assert len(tables["spark"]) >= 4
+
+
+async def test_a_session_count_killed_mid_run_and_rerun_ends_with_kafka_streams_table(bootstrap_servers: str,
+                                                                                     tmp_path: Path) -> None:  # fmt: skip
+    """SIGKILL once part of the output is written, then a rerun from the checkpoint (a new Python
+    worker: the sessions rebuilt from Spark state): the table of the per-task step over all input."""
+    suffix = unique_topic("session-kill")
+    source, output = f"events-{suffix}", f"out-{suffix}"
+    for topic in (source, output):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    rnd = random.Random(11)
+    rows = {p: [(f"k{rnd.randrange(8)}", i * 4 + rnd.choice([0, 0, 0, -9, -40])) for i in range(90)] for p in (0, 1)}
+    await produce(bootstrap_servers, source, [Rec(k.encode(), b"x", partition=p, timestamp_ms=at(t))
+                                              for p, part in rows.items() for k, t in part])  # fmt: skip
+    command = [sys.executable, "-m", "tests.spark.combine_job", bootstrap_servers, source, output, str(tmp_path / "ck"),
+               "sessions"]  # fmt: skip
+    root = Path(__file__).parents[2]
+    await kill_mid_run(command, bootstrap_servers, output, root)
+    expected: dict[str, str] = {}
+    for part in rows.values():
+        step = TaskSessions(10_000, 20_000, 30_000)
+        flushed = step.flushed(step.process([k for k, _ in part], [at(t) for _, t in part]))
+        assert step.dropped, "late records"
+        expected.update((f"{k}@{s // 1000}-{e // 1000}", str(n)) for k, s, e, n in flushed if n is not None)
+    assert await read_table(bootstrap_servers, output, utf8, utf8) != expected, "killed mid-run"
+    done = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=300, cwd=root)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert await read_table(bootstrap_servers, output, utf8, utf8) == expected
