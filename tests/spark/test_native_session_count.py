@@ -180,6 +180,11 @@ def test_plan_names_the_stage_and_why_not() -> None:
         n for n in how if "AGGREGATE" in n]
     (query,) = SparkRunner(sessions_topology("in", "out", 10_000, 0, caching=False), CONFIG).plan().queries
     assert query.native is None and query.stage == "task" and "not native: caching is off" in query.describe()
+    builder = StreamsBuilder()
+    (builder.stream("in", key_serde=S, value_serde=S).group_by_key().windowed_by(SessionWindows.with_inactivity_gap(10))
+     .aggregate(str, lambda key, value, agg: agg + value, lambda key, a, b: a + b).to_stream().to("out"))  # fmt: skip
+    (query,) = SparkRunner(builder.build(), CONFIG).plan().queries
+    assert query.stage == "task" and "not native: a session aggregate or reduce" in query.describe()
 
 
 async def test_sessions_merge_and_late_records_drop_per_task_over_micro_batches_and_two_runs(
