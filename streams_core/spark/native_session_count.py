@@ -8,11 +8,12 @@ stateless operators → `to(topic)` becomes:
                    timestamp and place in its Kafka partition)
                  → groupBy(task).transformWithStateInPandas(SessionTask: the task's records in
                    Kafka Streams' order through `TaskSessions`, KStreamSessionWindowAggregate's
-                   algorithm over the task's stream time; out: the record cache's flush, one row per
-                   changed session; state: the sessions as the session store's compacted changelog,
-                   key bytes, start, end, count, in a list state; the stream time in a value state)
-                 → mapInArrow(SessionOutput: Windowed(key, SessionWindow(start, end)) and count through
-                   the tail and the sinks' serdes) → Kafka sink
+                   algorithm over the task's stream time; the record cache's flush, one row per
+                   changed session, through `SessionOutput`: Windowed(key, SessionWindow(start, end))
+                   and count through the tail and the sinks' serdes; state: the sessions as the
+                   session store's compacted changelog, key bytes, start, end, count, in a list
+                   state; the stream time in a value state)
+                 → Kafka sink
 
 The task is the replaced repartition topic's partition of the key (murmur2), or the source
 partition, as for the native windowed count (native_window_count.py); Spark's shuffle replaces
@@ -317,8 +318,8 @@ def _by_end(session: list[int]) -> tuple[int, int]:
 
 class SessionTask(StatefulProcessor):
     """`transformWithStateInPandas` processor grouped by task: the task's rows of the micro-batch in
-    Kafka Streams' order through its `TaskSessions`; out the record cache's flush (key, start, end,
-    count or None).
+    Kafka Streams' order through its `TaskSessions`; out the record cache's flush through the tail
+    and sinks (`SessionOutput`): Kafka sink rows (topic, key, value).
 
     State: `sessions`, the session store's changelog rows (key, start, end, count; None: removed)
     as Arrow IPC streams, one appended per micro-batch and rewritten as one with the live sessions
@@ -326,9 +327,10 @@ class SessionTask(StatefulProcessor):
     `task`, its stream times, dropped records, and the version the Python worker's live copy matches.
     """
 
-    def __init__(self, session: SessionCount, key_type: str) -> None:
+    def __init__(self, session: SessionCount, key_type: str, output: SessionOutput) -> None:
         self.session = session
         self.key_type = key_type
+        self.output = output
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self._log = handle.getListState("sessions", "rows binary")
@@ -364,9 +366,7 @@ class SessionTask(StatefulProcessor):
         while len(_live) > _MAX_LIVE:
             _live.popitem(last=False)
         if out:
-            keys, starts, ends, counts = zip(*out, strict=True)
-            yield pd.DataFrame({"key": list(keys), "start": list(starts), "end": list(ends),
-                                "n": pd.array(list(counts), dtype="Int64")})  # fmt: skip
+            yield self.output.written(out)
 
     def _log_changes(self, sessions: TaskSessions, dirty: Mapping[tuple[Any, int, int], _Dirty], logged: int) -> int:
         """The micro-batch's store changes appended to the changelog in Spark state in one call, or the
@@ -414,37 +414,35 @@ def _read_rows(chunk: bytes) -> Iterator[tuple[Any, int, int, int | None]]:
 
 
 class SessionOutput(WindowOutput):
-    """`mapInArrow` function: the flushed sessions (key, start, end, count or None) in; each as
+    """The flushed sessions (key, start, end, count or None) as Kafka sink rows: each as
     `Windowed(key, SessionWindow(start, end))` and count (None: a tombstone) through `to_stream()`'s
-    fused operators and the sinks (their serdes), with the session end as timestamp; Kafka sink rows out."""
+    fused operators and the sinks (their serdes), with the session end as timestamp. Called by
+    `SessionTask`, so the tail runs in the same Python worker (no second pass over Arrow)."""
+
+    _built: Any = None  # (the sinks' collector, the tail's runs), built on the executor
 
     def _tail(self) -> Any:
         return _session(self.native)
 
-    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
+    def written(self, flushed: Iterable[tuple[Any, int, int, int | None]]) -> Any:
+        """The Kafka sink's rows (topic, key, value) of the flushed sessions, as a pandas frame."""
+        import pandas as pd
 
         from streams_core.spark.native_window_count import _Rows
 
-        rows = _Rows()
-        runs = self._runs(rows)
-        key_serde, topic = self.native.key_serde, self.key_topic
-        for batch in batches:
-            keys = batch.column("key").to_pylist()
-            if not self.native.string_keys:
-                keys = [key_serde.deserialize(topic, k) for k in keys]
-            for key, start, end, count in zip(keys, batch.column("start").to_pylist(), batch.column("end").to_pylist(),
-                                              batch.column("n").to_pylist(), strict=True):  # fmt: skip
-                windowed = Windowed(key, SessionWindow(start, end))
-                for run in runs:
-                    run(windowed, count, end, ())
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(rows.topics, pa.string()), pa.array(rows.keys, pa.binary()), pa.array(rows.values, pa.binary())],
-                names=["topic", "key", "value"],
-            )  # fmt: skip
-            rows.topics.clear()
-            rows.keys.clear()
-            rows.values.clear()
+        if self._built is None:
+            rows = _Rows()
+            self._built = rows, self._runs(rows)
+        rows, runs = self._built
+        deserialize = None if self.native.string_keys else self.native.key_serde.deserialize
+        topic = self.key_topic
+        for key, start, end, count in flushed:
+            windowed = Windowed(key if deserialize is None else deserialize(topic, key), SessionWindow(start, end))
+            for run in runs:
+                run(windowed, count, end, ())
+        frame = pd.DataFrame({"topic": rows.topics, "key": rows.keys, "value": rows.values})
+        rows.topics, rows.keys, rows.values = [], [], []
+        return frame
 
 
 #: (lineage, task) -> (version, the task's sessions) after its last micro-batch.

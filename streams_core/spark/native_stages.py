@@ -215,7 +215,7 @@ class SessionCountStage(NativeStage):
     kind, checkpoint = "session-count", "native-session-count"
     tasks_of_bypassed = True
     label = ("mapInArrow (fused stateless chain, each record's task and key) -> groupBy(task)"
-             ".transformWithStateInPandas (sessions per key by the task's stream time) -> mapInArrow (tail)")
+             ".transformWithStateInPandas (sessions per key by the task's stream time, then the tail)")
 
     def operators(self, native: NativeCount) -> list[tuple[str, str]]:
         count, to_stream, *tail = native.native
@@ -225,7 +225,8 @@ class SessionCountStage(NativeStage):
                         "(state: the session store's changelog rows, key, start, end, count; the stream time)"),
                 (to_stream, "vectorized: the record cache's flush per micro-batch, one record per changed session "
                             "(a merged-away session: a tombstone)"),
-                *((name, "python: fused stateless chain in mapInArrow over the changed sessions") for name in tail)]
+                *((name, "python: fused stateless chain over the changed sessions, in the same "
+                         "transformWithStateInPandas") for name in tail)]
 
     def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
         from streams_core.spark.native_session_count import SessionKeys, SessionOutput, SessionTask, _session
@@ -234,11 +235,9 @@ class SessionCountStage(NativeStage):
         session = _session(native)
         partitions = runner._counts.get(session.partitions_of, 0) if session.partitions_of else 0
         keys = self._mapped(runner, query, SessionKeys(spec.topology, spec.props, native, partitions), rows)
-        key_type = _key_type(native)
-        changed = keys.groupBy("task").transformWithStateInPandas(
-            SessionTask(session, key_type), f"key {key_type}, start bigint, end bigint, n bigint", "Update", "None")
         output = SessionOutput(spec.topology, spec.props, native, session.partitions_of or query.source_topics[0])
-        return changed.mapInArrow(output, output.schema)
+        task = SessionTask(session, _key_type(native), output)
+        return keys.groupBy("task").transformWithStateInPandas(task, output.schema, "Update", "None")
 
 
 def _folded(native: NativeCount, spec: Any, values: Any) -> Any:
