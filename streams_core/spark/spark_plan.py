@@ -26,7 +26,6 @@ from streams_core.processor.internals.processor_node import SinkNode, SourceNode
 from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.native_count import AGGREGATIONS, NO_AGGREGATION, NativeCount, find_native_count
-from streams_core.spark.native_session_count import find_native_session_count
 from streams_core.spark.native_stages import NATIVE_STAGES
 from streams_core.spark.plan_notes import STAGE_LABELS, stage_reason, writes
 from streams_core.spark.subtopology_executor import (
@@ -278,6 +277,8 @@ def _find_native(sid: int, built: Any, builder: Any, config: StreamsConfig, read
     """What the sub-topology's aggregation compiles to natively (a count, fold, join or session count), or why not."""
     native = find_native_count(sid, built, builder, config, readback, associative_reducers)
     if native == NO_AGGREGATION:
+        from streams_core.spark.native_session_count import find_native_session_count  # imports pyspark
+
         return find_native_session_count(sid, built, builder, config, readback)
     return native
 
