@@ -323,7 +323,7 @@ class SessionTask(StatefulProcessor):
 
     State: `sessions`, the session store's changelog rows (key, start, end, count; None: removed)
     as Arrow IPC streams, one appended per micro-batch and rewritten as one with the live sessions
-    once twice as long (rows one by one cost PySpark's per-row serialization: about 10 µs a row);
+    once twice as long (PySpark serializes list-state rows one by one: 130,000 rows took 5.8 s);
     `task`, its stream times, dropped records, and the version the Python worker's live copy matches.
     """
 
