@@ -37,6 +37,7 @@ from streams_core.processor.internals.stateless_chain import Emit, compose, fuse
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
 from streams_core.serde import Serdes
 from streams_core.spark.subtopology_executor import InputRow
+from streams_core.spark.windowed_tail import windowed_tail
 
 if TYPE_CHECKING:
     from streams_core.spark.native_join import StreamTableJoin
@@ -231,32 +232,17 @@ def find_native_count(
 
 def window_count_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowCount | str:
     """What follows a windowed `count()` (emitting per update) when it is `to_stream()`, fused stateless
-    operators and sinks to fixed topics without a custom partitioner; else why not."""
+    operators and sinks to fixed topics without a custom partitioner (`windowed_tail`); else why not."""
     processor = agg.processor
     if not (isinstance(processor, KStreamWindowAggregate) and processor.operation == "count"):
         return "a windowed aggregate or reduce (only the windowed count() is native)"
     if processor._emit_strategy.emits_on_close:
         return "it emits on window close"
-    if len(agg.children) != 1:
-        return "its windowed table feeds more than to_stream()"
-    (to_stream,) = agg.children
-    if not (isinstance(to_stream.processor, KTableToStream) and to_stream.processor.key_mapper is None):
-        return "its windowed table feeds more than to_stream() (suppress, a join, to_stream(mapper))"
-    tail: list[str] = []
-    sinks: list[SinkNode] = []
-    for child in to_stream.children:
-        nodes, terminals = fused_nodes(child)
-        tail.extend(n.name for n in nodes if n.name not in tail)
-        for end in terminals:
-            if not isinstance(end, SinkNode):
-                return f"after to_stream(), {end.name} is not a stateless operator or a sink"
-            if end.topic is None or end.partitioner is not None or end.topic in readback:
-                return f"sink {end.name} chooses its topic per record, has a custom partitioner or is read back"
-            sinks.append(end)
-    if not sinks:
-        return "its windowed table is written nowhere"
-    return WindowCount(processor._size, processor._advance, processor._grace, to_stream.name, tuple(tail),
-                       tuple(dict.fromkeys(s.name for s in sinks)), tuple(dict.fromkeys(str(s.topic) for s in sinks)))  # fmt: skip
+    tail = windowed_tail(agg, readback)
+    if isinstance(tail, str):
+        return tail
+    return WindowCount(processor._size, processor._advance, processor._grace, tail.to_stream, tail.tail, tail.sinks,
+                       tail.topics)
 
 
 _Chain = tuple[int, ProcessorTopology, str, "str | None", tuple[str, ...], tuple[str, ...], Any, "StreamTableJoin | None"]

@@ -52,6 +52,8 @@ class NativeStage:
     label: ClassVar[str]
     #: How the fused stateless operators before the aggregation run.
     fused: ClassVar[str] = "python: fused stateless chain in mapInArrow, once per Arrow batch"
+    #: Its tasks are the partitions of the repartition topic it replaces (the runner sizes that topic).
+    tasks_of_bypassed: ClassVar[bool] = False
 
     def operators(self, native: NativeCount) -> list[tuple[str, str]]:
         """(node, how it runs) for the aggregation and the nodes after it."""
@@ -191,6 +193,7 @@ def _combined(native: NativeCount, partial: Any, column: str) -> Any:
 
 class WindowCountStage(NativeStage):
     kind, checkpoint = "window-count", "native-window-count"
+    tasks_of_bypassed = True
     label = ("mapInArrow (fused stateless chain, partial counts per task and window) -> groupBy(task)"
              ".transformWithStateInPandas (stream time) -> groupBy(key, window start).sum() -> mapInArrow (tail)")
 
@@ -223,6 +226,35 @@ class WindowCountStage(NativeStage):
         ).groupBy("key", "start").agg(F.sum("n").alias("count"))
         output = WindowOutput(spec.topology, spec.props, native, window.partitions_of or query.source_topics[0])
         return counts.mapInArrow(output, output.schema)
+
+
+class SessionCountStage(NativeStage):
+    kind, checkpoint = "session-count", "native-session-count"
+    tasks_of_bypassed = True
+    label = ("mapInArrow (fused stateless chain, each record's task and key) -> groupBy(task)"
+             ".transformWithStateInPandas (sessions per key by the task's stream time, then the tail)")
+
+    def operators(self, native: NativeCount) -> list[tuple[str, str]]:
+        count, to_stream, *tail = native.native
+        tasks = f"partitions of {native.bypassed_topic}" if native.bypassed_topic else "source partitions"
+        return [(count, "vectorized: per task (" + tasks + ") in groupBy(task).transformWithStateInPandas, the "
+                        "records in Kafka Streams' order merged into each key's sessions by the task's stream time "
+                        "(state: the session store's changelog rows, key, start, end, count; the stream time)"),
+                (to_stream, "vectorized: the record cache's flush per micro-batch, one record per changed session "
+                            "(a merged-away session: a tombstone)"),
+                *((name, "python: fused stateless chain over the changed sessions, in the same "
+                         "transformWithStateInPandas") for name in tail)]
+
+    def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
+        from streams_core.spark.native_session_count import SessionKeys, SessionOutput, SessionTask, _session
+
+        native, spec = _native(query), query.spec
+        session = _session(native)
+        partitions = runner._counts.get(session.partitions_of, 0) if session.partitions_of else 0
+        keys = self._mapped(runner, query, SessionKeys(spec.topology, spec.props, native, partitions), rows)
+        output = SessionOutput(spec.topology, spec.props, native, session.partitions_of or query.source_topics[0])
+        task = SessionTask(session, _key_type(native), output)
+        return keys.groupBy("task").transformWithStateInPandas(task, output.schema, "Update", "None")
 
 
 def _folded(native: NativeCount, spec: Any, values: Any) -> Any:
@@ -284,5 +316,5 @@ def _native(query: QueryPlan) -> NativeCount:
 NATIVE_STAGES: Mapping[str, NativeStage] = {
     stage.kind: stage
     for stage in (CountStage(), SparkReduceStage(), WindowCountStage(), PartialReduceStage(), OrderedFoldStage(),
-                  JoinCountStage(), JoinReduceStage(), StreamJoinStage())
+                  JoinCountStage(), JoinReduceStage(), StreamJoinStage(), SessionCountStage())
 }

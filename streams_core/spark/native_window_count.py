@@ -235,9 +235,13 @@ class WindowOutput:
         self.native = native
         self.key_topic = key_topic
 
+    def _tail(self) -> Any:
+        """What follows the windowed table (`to_stream`, `sinks`): the windowed count's."""
+        return _window(self.native)
+
     def _runs(self, rows: _Rows) -> list[Emit]:
         built = built_shipped(self.topology, self.props, self.native.count_subtopology)
-        window = _window(self.native)
+        window = self._tail()
         (to_stream,) = [n for n in built.processors if n.name == window.to_stream]
         context: Any = SimpleNamespace(record_collector=rows)
 

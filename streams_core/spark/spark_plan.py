@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streams_core.config import StreamsConfig
+from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
 from streams_core.kstream.internals.timestamped_stores import TimestampedKeyValueStore
 from streams_core.processor.internals.processor_node import SinkNode, SourceNode
 from streams_core.processor.topology import Topology
@@ -204,8 +205,7 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
         config = config.with_overrides({"state.dir": state_dir})
         for sid, info in groups.items():
             built = builder.build_subtopology(sid, config)
-            native = find_native_count(sid, built, builder, config, readback_written, associative_reducers)
-            native = _or_stream_join(native, sid, built, config, readback_written)
+            native = _find_native(sid, built, builder, config, readback_written, associative_reducers)
             if isinstance(native, NativeCount):
                 natives.append(native)
             processors: list[str] = []
@@ -262,7 +262,7 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
                 why=stage_reason(stage, task_operator, len(info.source_topics) + len(info.source_patterns)),
                 not_native="" if isinstance(native, NativeCount) or native == NO_AGGREGATION else native,
                 writes=tuple((n.name, writes(n, caching)) for n in built.processors),
-                aggregations=tuple(n.name for n in built.processors if isinstance(n.processor, AGGREGATIONS)),
+                aggregations=tuple(n.name for n in built.processors if isinstance(n.processor, (*AGGREGATIONS, KStreamSessionWindowAggregate))),
             )
     internal = set(builder.internal_topics)
     for native in natives:
@@ -273,16 +273,21 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
     return SparkPlan(application_id, ordered, tuple(sorted(internal)))
 
 
-def _or_stream_join(native: NativeCount | str, sid: int, built: Any, config: StreamsConfig,
-                    readback: frozenset[str]) -> NativeCount | str:  # fmt: skip
-    """Without a stream aggregation, the sub-topology's stream-stream join compiled natively if it can be
-    (native_stream_join.py)."""
-    if native != NO_AGGREGATION:
-        return native
-    from streams_core.spark.native_stream_join import find_stream_join
+def _find_native(sid: int, built: Any, builder: Any, config: StreamsConfig, readback: frozenset[str],
+                 associative_reducers: bool) -> NativeCount | str:  # fmt: skip
+    """What the sub-topology compiles to natively (a count, fold, join-count, session count or stream-stream
+    join), or why not (`NO_AGGREGATION` when it has none of them)."""
+    native = find_native_count(sid, built, builder, config, readback, associative_reducers)
+    if native == NO_AGGREGATION:
+        from streams_core.spark.native_session_count import find_native_session_count  # imports pyspark
 
-    joined = find_stream_join(sid, built, config, readback)
-    return joined if isinstance(joined, NativeCount) else native
+        native = find_native_session_count(sid, built, builder, config, readback)
+    if native == NO_AGGREGATION:
+        from streams_core.spark.native_stream_join import find_stream_join
+
+        joined = find_stream_join(sid, built, config, readback)
+        return joined if isinstance(joined, NativeCount) else native
+    return native
 
 
 def _fuse(queries: dict[int, QueryPlan], native: NativeCount) -> dict[int, QueryPlan]:

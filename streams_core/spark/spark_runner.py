@@ -343,9 +343,9 @@ class SparkRunner:
         partitioned = {t for q in plan.queries for t in q.partitioned_sinks}
         patterns = any(q.source_patterns for q in plan.queries)
         global_topics = builder.global_topics
-        # A native windowed count's tasks are the partitions of the repartition topic it replaces.
-        replaced = {q.native.window.partitions_of for q in plan.queries
-                    if q.native is not None and q.native.window is not None and q.native.window.partitions_of}  # fmt: skip
+        # A native windowed or session count's tasks are the partitions of the repartition topic it replaces.
+        replaced = {q.native.bypassed_topic for q in plan.queries
+                    if q.native is not None and q.native.bypassed_topic and NATIVE_STAGES[q.native.kind].tasks_of_bypassed}  # fmt: skip
         several = any(q.task_grouped and len(q.source_topics) > 1 for q in plan.queries)  # _wait_offsets
         if not (plan.internal_topics or builder.copartition_groups() or partitioned or patterns or global_topics or replaced
                 or several):

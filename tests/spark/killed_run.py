@@ -5,9 +5,10 @@ per micro-batch (`_MAX_OFFSETS`), local[2]:
 
     python -m tests.spark.killed_run combine BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
     python -m tests.spark.killed_run join-count BOOTSTRAP CHECKPOINT_DIR OUTPUT USERS CLICKS
+    python -m tests.spark.killed_run sessions BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
 
 `combine`: test_native_combine's per-letter sum; `join-count`: test_native_join_count's clicks
-joined with users, counted per region.
+joined with users, counted per region; `sessions`: test_native_session_count's session count.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tests.kafka_utils import read_all
 
 ROOT = Path(__file__).parents[2]
 #: Records per micro-batch (Spark's `maxOffsetsPerTrigger`) of each job: several micro-batches each.
-_MAX_OFFSETS = {"combine": "50", "join-count": "40"}
+_MAX_OFFSETS = {"combine": "50", "join-count": "40", "sessions": "20"}
 
 
 def command(job: str, bootstrap: str, checkpoints: Path, output: str, *topics: str) -> list[str]:
@@ -68,6 +69,11 @@ def _topology(job: str, output: str, topics: list[str]) -> Topology:
 
         (source,) = topics
         return by_letter(operator.add)(source, output)
+    if job == "sessions":
+        from tests.spark.test_native_session_count import sessions_topology
+
+        (source,) = topics
+        return sessions_topology(source, output, 10_000, 20_000, origin=0)  # this process's T0 is not the test's
     from tests.spark.test_native_join_count import per_region
 
     users, clicks = topics
