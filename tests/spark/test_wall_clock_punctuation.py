@@ -161,7 +161,7 @@ async def test_wall_clock_punctuations_fire_without_records_once_per_due_time(
         assert fired[task][-1][0] == f"beat {count}"
 
     # available_now from the checkpoint, no new records, several intervals after the last beat: each
-    # overdue schedule fires once per micro-batch at most (not once per missed interval), and the run ends.
+    # overdue schedule fires once in a micro-batch (not once per missed interval), and the run ends.
     await asyncio.sleep(6 * INTERVAL_MS / 1000)
     before = await _fired(bootstrap_servers, output)
     rerun = SparkRunner(beat_topology(source, output), {"application.id": f"spark-{suffix}",
@@ -172,4 +172,6 @@ async def test_wall_clock_punctuations_fire_without_records_once_per_due_time(
     for task, count in (("0", 9), ("1", 3)):
         new = after[task][len(before[task]):]
         assert new and all(what == f"beat {count}" for what, _ in new), new
-        assert len(new) <= min(batches, 5), (new, batches)
+        # Caught up per missed interval, a batch would fire several beats of one time; the stop may cut
+        # one more batch short after it wrote (the Kafka sink is at-least-once).
+        assert len({at for _, at in new}) == len(new) <= batches + 1, (new, batches)
