@@ -20,6 +20,7 @@ import pytest
 
 from streams_core import Processor, PunctuationType, Record, Serdes, Stores, Topology
 from streams_core.spark import SparkRunner, task_batch
+from streams_core.spark.carried_punctuations import timers_caught_up
 from streams_core.spark.subtopology_executor import InputRow
 from streams_core.spark.task_batch import run_task_batch
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
@@ -90,6 +91,16 @@ def test_the_task_stage_fires_each_due_schedule_once_and_carries_it(worker: str)
     assert out == [f"beat 2@{due + 10}", f"once@{due + 10}"] and after == due + INTERVAL_MS
     late = due + 5 * INTERVAL_MS + 7  # five intervals missed: one beat, the next on the interval grid
     assert batch(1, late) == ([f"beat 3@{late}"], due + 6 * INTERVAL_MS), "the cancelled schedule stays cancelled"
+
+
+def test_an_available_now_run_with_timers_ends_at_its_first_batch_that_read_nothing() -> None:
+    def report(rows: int, start: str | None, end: str) -> dict[str, Any]:
+        return {"numInputRows": rows, "sources": [{"startOffset": start, "endOffset": end}]}
+
+    assert not timers_caught_up([report(0, "a", "a")]), "the first may be the previous run's unfinished batch"
+    assert not timers_caught_up([report(0, "a", "a"), report(5, "a", "b")])
+    assert not timers_caught_up([report(5, None, "b"), report(0, "b", "c")]), "offsets moved (control records)"
+    assert timers_caught_up([report(5, None, "b"), report(0, "b", "b")])
 
 
 async def _fired(bootstrap: str, topic: str) -> dict[str, list[tuple[str, int]]]:
