@@ -23,12 +23,14 @@ from streams_core.config import StreamsConfig
 from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
 from streams_core.kstream.internals.timestamped_stores import TimestampedKeyValueStore
 from streams_core.processor.internals.processor_node import SinkNode, SourceNode
+from streams_core.processor.processor import PunctuationType
 from streams_core.processor.topology import Topology
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.native_count import AGGREGATIONS, NO_AGGREGATION, NativeCount, find_native_count
 from streams_core.spark.native_stages import NATIVE_STAGES
 from streams_core.spark.plan_notes import STAGE_LABELS, stage_reason, writes
 from streams_core.spark.subtopology_executor import (
+    SCHEDULES,
     PunctuationNeedsTask,
     SubtopologyExecutor,
     SubtopologySpec,
@@ -118,6 +120,9 @@ class QueryPlan:
     writes: tuple[tuple[str, str], ...] = ()
     #: The stream aggregations among the processors (what the native path would compile).
     aggregations: tuple[str, ...] = ()
+    #: The shortest wall-clock punctuation interval its processors schedule in init(), None if none
+    #: does: the task stage then runs on processing-time timers (`TaskStage`).
+    wall_clock_ms: int | None = None
 
     @property
     def task_grouped(self) -> bool:
@@ -238,11 +243,11 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
             stamp_origin = not info.state_stores and not (info.source_topics & readback_written)
             spec = SubtopologySpec(shipped, config.explicit(), sid, readback_written, stamp_origin, stage == "task")
             try:
-                SubtopologyExecutor(spec).close()  # runs every init(): punctuations are found now, not later
-            except PunctuationNeedsTask as scheduled:  # a stream-time punctuation needs the task's stream time
+                wall_clock = _wall_clock_ms(spec)  # runs every init(): punctuations are found now, not later
+            except PunctuationNeedsTask as scheduled:  # a punctuation needs the task's stream time and timers
                 stage, task_operator = "task", scheduled.operator
                 spec = replace(spec, stamp_origin=False, task_stores=True)
-                SubtopologyExecutor(spec).close()  # refuses what the task stage cannot run either
+                wall_clock = _wall_clock_ms(spec)  # refuses what the task stage cannot run either
             if info.source_patterns and info.source_topics & builder.internal_topics:
                 raise UnsupportedOnSparkError(
                     "stream(pattern) beside a repartition topic", info.source_patterns[0].pattern,
@@ -263,6 +268,7 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
                 not_native="" if isinstance(native, NativeCount) or native == NO_AGGREGATION else native,
                 writes=tuple((n.name, writes(n, caching)) for n in built.processors),
                 aggregations=tuple(n.name for n in built.processors if isinstance(n.processor, (*AGGREGATIONS, KStreamSessionWindowAggregate))),
+                wall_clock_ms=wall_clock,
             )
     internal = set(builder.internal_topics)
     for native in natives:
@@ -288,6 +294,16 @@ def _find_native(sid: int, built: Any, builder: Any, config: StreamsConfig, read
         joined = find_stream_join(sid, built, config, readback)
         return joined if isinstance(joined, NativeCount) else native
     return native
+
+
+def _wall_clock_ms(spec: SubtopologySpec) -> int | None:
+    """The shortest wall-clock interval the processors' init() schedule (building the sub-topology runs them)."""
+    executor = SubtopologyExecutor(spec)
+    try:
+        schedules = executor.carried_state().get(SCHEDULES, ())
+    finally:
+        executor.close()
+    return min((s[1] for s in schedules if s[2] == PunctuationType.WALL_CLOCK_TIME.name), default=None)
 
 
 def _fuse(queries: dict[int, QueryPlan], native: NativeCount) -> dict[int, QueryPlan]:

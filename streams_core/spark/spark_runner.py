@@ -29,6 +29,7 @@ from streams_core.errors import StreamsError
 from streams_core.processor.topology import Topology
 from streams_core.runtime.assignment.copartitioning import ensure_copartitioning
 from streams_core.runtime.topology_metadata import TopologyMetadata
+from streams_core.spark.carried_punctuations import timers_caught_up
 from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.native_stages import NATIVE_STAGES
 from streams_core.spark.progress_reporter import ProgressReporter
@@ -41,6 +42,10 @@ __all__ = ["Mode", "SparkRunner"]
 log = logging.getLogger(__name__)
 
 Mode = Literal["available_now", "continuous"]
+
+#: The longest trigger interval of a continuous query with wall-clock punctuations (its records wait
+#: at most this long); shorter when its shortest punctuation interval is.
+MAX_TIMER_TRIGGER_MS = 1000
 T = TypeVar("T")
 
 #: In the checkpoint directory: where each internal topic stood when this checkpoint lineage began.
@@ -173,6 +178,8 @@ class SparkRunner:
                 self.progress[query.subtopology_id] = totals.reports
                 while not handle.awaitTermination(0.5):  # raises the query's error if it failed
                     self._reporter.poll([(totals, handle)])
+                    if query.wall_clock_ms is not None and timers_caught_up(totals.reports):
+                        handle.stop()  # Spark would run timer batches for ever
                 self._reporter.finish(totals, handle)
             return
         handles = [self._start(query, checkpoints, available_now=False) for query in queries]
@@ -255,7 +262,10 @@ class SparkRunner:
             return rows.mapInArrow(StatelessStage(spec), OUTPUT_SCHEMA)
         if query.stage == "keyed":
             return rows.groupBy("key").transformWithState(KeyedStage(spec), OUTPUT_SCHEMA, "Update", "None")
-        return rows.groupBy("partition").transformWithStateInPandas(TaskStage(spec), OUTPUT_SCHEMA, "Update", "None")
+        timers = query.wall_clock_ms is not None  # wall-clock punctuations: processing-time timers
+        return rows.groupBy("partition").transformWithStateInPandas(
+            TaskStage(spec, wall_clock=timers), OUTPUT_SCHEMA, "Update", "ProcessingTime" if timers else "None"
+        )
 
     def _start(self, query: QueryPlan, checkpoints: Path, *, available_now: bool) -> Any:
         out = self._frame(query)
@@ -267,7 +277,11 @@ class SparkRunner:
             .option("checkpointLocation", str(checkpoints / _checkpoint_name(query)))
             .outputMode("update")
         )
-        writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="0 seconds")
+        if available_now:
+            writer = writer.trigger(availableNow=True)
+        else:  # with processing-time timers Spark runs a batch per trigger, records or not: not back to back
+            interval = 0 if query.wall_clock_ms is None else min(query.wall_clock_ms, MAX_TIMER_TRIGGER_MS)
+            writer = writer.trigger(processingTime=f"{interval} milliseconds")
         handle = writer.start()
         self._queries.append(handle)
         log.info("Started query %s (%s)", name, "availableNow" if available_now else "continuous")

@@ -11,7 +11,8 @@
   whose operators need the whole task (windowed aggregations, stream-stream joins): each Kafka
   Streams task (the partition number of its co-partitioned sources) runs a micro-batch's rows in
   Kafka Streams' order through the sub-topology's own stores, restored from the changelog the
-  stage keeps in a map state; the processors' stream time rides in a value state.
+  stage keeps in a map state; the processors' stream time rides in a value state; wall-clock
+  punctuations fire on processing-time timers.
 """
 
 from __future__ import annotations
@@ -22,9 +23,15 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pyspark.sql import Row
-from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.streaming.stateful_processor import (
+    ExpiredTimerInfo,
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
 
 from streams_core.errors import StreamsError
+from streams_core.spark.errors import UnsupportedOnSparkError
 from streams_core.spark.keyed_state_store import KeyedStateStore
 from streams_core.spark.subtopology_executor import (
     InputRow,
@@ -189,34 +196,66 @@ def _output_frame(rows: list[OutputRow]) -> Any:
 
 class TaskStage(StatefulProcessor):
     """`transformWithStateInPandas` processor grouped by task (source partition): the task's stores
-    as a changelog in a map state (changelog topic, key) -> value, its stream times and the origins
-    it applied in a value state. Its rows come and go as pandas frames (Arrow columns converted per
-    frame, not a `Row` built cell by cell per record as the Row API does)."""
+    as a changelog in a map state (changelog topic, key) -> value, its stream times, schedules and
+    the origins it applied in a value state. Its rows come and go as pandas frames (Arrow columns
+    converted per frame, not a `Row` built cell by cell per record as the Row API does).
 
-    def __init__(self, spec: SubtopologySpec) -> None:
+    With `wall_clock` (the query runs with `timeMode="ProcessingTime"`), each call fires the task's
+    wall-clock punctuations due at the micro-batch's processing time, after its records, and keeps
+    one processing-time timer per task at the next one's due time, so that Spark calls the task
+    (`handleExpiredTimer`) in a micro-batch without its records once it is due."""
+
+    def __init__(self, spec: SubtopologySpec, wall_clock: bool = False) -> None:
         self.spec = spec
+        self.wall_clock = wall_clock
 
     def init(self, handle: StatefulProcessorHandle) -> None:
+        self._handle = handle
         self._changelog = handle.getMapState("changelog", _CHANGELOG_KEY_SCHEMA, _CHANGELOG_VALUE_SCHEMA)
         self._task = handle.getValueState("task", _TASK_SCHEMA)
 
-    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: TimerValues) -> Iterator[Any]:
+        return self._run(key, frame_rows(rows), timerValues, None)
+
+    def handleExpiredTimer(self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo) -> Iterator[Any]:
+        """A wall-clock punctuation is due: the task runs without records (held ones stay held)."""
+        return self._run(key, (), timerValues, expiredTimerInfo.getExpiryTimeInMs())
+
+    def _run(self, key: Any, rows: Iterable[InputRow], timer_values: TimerValues, expired: int | None) -> Iterator[Any]:
         (partition,) = key
         saved = self._task.get()
+        now = timer_values.getCurrentProcessingTimeInMs() if self.wall_clock else None
 
         def changelog() -> list[tuple[str, bytes, bytes]]:
             return [(k[0], k[1], v[0]) for k, v in self._changelog.iterator()] if saved else []
 
-        batch = run_task_batch(self.spec, int(partition), frame_rows(rows), saved[0] if saved else None, changelog)
+        batch = run_task_batch(self.spec, int(partition), rows, saved[0] if saved else None, changelog, now)
         for changelog_key, value in batch.changelog.items():
             if value is None:
                 self._changelog.removeKey(changelog_key)
             else:
                 self._changelog.updateValue(changelog_key, (value,))
+        if now is None and batch.wall_clock_due is not None:
+            raise UnsupportedOnSparkError(
+                "schedule(WALL_CLOCK_TIME) outside init()", f"sub-topology {self.spec.subtopology_id}",
+                "the plan found no wall-clock punctuation in init(), so the query runs without "
+                "processing-time timers: schedule in init()",
+            )  # fmt: skip
         self._task.update((batch.task,))
+        if now is not None:
+            self._set_timer(batch.wall_clock_due, expired)
         log.debug("task %s of sub-topology %s: %d rows out", partition, self.spec.subtopology_id, len(batch.rows))
         if batch.rows:
             yield _output_frame(batch.rows)
+
+    def _set_timer(self, due: int | None, expired: int | None) -> None:
+        """One timer per task, at `due`. Others are deleted, an expired one too when the task had records
+        (Spark then does not call it again), but not the one being handled (Spark deletes it after)."""
+        timers = set(self._handle.listTimers())
+        for timer in timers - {due, expired}:
+            self._handle.deleteTimer(timer)
+        if due is not None and due not in timers:
+            self._handle.registerTimer(due)
 
     def close(self) -> None:
         """Each call builds and closes its own executor."""

@@ -304,6 +304,13 @@ class SubtopologyExecutor:
         self._task.commit()
         return self.take_rows()
 
+    def punctuate_wall_clock(self, now: int | None) -> tuple[list[OutputRow], int | None]:
+        """Fire the wall-clock punctuations due at `now` (None: none fire): their output, and when the
+        next is due (None: none is scheduled)."""
+        if now is not None:
+            self._task.maybe_punctuate_wall_clock(now)
+        return self.take_rows(), self._task.wall_clock_due
+
     def take_rows(self) -> list[OutputRow]:
         """The sinks' output since the last call, in order."""
         out = self._collector.rows

@@ -3,7 +3,8 @@
 The task stage (spark_stages.TaskStage) keeps a task's stores as their compacted changelog in a
 map state and the rest of the task (processors' stream time and buffers, the stream-time
 punctuations' next times, applied origins, a lineage id and a version) in a value state. A batch
-needs the task's stores and schedules as they were after the previous committed batch. The Python worker that ran that batch usually still holds the
+needs the task's stores and schedules as they were after the previous committed batch. With `now`
+(the micro-batch's processing time), the wall-clock punctuations due then fire after the records. The Python worker that ran that batch usually still holds the
 task's executor, stores filled: it is reused when its version is the one in Spark state (so a
 batch Spark rolled back, or a batch run by another worker, is never built upon). Otherwise the
 task is rebuilt and restored from the changelog, which is then read in full. Windows and
@@ -44,11 +45,13 @@ MAX_LIVE_TASKS = 32
 
 
 class TaskBatch(NamedTuple):
-    """What one task's micro-batch produced: sink rows, changelog changes (None deletes), the task's state."""
+    """What one task's micro-batch produced: sink rows, changelog changes (None deletes), the task's state,
+    and when its next wall-clock punctuation is due (None: none is scheduled)."""
 
     rows: list[OutputRow]
     changelog: dict[ChangelogKey, bytes | None]
     task: bytes
+    wall_clock_due: int | None = None
 
 
 class _LiveTask:
@@ -92,7 +95,7 @@ _live: OrderedDict[tuple[str, int], _LiveTask] = OrderedDict()
 
 def run_task_batch(
     spec: SubtopologySpec, partition: int, rows: Iterable[InputRow], task: bytes | None,
-    changelog: Callable[[], Iterable[tuple[str, bytes, bytes]]],
+    changelog: Callable[[], Iterable[tuple[str, bytes, bytes]]], now: int | None = None,
 ) -> TaskBatch:  # fmt: skip
     """One micro-batch of task `partition`: its stores from this worker's live task or restored from
     `changelog()` (called only then), its carried state from `task` (None the first time); runs
@@ -125,6 +128,8 @@ def run_task_batch(
         skipped = executor.skipped_records
         out = executor.process(ready, state["applied"])
         spec.count_skipped(executor.skipped_records - skipped)
+        fired, due = executor.punctuate_wall_clock(now)  # as the runtime's StreamThread: after the records
+        out.extend(fired)
         changes: dict[ChangelogKey, bytes | None] = executor.take_changelog()
         out.extend(executor.take_rows())  # what the caches forwarded when flushed
         live.track(changes.items())
@@ -138,7 +143,7 @@ def run_task_batch(
     while len(_live) > MAX_LIVE_TASKS:
         _, oldest = _live.popitem(last=False)
         oldest.executor.close()
-    return TaskBatch(out, changes, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+    return TaskBatch(out, changes, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), due)
 
 
 def drop_live_tasks() -> None:

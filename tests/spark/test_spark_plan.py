@@ -273,13 +273,15 @@ def test_a_stream_time_punctuation_moves_its_sub_topology_to_the_task_stage() ->
     assert query.why.startswith("Ticker.schedule(STREAM_TIME) needs the whole task")
 
 
-def test_wall_clock_punctuations_are_refused_at_plan_time() -> None:
+def test_a_wall_clock_punctuation_moves_its_sub_topology_to_the_task_stage_with_timers() -> None:
     topology = (Topology()
                 .add_source("SOURCE", "in", key_serde=Serdes.String(), value_serde=Serdes.String())
                 .add_processor("TICK", lambda: Ticker(PunctuationType.WALL_CLOCK_TIME), "SOURCE"))
-    with pytest.raises(UnsupportedOnSparkError, match=r"Ticker\.schedule\(WALL_CLOCK_TIME\)") as caught:
-        plan_of(topology)
-    assert caught.value.node == "TICK" and "wall-clock" in caught.value.reason
+    (query,) = plan_of(topology).queries
+    assert query.stage == "task" and query.wall_clock_ms == 1000
+    assert query.why.startswith("Ticker.schedule(WALL_CLOCK_TIME) needs the whole task")
+    (stream_time,) = plan_of(Topology().add_source("SOURCE", "in").add_processor("TICK", Ticker, "SOURCE")).queries
+    assert stream_time.wall_clock_ms is None, "no timers without a wall-clock punctuation"
 
 
 def test_a_stream_table_join_runs_in_the_task_stage() -> None:
