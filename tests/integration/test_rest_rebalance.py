@@ -41,6 +41,7 @@ import pytest
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, STORE
 from streams_core import InvalidStateStoreError, QueryableStoreTypes
 from streams_core.common.partitioner import default_partition
+from tests.integration.group_protocol import STANDBYS_ARE_THE_GROUPS, classic_only
 from tests.integration.rest_cluster import Client, Instance, InstanceTasks, WordCountCluster, make_text, quoted, wait_until
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 
@@ -321,6 +322,7 @@ def _frozen_reads(cluster: WordCountCluster, truth: Counter[str]) -> list[str]:
 
 
 @pytest.mark.slow
+@classic_only(STANDBYS_ARE_THE_GROUPS)
 async def test_stale_reads_keep_answering_through_a_failover_to_the_standby(
     bootstrap_servers: str, tmp_path: Path
 ) -> None:
@@ -402,6 +404,7 @@ async def test_stale_reads_keep_answering_through_a_failover_to_the_standby(
         await asyncio.gather(client.aclose(), cluster.close())
 
 
+@classic_only(STANDBYS_ARE_THE_GROUPS)
 async def test_a_stale_read_of_a_standby_copy_sees_what_it_restored_since(bootstrap_servers: str, tmp_path: Path) -> None:
     """Stale reads of a standby copy, then new input: the next stale reads must see the update.
 

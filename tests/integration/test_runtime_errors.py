@@ -15,6 +15,7 @@ from streams_core.errors import MissingSinkTopicError
 from streams_core.runtime.assignment import CopartitioningError, MissingSourceTopicError, ShutdownRequestedError
 from streams_core.runtime.kafka_streams import KafkaStreams, State, StreamThreadExceptionResponse
 from streams_core.runtime.threads.thread_state import ThreadState
+from tests.integration.group_protocol import classic_only
 from tests.integration.streams_testkit import (
     Recorder,
     StreamsApp,
@@ -372,6 +373,10 @@ async def test_shutdown_client_puts_the_client_in_error(bootstrap_servers: str, 
         assert [s.server for s in recorder.seen if s.key == b"boom"] == [app.server(created.index(survivor))]
 
 
+@classic_only(
+    "a member does not yet send the streams group heartbeat's ShutdownApplication flag, which makes the broker "
+    "tell every member to shut down (docs/streams-groups.md, 'What is left', 2)"
+)
 async def test_shutdown_application_stops_every_instance(bootstrap_servers: str, tmp_path: Path) -> None:
     """SHUTDOWN_APPLICATION: the failing instance asks the group to stop; every member ends in ERROR.
 
