@@ -86,6 +86,12 @@ async def test_instances_process_every_record_exactly_once(
             await app.start(index)
         tasks = await app.wait_settled(ALL_TASKS)
 
+        def balanced() -> bool:  # at once under the classic protocol; within heartbeats under streams
+            sizes = sorted(len(t) for t in app.tasks().values())
+            return len(sizes) == instances and sizes[0] >= 1 and sizes[-1] - sizes[0] <= 1
+
+        await wait_until(balanced, 30 if UNDER_STREAMS else 0, message=lambda: f"not balanced: {app.tasks()}")
+        tasks = await app.wait_settled(ALL_TASKS)
         # Balanced: 4 tasks over n equal instances -> floor(4/n) or one more each, none idle;
         # within an instance, over its threads the same way.
         sizes = sorted(len(t) for t in tasks.values())
