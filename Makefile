@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # tests/conftest.py keeps each test file, and all of tests/spark (one SparkSession), on one worker.
 TEST_WORKERS ?= 2
 
-.PHONY: setup lint test test-unit demo broker clean chromium bench-peers
+.PHONY: setup lint test test-unit test-streams-protocol demo broker clean chromium bench-peers
 
 setup: $(VENV)/.installed $(KAFKA_LIBS)/.complete $(SPARK_JARS)/.complete chromium
 
@@ -54,6 +54,15 @@ test: setup lint
 
 test-unit: setup
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+# The Python-only integration tests again under group.protocol=streams (KIP-1071; docs/streams-groups.md,
+# "The test suite under the streams protocol"); classic-only tests skip with their reason. Not in `test`.
+# Left out: the tests that run Java (Kafka Streams itself, Kafka's tools).
+STREAMS_PROTOCOL_IGNORE := tests/integration/java tests/integration/test_streams_group_java_parity.py \
+    tests/integration/test_streams_group_mixed.py tests/integration/test_streams_group_tool.py
+test-streams-protocol: setup
+	STREAMS_TEST_GROUP_PROTOCOL=streams $(PY) -m pytest tests/integration -n $(TEST_WORKERS) --dist loadgroup \
+	    $(addprefix --ignore=,$(STREAMS_PROTOCOL_IGNORE)) $(PYTEST_ARGS)
 
 broker: setup
 	$(PY) -m streams_core.broker --port 9092 --data-dir .cache/demo-broker

@@ -11,6 +11,8 @@ tests on one worker and all Spark tests on one worker (one SparkSession), starte
 
 ``STREAMS_TEST_BOOTSTRAP_SERVERS=host:port`` makes ``bootstrap_servers`` use an already running
 broker (e.g. ``python -m streams_core.broker --port 9092 ...``) instead of starting one.
+``STREAMS_TEST_GROUP_PROTOCOL=streams`` runs the tests under the streams rebalance protocol
+(``make test-streams-protocol``; tests/integration/group_protocol.py says how).
 """
 
 from __future__ import annotations
@@ -46,6 +48,14 @@ SPARK_OWN_PROCESSES = frozenset({"tests/spark/test_cli_and_cluster.py"})
 """Files of tests/spark whose Spark runs in processes of their own (the CLI, a standalone cluster),
 never in the session's SparkSession: under xdist each is a unit of work of its own, beside the Spark
 group (checked at collection)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``STREAMS_TEST_GROUP_PROTOCOL=streams``: this process's configs default to the streams protocol
+    (tests/integration/group_protocol.py; ``make test-streams-protocol``)."""
+    from tests.integration.group_protocol import use_group_protocol_under_test
+
+    use_group_protocol_under_test()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -22,10 +22,13 @@ from aiokafka.errors import (
     TransactionalIdAuthorizationFailed,
 )
 
+from streams_core.clients.streams_group_membership import StreamsGroupError
 from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
 
 __all__ = ["AuthorizationError", "explain", "is_security_error", "principal_of"]
+
+GROUP_AUTHORIZATION_FAILED: Final = 30
 
 _AUTHORIZATION: Final = (
     TopicAuthorizationFailedError,
@@ -108,14 +111,21 @@ def _operation(chain: list[BaseException], found: BaseException) -> str:
     return "DESCRIBE (READ for a source topic, WRITE for a sink topic)"
 
 
+def _group_refused(error: BaseException) -> bool:
+    """A streams group member refused for a missing READ on the group (GROUP_AUTHORIZATION_FAILED, 30)."""
+    return isinstance(error, StreamsGroupError) and error.code == GROUP_AUTHORIZATION_FAILED
+
+
 def explain(error: BaseException, config: StreamsConfig) -> BaseException:
     """An `AuthorizationError` (caused by `error`) when an ACL was missing; `error` itself otherwise."""
     chain = list(_chain(error))
-    found = next((e for e in chain if isinstance(e, _AUTHORIZATION)), None)
+    found = next((e for e in chain if isinstance(e, _AUTHORIZATION) or _group_refused(e)), None)
     if found is None or isinstance(error, AuthorizationError):
         return error
     principal, cause = principal_of(config), type(found).__name__
-    if isinstance(found, TopicAuthorizationFailedError):
+    if _group_refused(found):  # the streams group's heartbeat (group.protocol=streams)
+        explained = AuthorizationError(principal, "READ", "GROUP", [str(config["application.id"])], str(found))
+    elif isinstance(found, TopicAuthorizationFailedError):
         explained = AuthorizationError(principal, _operation(chain, found), "TOPIC", _names(found), cause)
     elif isinstance(found, GroupAuthorizationFailedError):
         group = _names(found) or [str(config["application.id"])]

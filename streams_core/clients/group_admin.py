@@ -14,6 +14,7 @@ from typing import Any, Self
 from streams_core.clients.admin import InternalTopicManager
 from streams_core.clients.client_config import admin_kwargs, consumer_kwargs
 from streams_core.clients.kafka_clients import AIOKafkaAdminClient, AIOKafkaConsumer, KafkaTopicPartition
+from streams_core.clients.streams_group_channel import StreamsGroupChannel
 from streams_core.common.topic_partition import TopicPartition
 from streams_core.config import StreamsConfig
 
@@ -46,12 +47,16 @@ class GroupAdmin:
         await self._admin.close()
 
     async def active_members(self) -> list[str]:
-        """Client ids of the group's current members (empty when the group is empty or unknown)."""
+        """Client ids of the group's current members (empty when the group is empty or unknown): a
+        classic group's, or a streams group's (`group.protocol=streams`, which DescribeGroups does not show)."""
         responses = await self._admin.describe_consumer_groups([self.group_id])
         members: list[str] = []
         for response in responses:
             for group in response.to_object()["groups"]:
                 members += [f"{m['client_id']} ({m['client_host']}, member {m['member_id']})" for m in group["members"]]
+        streams_group = await StreamsGroupChannel(self._admin, self.group_id).describe()
+        if streams_group.error_code == 0:  # else GROUP_ID_NOT_FOUND: no streams group of that id
+            members += [f"{m.client_id} ({m.client_host}, streams group member {m.member_id})" for m in streams_group.members]
         return members
 
     async def list_topics(self) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from aiokafka.errors import KafkaError
+from aiokafka.errors import GroupAuthorizationFailedError, KafkaError
 
 from streams_core.clients.streams_group_membership import COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, StreamsGroupMembership
 from streams_core.clients.streams_group_offset_commit import MemberOffsetCommitRequest, commit_errors
@@ -58,6 +58,9 @@ class StreamsGroupChannel:
         try:
             node = await self._coordinator_id()
             response = decode_heartbeat(await self._admin._send_request(heartbeat_request(data), node))  # no public send
+        except GroupAuthorizationFailedError as exc:  # FindCoordinator refused: no READ on the group, an answer for good
+            self._coordinator = None
+            return _refused(data, GROUP_AUTHORIZATION_FAILED, f"FindCoordinator: {exc}")
         except KafkaError:
             self._coordinator = None
             raise
@@ -107,6 +110,18 @@ class StreamsGroupChannel:
         if any(code in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) for code in errors.values()):
             self._coordinator = None
         return errors
+
+
+GROUP_AUTHORIZATION_FAILED = 30
+
+
+def _refused(data: HeartbeatRequestData, error_code: int, message: str) -> HeartbeatResponseData:
+    """An answer carrying `error_code`, for a refusal that came before the heartbeat reached the group."""
+    return HeartbeatResponseData(
+        error_code=error_code, error_message=message, member_id=data.member_id, member_epoch=data.member_epoch,
+        heartbeat_interval_ms=0, acceptable_recovery_lag=0, task_offset_interval_ms=0, status=None, tasks=None,
+        endpoint_information_epoch=data.endpoint_information_epoch, endpoints=None,
+    )
 
 
 class OwnedStreamsGroupChannel(StreamsGroupChannel):

@@ -84,11 +84,16 @@ class StreamsGroupError(StreamsError):
     """The broker refused the member for good (e.g. STREAMS_INVALID_TOPOLOGY): code, name and message."""
 
     def __init__(self, group_id: str, code: int, message: str | None) -> None:
+        self.group_id = group_id
         self.code = code
         self.message = message
         self.error_name = ERROR_NAMES.get(code, f"error {code}")
         detail = f": {message}" if message else ""
         super().__init__(f"streams group {group_id!r}: {self.error_name}{detail}")
+
+    def __reduce__(self) -> tuple[type[StreamsGroupError], tuple[str, int, str | None]]:
+        """Pickled with its arguments: a worker process sends its thread's error to the instance."""
+        return type(self), (self.group_id, self.code, self.message)
 
 
 class MemberState(enum.Enum):

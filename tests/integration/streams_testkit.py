@@ -28,6 +28,7 @@ from streams_core import Processor, ProcessorContext, Record, Serdes, Stores, Ta
 from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.kafka_streams import KafkaStreams, State
 from streams_core.runtime.tasks.partition_group import PartitionGroup
+from tests.integration.group_protocol import UNDER_STREAMS
 from tests.kafka_utils import Consumed, Rec, read_all, unique_topic
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "stateful_topology",
     "tasks_of",
     "wait_for_output_keys",
+    "wait_spread",
     "wait_until",
 ]
 
@@ -91,6 +93,21 @@ async def wait_until(
             text = message() if callable(message) else message
             raise AssertionError(f"not met within {timeout} s: {text}")
         await asyncio.sleep(interval)
+
+
+async def wait_spread(instances: Iterable[KafkaStreams], timeout: float = 30.0) -> None:
+    """Under the streams protocol, wait until every instance is RUNNING with an active task: a member
+    that joins runs nothing until a later heartbeat brings the tasks the others revoked meanwhile
+    (their RUNNING passes through REBALANCING again). Under the classic protocol the instances'
+    first RUNNING already follows the whole rebalance: nothing to wait for."""
+    if not UNDER_STREAMS:
+        return
+    waiting = list(instances)
+    await wait_until(
+        lambda: all(s.state is State.RUNNING and instance_tasks(s) for s in waiting),
+        timeout,
+        message=lambda: f"instances without tasks or not RUNNING: {[(s.state.name, sorted(map(str, instance_tasks(s)))) for s in waiting]}",
+    )
 
 
 async def wait_for_output_keys(

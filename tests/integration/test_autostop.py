@@ -34,7 +34,8 @@ from streams_core.runtime.autostop.autostop_metadata import AutostopLog, metadat
 from streams_core.tools.application_reset import reset_application
 from tests.integration.apps.counting_app import build_topology, streams_config
 from tests.integration.apps.harness import AppProcesses
-from tests.integration.streams_testkit import committed_offsets
+from tests.integration.group_protocol import UNDER_STREAMS
+from tests.integration.streams_testkit import committed_offsets, instance_tasks, wait_until
 from tests.kafka_utils import consume_until, create_topic, produce, read_all, unique_topic
 
 pytestmark = pytest.mark.broker
@@ -57,6 +58,8 @@ async def run_batch(topology: Topology, config: dict[str, Any], *, started: asyn
     try:
         if started is not None:
             await streams.wait_for_state(State.RUNNING, timeout=RUN_TIMEOUT)
+            if UNDER_STREAMS:  # RUNNING can come with the empty first assignment, before the run's start
+                await wait_until(lambda: streams.state is not State.RUNNING or bool(instance_tasks(streams)), RUN_TIMEOUT)
             started.set()
         await streams.wait_for_state(State.NOT_RUNNING, State.ERROR, timeout=RUN_TIMEOUT)
     finally:

@@ -19,6 +19,7 @@ import pytest
 
 from app.demo import find_chromium
 from app.wordcount import STORE, build_topology
+from tests.integration.group_protocol import STANDBYS_ARE_THE_GROUPS, classic_only
 from tests.integration.rest_cluster import Client, WordCountCluster, make_text, quoted, wait_until
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 
@@ -47,6 +48,7 @@ def _active_tasks(member: dict[str, Any], input_topic: str, output_topic: str, a
 
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable (apt-get install chromium, or set $CHROMIUM)")
+@classic_only(STANDBYS_ARE_THE_GROUPS)
 async def test_dashboard_shows_both_instances_and_looks_up_a_key(bootstrap_servers: str, tmp_path: Path) -> None:
     from playwright.async_api import ConsoleMessage, async_playwright
 

@@ -23,6 +23,7 @@ from streams_core import (
     StreamsBuilder,
     Topology,
 )
+from tests.integration.group_protocol import UNDER_STREAMS
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 
 pytestmark = pytest.mark.broker
@@ -38,11 +39,10 @@ LINES = [
 
 async def _wait_until(check: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if await check():
-            return
+    while not await check():  # checked at least once (timeout 0: now or never)
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 async def _start(topology_factory: Callable[[], Topology], app_id: str, bootstrap: str, tmp: Path, n: int,
@@ -88,7 +88,10 @@ async def test_word_count_with_two_instances_equals_an_independent_count(bootstr
 
     instances = await _start(lambda: build_topology(input_topic, output_topic), app_id, bootstrap_servers, tmp_path, 2)
     try:
-        assert all(s.threads[0].task_manager.tasks for s in instances), "both instances got tasks"
+        async def both_have_tasks() -> bool:  # at once under the classic protocol; at a heartbeat under streams
+            return all(s.state is State.RUNNING and s.threads[0].task_manager.tasks for s in instances)
+
+        await _wait_until(both_have_tasks, 30 if UNDER_STREAMS else 0, "both instances got tasks")
 
         def local_counts() -> dict[str, int]:
             counts: dict[str, int] = {}
@@ -130,10 +133,11 @@ async def test_word_count_with_two_instances_equals_an_independent_count(bootstr
 
         await _wait_until(output_caught_up, 60, "the output topic's latest counts")
 
-        for streams in instances:
-            for word in ("the", "dog", "w3"):
-                owner = streams.metadata_for_key(STORE, word, Serdes.String())
-                assert owner.host_info.port in (17000, 17001)
+        async def owners_known() -> bool:  # under streams: the broker's endpoint map, at a heartbeat
+            owners = [streams.metadata_for_key(STORE, w, Serdes.String()) for streams in instances for w in ("the", "dog", "w3")]
+            return all(owner.host_info.port in (17000, 17001) for owner in owners)
+
+        await _wait_until(owners_known, 15 if UNDER_STREAMS else 0, "every instance knows the owner of 'the', 'dog', 'w3'")
     finally:
         for streams in instances:
             await streams.close()

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from streams_core import KafkaStreams, Serdes, Stores, TaskId, Topology
+from tests.integration.group_protocol import ASSIGNMENT_IS_THE_BROKERS, classic_only
 from tests.integration.streams_testkit import (
     CountingProcessor,
     RecordSender,
@@ -77,6 +78,7 @@ async def test_rolling_start_spreads_every_stateful_subtopology(bootstrap_server
 
 
 @pytest.mark.slow
+@classic_only(ASSIGNMENT_IS_THE_BROKERS)
 async def test_scale_out_warms_up_before_taking_over(bootstrap_servers: str, tmp_path: Path) -> None:
     source, sink = unique_topic("ha-scale-in"), unique_topic("ha-scale-out")
     for topic in (source, sink):

@@ -41,6 +41,7 @@ from streams_core import (
 )
 from streams_core.runtime.kafka_streams import State, StreamThreadExceptionResponse
 from tests.integration import streams_testkit as kit
+from tests.integration.group_protocol import STANDBYS_ARE_THE_GROUPS, UNDER_STREAMS, classic_only
 from tests.integration.test_worker_processes import PARTITIONS, PROCESS_MODE, counting_topology, keyed, setup_topics, worker_pids
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 
@@ -70,6 +71,11 @@ async def test_queries_are_answered_per_partition_by_the_workers_and_a_stalled_o
     ) as app:
         streams = await app.start(0)
         await app.wait_settled(kit.tasks_of(PARTITIONS))
+        await kit.wait_until(  # at once under the classic protocol; the second member's tasks at a heartbeat under streams
+            lambda: all(m.active_tasks for m in streams.metadata_for_local_threads()),
+            30 if UNDER_STREAMS else 0,
+            message=lambda: f"a worker without tasks: {streams.metadata_for_local_threads()}",
+        )
         await kit.wait_for_output_keys(bootstrap_servers, sink, [k for k, _ in records])
         counts = StateQueryRequest.in_store("counts")
 
@@ -168,6 +174,7 @@ async def test_timestamped_window_and_versioned_queries_cross_the_worker_channel
         assert {r.get_failure_reason() for r in wrong.get_partition_results().values()} == {FailureReason.UNKNOWN_QUERY_TYPE}
 
 
+@classic_only(STANDBYS_ARE_THE_GROUPS)
 async def test_a_standby_in_a_worker_answers_unless_active_is_required_and_after_failover_it_is_active(
     bootstrap_servers: str, tmp_path: Path
 ) -> None:

@@ -26,6 +26,7 @@ from streams_core import KafkaStreams, Materialized, Processor, PunctuationType,
 from streams_core.common.partitioner import default_partition
 from tests.integration.apps.counting_app import streams_config
 from tests.integration.rest_cluster import free_port
+from tests.integration.streams_testkit import wait_spread
 from tests.kafka_utils import create_topic, produce, topic_partitions, unique_topic
 
 pytestmark = pytest.mark.broker
@@ -104,6 +105,7 @@ async def test_read_your_writes_through_the_owner_and_through_forwarding(bootstr
     try:
         await asyncio.gather(*(s.start() for s in instances))
         await asyncio.gather(*(s.wait_for_state(State.RUNNING, timeout=TIMEOUT) for s in instances))
+        await wait_spread(instances)
         truth: Counter[str] = Counter()
         served_by: Counter[str] = Counter()
         async with httpx.AsyncClient(timeout=10) as client:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.integration.group_protocol import GROUP_PROTOCOL, UNDER_STREAMS
 from tests.integration.streams_testkit import committed_offsets
 from tests.kafka_utils import produce
 
@@ -84,7 +85,9 @@ async def test_the_readme_example_serves_rest_and_stops_on_sigterm(bootstrap_ser
     script = _replace(example, '"127.0.0.1:9092"', repr(bootstrap_servers))
     script = _replace(script, '"127.0.0.1:7070"', repr(f"127.0.0.1:{port}"))
     script = _replace(script, '"/var/lib/streams"', repr(str(state_dir)))
-    script = _replace(script, '"application.id": "wordcount"', f'"application.id": {app_id!r}')
+    # Under STREAMS_TEST_GROUP_PROTOCOL=streams the script names the protocol (it reads no environment).
+    protocol = f", 'group.protocol': {GROUP_PROTOCOL!r}" if UNDER_STREAMS else ""
+    script = _replace(script, '"application.id": "wordcount"', f'"application.id": {app_id!r}{protocol}')
     (tmp_path / "readme_app.py").write_text(script, encoding="utf-8")
     log = (tmp_path / "readme_app.log").open("wb")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -19,6 +19,7 @@ import pytest
 from streams_core import Consumed, JoinWindows, Produced, Serdes, StreamsBuilder, Topology
 from tests.integration.apps.counting_app import streams_config
 from tests.integration.apps.harness import running_instance, wait_all_committed
+from tests.integration.group_protocol import classic_only
 from tests.kafka_utils import Rec, consume_until, create_topic, produce, unique_topic
 
 pytestmark = pytest.mark.broker
@@ -35,8 +36,13 @@ def self_join_topology(source: str, output: str, props: dict[str, Any] | None) -
     return builder.build(props)
 
 
-@pytest.mark.parametrize("first", [{"topology.optimization": "none"}, {"topology.optimization": "all"}],
-                         ids=["upgrade-with-optimization-off", "restart-with-optimization-on"])  # fmt: skip
+@pytest.mark.parametrize("first", [
+    pytest.param({"topology.optimization": "none"}, id="upgrade-with-optimization-off", marks=classic_only(
+        "the upgrade changes the topology, and the streams group coordinator (Kafka 4.3.1) refuses a topology other "
+        "than the group's: INVALID_REQUEST 'Topology updates are not supported yet' (docs/streams-groups.md, "
+        "'Differences from Kafka Streams')")),
+    pytest.param({"topology.optimization": "all"}, id="restart-with-optimization-on"),
+])  # fmt: skip
 async def test_the_self_join_keeps_its_state_when_optimized(bootstrap_servers: str, tmp_path: Path,
                                                             first: dict[str, Any]) -> None:  # fmt: skip
     """SelfJoinUpgradeIntegrationTest.shouldUpgradeWithTopologyOptimizationOff and

@@ -45,6 +45,7 @@ from tests.integration.apps.harness import (
     wait_all_committed,
 )
 from tests.integration.apps.table_sum_app import TABLE_STORE, build_topology
+from tests.integration.group_protocol import STANDBYS_ARE_THE_GROUPS, classic_only
 from tests.integration.streams_testkit import wait_until
 from tests.kafka_utils import create_topic, produce, read_all, unique_topic
 
@@ -261,6 +262,7 @@ async def test_kill_9_then_a_new_instance_restores_the_table_from_its_topic_and_
 
 
 @pytest.mark.slow
+@classic_only(STANDBYS_ARE_THE_GROUPS)
 async def test_a_standby_of_the_table_tails_its_source_topic_and_takes_over_exactly(
     bootstrap_servers: str, tmp_path: Path
 ) -> None:

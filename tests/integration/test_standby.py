@@ -36,10 +36,11 @@ from tests.integration.apps.harness import (
     store_contents,
     wait_all_committed,
 )
+from tests.integration.group_protocol import STANDBYS_ARE_THE_GROUPS, classic_only
 from tests.integration.streams_testkit import wait_until
 from tests.kafka_utils import create_topic, read_all, unique_topic
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, classic_only(STANDBYS_ARE_THE_GROUPS)]
 
 PARTITIONS = 2
 ALL_TASKS = {TaskId(0, p) for p in range(PARTITIONS)}

@@ -39,6 +39,7 @@ from tests.kafka_utils import create_topic, unique_topic
 pytestmark = pytest.mark.broker
 
 PARTITIONS = 2
+ALL_TASKS = [TaskId(0, p) for p in range(PARTITIONS)]
 KEYS = [f"key-{i:03d}" for i in range(100)]
 
 
@@ -110,7 +111,7 @@ async def test_kill_9_mid_stream_then_restart_counts_at_least_truth_and_state_eq
         left = checkpoints(case.tmp_path / "a", case.app_id)
         ends_at_kill = await end_offsets(case.bootstrap, case.changelog)
 
-        async with running_instance(case.topology(), case.config("a")) as streams:
+        async with running_instance(case.topology(), case.config("a"), tasks=ALL_TASKS) as streams:
             restored = restored_by_task(streams)
             truth = await feeder.wait()
             await wait_all_committed(case.bootstrap, case.app_id, case.input)

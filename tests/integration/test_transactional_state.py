@@ -36,6 +36,7 @@ pytestmark = pytest.mark.broker
 
 PARTITIONS = 2
 KEYS = [f"key-{i:03d}" for i in range(200)]
+ALL_TASKS = [TaskId(0, p) for p in range(PARTITIONS)]
 
 
 def stored_offsets(state_dir: Path, app_id: str, changelog: str) -> dict[int, int]:
@@ -82,7 +83,7 @@ async def test_kill_9_under_exactly_once_restores_only_the_tail_and_stays_exactl
         assert set(stored) == set(range(PARTITIONS)), f"every store file holds its offsets: {stored}"
 
         config = streams_config(bootstrap, app_id, tmp_path / "a", "exactly_once")
-        async with running_instance(build_topology(source, sink), config, timeout=90) as streams:
+        async with running_instance(build_topology(source, sink), config, timeout=90, tasks=ALL_TASKS) as streams:
             restored = restored_by_task(streams)
             truth = await feeder.wait()
             await wait_all_committed(bootstrap, app_id, source, timeout=90)

@@ -173,12 +173,16 @@ class AutostopManager:
         """The run this instance works in, once established."""
         return self._run
 
-    async def establish_run(self, *, leader: bool) -> RunState:
+    async def establish_run(self, *, leader: bool, wait: bool = True) -> RunState | None:
         """At the instance's first assignment: reuse a run under way, or (leader) start a new one.
 
         The leader of a group whose log holds no valid run tombstones what the log holds, writes
         the stop offsets of every input partition and then the completed marker. Other members
-        wait until a valid run appears. Later calls return the same run.
+        wait until a valid run appears; without `wait` (a member with no active task) they return
+        None at once and learn the run later (`behind`, or their next assignment): under the streams
+        protocol a member's first assignment is empty while the broker creates the internal topics,
+        and waiting in it would keep the member from the assignment that makes it the leader.
+        Later calls return the same run.
 
         Only the leader's start is serialised: the threads of one instance share this manager,
         and a non-leader thread waiting for the run must not hold up its sibling that is the
@@ -197,6 +201,8 @@ class AutostopManager:
                 state = self._run if self._run is not None else await self._caught_up()
                 if not state.valid:
                     state = await self._start_new_run(state)
+        elif not wait:
+            return None
         else:
             state = await self._wait_for("valid run", lambda s: s.valid)
         if self._run is None:
@@ -282,7 +288,9 @@ class AutostopManager:
         "topic-p" -> (committed, stop); None while a stop offset is still unknown (no run yet, or
         an intermediate partition whose writers have not all reported)."""
         if self._run is None:
-            return None
+            if not self._state.valid:
+                return None
+            self._run = self._state  # an idle member (see `establish_run`) learns the run under way
         stops: dict[TopicPartition, int] = {}
         for tp in (*self.input_partitions, *self.intermediate_partitions):
             stop = self.stop_offset(tp)

@@ -62,9 +62,11 @@ class AutostopTracker:
         self._last_progress_ms = 0
         self._last_progress_log_ms = 0
 
-    async def on_assignment(self, *, leader: bool) -> None:
-        """Before the new tasks run: know the run (the leader may start one); forget the old partitions."""
-        await self._manager.establish_run(leader=leader)
+    async def on_assignment(self, *, leader: bool, idle: bool = False) -> None:
+        """Before the new tasks run: know the run (the leader may start one; an idle member, without
+        active tasks, does not wait for it); forget the old partitions."""
+        await self._manager.establish_run(leader=leader, wait=not idle)
+        self._all_finished = False  # new tasks: `after_round` tells the instance again once they finish
         self._stops.clear()
         self._finished.clear()
         self._reported.clear()

@@ -52,8 +52,8 @@ class ThreadRunEnd(Protocol):
         """Every task of the thread reached its stop offsets and reported (never, running until closed)."""
         ...
 
-    async def on_assignment(self, *, leader: bool) -> None:
-        """Before the new tasks are created."""
+    async def on_assignment(self, *, leader: bool, idle: bool = False) -> None:
+        """Before the new tasks are created (`idle`: the assignment has no active task)."""
         ...
 
     def on_revoked(self) -> None: ...
@@ -114,7 +114,7 @@ class _UntilClosedThread:
     def finished(self) -> bool:
         return False
 
-    async def on_assignment(self, *, leader: bool) -> None:
+    async def on_assignment(self, *, leader: bool, idle: bool = False) -> None:
         return None
 
     def on_revoked(self) -> None:

@@ -160,7 +160,7 @@ class StreamsRebalanceListener:
                 return
             try:
                 info.raise_if_error()
-                await self._run_end.on_assignment(leader=self._assignor.is_leader)
+                await self._run_end.on_assignment(leader=self._assignor.is_leader, idle=not info.active_tasks)
                 await tm.handle_assignment(info.active_tasks, info.standby_tasks)
                 await self._standbys.assign()
             except Exception as exc:

@@ -38,6 +38,7 @@ from streams_core import (
     Topology,
 )
 from tests.integration.apps.counting_app import streams_config
+from tests.integration.group_protocol import use_group_protocol_under_test
 
 __all__ = ["GRACE_MS", "RETENTION_MS", "WINDOW_MS", "join_topology", "main", "suppress_topology"]
 
@@ -84,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--guarantee", choices=("at_least_once", "exactly_once"), default="at_least_once")
     parser.add_argument("--commit-interval-ms", type=int, default=None)
     args = parser.parse_args(argv)
+    use_group_protocol_under_test()
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
     )

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from streams_core import KafkaStreams, Processor, ProcessorContext, Record, Serdes, State, Stores, Topology
+from tests.integration.group_protocol import use_group_protocol_under_test
 
 __all__ = ["STORE", "CountProcessor", "build_topology", "main", "streams_config"]
 
@@ -114,6 +115,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
+    use_group_protocol_under_test()
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
     )

@@ -219,13 +219,25 @@ class AppProcesses:
 
 
 @contextlib.asynccontextmanager
-async def running_instance(topology: Topology, config: Mapping[str, Any], timeout: float = 60.0) -> AsyncIterator[KafkaStreams]:
-    """An instance in this event loop, yielded once RUNNING, always closed at the end."""
+async def running_instance(
+    topology: Topology, config: Mapping[str, Any], timeout: float = 60.0, *, tasks: Iterable[TaskId] | None = None
+) -> AsyncIterator[KafkaStreams]:
+    """An instance in this event loop, yielded once RUNNING (with `tasks`, once RUNNING these active
+    tasks: after a kill -9 the streams protocol gives them only when the broker's session timeout
+    fenced the dead member, 10 s on the test broker), always closed at the end."""
     streams = KafkaStreams(topology, config)
+    wanted = None if tasks is None else frozenset(tasks)
     try:
         await streams.start()
-        await streams.wait_for_state(State.RUNNING, State.ERROR, timeout=timeout)
-        assert streams.state is State.RUNNING, f"instance failed: {streams.errors}"
+        deadline = time.monotonic() + timeout
+        while True:
+            await streams.wait_for_state(State.RUNNING, State.ERROR, timeout=max(deadline - time.monotonic(), 0.1))
+            assert streams.state is State.RUNNING, f"instance failed: {streams.errors}"
+            running = frozenset(t.task_id for thread in streams.metadata_for_local_threads() for t in thread.active_tasks)
+            if wanted is None or (running == wanted and streams.state is State.RUNNING):
+                break
+            assert time.monotonic() < deadline, f"the instance runs {sorted(map(str, running))}, not {sorted(map(str, wanted))}"
+            await asyncio.sleep(0.1)
         yield streams
     except BaseException:
         await streams.close(timeout=30)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from streams_core import Grouped, KafkaStreams, Materialized, Produced, Serdes, State, StreamsBuilder, Topology
 from tests.integration.apps.counting_app import streams_config
+from tests.integration.group_protocol import use_group_protocol_under_test
 
 __all__ = ["TABLE_STORE", "build_topology", "main"]
 
@@ -46,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--commit-interval-ms", type=int, default=None)
     parser.add_argument("--standby", type=int, default=0, help="num.standby.replicas")
     args = parser.parse_args(argv)
+    use_group_protocol_under_test()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
     extra: dict[str, object] = dict(OPTIMIZED)

@@ -221,3 +221,40 @@ async def test_the_metadata_tailer_reads_on_after_a_failed_read(tmp_path: Path) 
     finally:
         await manager.close()
     assert dict(run.stop_offsets) == {TopicPartition("in", 0): 0, TopicPartition("in", 1): 0}
+
+
+async def test_an_idle_member_does_not_wait_for_the_run_and_learns_it_later(tmp_path: Path) -> None:
+    """A member without active tasks (under the streams protocol, every member's first assignment while
+    the broker creates the internal topics) returns at once; `behind` adopts the run once there is one."""
+    cluster = FakeKafkaCluster()
+    cluster.create_topic("in", 2)
+    cluster.create_topic(f"{APP}-autostop-metadata", 1)
+    manager = _manager(cluster, tmp_path)
+    await manager.start()
+    try:
+        async with asyncio.timeout(1.0):
+            assert await manager.establish_run(leader=False, wait=False) is None
+        assert manager.run is None
+        leader = _manager(cluster, tmp_path)
+        await leader.start()
+        try:
+            started = await leader.establish_run(leader=True)
+        finally:
+            await leader.close()
+
+        async def adopted() -> bool:
+            return await manager.behind(_CommittedNothing()) is not None
+
+        async with asyncio.timeout(2.0):
+            while not await adopted():
+                await asyncio.sleep(0.02)
+        assert manager.run is not None and dict(manager.run.stop_offsets) == dict(started.stop_offsets)
+    finally:
+        await manager.close()
+
+
+class _CommittedNothing:
+    """The admin's committed offsets of a group that committed nothing yet."""
+
+    async def committed_offsets(self, group_id: str, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return {}
