@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from aiokafka.admin import AIOKafkaAdminClient
+
     from streams_core.broker import LocalKafkaBroker
 
 BROKER_FIXTURES = frozenset({"kafka_broker", "bootstrap_servers", "secure_broker"})
@@ -122,6 +124,19 @@ def bootstrap_servers(request: pytest.FixtureRequest) -> str:
         return external
     broker: LocalKafkaBroker = request.getfixturevalue("kafka_broker")
     return broker.bootstrap_servers
+
+
+@pytest.fixture
+async def admin(bootstrap_servers: str) -> AsyncIterator[AIOKafkaAdminClient]:
+    """A plain aiokafka admin client on the test broker (a test file may define its own `admin`)."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    client = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    await client.start()
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 @pytest.fixture(scope="session")

@@ -21,16 +21,6 @@ pytestmark = pytest.mark.broker
 
 
 @pytest.fixture
-async def admin(bootstrap_servers: str) -> AsyncIterator[AIOKafkaAdminClient]:
-    client = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
-    await client.start()
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-@pytest.fixture
 async def producer(bootstrap_servers: str) -> AsyncIterator[AIOKafkaProducer]:
     client = AIOKafkaProducer(bootstrap_servers=bootstrap_servers, transactional_id=f"stable-{uuid.uuid4().hex[:8]}")
     await client.start()

@@ -33,7 +33,7 @@ from streams_core.common.host_info import HostInfo
 from streams_core.common.task_id import TaskId
 from streams_core.runtime.assignment.streams_group_topology import streams_group_topology
 from streams_core.runtime.topology_metadata import TopologyMetadata
-from tests.integration.test_streams_group_protocol import PARTITIONS, admin, all_tasks, word_count_topology
+from tests.integration.test_streams_group_protocol import PARTITIONS, all_tasks, word_count_topology
 from tests.kafka_utils import create_topic, unique_topic
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -45,8 +45,6 @@ BUILD_DEADLINE_S = 900.0  # Maven Central fetch of kafka-streams' jars on a fres
 JAVA_DEADLINE_S = 120.0  # the Java member's join and first assignment (the broker delays it 3 s)
 JAVA_ENDPOINT = HostInfo("127.0.0.1", 18081)
 S = Serdes.String()
-
-__all__ = ["admin"]  # the fixture, re-exported for this module's tests
 
 
 def java_classpath() -> str:

@@ -45,13 +45,13 @@ from tests.integration.apps.harness import (
 )
 from tests.integration.streams_testkit import RecordSender, instance_tasks, tasks_of, wait_until
 from tests.integration.test_streams_group_java_parity import JAVA_ENDPOINT, JavaInstance, StartJava, Topics, classpath, java
-from tests.integration.test_streams_group_protocol import PARTITIONS, admin, all_tasks
+from tests.integration.test_streams_group_protocol import PARTITIONS, all_tasks
 from tests.integration.test_streams_group_runtime import KEYS, lines, word_count
 from tests.kafka_utils import Consumed, create_topic, read_all, unique_topic
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
-__all__ = ["admin", "classpath", "java"]  # the fixtures, re-exported for this module's test
+__all__ = ["classpath", "java"]  # the fixtures, re-exported for this module's test
 
 DEADLINE_S = 120.0
 RESTORED = re.compile(r"^RESTORED (\S+)-(\d+) counts (\d+)$", re.MULTILINE)  # StreamsGroupPeer's restore listener

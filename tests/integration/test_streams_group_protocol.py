@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -48,16 +48,6 @@ def word_count_topology(application_id: str, source: str, sink: str) -> StreamsG
     itb = builder.build().internal_topology_builder
     itb.set_application_id(application_id)
     return streams_group_topology(TopologyMetadata(itb, application_id))
-
-
-@pytest.fixture
-async def admin(bootstrap_servers: str) -> AsyncIterator[AIOKafkaAdminClient]:
-    client = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
-    await client.start()
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 async def settle(channel: StreamsGroupChannel, members: list[StreamsGroupMembership], done: Callable[[], bool]) -> None:

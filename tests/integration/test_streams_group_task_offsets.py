@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
@@ -39,16 +38,6 @@ async def answered(channel: StreamsGroupChannel, data: HeartbeatRequestData) -> 
         except KafkaError as exc:
             assert exc.retriable and time.monotonic() < deadline, exc
             await asyncio.sleep(0.2)
-
-
-@pytest.fixture
-async def admin(bootstrap_servers: str) -> AsyncIterator[AIOKafkaAdminClient]:
-    client = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
-    await client.start()
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 async def test_the_4_3_broker_takes_no_task_offsets_and_assigns_no_warm_up_tasks(
