@@ -372,11 +372,14 @@ async def test_shutdown_client_puts_the_client_in_error(bootstrap_servers: str, 
         assert [s.server for s in recorder.seen if s.key == b"boom"] == [app.server(created.index(survivor))]
 
 
-async def test_shutdown_application_stops_every_instance(bootstrap_servers: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", ["classic", "streams"])
+async def test_shutdown_application_stops_every_instance(bootstrap_servers: str, tmp_path: Path, protocol: str) -> None:
     """SHUTDOWN_APPLICATION: the failing instance asks the group to stop; every member ends in ERROR.
 
     As in Kafka Streams the request reaches the members of the group at that moment, so the
-    poison record is produced only once both instances have joined.
+    poison record is produced only once both instances have joined. Under the classic protocol the
+    request travels in the assignor's error code; under streams (KIP-1071) as ShutdownApplication in
+    a heartbeat, and the broker answers every member with SHUTDOWN_APPLICATION naming the asker.
     """
     source, sink = unique_topic("fail-in"), unique_topic("fail-out")
     await create_topic(bootstrap_servers, source, 1)
@@ -388,7 +391,9 @@ async def test_shutdown_application_stops_every_instance(bootstrap_servers: str,
         handled.append(error)
         return StreamThreadExceptionResponse.SHUTDOWN_APPLICATION
 
-    app = StreamsApp(bootstrap_servers, tmp_path, lambda: recording_topology(source, sink, recorder))
+    app = StreamsApp(
+        bootstrap_servers, tmp_path, lambda: recording_topology(source, sink, recorder), config={"group.protocol": protocol}
+    )
     created = [app.create(i) for i in range(2)]
     for streams in created:
         streams.set_uncaught_exception_handler(handler)
@@ -409,4 +414,6 @@ async def test_shutdown_application_stops_every_instance(bootstrap_servers: str,
         assert isinstance(handled[0], RuntimeError)
         assert len(handled) == 1, "the shutdown request is not handed to the user's handler again"
         assert other.errors and all(isinstance(e, ShutdownRequestedError) for e in other.errors)
+        if protocol == "streams":
+            assert "encountered a fatal error and requested a shutdown for the entire application" in str(other.errors[0])
         assert not any(t.alive for s in created for t in s.threads)
