@@ -83,3 +83,39 @@ def test_a_restore_of_that_changelog_gives_back_values_and_timestamps(tmp_path: 
 class _Raw:
     def __init__(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         self.key, self.value, self.timestamp = key, value, timestamp
+
+
+class _Collector:
+    """A record collector that keeps what is sent; `keeps_store_bytes` as the Spark task stage's."""
+
+    def __init__(self, keeps_store_bytes: bool) -> None:
+        self.keeps_store_bytes = keeps_store_bytes
+        self.sent: list[tuple[bytes, bytes | None, int]] = []
+
+    def send(self, topic: str, key: bytes, value: bytes | None, timestamp: int, headers: Any, partition: int) -> None:
+        self.sent.append((key, value, timestamp))
+
+
+class _Context:
+    def __init__(self, collector: _Collector, tmp_path: Path) -> None:
+        self.application_id, self.task_id, self.state_dir = "tsl", TaskId(0, 0), tmp_path
+        self.record_collector, self.timestamp = collector, 99
+
+    def register(self, store: Any, restore_callback: Any = None) -> None:
+        pass
+
+
+def test_each_init_chooses_how_to_log_for_its_own_collector(tmp_path: Path) -> None:
+    """A store closed and re-initialised under a collector that keeps the store's bytes logs them as they are,
+    and back: the choice follows the latest `init`, not the first."""
+    from streams_core.state.internals.change_logging_stores import ChangeLoggingKeyValueBytesStore
+    from streams_core.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
+
+    store = ChangeLoggingKeyValueBytesStore(InMemoryKeyValueStore("counts"), timestamped=True)
+    stamped = struct.pack(">q", 7) + b"value"
+    for keeps_store_bytes, expected in ((False, (b"k", b"value", 7)), (True, (b"k", stamped, 99)), (False, (b"k", b"value", 7))):
+        collector = _Collector(keeps_store_bytes)
+        store.init(_Context(collector, tmp_path), store)  # type: ignore[arg-type]
+        store.put(b"k", stamped)
+        assert collector.sent == [expected], keeps_store_bytes
+        store.close()

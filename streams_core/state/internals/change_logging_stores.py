@@ -17,7 +17,7 @@ A store initialised outside a task (a context without a record collector) logs n
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from streams_core.common.headers import Headers
@@ -50,14 +50,15 @@ class _ChangeLogger(WrappedStateStore[Any]):
         self._collector: Any = getattr(context, "record_collector", None)
         self._topic = store_changelog_topic(context.application_id, self.name)
         self._partition: int = context.task_id.partition
-        if self.timestamped and not getattr(self._collector, "keeps_store_bytes", False):
-            self._log = self._log_timestamped  # type: ignore[method-assign]
+        # Chosen at every init, both ways: a store re-initialised under another collector logs its way.
+        timestamped = self.timestamped and not getattr(self._collector, "keeps_store_bytes", False)
+        self._log: Callable[[bytes, bytes | None], None] = self._log_timestamped if timestamped else self._log_as_is
 
     @property
     def changelog_topic(self) -> str:
         return self._topic
 
-    def _log(self, key: bytes, value: bytes | None) -> None:
+    def _log_as_is(self, key: bytes, value: bytes | None) -> None:
         """Log the store's bytes as they are, with the processed record's timestamp."""
         if self._collector is None:
             return
