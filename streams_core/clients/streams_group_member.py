@@ -298,20 +298,26 @@ class StreamsGroupMember:
     async def _wait_for_heartbeat(self) -> None:
         """Until the next heartbeat is due: at once when urgent, else the interval after the last one
         (a wake-up, e.g. a commit that found the epoch stale, cuts it short); while nothing can be
-        sent (fenced, until the callbacks lost the tasks and rejoined), until woken."""
+        sent (fenced, until the callbacks lost the tasks and rejoined), until woken. A member in the
+        group also wakes when its poll timer would expire (a poll since then puts the deadline back)."""
         membership = self.membership
-        if membership.urgent:
-            return
-        interval_s = (membership.heartbeat_interval_ms or DEFAULT_HEARTBEAT_INTERVAL_MS) / 1000
-        remaining = self._last_sent + interval_s - time.monotonic() if membership.can_heartbeat else None
-        if remaining is not None and membership.state in IN_GROUP:
-            remaining = min(remaining, self.poll_timer.remaining_s)  # the poll timer may end the membership first
-        if remaining is not None and remaining <= 0:
-            return
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(remaining):  # not wait_for: 3.11's can swallow a cancellation racing the wake-up
-                await self._wake.wait()
-        self._wake.clear()
+        while not membership.urgent:
+            interval_s = (membership.heartbeat_interval_ms or DEFAULT_HEARTBEAT_INTERVAL_MS) / 1000
+            remaining = self._last_sent + interval_s - time.monotonic() if membership.can_heartbeat else None
+            if remaining is not None and remaining <= 0:
+                return
+            poll_due = self.poll_timer.remaining_s if membership.state in IN_GROUP else None
+            if poll_due is not None and poll_due <= 0:
+                return
+            timeout = poll_due if remaining is None else remaining if poll_due is None else min(remaining, poll_due)
+            woken = False
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):  # not wait_for: 3.11's can swallow a cancellation racing the wake-up
+                    await self._wake.wait()
+                    woken = True
+            self._wake.clear()
+            if woken:
+                return
 
     def _check_poll_timer(self) -> None:
         """Leave the group when the thread has neither polled nor restored for `max.poll.interval.ms`

@@ -151,6 +151,7 @@ class StreamsGroupMembership:
         "_revoked",
         "_sent_tasks",
         "_stale",
+        "_stale_leave_in_flight",
         "_target",
         "endpoints",
         "fatal_error",
@@ -187,6 +188,7 @@ class StreamsGroupMembership:
         self._endpoint_epoch = 0
         self._in_flight = False
         self._stale = False
+        self._stale_leave_in_flight = False  # its answer is ignored, even once the member rejoined
 
     # -- the owner's commands ---------------------------------------------------------------
 
@@ -295,19 +297,21 @@ class StreamsGroupMembership:
         )
         if self._stale and self.state is MemberState.LEAVING:  # sent once, as Java's: out of the group from now on
             self._stale = False
+            self._stale_leave_in_flight = True
             self._transition(MemberState.STALE)
         return request
 
     def on_request_failed(self) -> None:
         """The heartbeat got no answer (connection lost, timeout): send the owned tasks again next time."""
-        self._in_flight = False
+        self._in_flight = self._stale_leave_in_flight = False
         self._sent_tasks = None
 
     def on_response(self, response: HeartbeatResponseData) -> None:
         """Apply one heartbeat answer (see the module doc for the rules)."""
         self._in_flight = False
-        if self.state is MemberState.STALE:
-            return  # the answer to the leaving heartbeat (or an earlier one): the member is out of the group
+        if self._stale_leave_in_flight or self.state is MemberState.STALE:
+            self._stale_leave_in_flight = False
+            return  # the answer to the leaving heartbeat: out of the group (or rejoining) since it was sent
         code = response.error_code
         if code:
             self._on_error(code, response.error_message)

@@ -23,7 +23,7 @@ from streams_core.config import StreamsConfig
 from streams_core.runtime.threads.thread_clients import ThreadClients
 from streams_core.state.internals.processor_state_manager import ChangelogPartition
 from streams_core.testing import FakeKafkaClientSupplier, FakeKafkaCluster
-from streams_core.testing.fake_streams_group import fake_streams_group
+from streams_core.testing.fake_streams_group import FakeStreamsGroupTransport, fake_streams_group
 from tests.unit.clients.test_streams_group_member import (
     Events,
     RecordingAssignor,
@@ -106,10 +106,14 @@ class HangingListener(RecordingListener):
             self.thread.busy.set()
 
 
-async def member(cluster: FakeKafkaCluster, name: str, port: int, listener: RecordingListener) -> tuple[StreamsGroupConsumer, Thread]:
-    consumer = FakeKafkaClientSupplier(cluster).get_main_consumer(config(), assignor=RecordingAssignor(name, port), client_id=name)
+async def member(
+    cluster: FakeKafkaCluster, name: str, port: int, listener: RecordingListener, max_poll_interval_ms: int = MAX_POLL_MS
+) -> tuple[StreamsGroupConsumer, Thread]:
+    consumer = FakeKafkaClientSupplier(cluster).get_main_consumer(
+        config(max_poll_interval_ms), assignor=RecordingAssignor(name, port), client_id=name
+    )
     assert isinstance(consumer, StreamsGroupConsumer)
-    assert consumer.member.poll_timer.interval_ms == MAX_POLL_MS
+    assert consumer.member.poll_timer.interval_ms == max_poll_interval_ms
     consumer.subscribe(["in"], listener)
     await consumer.start()
     thread = Thread(consumer)
@@ -194,6 +198,37 @@ async def test_a_long_restore_that_progresses_keeps_the_member_in_the_group(capl
     assert requests_of(cluster, a).count(0) == 1, "joined once"
     assert not any(kind == "lost" for _, kind, _ in events)
     assert not [r for r in caplog.records if "max.poll.interval.ms" in r.getMessage()]
+    await thread.stop()
+
+
+async def test_a_poll_timer_shorter_than_the_heartbeat_interval_sends_no_extra_heartbeats() -> None:
+    """The heartbeat loop wakes when the poll timer would expire; a poll since then is no reason to heartbeat."""
+    cluster, events = cluster_with(), Events()
+    fake_streams_group(cluster, "app").heartbeat_interval_ms = 1000
+    a, thread = await member(cluster, "a", 9000, RecordingListener("a", events), max_poll_interval_ms=150)
+    await until(lambda: a.member.membership.state is MemberState.STABLE and len(a.assignment()) == 4, "a runs every task")
+    before, start = len(requests_of(cluster, a)), time.monotonic()
+    await asyncio.sleep(1.5)  # ten poll timer periods, the thread polling all along
+    sent, elapsed = len(requests_of(cluster, a)) - before, time.monotonic() - start
+    assert sent <= elapsed + 2, f"{sent} heartbeats in {elapsed:.2f} s at a 1 s interval"
+    assert -1 not in requests_of(cluster, a), "the thread polls: the member stays"
+    await thread.stop()
+
+
+async def test_the_answer_to_the_leaving_heartbeat_is_ignored_once_the_member_rejoined() -> None:
+    """The leave goes out as the timer expires; the thread may poll (and the member rejoin) before its answer."""
+    cluster, events = cluster_with(), Events()
+    a, thread = await member(cluster, "a", 9000, RecordingListener("a", events), max_poll_interval_ms=150)
+    await until(lambda: len(a.assignment()) == 4, "a runs every task")
+    transport = a.member._transport
+    assert isinstance(transport, FakeStreamsGroupTransport)
+    transport.round_trip_s = 0.1  # the answer to the leave comes after the member rejoined
+    thread.busy.clear()  # the thread stops polling
+    await until(lambda: a.member.membership.state is MemberState.STALE, "a left the group")
+    thread.busy.set()
+    await until(lambda: requests_of(cluster, a).count(0) == 2, "a rejoined")
+    await until(lambda: a.member.membership.state is MemberState.STABLE and len(a.assignment()) == 4, "a runs every task again")
+    assert a.member.error is None
     await thread.stop()
 
 
