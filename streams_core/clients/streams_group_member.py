@@ -372,8 +372,7 @@ class StreamsGroupMember:
                     await listener.on_partitions_revoked(revoked)
         if not membership.revoked(reconciliation):
             return  # fenced (or left) while the listener ran: the next step loses every task
-        with self._running(f"assigning active tasks {_names(reconciliation.assignment.active)}"):
-            await self._install(reconciliation.assignment, self._consumer.assignment())
+        await self._install(reconciliation.assignment, self._consumer.assignment())
         if not membership.assigned(reconciliation):
             return
         log.info(
@@ -399,7 +398,8 @@ class StreamsGroupMember:
             for tp, offset in positions.items():
                 self._consumer.seek(tp, offset)
         if self.listener is not None:
-            await self.listener.on_partitions_assigned(partitions)
+            with self._running(f"assigning active tasks {_names(tasks.active)}"):
+                await self.listener.on_partitions_assigned(partitions)
 
     async def _positions(self, partitions: frozenset[TopicPartition]) -> dict[TopicPartition, int]:
         """The positions of partitions the consumer keeps: a new assignment would forget them (and
