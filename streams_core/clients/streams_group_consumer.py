@@ -61,9 +61,12 @@ class StreamsGroupConsumer:
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
     ) -> Mapping[TopicPartition, Sequence[RawRecord]]:
-        """Records of the assigned partitions; raises the member's fatal error, if any."""
-        self.member.check()
-        if not self._consumer.assignment():  # joining or no tasks: wait as a poll would
+        """Records of the assigned partitions; raises the member's fatal error, if any. A poll resets
+        the member's poll timer; none are returned while the member is out of the group as it expired."""
+        member = self.member
+        member.check()
+        member.polled()
+        if member.out_of_group or not self._consumer.assignment():  # joining, no tasks, or left: wait as a poll would
             if timeout_ms:
                 await asyncio.sleep(timeout_ms / 1000)
             return {}
@@ -133,6 +136,7 @@ def streams_group_consumer(
         streams_assignor,
         request_timeout_ms=int(overrides.get("request.timeout.ms", 30_000)),
         retry_backoff_ms=int(overrides.get("retry.backoff.ms", 100)),
+        max_poll_interval_ms=int(overrides.get("max.poll.interval.ms", 300_000)),
         log_prefix=f"[{client_id}] ",
     )
     return StreamsGroupConsumer(consumer, member)

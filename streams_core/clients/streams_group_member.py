@@ -21,6 +21,12 @@ retried after `retry.backoff.ms`); the callback loop applies the answers to the 
 heartbeats go on while a callback runs (a commit, closing or creating tasks, a restoration, a batch
 run's start), as Java's do from the consumer's background thread: they report the tasks owned so far,
 and the new assignment is acknowledged only once it is installed.
+
+The poll timer (`max.poll.interval.ms`) bounds the thread instead, as Java's consumer bounds its
+application thread: it is reset by the thread's polls (`polled`) and by records restored
+(`restored`, restoration runs inside the assignment callback here); when it expires the heartbeat
+loop leaves the group (epoch -1), the callbacks lose the tasks once the thread is free, and the
+member rejoins when the thread polls again.
 """
 
 from __future__ import annotations
@@ -29,18 +35,20 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
 from streams_core.clients.kafka_clients import CommitFailedError, KafkaError
 from streams_core.clients.ports import Consumer, RebalanceListener, StreamsGroupAssignor
 from streams_core.clients.streams_group_membership import (
+    IN_GROUP,
     MemberState,
     Reconciliation,
     StreamsGroupError,
     StreamsGroupMembership,
 )
 from streams_core.clients.streams_group_offset_commit import STALE_MEMBER_EPOCH
+from streams_core.clients.streams_group_poll_timer import PollTimer
 from streams_core.clients.streams_group_protocol import (
     EndpointPartitions,
     GroupStatus,
@@ -66,6 +74,10 @@ def _stopping(statuses: Iterable[GroupStatus]) -> frozenset[GroupStatus]:
     """The statuses announced as soon as they change: a shutdown a member asked for. (Missing or wrongly
     partitioned source topics come with a new assignment or endpoint map, which announces them.)"""
     return frozenset(status for status in statuses if status.code == StatusCode.SHUTDOWN_APPLICATION)
+
+
+def _names(tasks: Iterable[object]) -> str:
+    return ", ".join(sorted(str(t) for t in tasks)) or "(none)"
 
 
 class StreamsGroupTransport(Protocol):
@@ -100,6 +112,7 @@ class StreamsGroupMember:
         *,
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
+        max_poll_interval_ms: int = 300_000,
         log_prefix: str = "",
     ) -> None:
         self.membership = membership
@@ -119,12 +132,18 @@ class StreamsGroupMember:
         self._announced_endpoints: tuple[EndpointPartitions, ...] | None = None
         self._announced_stop: frozenset[GroupStatus] = frozenset()
         self._reinstall = False
+        self.poll_timer = PollTimer(max_poll_interval_ms)
+        self._callback: str | None = None  # what the callback loop is doing, for the poll timer's warning
+        self._callback_started = 0.0
+        self._stale_lost = False  # STALE: the tasks were lost; the member rejoins at the next poll
+        self._polled = False  # the thread polled since the member left as the poll timer expired
 
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Join: the loop sends the joining heartbeat at once."""
         await self._transport.start()
+        self.poll_timer.reset()
         self.membership.join()
         self._heartbeats = asyncio.create_task(self._send_heartbeats(), name=f"{self._log_prefix}streams-group-heartbeat")
         self._callbacks = asyncio.create_task(self._run_callbacks(), name=f"{self._log_prefix}streams-group-callbacks")
@@ -149,6 +168,25 @@ class StreamsGroupMember:
         """Raise the error that ended the member (fatal for the thread)."""
         if self.error is not None:
             raise self.error
+
+    def polled(self) -> None:
+        """The thread polled: reset the poll timer; a member that left as it expired rejoins (once its
+        tasks are lost)."""
+        self.poll_timer.reset()
+        self._polled = True
+        if self.membership.state is MemberState.STALE:
+            self._changed.set()
+
+    def restored(self) -> None:
+        """The thread restored records (inside the assignment callback): as alive as a poll, without
+        rejoining (the thread has not polled yet)."""
+        self.poll_timer.reset()
+
+    @property
+    def out_of_group(self) -> bool:
+        """Left as the poll timer expired (LEAVING or STALE): the partitions are no longer the member's,
+        the consumer returns no records until the tasks are lost and the member rejoins."""
+        return self.membership.state in (MemberState.LEAVING, MemberState.STALE)
 
     def request_reinstall(self) -> None:
         """The thread closed every task (a task migrated): install the owned tasks again, from their commits."""
@@ -178,6 +216,7 @@ class StreamsGroupMember:
         try:
             while self.membership.state not in (MemberState.FATAL, MemberState.LEFT):
                 await self._wait_for_heartbeat()
+                self._check_poll_timer()
                 await self._heartbeat()
                 self._changed.set()
         except asyncio.CancelledError:
@@ -209,8 +248,20 @@ class StreamsGroupMember:
             self.error = await self._explained(membership.fatal_error)
             return False
         if membership.state is MemberState.FENCED:
-            await self._lose_all()
+            await self._lose_all("fenced")
             membership.rejoin()
+        elif membership.state is MemberState.STALE:
+            if not self._stale_lost:
+                await self._lose_all("left the group as the poll timer expired")
+                self._stale_lost = True
+            elif not self._polled:  # until the thread polls again
+                await self._changed.wait()
+                self._changed.clear()
+                return True
+            else:
+                log.info("%sstreams group: the thread polls again; rejoining", self._log_prefix)
+                self._stale_lost = False
+                membership.rejoin()
         elif membership.reconciliation is not None:
             await self._reconcile(membership.reconciliation)
         elif self._reinstall:
@@ -247,18 +298,48 @@ class StreamsGroupMember:
     async def _wait_for_heartbeat(self) -> None:
         """Until the next heartbeat is due: at once when urgent, else the interval after the last one
         (a wake-up, e.g. a commit that found the epoch stale, cuts it short); while nothing can be
-        sent (fenced, until the callbacks lost the tasks and rejoined), until woken."""
+        sent (fenced, until the callbacks lost the tasks and rejoined), until woken. A member in the
+        group also wakes when its poll timer would expire (a poll since then puts the deadline back)."""
         membership = self.membership
-        if membership.urgent:
+        while not membership.urgent:
+            interval_s = (membership.heartbeat_interval_ms or DEFAULT_HEARTBEAT_INTERVAL_MS) / 1000
+            remaining = self._last_sent + interval_s - time.monotonic() if membership.can_heartbeat else None
+            if remaining is not None and remaining <= 0:
+                return
+            poll_due = self.poll_timer.remaining_s if membership.state in IN_GROUP else None
+            if poll_due is not None and poll_due <= 0:
+                return
+            timeout = poll_due if remaining is None else remaining if poll_due is None else min(remaining, poll_due)
+            woken = False
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):  # not wait_for: 3.11's can swallow a cancellation racing the wake-up
+                    await self._wake.wait()
+                    woken = True
+            self._wake.clear()
+            if woken:
+                return
+
+    def _check_poll_timer(self) -> None:
+        """Leave the group when the thread has neither polled nor restored for `max.poll.interval.ms`
+        (Java's `AbstractHeartbeatRequestManager` on an expired poll timer): the next heartbeat sends
+        epoch -1, the broker gives the tasks to the other members."""
+        membership, timer = self.membership, self.poll_timer
+        if membership.state not in IN_GROUP or not timer.expired or not membership.can_heartbeat:
             return
-        interval_s = (membership.heartbeat_interval_ms or DEFAULT_HEARTBEAT_INTERVAL_MS) / 1000
-        remaining = self._last_sent + interval_s - time.monotonic() if membership.can_heartbeat else None
-        if remaining is not None and remaining <= 0:
-            return
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(remaining):  # not wait_for: 3.11's can swallow a cancellation racing the wake-up
-                await self._wake.wait()
-        self._wake.clear()
+        if self._callback is not None:
+            doing = f"the rebalance callback {self._callback} has run for {time.monotonic() - self._callback_started:.1f} s"
+        else:
+            doing = "no rebalance callback runs: processing, a punctuation or a commit takes that long"
+        owned = sorted(str(t) for t in membership.owned.active)
+        log.warning(
+            "%sstreams group %r: the stream thread has neither polled nor restored a record for %.1f s, "
+            "over max.poll.interval.ms=%d (%s); member %s leaves the group and its active tasks %s go to "
+            "other members; it rejoins when the thread polls again",
+            self._log_prefix, membership.group_id, timer.elapsed_s, timer.interval_ms, doing, membership.member_id, owned,
+        )
+        self._stale_lost = self._polled = False
+        membership.leave_stale()
+        self._changed.set()
 
     async def _heartbeat(self) -> None:
         """Send the next heartbeat, if any, with a deadline; a failure is retried after the backoff."""
@@ -287,9 +368,10 @@ class StreamsGroupMember:
             revoked = self._assignor.streams_group_partitions(reconciliation.revoke) & self._consumer.assignment()
             log.info("%sstreams group: revoking %s", self._log_prefix, sorted(str(t) for t in reconciliation.revoke))
             if listener is not None:
-                await listener.on_partitions_revoked(revoked)
+                with self._running(f"revoking tasks {_names(reconciliation.revoke)}"):
+                    await listener.on_partitions_revoked(revoked)
         if not membership.revoked(reconciliation):
-            return  # fenced while the listener ran: the next step loses every task
+            return  # fenced (or left) while the listener ran: the next step loses every task
         await self._install(reconciliation.assignment, self._consumer.assignment())
         if not membership.assigned(reconciliation):
             return
@@ -316,7 +398,8 @@ class StreamsGroupMember:
             for tp, offset in positions.items():
                 self._consumer.seek(tp, offset)
         if self.listener is not None:
-            await self.listener.on_partitions_assigned(partitions)
+            with self._running(f"assigning active tasks {_names(tasks.active)}"):
+                await self.listener.on_partitions_assigned(partitions)
 
     async def _positions(self, partitions: frozenset[TopicPartition]) -> dict[TopicPartition, int]:
         """The positions of partitions the consumer keeps: a new assignment would forget them (and
@@ -330,14 +413,25 @@ class StreamsGroupMember:
                 log.info("%sno position for %s (%r): it starts from its committed offset", self._log_prefix, tp, exc)
         return positions
 
-    async def _lose_all(self) -> None:
-        """Fenced: the tasks belong to others now; close them without committing."""
+    @contextlib.contextmanager
+    def _running(self, callback: str) -> Iterator[None]:
+        """Name the callback that runs, for the poll timer's warning."""
+        self._callback, self._callback_started = callback, time.monotonic()
+        try:
+            yield
+        finally:
+            self._callback = None
+
+    async def _lose_all(self, why: str) -> None:
+        """Fenced, or left as the poll timer expired: the tasks belong to others now; close them without committing."""
         lost = self._consumer.assignment()
         listener = self.listener
-        log.warning("%sstreams group: fenced, %d partitions lost; rejoining", self._log_prefix, len(lost))
+        rejoin = "rejoining" if self.membership.state is MemberState.FENCED else "rejoining at the thread's next poll"
+        log.warning("%sstreams group: %s, %d partitions lost; %s", self._log_prefix, why, len(lost), rejoin)
         if listener is not None:
             on_lost = getattr(listener, "on_partitions_lost", None)
-            await (on_lost(lost) if on_lost is not None else listener.on_partitions_revoked(lost))
+            with self._running("losing every task"):
+                await (on_lost(lost) if on_lost is not None else listener.on_partitions_revoked(lost))
         self._consumer.assign(())
         self._assignor.on_streams_group_assignment(TaskAssignment.EMPTY, self.membership.endpoints)
         self._announced_endpoints = None

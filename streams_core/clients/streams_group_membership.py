@@ -19,7 +19,10 @@ with KIP-1071's (and KIP-848's) epoch rules:
 4. Leaving sends epoch -1 (-2: a static member that will come back); the owner closes its tasks first.
    A member asked to (`request_shutdown`, or `MemberInfo.shutdown_requested`) sets ShutdownApplication
    on every heartbeat: the broker then tells every member the group is to shut down.
-5. Any other error is fatal (`fatal_error` says which); coordinator errors are retried.
+5. The thread stopped polling for `max.poll.interval.ms` (`leave_stale`): the member leaves with epoch
+   -1 and stays out (STALE, no heartbeats) until the owner lost its tasks and the thread polls again,
+   then rejoins with epoch 0 and the same member id (`rejoin`), as Java's `StreamsMembershipManager`.
+6. Any other error is fatal (`fatal_error` says which); coordinator errors are retried.
 
 Invariants: at most one heartbeat in flight; `member_epoch == 0` exactly while JOINING; `owned` only
 ever holds tasks the owner said it installed.
@@ -46,7 +49,7 @@ from streams_core.common.host_info import HostInfo
 from streams_core.common.task_id import TaskId
 from streams_core.errors import StreamsError
 
-__all__ = ["MemberInfo", "MemberState", "Reconciliation", "StreamsGroupError", "StreamsGroupMembership"]
+__all__ = ["IN_GROUP", "MemberInfo", "MemberState", "Reconciliation", "StreamsGroupError", "StreamsGroupMembership"]
 
 log = logging.getLogger(__name__)
 
@@ -103,13 +106,17 @@ class MemberState(enum.Enum):
     ACKNOWLEDGING = "ACKNOWLEDGING"  # installed; the next heartbeat reports it
     STABLE = "STABLE"
     FENCED = "FENCED"  # tasks lost; the owner closes them and calls rejoin()
+    STALE = "STALE"  # left as the poll timer expired; the owner loses its tasks and rejoins at the next poll
     LEAVING = "LEAVING"
     LEFT = "LEFT"
     FATAL = "FATAL"
 
 
-_SILENT = frozenset({MemberState.UNJOINED, MemberState.FENCED, MemberState.LEFT, MemberState.FATAL})
-"""States in which the member sends no heartbeat (fenced: until the owner lost its tasks and rejoins)."""
+_SILENT = frozenset({MemberState.UNJOINED, MemberState.FENCED, MemberState.STALE, MemberState.LEFT, MemberState.FATAL})
+"""States in which the member sends no heartbeat (fenced, stale: until the owner lost its tasks and rejoins)."""
+
+IN_GROUP = frozenset({MemberState.JOINING, MemberState.RECONCILING, MemberState.ACKNOWLEDGING, MemberState.STABLE})
+"""States in which the member is (or is becoming) a member of the group, which the poll timer can end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +150,8 @@ class StreamsGroupMembership:
         "_in_flight",
         "_revoked",
         "_sent_tasks",
+        "_stale",
+        "_stale_leave_in_flight",
         "_target",
         "endpoints",
         "fatal_error",
@@ -178,6 +187,8 @@ class StreamsGroupMembership:
         self._sent_tasks: TaskAssignment | None = None
         self._endpoint_epoch = 0
         self._in_flight = False
+        self._stale = False
+        self._stale_leave_in_flight = False  # its answer is ignored, even once the member rejoined
 
     # -- the owner's commands ---------------------------------------------------------------
 
@@ -187,8 +198,9 @@ class StreamsGroupMembership:
         self._transition(MemberState.JOINING)
 
     def rejoin(self) -> None:
-        """After FENCED: the owner closed the lost tasks; join again with epoch 0 and the same member id."""
-        if self.state is not MemberState.FENCED:
+        """After FENCED (or STALE, once the thread polls again): the owner closed the lost tasks; join
+        again with epoch 0 and the same member id."""
+        if self.state not in (MemberState.FENCED, MemberState.STALE):
             raise RuntimeError(f"rejoin() in state {self.state.name}")
         self._reset_assignment()
         self._transition(MemberState.JOINING)
@@ -226,11 +238,23 @@ class StreamsGroupMembership:
 
     def leave(self, *, static: bool = False) -> None:
         """Leave the group (the owner has closed its tasks): the next heartbeat sends epoch -1 (or -2)."""
-        if self.state in (MemberState.UNJOINED, MemberState.FENCED, MemberState.FATAL, MemberState.LEFT):
+        if self.state in (MemberState.UNJOINED, MemberState.FENCED, MemberState.STALE, MemberState.FATAL, MemberState.LEFT):
             self._transition(MemberState.LEFT)
             return
+        self._stale = False
         self.member_epoch = LEAVE_GROUP_STATIC_EPOCH if static else LEAVE_GROUP_EPOCH
         self._reset_assignment(keep_epoch=True)
+        self._transition(MemberState.LEAVING)
+
+    def leave_stale(self) -> None:
+        """The poll timer expired: the next heartbeat leaves with epoch -1 (as Java's, whatever the static
+        membership), after which the member is STALE: no heartbeats, every answer ignored, until the owner
+        lost its tasks and calls `rejoin` at the thread's next poll. A reconciliation under way is abandoned."""
+        if self.state not in IN_GROUP:
+            raise RuntimeError(f"leave_stale() in state {self.state.name}")
+        self.member_epoch = LEAVE_GROUP_EPOCH
+        self._reset_assignment(keep_epoch=True)
+        self._stale = True
         self._transition(MemberState.LEAVING)
 
     # -- heartbeats ---------------------------------------------------------------------------
@@ -256,7 +280,7 @@ class StreamsGroupMembership:
             tasks = self.owned
         self._in_flight = True
         self._sent_tasks = tasks if tasks is not None else self._sent_tasks
-        return HeartbeatRequestData(
+        request = HeartbeatRequestData(
             group_id=self.group_id,
             member_id=self.member_id,
             member_epoch=self.member_epoch,
@@ -271,15 +295,23 @@ class StreamsGroupMembership:
             client_tags=dict(info.client_tags) if joining else None,
             shutdown_application=self.shutdown_requested,
         )
+        if self._stale and self.state is MemberState.LEAVING:  # sent once, as Java's: out of the group from now on
+            self._stale = False
+            self._stale_leave_in_flight = True
+            self._transition(MemberState.STALE)
+        return request
 
     def on_request_failed(self) -> None:
         """The heartbeat got no answer (connection lost, timeout): send the owned tasks again next time."""
-        self._in_flight = False
+        self._in_flight = self._stale_leave_in_flight = False
         self._sent_tasks = None
 
     def on_response(self, response: HeartbeatResponseData) -> None:
         """Apply one heartbeat answer (see the module doc for the rules)."""
         self._in_flight = False
+        if self._stale_leave_in_flight or self.state is MemberState.STALE:
+            self._stale_leave_in_flight = False
+            return  # the answer to the leaving heartbeat: out of the group (or rejoining) since it was sent
         code = response.error_code
         if code:
             self._on_error(code, response.error_message)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from streams_core import clients
@@ -63,9 +63,14 @@ def _commit_restored(by_tp: Mapping[TopicPartition, ChangelogPartition], restore
 class StoreChangelogReader:
     """Replays changelog partitions with one thread's restore consumer."""
 
-    def __init__(self, restore_consumer: clients.Consumer, *, log_prefix: str = "") -> None:
+    def __init__(
+        self, restore_consumer: clients.Consumer, *, log_prefix: str = "", on_progress: Callable[[], None] | None = None
+    ) -> None:
         self._consumer = restore_consumer
         self._log_prefix = log_prefix
+        self._on_progress = on_progress
+        """Called after each batch that restored records: a streams group member's poll timer counts them
+        as polls (the restore runs inside its assignment callback; Kafka Streams polls between batches)."""
         self.total_restored = 0
 
     async def restore(self, task_name: str, partitions: list[ChangelogPartition]) -> RestoreResult:
@@ -143,6 +148,8 @@ class StoreChangelogReader:
                 result.restored[cp.partition] += len(records)
                 if records:
                     restored_to[ktp] = records[-1].offset + 1
+            if restored_to and self._on_progress is not None:
+                self._on_progress()
             for ktp in list(remaining):
                 if await consumer.position(ktp) >= ends[ktp]:
                     remaining.discard(ktp)

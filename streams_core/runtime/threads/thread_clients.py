@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 
 from streams_core import clients
+from streams_core.clients.streams_group_consumer import StreamsGroupConsumer
 from streams_core.config import StreamsConfig
 from streams_core.runtime.restore.store_changelog_reader import StoreChangelogReader
 from streams_core.runtime.tasks.record_collector_impl import RecordCollectorImpl
@@ -45,14 +46,17 @@ class ThreadClients:
     ) -> ThreadClients:
         producer = supplier.get_producer(config, thread_index=thread_index)
         restore_consumer = supplier.get_restore_consumer(config, thread_index=thread_index)
+        consumer = supplier.get_main_consumer(config, assignor=assignor, thread_index=thread_index)
+        # a streams group member's poll timer counts restored records as polls (restoring runs in its callback)
+        on_progress = consumer.member.restored if isinstance(consumer, StreamsGroupConsumer) else None
         return cls(
-            consumer=supplier.get_main_consumer(config, assignor=assignor, thread_index=thread_index),
+            consumer=consumer,
             producer=producer,
             restore_consumer=restore_consumer,
             collector=RecordCollectorImpl(
                 producer, production_handler=config["default.production.exception.handler"], log_prefix=log_prefix
             ),
-            changelog_reader=StoreChangelogReader(restore_consumer, log_prefix=log_prefix),
+            changelog_reader=StoreChangelogReader(restore_consumer, log_prefix=log_prefix, on_progress=on_progress),
         )
 
     async def start(self) -> None:

@@ -167,6 +167,32 @@ def test_leaving_sends_the_leave_epoch_and_the_tasks_move(static: bool, epoch: i
     assert a.owned.active == ALL
 
 
+def test_a_stale_member_leaves_once_stays_silent_and_rejoins_with_epoch_zero() -> None:
+    """The poll timer expired (`leave_stale`): one leaving heartbeat, then STALE, silent, until `rejoin`;
+    the answer to the leave is ignored even when it comes after the rejoin."""
+    coordinator = FakeStreamsGroupCoordinator("app", {"in": 3})
+    a, b = member("a"), member("b")
+    a.join()
+    b.join()
+    settle(coordinator, a, b)
+    assert b.owned.active
+    b.leave_stale()
+    assert b.owned == TaskAssignment() and b.urgent and b.state is MemberState.LEAVING
+    bye = b.heartbeat_request()
+    assert bye is not None and bye.member_epoch == -1 and bye.tasks is None
+    assert b.state is MemberState.STALE, "out of the group as soon as the leave is sent (Java's transitionToStale)"
+    b.rejoin()  # the thread polled before the answer came
+    assert b.state is MemberState.JOINING and b.member_epoch == 0 and b.heartbeat_request() is None, "one in flight"
+    b.on_response(coordinator.heartbeat(bye))
+    assert b.state is MemberState.JOINING and b.fatal_error is None, "the leave's answer (epoch -1) is ignored"
+    settle(coordinator, a)
+    assert a.owned.active == ALL, "the broker gave the stale member's tasks to the other"
+    settle(coordinator, a, b)
+    assert a.owned.active and b.owned.active and a.owned.active | b.owned.active == ALL
+    with pytest.raises(RuntimeError, match="leave_stale"):
+        member("c").leave_stale()
+
+
 def test_leaving_before_joining_sends_nothing() -> None:
     a = member("a")
     a.leave()
