@@ -7,6 +7,7 @@ file is in SPARK_OWN_PROCESSES (tests/conftest.py): under xdist it runs beside t
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from streams_core import Serdes
 from streams_core.spark.native_session_count import TaskSessions
 from streams_core.spark.spark_rows import kafka_order
+from streams_core.spark.stream_join_arrays import ready_order
 from streams_core.spark.subtopology_executor import InputRow
 from streams_core.testing.topology_test_driver import TopologyTestDriver
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
@@ -94,27 +96,51 @@ async def test_a_session_count_killed_mid_run_and_rerun_ends_with_kafka_streams_
     assert await read_table(bootstrap_servers, output, utf8, utf8) == expected
 
 
-def _driver_results(sides: dict[str, list[Rec]]) -> dict[bytes, list[bytes]]:
+def _task_rows(sides: dict[str, list[Rec]], partition: int) -> list[InputRow]:
+    """Task `partition`'s input of the `stream-join` job: both topics' records of the partition
+    (topics "left" and "right"; offsets: the order produced)."""
+    rows: list[InputRow] = []
+    for topic in ("left", "right"):
+        mine = [r for r in sides[topic] if r.partition == partition]
+        rows.extend(InputRow(topic, partition, offset, r.timestamp_ms or 0, r.key, r.value, ())
+                    for offset, r in enumerate(mine))  # fmt: skip
+    return rows
+
+
+def _driver_results(tasks: list[list[InputRow]]) -> dict[bytes, list[bytes]]:
     """The `stream-join` job's results per key, in order, by the TopologyTestDriver: one driver per
-    task (partition), fed both topics' records of the partition in PartitionGroup's order (the order
-    the Spark task takes them in: all input is there before the run, and the task waits for a
-    partition with unread records)."""
+    task (keys never cross partitions), fed the task's records in the order given."""
     results: dict[bytes, list[bytes]] = {}
     string = Serdes.String()
-    for partition in (0, 1):
-        rows: list[InputRow] = []
-        for topic in ("left", "right"):
-            mine = [r for r in sides[topic] if r.partition == partition]  # offsets: the order produced
-            rows.extend(InputRow(topic, partition, offset, r.timestamp_ms or 0, r.key, r.value, ())
-                        for offset, r in enumerate(mine))  # fmt: skip
+    for rows in tasks:
         topology = joined("left", "right", "out", killed_run.STREAM_JOIN_WINDOWS, kind="outer_join")
         with TopologyTestDriver(topology, {"application.id": "driver"}) as driver:
             inputs = {t: driver.create_input_topic(t, Serdes.Bytes(), Serdes.Bytes()) for t in ("left", "right")}
-            for row in kafka_order(rows):
+            for row in rows:
                 inputs[row.topic].pipe_input(row.key, row.value, row.timestamp, row.headers)
             for record in driver.create_output_topic("out", string, string).read_records_to_list():
                 results.setdefault(record.key.encode(), []).append(record.value.encode())
     return results
+
+
+def _committed(checkpoints: Path, topics: dict[str, str], rows: list[InputRow]) -> list[InputRow]:
+    """The records of one task (`rows`, all its input) that the micro-batches committed in the query's
+    checkpoint processed, in order: read up to the last committed batch's end offsets, then what the
+    task's `ready_order` takes of them (it holds the rest while a partition has unread records)."""
+    import pandas as pd  # type: ignore[import-untyped]  # no stubs in the venv
+
+    (query,) = checkpoints.glob("native-stream-join-*")
+    commits = [int(p.name) for p in (query / "commits").glob("[0-9]*")] if (query / "commits").is_dir() else []
+    if not commits:
+        return []
+    ends = json.loads((query / "offsets" / str(max(commits))).read_text().splitlines()[-1])  # Spark's source offsets
+    read = [r for r in rows if r.offset < ends.get(topics[r.topic], {}).get(str(r.partition), 0)]
+    waits = {(r.topic, r.partition): r.offset for r in rows}  # rows: in offset order per topic
+    frame = pd.DataFrame({"topic": [r.topic for r in read], "partition": [r.partition for r in read],
+                          "offset": [r.offset for r in read], "timestamp": [r.timestamp for r in read]})  # fmt: skip
+    ready, _ = ready_order(frame, {}, waits)
+    by_place = {(r.topic, r.offset): r for r in read}
+    return [] if ready is None else [by_place[place] for place in zip(ready["topic"], ready["offset"], strict=True)]
 
 
 async def _written(bootstrap: str, topic: str) -> dict[bytes, list[bytes]]:
@@ -137,10 +163,11 @@ async def test_an_outer_join_killed_mid_run_and_rerun_writes_the_test_drivers_re
 
     Kafka Streams' at-least-once rule: after a crash the records since the last commit are processed
     again, so results may be written twice, none may be missing. Here the commit is Spark's micro-batch:
-    the killed run wrote a prefix of each key's results; the rerun replays the micro-batch in flight
-    (from the state of the batch before) and writes each key's results from a point at or before
-    where the killed run stopped, once each. Every result carries its records' unique values, so a
-    repeat is told from a result."""
+    the killed run wrote a prefix of each key's results, all of the committed batches' at least; the
+    rerun replays from the first batch not committed (from the state of the last committed one) and
+    writes each key's results from exactly there on, once each: repeated are the results of the
+    batch in flight that the killed run wrote, nothing else. Every result carries its records' unique
+    values, so a repeat is told from a result."""
     suffix = unique_topic("stream-join-kill")
     left, right, output = f"left-{suffix}", f"right-{suffix}", f"joined-{suffix}"
     for topic in (left, right, output):
@@ -148,7 +175,10 @@ async def test_an_outer_join_killed_mid_run_and_rerun_writes_the_test_drivers_re
     sides = _sides(0, 60)
     await produce(bootstrap_servers, left, sides["left"])
     await produce(bootstrap_servers, right, sides["right"])
-    expected = _driver_results(sides)
+    tasks = [_task_rows(sides, partition) for partition in (0, 1)]
+    # All input is there before the run and the task waits for a partition with unread records:
+    # the Spark task takes its records in PartitionGroup's order over all of them.
+    expected = _driver_results([kafka_order(rows) for rows in tasks])
     values = [value for results in expected.values() for value in results]
     assert len(set(values)) == len(values), "each result is told apart by its value"
     assert {b"+None" in v or b"None+" in v for v in values} == {True, False}, "matched and unmatched results"
@@ -160,6 +190,8 @@ async def test_an_outer_join_killed_mid_run_and_rerun_writes_the_test_drivers_re
     assert sum(map(len, killed.values())) < len(values), "killed mid-run"
     for key, results in killed.items():
         assert results == expected[key][: len(results)], f"{key!r}: the killed run wrote a prefix of the results"
+    topics = {"left": left, "right": right}
+    committed = _driver_results([_committed(tmp_path / "ck", topics, rows) for rows in tasks])
 
     await killed_run.run_to_end(job)
     after = await _written(bootstrap_servers, output)
@@ -167,6 +199,6 @@ async def test_an_outer_join_killed_mid_run_and_rerun_writes_the_test_drivers_re
     for key, results in expected.items():
         before = killed.get(key, [])
         assert after[key][: len(before)] == before, "the killed run's records stay the topic's first"
-        rerun = after[key][len(before):]
-        start = len(results) - len(rerun)
-        assert 0 <= start <= len(before) and rerun == results[start:], f"{key!r}: the rerun writes from the replayed batch on"
+        start = len(committed.get(key, []))
+        assert start <= len(before), f"{key!r}: the committed micro-batches' results were all written"
+        assert after[key][len(before) :] == results[start:], f"{key!r}: the rerun writes from the first uncommitted batch on"
