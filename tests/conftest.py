@@ -46,10 +46,10 @@ classic tests shorten theirs with client settings: the streams protocol takes th
 docs/streams-groups.md ("The broker") gives the defaults and what they cost."""
 
 SPARK_DIR = "tests/spark/"
-SPARK_OWN_PROCESSES = frozenset({"tests/spark/test_cli_and_cluster.py"})
-"""Files of tests/spark whose Spark runs in processes of their own (the CLI, a standalone cluster),
-never in the session's SparkSession: under xdist each is a unit of work of its own, beside the Spark
-group (checked at collection)."""
+SPARK_OWN_PROCESSES = frozenset({"tests/spark/test_cli_and_cluster.py", "tests/spark/test_killed_runs.py"})
+"""Files of tests/spark whose Spark runs in processes of their own (the CLI, a standalone cluster,
+the jobs killed with SIGKILL), never in the session's SparkSession: under xdist each is a unit of
+work of its own, beside the Spark group (checked at collection)."""
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -6,9 +6,12 @@ per micro-batch (`_MAX_OFFSETS`), local[2]:
     python -m tests.spark.killed_run combine BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
     python -m tests.spark.killed_run join-count BOOTSTRAP CHECKPOINT_DIR OUTPUT USERS CLICKS
     python -m tests.spark.killed_run sessions BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
+    python -m tests.spark.killed_run stream-join BOOTSTRAP CHECKPOINT_DIR OUTPUT LEFT RIGHT
 
 `combine`: test_native_combine's per-letter sum; `join-count`: test_native_join_count's clicks
-joined with users, counted per region; `sessions`: test_native_session_count's session count.
+joined with users, counted per region; `sessions`: test_native_session_count's session count;
+`stream-join`: test_native_stream_join's outer join within `STREAM_JOIN_WINDOWS`. The tests that
+kill them: tests/spark/test_killed_runs.py.
 """
 
 from __future__ import annotations
@@ -22,13 +25,16 @@ import sys
 import time
 from pathlib import Path
 
-from streams_core import Topology
+from streams_core import JoinWindows, Topology
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import read_all
 
 ROOT = Path(__file__).parents[2]
 #: Records per micro-batch (Spark's `maxOffsetsPerTrigger`) of each job: several micro-batches each.
-_MAX_OFFSETS = {"combine": "50", "join-count": "40", "sessions": "20"}
+_MAX_OFFSETS = {"combine": "50", "join-count": "40", "sessions": "20", "stream-join": "40"}
+#: The `stream-join` job's windows: 200 ms either side, 1 s grace (matched pairs, and unmatched records
+#: emitted as stream time closes their windows, both within the input's span).
+STREAM_JOIN_WINDOWS = JoinWindows.of_time_difference_and_grace(200, 1_000)
 
 
 def command(job: str, bootstrap: str, checkpoints: Path, output: str, *topics: str) -> list[str]:
@@ -74,6 +80,11 @@ def _topology(job: str, output: str, topics: list[str]) -> Topology:
 
         (source,) = topics
         return sessions_topology(source, output, 10_000, 20_000, origin=0)  # this process's T0 is not the test's
+    if job == "stream-join":
+        from tests.spark.test_native_stream_join import joined
+
+        left, right = topics
+        return joined(left, right, output, STREAM_JOIN_WINDOWS, kind="outer_join")
     from tests.spark.test_native_join_count import per_region
 
     users, clicks = topics

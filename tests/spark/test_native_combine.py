@@ -14,7 +14,6 @@ import pytest
 from streams_core import Grouped, Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
-from tests.spark import killed_run
 from tests.spark.engines import ENGINES, long_be, read_table, run_asyncio_to_end, utf8
 
 S, L = Serdes.String(), Serdes.Long()
@@ -149,23 +148,3 @@ async def test_max_per_source_key_matches_kafka_streams(bootstrap_servers: str, 
     for key, value in VALUES + MORE:
         expected[key] = max(expected.get(key, value), value)
     assert spark_table == asyncio_table == expected
-
-
-@pytest.mark.slow
-async def test_a_sum_killed_mid_run_and_rerun_ends_with_the_right_totals(bootstrap_servers: str, tmp_path: Path) -> None:
-    """SIGKILL once part of the output is written, then a rerun from the checkpoint: Spark's state
-    and offsets move together, and a replayed micro-batch writes the same totals again."""
-    suffix = unique_topic("combine-kill")
-    source, output = f"values-{suffix}", f"sums-{suffix}"
-    for topic in (source, output):
-        await create_topic(bootstrap_servers, topic, partitions=2)
-    pairs = [(f"{chr(97 + i % 7)}{i}", (i * 37) % 101 - 50) for i in range(600)]
-    await produce(bootstrap_servers, source, [Rec(k.encode(), v.to_bytes(8, "big", signed=True)) for k, v in pairs])
-    job = killed_run.command("combine", bootstrap_servers, tmp_path / "ck", output, source)
-    await killed_run.kill_once_written(job, bootstrap_servers, output)
-    expected: dict[str, int] = {}
-    for key, value in pairs:
-        expected[key[0]] = expected.get(key[0], 0) + value
-    assert await read_table(bootstrap_servers, output, utf8, long_be) != expected, "killed mid-run"
-    await killed_run.run_to_end(job)
-    assert await read_table(bootstrap_servers, output, utf8, long_be) == expected

@@ -19,7 +19,6 @@ import pytest
 from streams_core import Serdes, StreamsBuilder, Topology
 from streams_core.spark import SparkRunner
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
-from tests.spark import killed_run
 from tests.spark.engines import BASE_TS, long_be, read_table, run_asyncio_to_end, utf8
 
 USERS = 30
@@ -132,30 +131,6 @@ async def test_join_then_count_or_sum_per_region_matches_kafka_streams_over_two_
     written = await read_all(bootstrap_servers, outputs["spark"])
     assert len(written) <= batches * len(expected), "at most one record per region and micro-batch"
     assert len(written) < len(all_clicks) / 4
-
-
-@pytest.mark.slow
-async def test_a_join_count_killed_mid_run_and_rerun_ends_with_kafka_streams_table(bootstrap_servers: str,
-                                                                                  tmp_path: Path) -> None:  # fmt: skip
-    """SIGKILL once part of the counts is written, then a rerun from the checkpoint (a new process:
-    each task's table restored from its changelog in Spark state, held clicks included): the final
-    table is KafkaStreams' on the same input."""
-    suffix = unique_topic("joinkill")
-    users, clicks, on_spark, on_asyncio = (f"{name}-{suffix}" for name in ("users", "clicks", "spark", "asyncio"))
-    for topic in (users, clicks, on_spark, on_asyncio):
-        await create_topic(bootstrap_servers, topic, partitions=2)
-    all_clicks = _clicks(0, 240)
-    await produce(bootstrap_servers, users, _user_records(_users(0)))
-    await produce(bootstrap_servers, clicks, _click_records(all_clicks))
-    job = killed_run.command("join-count", bootstrap_servers, tmp_path / "ck", on_spark, users, clicks)
-    await killed_run.kill_once_written(job, bootstrap_servers, on_spark)
-    expected = _expected(_users(0), [(user, ts) for user, ts in all_clicks if ts % 13 != 0], sum_pages=False)
-    assert await read_table(bootstrap_servers, on_spark, utf8, long_be) != expected, "killed mid-run"
-    await killed_run.run_to_end(job)
-    await run_asyncio_to_end(per_region(users, clicks, on_asyncio, "count"), f"asyncio-{suffix}", bootstrap_servers,
-                             tmp_path / "state", config={"max.task.idle.ms": 2_000})  # fmt: skip
-    assert await read_table(bootstrap_servers, on_spark, utf8, long_be) == expected
-    assert await read_table(bootstrap_servers, on_asyncio, utf8, long_be) == expected
 
 
 class _ListState:

@@ -30,7 +30,6 @@ from streams_core import (
 from streams_core.spark import SparkRunner
 from streams_core.spark.native_session_count import TaskSessions
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
-from tests.spark import killed_run
 from tests.spark.engines import BASE_TS, read_table, run_asyncio_to_end, utf8
 
 S, L = Serdes.String(), Serdes.Long()
@@ -282,28 +281,3 @@ async def test_long_keys_through_a_replaced_repartition_topic_with_the_session_w
     tables = {engine: await read_table(bootstrap_servers, topic, bytes.hex, bytes.hex) for engine, topic in outputs.items()}
     assert tables["spark"] == tables["asyncio"]
     assert len(tables["spark"]) >= 4
-
-
-async def test_a_session_count_killed_mid_run_and_rerun_ends_with_kafka_streams_table(bootstrap_servers: str,
-                                                                                     tmp_path: Path) -> None:  # fmt: skip
-    """SIGKILL once part of the output is written, then a rerun from the checkpoint (a new Python
-    worker: the sessions rebuilt from Spark state): the table of the per-task step over all input."""
-    suffix = unique_topic("session-kill")
-    source, output = f"events-{suffix}", f"out-{suffix}"
-    for topic in (source, output):
-        await create_topic(bootstrap_servers, topic, partitions=2)
-    rnd = random.Random(11)
-    rows = {p: [(f"k{rnd.randrange(8)}", i * 4 + rnd.choice([0, 0, 0, -9, -40])) for i in range(90)] for p in (0, 1)}
-    await produce(bootstrap_servers, source, [Rec(k.encode(), b"x", partition=p, timestamp_ms=at(t))
-                                              for p, part in rows.items() for k, t in part])  # fmt: skip
-    job = killed_run.command("sessions", bootstrap_servers, tmp_path / "ck", output, source)
-    await killed_run.kill_once_written(job, bootstrap_servers, output)
-    expected: dict[str, str] = {}
-    for part in rows.values():
-        step = TaskSessions(10_000, 20_000, 30_000)
-        flushed = step.flushed(step.process([k for k, _ in part], [at(t) for _, t in part]))
-        assert step.dropped, "late records"
-        expected.update((f"{k}@{s // 1000}-{e // 1000}", str(n)) for k, s, e, n in flushed if n is not None)
-    assert await read_table(bootstrap_servers, output, utf8, utf8) != expected, "killed mid-run"
-    await killed_run.run_to_end(job)
-    assert await read_table(bootstrap_servers, output, utf8, utf8) == expected

@@ -5,6 +5,7 @@ same records in the same order, over micro-batches with the task kept live or re
 state: out-of-order records within grace are joined, late ones dropped as the window stores drop
 them, unmatched records emitted when stream time closes their window. Then an inner join on Spark
 against `KafkaStreams` on the same input, over several micro-batches and two runs from one checkpoint.
+An outer join killed with SIGKILL mid-run and rerun: tests/spark/test_killed_runs.py.
 """
 
 from __future__ import annotations
