@@ -28,7 +28,7 @@ from streams_core import Processor, ProcessorContext, Record, Serdes, Stores, Ta
 from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.kafka_streams import KafkaStreams, State
 from streams_core.runtime.tasks.partition_group import PartitionGroup
-from tests.integration.group_protocol import UNDER_STREAMS
+from tests.integration.group_protocol import UNDER_STREAMS, standby_replicas_of_the_group
 from tests.kafka_utils import Consumed, Rec, read_all, unique_topic
 
 __all__ = [
@@ -106,13 +106,13 @@ async def wait_spread(instances: Iterable[KafkaStreams], timeout: float = 30.0) 
     await wait_until(
         lambda: all(s.state is State.RUNNING and instance_tasks(s) for s in waiting),
         timeout,
-        message=lambda: f"instances without tasks or not RUNNING: {[(s.state.name, sorted(map(str, instance_tasks(s)))) for s in waiting]}",
+        message=lambda: (
+            f"instances without tasks or not RUNNING: {[(s.state.name, sorted(map(str, instance_tasks(s)))) for s in waiting]}"
+        ),
     )
 
 
-async def wait_for_output_keys(
-    bootstrap: str, topic: str, keys: Iterable[bytes], timeout: float = 60.0
-) -> list[Consumed]:
+async def wait_for_output_keys(bootstrap: str, topic: str, keys: Iterable[bytes], timeout: float = 60.0) -> list[Consumed]:
     """Read `topic` (beginning to end, repeatedly) until every key of `keys` is in it."""
     wanted = set(keys)
     records: list[Consumed] = []
@@ -147,9 +147,7 @@ class RecordSender:
     async def send(self, topic: str, records: Iterable[Rec]) -> None:
         """Send `records` and wait until all are acknowledged."""
         futures = [
-            await self._producer.send(
-                topic, r.value, r.key, r.partition, r.timestamp_ms, list(r.headers) or None
-            )
+            await self._producer.send(topic, r.value, r.key, r.partition, r.timestamp_ms, list(r.headers) or None)
             for r in records
         ]
         await asyncio.gather(*futures)
@@ -341,7 +339,8 @@ class StreamsApp:
 
     Instance `i` has `application.server` 127.0.0.1:<port i> and `state.dir`
     `<tmp_path>/instance-<i>`; restarting an index reuses both (a restarted process).
-    Use as `async with StreamsApp(...) as app:`; every started instance is closed on exit.
+    Use as `async with StreamsApp(...) as app:`; every started instance is closed on exit. Under the
+    streams protocol a `num.standby.replicas` in `config` is set on the group before the first start.
     """
 
     def __init__(
@@ -361,6 +360,7 @@ class StreamsApp:
         self.ports: dict[int, int] = {}
         self.instances: dict[int, KafkaStreams] = {}
         self._all: list[KafkaStreams] = []
+        self._group_configured = "num.standby.replicas" not in self.config
 
     async def __aenter__(self) -> StreamsApp:
         return self
@@ -398,6 +398,9 @@ class StreamsApp:
 
     async def start(self, index: int, **extra: Any) -> KafkaStreams:
         """Create and start instance `index` (returns once its threads run, maybe rebalancing)."""
+        if not self._group_configured:
+            await standby_replicas_of_the_group(self.bootstrap_servers, self.application_id, self.config["num.standby.replicas"])
+            self._group_configured = True
         streams = self.create(index, **extra)
         await streams.start()
         return streams
@@ -455,8 +458,10 @@ class StreamsApp:
         await wait_until(
             lambda: self.settled(wanted),
             timeout,
-            message=lambda: f"not settled: states { {i: s.state.name for i, s in self.live.items()} }, "
-            f"tasks { {i: sorted(map(str, t)) for i, t in self.tasks().items()} }",
+            message=lambda: (
+                f"not settled: states { {i: s.state.name for i, s in self.live.items()} }, "
+                f"tasks { {i: sorted(map(str, t)) for i, t in self.tasks().items()} }"
+            ),
         )
         return self.tasks()
 
