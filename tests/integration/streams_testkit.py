@@ -106,13 +106,13 @@ async def wait_spread(instances: Iterable[KafkaStreams], timeout: float = 30.0) 
     await wait_until(
         lambda: all(s.state is State.RUNNING and instance_tasks(s) for s in waiting),
         timeout,
-        message=lambda: (
-            f"instances without tasks or not RUNNING: {[(s.state.name, sorted(map(str, instance_tasks(s)))) for s in waiting]}"
-        ),
+        message=lambda: f"instances without tasks or not RUNNING: {[(s.state.name, sorted(map(str, instance_tasks(s)))) for s in waiting]}",
     )
 
 
-async def wait_for_output_keys(bootstrap: str, topic: str, keys: Iterable[bytes], timeout: float = 60.0) -> list[Consumed]:
+async def wait_for_output_keys(
+    bootstrap: str, topic: str, keys: Iterable[bytes], timeout: float = 60.0
+) -> list[Consumed]:
     """Read `topic` (beginning to end, repeatedly) until every key of `keys` is in it."""
     wanted = set(keys)
     records: list[Consumed] = []
@@ -147,7 +147,9 @@ class RecordSender:
     async def send(self, topic: str, records: Iterable[Rec]) -> None:
         """Send `records` and wait until all are acknowledged."""
         futures = [
-            await self._producer.send(topic, r.value, r.key, r.partition, r.timestamp_ms, list(r.headers) or None)
+            await self._producer.send(
+                topic, r.value, r.key, r.partition, r.timestamp_ms, list(r.headers) or None
+            )
             for r in records
         ]
         await asyncio.gather(*futures)
@@ -399,7 +401,8 @@ class StreamsApp:
     async def start(self, index: int, **extra: Any) -> KafkaStreams:
         """Create and start instance `index` (returns once its threads run, maybe rebalancing)."""
         if not self._group_configured:
-            await standby_replicas_of_the_group(self.bootstrap_servers, self.application_id, self.config["num.standby.replicas"])
+            standbys = self.config["num.standby.replicas"]
+            await standby_replicas_of_the_group(self.bootstrap_servers, self.application_id, standbys)
             self._group_configured = True
         streams = self.create(index, **extra)
         await streams.start()
@@ -458,10 +461,8 @@ class StreamsApp:
         await wait_until(
             lambda: self.settled(wanted),
             timeout,
-            message=lambda: (
-                f"not settled: states { {i: s.state.name for i, s in self.live.items()} }, "
-                f"tasks { {i: sorted(map(str, t)) for i, t in self.tasks().items()} }"
-            ),
+            message=lambda: f"not settled: states { {i: s.state.name for i, s in self.live.items()} }, "
+            f"tasks { {i: sorted(map(str, t)) for i, t in self.tasks().items()} }",
         )
         return self.tasks()
 
