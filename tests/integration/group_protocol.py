@@ -82,13 +82,6 @@ def use_group_protocol_under_test() -> None:
     StreamsConfig.__init__ = __init__  # type: ignore[method-assign]
 
 
-STANDBYS_ARE_THE_GROUPS = (
-    "the standby count is the streams group's, on the broker (group.streams.num.standby.replicas, 0 on the "
-    "test broker): StreamsConfig's num.standby.replicas decides nothing (docs/streams-groups.md, "
-    "'Differences from Kafka Streams')"
-)
-"""Why a test of standby replicas the client asks for is classic-only."""
-
 ASSIGNMENT_IS_THE_BROKERS = (
     "the broker assigns the tasks: acceptable.recovery.lag, max.warmup.replicas and "
     "probing.rebalance.interval.ms decide nothing, no standby or warm-up replicas on the test broker, and "
