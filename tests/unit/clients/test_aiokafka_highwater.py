@@ -13,7 +13,10 @@ async def test_the_highwater_of_a_partition_not_assigned_is_unknown_not_an_asser
     """A stale query asks for a standby's changelog end while the standby is promoted (its changelog
     partition already unassigned from the restore consumer): found on the broker as a REST 500."""
     consumer = AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1")  # never started: no connection
-    consumer.assign([KafkaTopicPartition("changelog", 0)])
-    adapter = AioKafkaConsumer(consumer)
-    assert adapter.highwater(TopicPartition("changelog", 0)) is None  # assigned, nothing fetched yet
-    assert adapter.highwater(TopicPartition("changelog", 1)) is None  # aiokafka: AssertionError
+    try:
+        consumer.assign([KafkaTopicPartition("changelog", 0)])
+        adapter = AioKafkaConsumer(consumer)
+        assert adapter.highwater(TopicPartition("changelog", 0)) is None  # assigned, nothing fetched yet
+        assert adapter.highwater(TopicPartition("changelog", 1)) is None  # aiokafka: AssertionError
+    finally:
+        await consumer.stop()
