@@ -163,7 +163,12 @@ class AioKafkaConsumer:
         }
 
     def highwater(self, partition: TopicPartition) -> int | None:
-        value = self._consumer.highwater(_kafka(partition))
+        """None while unknown, also for a partition not assigned (aiokafka asserts): a stale query can ask
+        for a standby's changelog while the standby is being promoted or closed."""
+        kafka_partition = _kafka(partition)
+        if kafka_partition not in self._consumer.assignment():
+            return None
+        value = self._consumer.highwater(kafka_partition)
         return None if value is None else int(value)
 
     def current_lag(self, partition: TopicPartition) -> int | None:

@@ -3,8 +3,10 @@
 It answers `HeartbeatRequestData` with `HeartbeatResponseData` as KIP-1071's coordinator does in the
 respects a member depends on, and no more: the first join initializes the topology (a later join with
 different sub-topologies is STREAMS_INVALID_TOPOLOGY); every join or leave bumps the group epoch and the
-target assignment is recomputed, balanced and sticky (active tasks only: no standbys or warm-ups); a
-member is given a task only once no other member holds it (given to it, or still reported as owned), and
+target assignment is recomputed, balanced and sticky, with `num_standby_replicas` standbys (the group's
+`streams.num.standby.replicas`) of each stateful task (one with a changelog: the broker's rule) on members of
+other processes, sticky too (no warm-ups); a member is given an active task only once no other member holds it
+(given to it, or still reported as owned), a standby at once, and
 its epoch reaches the assignment epoch only once it no longer owns tasks it must give up; an unknown member id is
 UNKNOWN_MEMBER_ID, a wrong epoch FENCED_MEMBER_EPOCH; what 4.3 does not support yet (task offsets, warm-up
 tasks reported, static membership) INVALID_REQUEST with the broker's message; a member not heard from for the session timeout is
@@ -47,7 +49,8 @@ class _Member:
     epoch: int = 0
     owned: frozenset[TaskId] = frozenset()
     given: frozenset[TaskId] = frozenset()
-    sent: frozenset[TaskId] | None = None
+    given_standby: frozenset[TaskId] = frozenset()
+    sent: TaskAssignment | None = None
     sent_status: tuple[GroupStatus, ...] | None = None
     sent_endpoints: tuple[EndpointPartitions, ...] | None = None
     tags: dict[str, str] = field(default_factory=dict)
@@ -82,17 +85,20 @@ class FakeStreamsGroupCoordinator:
         *,
         heartbeat_interval_ms: int = 5000,
         session_timeout_ms: int = 45_000,
+        num_standby_replicas: int = 0,
     ) -> None:
         self.group_id = group_id
         self.partition_counts = dict(partition_counts)
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.session_timeout_ms = session_timeout_ms
+        self.num_standby_replicas = num_standby_replicas  # set before members join, as the group config
         self.expired: list[str] = []  # members removed by the session timeout, in order
         self.topology: StreamsGroupTopology | None = None
         self.members: dict[str, _Member] = {}
         self.group_epoch = 0
         self.assignment_epoch = 0
         self.target: dict[str, frozenset[TaskId]] = {}
+        self.standby_target: dict[str, frozenset[TaskId]] = {}
         self.shutdown_requested_by: str | None = None  # the first member that set ShutdownApplication
         self.requests: list[HeartbeatRequestData] = []
 
@@ -139,7 +145,24 @@ class FakeStreamsGroupCoordinator:
                 m = min(ids, key=lambda i: (len(kept[i]) - limits[i], len(kept[i]), i))
                 kept[m].add(task)
             self.target = {m: frozenset(kept[m]) for m in ids}
+        self._assign_standbys(tasks)
         self.assignment_epoch = self.group_epoch
+
+    def _assign_standbys(self, tasks: frozenset[TaskId]) -> None:
+        """`num_standby_replicas` copies of each stateful task, each on a member of a process not running the
+        task nor holding a copy yet: previous holders first, then the members with the fewest standbys."""
+        stateful = {int(s.subtopology_id) for s in self.topology.subtopologies if s.state_changelog_topics} if self.topology else set()
+        standbys: dict[str, set[TaskId]] = {m: set() for m in self.target}
+        for task in sorted(t for t in tasks if t.subtopology in stateful):
+            processes = {self.members[m].process_id for m, active in self.target.items() if task in active}
+            for _ in range(self.num_standby_replicas):
+                free = [m for m in sorted(standbys) if self.members[m].process_id not in processes]
+                if not free:
+                    break
+                chosen = min(free, key=lambda m: (task not in self.members[m].given_standby, len(standbys[m])))
+                standbys[chosen].add(task)
+                processes.add(self.members[chosen].process_id)
+        self.standby_target = {m: frozenset(t) for m, t in standbys.items()}
 
     def _endpoints(self) -> tuple[EndpointPartitions, ...]:
         topics = {}
@@ -148,10 +171,11 @@ class FakeStreamsGroupCoordinator:
         result = []
         for m in sorted(self.members.values(), key=lambda m: m.member_id):
             if m.endpoint is not None:
-                active = frozenset(
-                    TopicPartition(t, task.partition) for task in m.given for t in topics.get(task.subtopology, ())
+                active, standby = (
+                    frozenset(TopicPartition(t, task.partition) for task in given for t in topics.get(task.subtopology, ()))
+                    for given in (m.given, m.given_standby)
                 )
-                result.append(EndpointPartitions(m.endpoint, active, frozenset()))
+                result.append(EndpointPartitions(m.endpoint, active, standby))
         return tuple(result)
 
     # -- the exchange -------------------------------------------------------------------------
@@ -227,6 +251,7 @@ class FakeStreamsGroupCoordinator:
         # a task is free once no other member was given it nor still reports owning it
         held_elsewhere = frozenset().union(*(m.owned | m.given for m in self.members.values() if m is not member))
         member.given = (member.given & target) | (target - held_elsewhere)
+        member.given_standby = self.standby_target.get(member.member_id, frozenset())
         if not (member.owned - target) or member.epoch == 0:
             member.epoch = max(self.assignment_epoch, 1)
         return self._answer(member.member_id, member.epoch)
@@ -235,8 +260,9 @@ class FakeStreamsGroupCoordinator:
         member = self.members.get(member_id)
         tasks = status = endpoints = None
         if member is not None:
-            if member.given != member.sent:
-                tasks = member.sent = member.given
+            current_tasks = TaskAssignment(member.given, member.given_standby)
+            if current_tasks != member.sent:
+                tasks = member.sent = current_tasks
             current_status = self._statuses()
             if current_status != member.sent_status:
                 status = member.sent_status = current_status
@@ -252,7 +278,7 @@ class FakeStreamsGroupCoordinator:
             acceptable_recovery_lag=10_000,
             task_offset_interval_ms=60_000,
             status=status,
-            tasks=None if tasks is None else TaskAssignment(tasks),
+            tasks=tasks,
             endpoint_information_epoch=self.group_epoch,
             endpoints=endpoints,
         )

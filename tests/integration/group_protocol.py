@@ -9,7 +9,10 @@ processes get it through the app's own environment mechanism, ``STREAMS_GROUP_PR
 that sets `group.protocol` itself keeps its choice.
 
 Tests of classic-only behaviour are skipped under streams with `classic_only(reason)`, the reason
-tied to docs/streams-groups.md ("Differences from Kafka Streams").
+tied to docs/streams-groups.md ("Differences from Kafka Streams"). Under streams the standby count is
+the group's on the broker: `standby_replicas_of_the_group` sets it from the test's
+`num.standby.replicas` before the application's instances start (IncrementalAlterConfigs on the
+group, as `kafka-configs.sh --entity-type groups --alter --add-config streams.num.standby.replicas=N`).
 """
 
 from __future__ import annotations
@@ -19,10 +22,22 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.protocol.api import Request, RequestStruct, Response
+from aiokafka.protocol.types import Array, Boolean, Int8, Int16, Int32, Schema, String
 
 from streams_core.config import StreamsConfig
 
-__all__ = ["ENV_GROUP_PROTOCOL", "GROUP_PROTOCOL", "UNDER_STREAMS", "classic_only", "use_group_protocol_under_test"]
+__all__ = [
+    "ENV_GROUP_PROTOCOL",
+    "GROUP_PROTOCOL",
+    "GROUP_STANDBY_REPLICAS",
+    "UNDER_STREAMS",
+    "classic_only",
+    "set_group_configs",
+    "standby_replicas_of_the_group",
+    "use_group_protocol_under_test",
+]
 
 ENV_GROUP_PROTOCOL = "STREAMS_TEST_GROUP_PROTOCOL"
 APP_ENV_GROUP_PROTOCOL = "STREAMS_GROUP_PROTOCOL"
@@ -67,13 +82,6 @@ def use_group_protocol_under_test() -> None:
     StreamsConfig.__init__ = __init__  # type: ignore[method-assign]
 
 
-STANDBYS_ARE_THE_GROUPS = (
-    "the standby count is the streams group's, on the broker (group.streams.num.standby.replicas, 0 on the "
-    "test broker): StreamsConfig's num.standby.replicas decides nothing (docs/streams-groups.md, "
-    "'Differences from Kafka Streams')"
-)
-"""Why a test of standby replicas the client asks for is classic-only."""
-
 ASSIGNMENT_IS_THE_BROKERS = (
     "the broker assigns the tasks: acceptable.recovery.lag, max.warmup.replicas and "
     "probing.rebalance.interval.ms decide nothing, no standby or warm-up replicas on the test broker, and "
@@ -81,3 +89,69 @@ ASSIGNMENT_IS_THE_BROKERS = (
     "Kafka Streams')"
 )
 """Why a test of our client-side high-availability assignor (KIP-441) is classic-only."""
+
+
+GROUP_STANDBY_REPLICAS = "streams.num.standby.replicas"
+"""The group config of a streams group's standby count (apache/kafka's `GroupConfig`, 4.3.1); the broker's
+default for every group is `group.streams.num.standby.replicas`."""
+
+_RESOURCE_GROUP = 32
+"""`ConfigResource.Type.GROUP` (aiokafka's ConfigResourceType has no such member)."""
+_OP_SET = 0
+"""IncrementalAlterConfigs' `AlterConfigOp.OpType.SET`."""
+
+
+class _IncrementalAlterConfigsResponse_v0(Response):  # type: ignore[misc]  # aiokafka's types are Any to mypy
+    API_KEY = 44
+    API_VERSION = 0
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("responses", Array(("error_code", Int16), ("error_message", String("utf-8")), ("resource_type", Int8),
+                            ("resource_name", String("utf-8")))),
+    )  # fmt: skip
+
+
+class _IncrementalAlterConfigsRequest_v0(RequestStruct):  # type: ignore[misc]
+    """IncrementalAlterConfigs v0 (API 44), which aiokafka lacks: the fields of Kafka's message JSON."""
+
+    API_KEY = 44
+    API_VERSION = 0
+    RESPONSE_TYPE = _IncrementalAlterConfigsResponse_v0
+    SCHEMA = Schema(
+        ("resources", Array(("resource_type", Int8), ("resource_name", String("utf-8")),
+                            ("configs", Array(("name", String("utf-8")), ("config_operation", Int8),
+                                              ("value", String("utf-8")))))),
+        ("validate_only", Boolean),
+    )  # fmt: skip
+
+
+class _IncrementalAlterConfigsRequest(Request[_IncrementalAlterConfigsRequest_v0]):  # type: ignore[misc]
+    API_KEY = 44
+
+    def __init__(self, resources: list[Any]) -> None:
+        self.resources = resources
+
+    def build(self, request_struct_class: type[_IncrementalAlterConfigsRequest_v0]) -> _IncrementalAlterConfigsRequest_v0:
+        return request_struct_class(self.resources, False)
+
+
+async def set_group_configs(bootstrap: str, group_id: str, configs: Mapping[str, object]) -> None:
+    """Set dynamic configs of a group on the broker (it need not exist yet); raises with the broker's error."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="test-group-configs")
+    await admin.start()
+    try:
+        entries = [(name, _OP_SET, str(value)) for name, value in configs.items()]
+        request = _IncrementalAlterConfigsRequest([(_RESOURCE_GROUP, group_id, entries)])
+        response = await admin._send_request(request)  # no public send; any broker forwards it
+    finally:
+        await admin.close()
+    for error_code, error_message, _, name in response.responses:
+        if error_code:
+            raise RuntimeError(f"IncrementalAlterConfigs of group {name!r} {dict(configs)}: error {error_code}, {error_message}")
+
+
+async def standby_replicas_of_the_group(bootstrap: str, application_id: str, count: int) -> None:
+    """Under the streams protocol, give the application's streams group `count` standby replicas (the
+    test's `num.standby.replicas`, which the client no longer decides); under classic, nothing."""
+    if UNDER_STREAMS:
+        await set_group_configs(bootstrap, application_id, {GROUP_STANDBY_REPLICAS: count})

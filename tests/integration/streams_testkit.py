@@ -28,7 +28,7 @@ from streams_core import Processor, ProcessorContext, Record, Serdes, Stores, Ta
 from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.kafka_streams import KafkaStreams, State
 from streams_core.runtime.tasks.partition_group import PartitionGroup
-from tests.integration.group_protocol import UNDER_STREAMS
+from tests.integration.group_protocol import UNDER_STREAMS, standby_replicas_of_the_group
 from tests.kafka_utils import Consumed, Rec, read_all, unique_topic
 
 __all__ = [
@@ -341,7 +341,8 @@ class StreamsApp:
 
     Instance `i` has `application.server` 127.0.0.1:<port i> and `state.dir`
     `<tmp_path>/instance-<i>`; restarting an index reuses both (a restarted process).
-    Use as `async with StreamsApp(...) as app:`; every started instance is closed on exit.
+    Use as `async with StreamsApp(...) as app:`; every started instance is closed on exit. Under the
+    streams protocol a `num.standby.replicas` in `config` is set on the group before the first start.
     """
 
     def __init__(
@@ -361,6 +362,7 @@ class StreamsApp:
         self.ports: dict[int, int] = {}
         self.instances: dict[int, KafkaStreams] = {}
         self._all: list[KafkaStreams] = []
+        self._group_configured = "num.standby.replicas" not in self.config
 
     async def __aenter__(self) -> StreamsApp:
         return self
@@ -398,6 +400,10 @@ class StreamsApp:
 
     async def start(self, index: int, **extra: Any) -> KafkaStreams:
         """Create and start instance `index` (returns once its threads run, maybe rebalancing)."""
+        if not self._group_configured:
+            standbys = self.config["num.standby.replicas"]
+            await standby_replicas_of_the_group(self.bootstrap_servers, self.application_id, standbys)
+            self._group_configured = True
         streams = self.create(index, **extra)
         await streams.start()
         return streams

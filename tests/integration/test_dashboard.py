@@ -19,7 +19,7 @@ import pytest
 
 from app.demo import find_chromium
 from app.wordcount import STORE, build_topology
-from tests.integration.group_protocol import STANDBYS_ARE_THE_GROUPS, classic_only
+from tests.integration.group_protocol import standby_replicas_of_the_group
 from tests.integration.rest_cluster import Client, WordCountCluster, make_text, quoted, wait_until
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 
@@ -48,7 +48,6 @@ def _active_tasks(member: dict[str, Any], input_topic: str, output_topic: str, a
 
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable (apt-get install chromium, or set $CHROMIUM)")
-@classic_only(STANDBYS_ARE_THE_GROUPS)
 async def test_dashboard_shows_both_instances_and_looks_up_a_key(bootstrap_servers: str, tmp_path: Path) -> None:
     from playwright.async_api import ConsoleMessage, async_playwright
 
@@ -63,6 +62,7 @@ async def test_dashboard_shows_both_instances_and_looks_up_a_key(bootstrap_serve
         instance_config={"b": {"num.stream.threads": 2}},  # b's two threads are worker processes
     )  # fmt: skip
     client = Client()
+    await standby_replicas_of_the_group(bootstrap_servers, cluster.application_id, 1)
     try:
         await cluster.start_in_process("a", "b")
         await cluster.wait_running()

@@ -41,7 +41,7 @@ from streams_core import (
 )
 from streams_core.runtime.kafka_streams import State, StreamThreadExceptionResponse
 from tests.integration import streams_testkit as kit
-from tests.integration.group_protocol import STANDBYS_ARE_THE_GROUPS, UNDER_STREAMS, classic_only
+from tests.integration.group_protocol import UNDER_STREAMS
 from tests.integration.test_worker_processes import PARTITIONS, PROCESS_MODE, counting_topology, keyed, setup_topics, worker_pids
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 
@@ -174,7 +174,6 @@ async def test_timestamped_window_and_versioned_queries_cross_the_worker_channel
         assert {r.get_failure_reason() for r in wrong.get_partition_results().values()} == {FailureReason.UNKNOWN_QUERY_TYPE}
 
 
-@classic_only(STANDBYS_ARE_THE_GROUPS)
 async def test_a_standby_in_a_worker_answers_unless_active_is_required_and_after_failover_it_is_active(
     bootstrap_servers: str, tmp_path: Path
 ) -> None:

@@ -41,7 +41,7 @@ import pytest
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, STORE
 from streams_core import InvalidStateStoreError, QueryableStoreTypes
 from streams_core.common.partitioner import default_partition
-from tests.integration.group_protocol import STANDBYS_ARE_THE_GROUPS, UNDER_STREAMS, classic_only
+from tests.integration.group_protocol import UNDER_STREAMS, standby_replicas_of_the_group
 from tests.integration.rest_cluster import Client, Instance, InstanceTasks, WordCountCluster, make_text, quoted, wait_until
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 
@@ -330,13 +330,13 @@ def _frozen_reads(cluster: WordCountCluster, truth: Counter[str]) -> list[str]:
 
 
 @pytest.mark.slow
-@classic_only(STANDBYS_ARE_THE_GROUPS)
 async def test_stale_reads_keep_answering_through_a_failover_to_the_standby(
     bootstrap_servers: str, tmp_path: Path
 ) -> None:
     tag = uuid.uuid4().hex[:8]
     truth = await _produce_words(bootstrap_servers, tag, words=30)
     cluster = WordCountCluster(bootstrap_servers, tmp_path, f"rest-standby-{tag}", standby_replicas=1)
+    await standby_replicas_of_the_group(bootstrap_servers, cluster.application_id, 1)
     client = Client()
     poller = Poller(client, truth, stale=True)
     try:
@@ -412,7 +412,6 @@ async def test_stale_reads_keep_answering_through_a_failover_to_the_standby(
         await asyncio.gather(client.aclose(), cluster.close())
 
 
-@classic_only(STANDBYS_ARE_THE_GROUPS)
 async def test_a_stale_read_of_a_standby_copy_sees_what_it_restored_since(bootstrap_servers: str, tmp_path: Path) -> None:
     """Stale reads of a standby copy, then new input: the next stale reads must see the update.
 
@@ -427,6 +426,7 @@ async def test_a_stale_read_of_a_standby_copy_sees_what_it_restored_since(bootst
         bootstrap_servers, tmp_path, f"rest-{suffix}", input_topic=input_topic, output_topic=output_topic,
         standby_replicas=1,
     )  # fmt: skip
+    await standby_replicas_of_the_group(bootstrap_servers, cluster.application_id, 1)
     client = Client()
 
     async def answer(instance: Instance, word: str, query: str = "") -> tuple[int, Any]:

@@ -45,7 +45,7 @@ from tests.integration.apps.harness import (
     wait_all_committed,
 )
 from tests.integration.apps.table_sum_app import TABLE_STORE, build_topology
-from tests.integration.group_protocol import STANDBYS_ARE_THE_GROUPS, classic_only
+from tests.integration.group_protocol import standby_replicas_of_the_group
 from tests.integration.streams_testkit import wait_until
 from tests.kafka_utils import create_topic, produce, read_all, unique_topic
 
@@ -262,7 +262,6 @@ async def test_kill_9_then_a_new_instance_restores_the_table_from_its_topic_and_
 
 
 @pytest.mark.slow
-@classic_only(STANDBYS_ARE_THE_GROUPS)
 async def test_a_standby_of_the_table_tails_its_source_topic_and_takes_over_exactly(
     bootstrap_servers: str, tmp_path: Path
 ) -> None:
@@ -277,6 +276,7 @@ async def test_a_standby_of_the_table_tails_its_source_topic_and_takes_over_exac
     await create_topic(bootstrap_servers, output, 2)
     feeder = TableFeeder(bootstrap_servers, case.source, 6000, seed=11)
     config = streams_config(bootstrap_servers, case.app_id, tmp_path / "b", "exactly_once_v2", standby=1, extra=OPTIMIZED)
+    await standby_replicas_of_the_group(bootstrap_servers, case.app_id, 1)
     try:
         with AppProcesses(tmp_path, bootstrap_servers, case.app_id, case.source, output,
                           module="tests.integration.apps.table_sum_app") as procs:  # fmt: skip

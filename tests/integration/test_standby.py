@@ -36,11 +36,11 @@ from tests.integration.apps.harness import (
     store_contents,
     wait_all_committed,
 )
-from tests.integration.group_protocol import STANDBYS_ARE_THE_GROUPS, classic_only
+from tests.integration.group_protocol import standby_replicas_of_the_group
 from tests.integration.streams_testkit import wait_until
 from tests.kafka_utils import create_topic, read_all, unique_topic
 
-pytestmark = [pytest.mark.broker, classic_only(STANDBYS_ARE_THE_GROUPS)]
+pytestmark = pytest.mark.broker
 
 PARTITIONS = 2
 ALL_TASKS = {TaskId(0, p) for p in range(PARTITIONS)}
@@ -62,6 +62,7 @@ async def test_killed_active_moves_to_the_standby_holder_which_restores_only_the
     config = streams_config(bootstrap, app_id, tmp_path / "b", guarantee, standby=1)
     feeder = InputFeeder(bootstrap, source, KEYS, 4_000, chunk=200, pause=0.1, seed=3)
     figures: dict[str, object] = {"guarantee": guarantee}
+    await standby_replicas_of_the_group(bootstrap, app_id, 1)
     try:
         with AppProcesses(tmp_path, bootstrap, app_id, source, sink) as procs:
             victim = procs.start("a", guarantee, "--standby", "1")
@@ -160,6 +161,7 @@ async def test_exactly_once_standby_over_state_left_by_a_crash_starts_from_a_wip
     await create_topic(bootstrap, sink, 1)
     task = TaskId(0, 0)
     truth = await InputFeeder(bootstrap, source, KEYS[:50], 500, pause=0, seed=5).run()
+    await standby_replicas_of_the_group(bootstrap, app_id, 1)
 
     def config(instance: str) -> dict[str, object]:
         return streams_config(bootstrap, app_id, tmp_path / instance, "exactly_once", standby=1)
@@ -174,7 +176,7 @@ async def test_exactly_once_standby_over_state_left_by_a_crash_starts_from_a_wip
         db.execute("INSERT INTO key_value (key, value) VALUES (?, ?)", (b"phantom", struct.pack(">q", 99)))
 
     # a owns the task (it starts first); b, with that directory, gets the standby.
-    async with running_instance(build_topology(source, sink), config("a")) as active:
+    async with running_instance(build_topology(source, sink), config("a"), tasks={task}) as active:
         assert set(active.threads[0].task_manager.tasks) == {task}  # type: ignore[union-attr]
         async with running_instance(build_topology(source, sink), config("b")) as holder:
             tm = holder.threads[0].task_manager

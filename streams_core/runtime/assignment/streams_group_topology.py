@@ -5,7 +5,9 @@ stores excluded), its id Kafka Streams' sub-topology number as a string; its sou
 repartition topics, which are listed apart with the partition count they were declared with (0 lets the
 broker compute it); the repartition topics it writes; its logged stores' changelog topics (0 partitions:
 one per task, the broker's rule); and the DSL's co-partition groups (the inputs of joins) that lie within
-its sources, in the order Java sends them (`streams_group_java_order.py`). A store whose changelog is a source topic (a read-only store, KIP-813) has none to create.
+its sources, in the order Java sends them (`streams_group_java_order.py`). A store whose changelog is a source topic
+(a read-only store, KIP-813; a source table under `topology.optimization`) lists that topic among its changelogs, as
+Java's `InternalTopologyBuilder` does: the broker creates none for it, and counts the task stateful (standbys).
 Internal topics carry the replication factor and Kafka Streams' library defaults for their configs
 (`InternalTopicConfig` and its subclasses; a store's own log config wins), since the broker creates them
 and refuses a member whose topology differs in anything from the group's (4.3.1: INVALID_REQUEST,
@@ -79,6 +81,16 @@ def _java_copartition_groups(metadata: TopologyMetadata) -> list[tuple[str, ...]
     return java_hash_set_order(ordered, java_set_hash_code)
 
 
+def _log_config(metadata: TopologyMetadata, store: str) -> Mapping[str, str]:
+    """The store's log config (Java's `StoreFactory.logConfig()`, also for a source topic as changelog: empty when
+    logging is disabled, as for a read-only store)."""
+    spec = metadata.changelogs[store]
+    if not spec.source_topic:
+        return spec.config
+    builder = metadata.builder.store_builder(store)
+    return dict(getattr(builder, "log_config", dict)()) if getattr(builder, "logging_enabled", False) else {}
+
+
 def streams_group_topology(
     metadata: TopologyMetadata,
     *,
@@ -94,7 +106,6 @@ def streams_group_topology(
     repartition_sources = frozenset().union(*(info.source_topics & internal for info in metadata.topic_groups.values()))
     declared = _declared_partition_counts(metadata)
     copartition_groups = _java_copartition_groups(metadata)
-    source_changelogs = metadata.builder.source_store_topics  # a source topic is their changelog: nothing to create
     subtopologies = []
     placed = 0
     for sid, info in sorted(metadata.topic_groups.items()):
@@ -106,10 +117,15 @@ def streams_group_topology(
                 spec.topic,
                 0,
                 replication_factor,
-                changelog_config(metadata.builder.store_builder(store), spec.config, window_additional_retention_ms, topic_defaults),
+                changelog_config(
+                    metadata.builder.store_builder(store),
+                    _log_config(metadata, store),
+                    window_additional_retention_ms,
+                    topic_defaults,
+                ),
             )
             for store in info.state_stores
-            if (spec := metadata.changelogs.get(store)) is not None and store not in source_changelogs
+            if (spec := metadata.changelogs.get(store)) is not None
         )
         changelogs.sort(key=lambda t: t.name)  # the broker compares topologies as sent, in order; Java sorts them
         subtopologies.append(

@@ -95,10 +95,23 @@ class _Writer(Processor[str, str, None, None]):
         self.store.put(record.key, record.value)
 
 
-def test_a_store_whose_changelog_is_its_source_topic_has_no_changelog_to_create() -> None:
+def test_a_store_whose_changelog_is_its_source_topic_lists_that_topic_as_its_changelog() -> None:
+    """As Java 4.3.1's `InternalTopologyBuilder` (a store connected to its source topic): the broker creates no
+    topic for it but counts the sub-topology stateful, so its tasks get standbys (a read-only store's logging is
+    disabled: no log config)."""
     store = Stores.key_value_store_builder(Stores.in_memory_key_value_store("read-only"), S, S)
     topology = Topology().add_read_only_state_store(store, "source", "facts", "writer", _Writer)
-    assert heartbeat_topology(topology) == {"0": Subtopology("0", source_topics=("facts",))}
+    changelog = TopicInfo("facts", 0, -1, changelog_config(store, {}, 0))
+    assert heartbeat_topology(topology) == {"0": Subtopology("0", source_topics=("facts",), state_changelog_topics=(changelog,))}
+
+
+def test_an_optimized_source_table_lists_its_source_topic_as_its_changelog() -> None:
+    builder = StreamsBuilder()
+    builder.table("prices", Materialized.as_("prices-store").with_key_serde(S).with_value_serde(S))
+    topology = builder.build({"topology.optimization": "all"})
+    (sub,) = heartbeat_topology(topology).values()
+    assert [t.name for t in sub.state_changelog_topics] == ["prices"]
+    assert sub.state_changelog_topics[0].configs["cleanup.policy"] == "compact"
 
 
 def changelog_configs(topology: Topology, **kwargs: Any) -> dict[str, dict[str, str]]:
