@@ -175,7 +175,7 @@ class FakeKafkaStreams:
         self.standby_driver.close()
 
     def describe_store(self, name: str) -> StoreDescription:
-        if name not in self.metadata.store_source_topics:
+        if name not in self.metadata.store_source_topics and name not in self.metadata.global_store_names:
             raise UnknownStateStoreError(f"no state store named {name!r}")
         return describe_store(self.topology, name, self.config["default.key.serde"])
 
