@@ -291,15 +291,21 @@ class Forwarder:
         return Response(answer.content, status_code=answer.status_code, headers=headers)
 
     async def gather(
-        self, hosts: Sequence[HostInfo], request: Request, params: Mapping[str, str], deadline: Deadline | None = None
+        self,
+        hosts: Sequence[HostInfo],
+        request: Request,
+        params: Sequence[Mapping[str, str]],
+        deadline: Deadline | None = None,
     ) -> list[httpx.Response]:
-        """The answers of every host to this path, in the order of `hosts`: all 200 with JSON, or nothing.
+        """The answers of every host to this path (asked with its `params`, in the same order), in the
+        order of `hosts`: all 200 with JSON, or nothing.
 
         NotAvailableError (503) if any host is unreachable, does not answer by `deadline`, or does not
         answer 200 with a JSON body.
         """
         answers = await asyncio.gather(
-            *(self.get(host, request, params, deadline=deadline) for host in hosts), return_exceptions=True
+            *(self.get(host, request, asked, deadline=deadline) for host, asked in zip(hosts, params, strict=True)),
+            return_exceptions=True,
         )
         for host, answer in zip(hosts, answers, strict=True):
             if isinstance(answer, BaseException):

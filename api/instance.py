@@ -1,7 +1,8 @@
 """StreamsInstance: the part of `KafkaStreams` the REST layer uses, as a Protocol.
 
 `KafkaStreams` satisfies it; so can a fake in tests. Keeping the list here makes plain what the
-REST layer needs from the runtime (discovery, stores, state, metrics, the topology's stores).
+REST layer needs from the runtime (discovery, stores and their partitions, state, metrics, the
+topology's stores).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from streams_core import KeyQueryMetadata, State, StoreDescription, StreamsMetadata, Topology
+from streams_core.common.topic_partition import TopicPartition
 from streams_core.runtime.queries.store_host import Deadline, StoreHost, StoreRead
 
 __all__ = ["StoreQueries", "StreamsInstance"]
@@ -56,6 +58,11 @@ class StreamsInstance(Protocol):
 
     def describe_store(self, store_name: str) -> StoreDescription:
         """Kind, key serde and window size of a store; UnknownStateStoreError for an unknown name."""
+        ...
+
+    def store_partitions(self, store_name: str) -> frozenset[TopicPartition]:
+        """The source partitions of the store's tasks, which a gathered scan's hosts must cover; empty
+        for a global store; InvalidStateStoreError while not known."""
         ...
 
     def all_metadata(self) -> list[StreamsMetadata]: ...

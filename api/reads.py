@@ -181,9 +181,16 @@ def _not_reached(
 
 
 async def read_scan(
-    streams: StreamsInstance, store: str, is_global: bool, query: RangeQuery, key_bytes: Callable[[Any], bytes], deadline: Deadline
+    streams: StreamsInstance,
+    store: str,
+    is_global: bool,
+    query: RangeQuery,
+    key_bytes: Callable[[Any], bytes],
+    deadline: Deadline,
+    partitions: frozenset[int] | None = None,
 ) -> Iterator[KeyValue[Any, Any]]:
-    """`query` (a range, ascending) answered by every active copy here, merged in serialized key order;
+    """`query` (a range, ascending) answered by every active copy here, or by the active copies of exactly
+    `partitions` (one not active here fails: NOT_PRESENT, NOT_ACTIVE), merged in serialized key order;
     the first failure raised (a scan is whole or not at all), InvalidStateStoreError (503) unless RUNNING."""
     queries = streams.store_queries
     if is_global:
@@ -193,7 +200,10 @@ async def read_scan(
         found: Iterator[KeyValue[Any, Any]] = result.get_result()
         return found
     _require_queryable(streams, store, False)
-    active = frozenset(p for p, is_active in queries.copies(store).items() if is_active)
+    if partitions is not None:
+        active = partitions
+    else:
+        active = frozenset(p for p, is_active in queries.copies(store).items() if is_active)
     if not active:
         return iter(())
     request = _request(store, query, active, False, _UNBOUNDED)

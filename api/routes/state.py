@@ -4,10 +4,10 @@ Single keys, window and session fetches are answered by a copy of the key's part
 active one, or with `stale=true` / `maxLag` any copy (the active first, then the standbys),
 here when this instance has one, else forwarded one hop; a copy that cannot answer (dead host,
 not queryable, too far behind) passes the query to the next. `position` bounds a key query
-from below (read-your-writes). `all` and `range` gather the active copies of every instance
-hosting the store, each asked with `scope=local`, merged in store (serialized key) order, in
-pages with `limit` and `after`; one missing instance makes the whole answer 503, never a
-partial list. Global stores are answered from this instance's copy.
+from below (read-your-writes). `all` and `range` gather the active copies of every partition of
+the store, each asked of its host (api/scans.py), merged in store (serialized key) order, in
+pages with `limit` and `after`; one missing instance or partition makes the whole answer 503,
+never a partial list. Global stores are answered from this instance's copy.
 
 Every query has one deadline (`ApiSettings.query_deadline`, plus `timeoutMs` for a position
 bound): its reads of this instance's stream threads go through the asynchronous store path
@@ -17,8 +17,6 @@ deadline, which answers 503 with `Retry-After` when it passes. Nothing here bloc
 
 from __future__ import annotations
 
-import asyncio
-import heapq
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -40,16 +38,15 @@ from api.deps import (
     forwarder_of,
     streams_of,
 )
-from api.errors import KeyNotFoundError, NotAvailableError, error_responses
-from api.forwarding import SERVED_BY_HEADER, Forwarder, KeyRoute, answer_key, route_key
+from api.errors import KeyNotFoundError, error_responses
+from api.forwarding import Forwarder, KeyRoute, answer_key, route_key
 from api.instance import StreamsInstance
 from api.keys import render
-from api.paging import NEXT_AFTER_HEADER, Page, cursor_header, read_page
+from api.paging import NEXT_AFTER_HEADER
 from api.positions import POSITION_HEADER, POSITION_PATTERN, format_position, parse_position
-from api.reads import read_key, read_scan
+from api.reads import read_key
+from api.scans import PARTITIONS_PATTERN, key_bytes, scan
 from api.schemas import KeyValueBean, WindowedValue, key_value_body
-from streams_core import State
-from streams_core.common.store import KeyValue
 from streams_core.query import KeyQuery, RangeQuery, WindowKeyQuery, WindowRangeQuery
 from streams_core.query import Query as IQuery
 from streams_core.runtime.queries.store_host import Deadline
@@ -94,6 +91,14 @@ Scope = Annotated[
 ]
 Limit = Annotated[int | None, Query(ge=1, le=100_000, description="At most this many entries (a page).")]
 After = Annotated[str | None, Query(description="Start after this key (the `X-Next-After` of the previous page, percent-decoded).")]
+Partitions = Annotated[
+    str | None,
+    Query(
+        description="Only these partitions of the store (`0,3`), from their active copies; with `scope=local`, "
+        "503 if one is not active here (a gathering instance asks each instance for its partitions so).",
+        json_schema_extra={"pattern": PARTITIONS_PATTERN},
+    ),
+]
 KeyFrom = Annotated[str, Path(alias="from", description="The first key of the range (inclusive).")]
 KeyTo = Annotated[str, Path(alias="to", description="The last key of the range (inclusive).")]
 TimeFrom = Annotated[int, Path(alias="from", ge=0, le=MAX_MILLIS, description="Earliest window start, epoch ms.")]
@@ -229,76 +234,8 @@ async def get_global_value(request: Request, streams: Streams, store: GlobalStor
     return KeyValueBean(key=render(typed), value=render(value))
 
 
-def _render_entry(entry: KeyValue[Any, Any]) -> dict[str, Any]:
-    return {"key": render(entry.key), "value": render(entry.value)}
-
-
-async def _scan(
-    request: Request,
-    streams: StreamsInstance,
-    forwarder: Forwarder,
-    store: StoreInfo,
-    local_query: Callable[[Any], RangeQuery],
-    *,
-    gather: bool,
-    limit: int | None,
-    after: str | None,
-) -> Response:
-    """One page of entries: this instance's active copies (`local_query(cursor)`), or every host's
-    merged in key order; the local read and the other instances' are asked at once, by one deadline."""
-    to_bytes = _key_bytes(store)
-    cursor = None if after is None else store.parse_key(after)
-    cursor_bytes = None if cursor is None else to_bytes(cursor)
-    deadline = _deadline(request)
-
-    async def local() -> Page:
-        entries = await read_scan(streams, store.name, store.is_global, local_query(cursor), to_bytes, deadline)
-        return await read_page(entries, _render_entry, limit=limit, after=cursor_bytes, key_bytes=to_bytes)
-
-    if not gather or forwarder.this_host is None or store.is_global:
-        return _page_response(await local())
-    if streams.state is not State.RUNNING:
-        raise NotAvailableError("not queryable", store=store.name, state=streams.state.name)
-    hosts = sorted(m.host_info for m in streams.all_metadata_for_store(store.name) if store.name in m.state_store_names)
-    remote = [host for host in hosts if host != forwarder.this_host]
-    params = {**request.query_params, "scope": "local"}
-    if len(remote) < len(hosts):
-        answers, here = await asyncio.gather(forwarder.gather(remote, request, params, deadline), local())
-    else:
-        answers, here = await forwarder.gather(remote, request, params, deadline), None
-    pages = [
-        Page(_json_list(host, answer.json()), NEXT_AFTER_HEADER.lower() in answer.headers)
-        for host, answer in zip(remote, answers, strict=True)
-    ]
-    if here is not None:
-        pages.append(here)
-    merged = list(heapq.merge(*(p.entries for p in pages), key=lambda entry: store.keys.sort_key(entry["key"])))
-    more = any(p.more for p in pages) or (limit is not None and len(merged) > limit)
-    response = _page_response(Page(merged[:limit] if limit is not None else merged, more))
-    response.headers[SERVED_BY_HEADER] = ", ".join(str(host) for host in hosts) or forwarder.served_by
-    return response
-
-
 def _deadline(request: Request) -> Deadline:
     return Deadline.after(request.app.state.settings.query_deadline)
-
-
-def _json_list(host: Any, body: Any) -> list[dict[str, Any]]:
-    if not isinstance(body, list):
-        raise NotAvailableError("instance answered no list", instance=str(host))
-    return body
-
-
-def _key_bytes(store: StoreInfo) -> Callable[[Any], bytes]:
-    serde = store.keys.serde
-    return lambda key: serde.serialize(None, key) or b""
-
-
-def _page_response(page: Page) -> Response:
-    response = Response(page.json(), media_type="application/json")
-    if page.next_after is not None:
-        response.headers[NEXT_AFTER_HEADER] = cursor_header(page.next_after)
-    return response
 
 
 @router.get("/keyvalues/{store}/all", response_model=list[KeyValueBean], responses=_SCAN_ANSWERS)
@@ -311,6 +248,7 @@ async def all_key_values(
     scope: Scope = "all",
     limit: Limit = None,
     after: After = None,
+    partitions: Partitions = None,
 ) -> Response:
     """The entries of `store` in key order, from all instances (or this one with `scope=local`), a page at a time."""
 
@@ -318,7 +256,9 @@ async def all_key_values(
         return RangeQuery.with_no_bounds() if cursor is None else RangeQuery.with_lower_bound(cursor)
 
     gather = scope == "all" and not forwarded
-    return await _scan(request, streams, forwarder, store, entries, gather=gather, limit=limit, after=after)
+    return await scan(
+        request, streams, forwarder, store, entries, _deadline(request), gather=gather, limit=limit, after=after, partitions=partitions
+    )
 
 
 @router.get("/keyvalues/{store}/range/{from}/{to}", response_model=list[KeyValueBean], responses=_SCAN_ANSWERS)
@@ -333,17 +273,20 @@ async def range_key_values(
     scope: Scope = "all",
     limit: Limit = None,
     after: After = None,
+    partitions: Partitions = None,
 ) -> Response:
     """The entries of `store` with keys from `from` to `to` (inclusive, in serialized key order), a page at a time."""
     lower, upper = store.parse_key(key_from), store.parse_key(key_to)
-    to_bytes = _key_bytes(store)
+    to_bytes = key_bytes(store)
 
     def entries(cursor: Any) -> RangeQuery:
         start = lower if cursor is None or to_bytes(cursor) < to_bytes(lower) else cursor
         return RangeQuery.with_range(start, upper)
 
     gather = scope == "all" and not forwarded
-    return await _scan(request, streams, forwarder, store, entries, gather=gather, limit=limit, after=after)
+    return await scan(
+        request, streams, forwarder, store, entries, _deadline(request), gather=gather, limit=limit, after=after, partitions=partitions
+    )
 
 
 def _windows(key: Any, entries: Any, size: int | None = None) -> list[dict[str, Any]]:

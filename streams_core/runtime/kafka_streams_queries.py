@@ -137,6 +137,17 @@ class KafkaStreamsQueries:
         self._require_store(store_name)
         return describe_store(self.topology, store_name, self.config["default.key.serde"])
 
+    def store_partitions(self, store_name: str) -> frozenset[TopicPartition]:
+        """The input partitions of the store's tasks (its sub-topology's source partitions): a scan of
+        the whole store must find every one on a host. Empty for a global store; InvalidStateStoreError
+        (retriable) while a source topic's partition count is not known (before start)."""
+        self._require_store(store_name)
+        topics = self.metadata.store_source_topics.get(store_name, frozenset())
+        unknown = sorted(topic for topic in topics if topic not in self._partition_counts)
+        if unknown:
+            raise InvalidStateStoreError(f"state store {store_name!r}: partition counts of {unknown} not known yet")
+        return frozenset(TopicPartition(topic, p) for topic in topics for p in range(self._partition_counts[topic]))
+
     def store_names(self) -> list[str]:
         """The names of the topology's queryable stores, sorted."""
         return sorted(self.metadata.store_source_topics)

@@ -175,9 +175,16 @@ class FakeKafkaStreams:
         self.standby_driver.close()
 
     def describe_store(self, name: str) -> StoreDescription:
-        if name not in self.metadata.store_source_topics:
+        if name not in self.metadata.store_source_topics and name not in self.metadata.global_store_names:
             raise UnknownStateStoreError(f"no state store named {name!r}")
         return describe_store(self.topology, name, self.config["default.key.serde"])
+
+    def store_partitions(self, name: str) -> frozenset[TopicPartition]:
+        """Every source topic has `PARTITIONS` partitions."""
+        if name not in self.metadata.store_source_topics and name not in self.metadata.global_store_names:
+            raise UnknownStateStoreError(f"no state store named {name!r}")
+        topics = self.metadata.store_source_topics.get(name, frozenset())
+        return frozenset(TopicPartition(topic, p) for topic in topics for p in range(PARTITIONS))
 
     def store(
         self,

@@ -41,7 +41,7 @@ import pytest
 from app.wordcount import INPUT_TOPIC, OUTPUT_TOPIC, STORE
 from streams_core import InvalidStateStoreError, QueryableStoreTypes
 from streams_core.common.partitioner import default_partition
-from tests.integration.group_protocol import UNDER_STREAMS, standby_replicas_of_the_group
+from tests.integration.group_protocol import standby_replicas_of_the_group
 from tests.integration.rest_cluster import Client, Instance, InstanceTasks, WordCountCluster, make_text, quoted, wait_until
 from tests.kafka_utils import Rec, create_topic, produce, unique_topic
 
@@ -232,14 +232,6 @@ def _store_hosts(cluster: WordCountCluster, members: list[dict[str, Any]]) -> di
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    UNDER_STREAMS,
-    reason="known gap under the streams protocol: the broker's endpoint map follows the assignments members "
-    "acknowledged, so while a partition moves (revoked by one, not yet acknowledged by the other) no host lists it "
-    "and a gathered key scan (/keyvalues/{store}/all) answers 200 without its words instead of 503 "
-    "(docs/streams-groups.md, 'What is left')",
-    strict=False,
-)
 async def test_queries_through_a_join_and_a_kill_are_right_or_503(bootstrap_servers: str, tmp_path: Path) -> None:
     tag = uuid.uuid4().hex[:8]
     truth = await _produce_words(bootstrap_servers, tag, words=30)
