@@ -132,6 +132,41 @@ def test_the_task_step_calls_the_user_functions_as_kafka_streams(how: str) -> No
     assert any(c[0] == ("merge" if how == "aggregate" else "reduce") for c in wanted_calls)
 
 
+def test_an_aggregator_returning_none_removes_the_session_as_the_caching_store_does() -> None:
+    """None from the aggregator: the session removed; its tombstone only if the store had it (the
+    TopologyTestDriver with caching on commits after each record: one batch per record)."""
+
+    def maybe(key: str, value: str, aggregate: str) -> str | None:
+        return None if value == "x" else aggregate + value
+
+    def build() -> Topology:
+        builder = StreamsBuilder()
+        (builder.stream("in", key_serde=S, value_serde=S).group_by_key()
+         .windowed_by(SessionWindows.of_inactivity_gap_and_grace(10, 100))
+         .aggregate(str, maybe, lambda key, one, two: one + two, Materialized.with_(value_serde=S)).to_stream()
+         .map(lambda wk, v: (f"{wk.key}@{wk.window.start}-{wk.window.end}", v)).to("out", key_serde=S, value_serde=S))
+        return builder.build()
+
+    mismatches, removed = [], 0
+    for seed in range(40):
+        rnd = random.Random(seed)
+        records = [(rnd.choice("ab"), rnd.choice(["p", "q", "x"]), rnd.randint(0, 60)) for _ in range(15)]
+        with TopologyTestDriver(build(), {"application.id": "o"}) as driver:
+            source = driver.create_input_topic("in", S, S)
+            for key, value, ts in records:
+                source.pipe_input(key, value, ts)
+            wanted = [(kv.key, kv.value) for kv in driver.create_output_topic("out", S, S).read_key_values_to_list()]
+        step = TaskSessions(10, 100, 110, SessionFunctions(str, maybe, lambda key, one, two: one + two,
+                                                           lambda v: S.serialize("t", v), lambda b: S.deserialize("t", b)))  # fmt: skip
+        out = [(f"{k}@{s}-{e}", None if v is None else S.deserialize("t", v))
+               for key, value, ts in records for k, s, e, v in step.flushed(step.process([key], [ts], [value]))]  # fmt: skip
+        removed += sum(v is None for _, v in out)
+        if out != wanted:
+            mismatches.append(seed)
+    assert not mismatches
+    assert removed
+
+
 class _Flushed:
     """SessionTask's output without a tail: the flushed sessions, their values deserialized."""
 

@@ -381,6 +381,24 @@ def test_windowed_aggregations_say_why_they_need_the_task_stage() -> None:
     assert notes_for(query, aggregate).endswith("writes one record per changed window and micro-batch")
 
 
+@pytest.mark.parametrize("how", ["count", "aggregate", "reduce"])
+def test_session_aggregations_are_native_per_task_stages(how: str) -> None:
+    builder, grouped = words()
+    sessions = grouped.windowed_by(SessionWindows.with_inactivity_gap(1000))
+    table = (sessions.count() if how == "count" else sessions.reduce(lambda a, b: a + b) if how == "reduce"
+             else sessions.aggregate(str, lambda key, value, agg: agg + value, lambda key, a, b: a + b,
+                                     Materialized.with_(value_serde=Serdes.String())))  # fmt: skip
+    table.to_stream().map(lambda windowed, value: (windowed.key, value)).to("out")
+    (query,) = plan_of(builder.build()).queries
+    kind = "session-count" if how == "count" else "session-aggregate"
+    assert query.stage == "native" and query.native is not None and query.native.kind == kind
+    (aggregate,) = query.aggregations
+    notes = dict(query.operators())
+    assert notes[aggregate].startswith("vectorized: per task (source partitions) in groupBy(task).transformWithStateInPandas")
+    assert ("the user's initializer, session merger and aggregator" in notes[aggregate]) == (how != "count")
+    assert "KSTREAM-MAP" in query.describe() and "transformWithStateInPandas" in query.describe()
+
+
 def test_a_global_stores_processor_may_not_schedule() -> None:
     topology = (Topology()
                 .add_global_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("dims"),
