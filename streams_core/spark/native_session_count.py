@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,8 @@ from streams_core.config import StreamsConfig
 from streams_core.errors import StreamsError
 from streams_core.kstream.internals.functions import count_add
 from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
+from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
+from streams_core.processor.internals.processor_node import ProcessorNode
 from streams_core.processor.internals.processor_topology import ProcessorTopology
 from streams_core.serde import Serdes
 from streams_core.spark.native_count import (
@@ -53,13 +55,14 @@ from streams_core.spark.native_count import (
 )
 from streams_core.spark.native_reduce import _transport, kafka_order_of
 from streams_core.spark.native_window_count import WindowKeys, WindowOutput
-from streams_core.spark.task_sessions import COUNT, NO_TIME, SessionFunctions, TaskSessions, _Dirty
+from streams_core.spark.task_sessions import COUNT, NO_TIME, AggregateFunctions, TaskSessions
 from streams_core.spark.windowed_tail import WindowedTail, windowed_tail
 from streams_core.state.internals.store_names import store_changelog_topic
-from streams_core.state.windowed import SessionWindow, Windowed
+from streams_core.state.windowed import SessionWindow, Window, Windowed
 
 __all__ = ["NativeSessionAggregation", "SessionAggregation", "SessionInputs", "SessionKeys", "SessionOutput", "SessionTask",
-           "find_native_session_aggregation", "session_functions"]  # fmt: skip
+           "TaskAggregation", "find_native_session_aggregation", "session_functions",
+           "task_aggregation"]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -71,24 +74,45 @@ _COMPACT_SLACK = 1_000
 
 
 @dataclass(frozen=True, kw_only=True)
-class SessionAggregation(WindowedTail):
-    """A session aggregation's windows and store, and what follows it (`WindowedTail`)."""
+class TaskAggregation(WindowedTail):
+    """A windowed aggregation the per-task stage runs (`SessionTask`): its windows, and what follows
+    it (`WindowedTail`)."""
+
+    grace: int
+
+    def task_store(self, functions: AggregateFunctions) -> Any:
+        """A task's store and algorithm (`TaskSessions`, `TaskWindows`), empty."""
+        raise NotImplementedError
+
+    def window(self, start: int, column: int) -> tuple[Window, int]:
+        """A flushed row's window and timestamp, from its start and its third changelog column."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionAggregation(TaskAggregation):
+    """A session aggregation's windows and store, and what follows it."""
 
     gap: int
-    grace: int
     #: The session store's retention (at least gap + grace): sessions ending at or before the
     #: store's stream time minus it are gone from the store.
     retention: int
-    #: The session store's name (its changelog topic names the topic its serde is given).
-    store: str = ""
+
+    def task_store(self, functions: AggregateFunctions) -> TaskSessions:
+        return TaskSessions(self.gap, self.grace, self.retention, functions)
+
+    def window(self, start: int, column: int) -> tuple[Window, int]:
+        """The session [start, end], stamped with its end (as Kafka Streams' cache flush)."""
+        return SessionWindow(start, column), column
 
 
 @dataclass(frozen=True)
 class NativeSessionAggregation(NativeCount):
-    """A `NativeCount` of kind "session-count" or "session-aggregate" (an aggregate or reduce with
-    the user's functions), with its sessions' rules and tail."""
+    """A `NativeCount` of kind "session-count", "session-aggregate" (an aggregate or reduce with the
+    user's functions) or "window-aggregate" (native_window_aggregate.py), with its windows' rules
+    and tail."""
 
-    session: SessionAggregation | None = None
+    session: TaskAggregation | None = None
 
 
 def find_native_session_aggregation(sid: int, built: ProcessorTopology, builder: Any, config: StreamsConfig,
@@ -102,8 +126,23 @@ def find_native_session_aggregation(sid: int, built: ProcessorTopology, builder:
         return "several aggregations in one sub-topology"
     (agg,) = sessions
     processor: KStreamSessionWindowAggregate[Any, Any, Any] = agg.processor
+    counts = processor._aggregator is count_add
+
+    def aggregation(fields: dict[str, Any], store: Any) -> TaskAggregation:
+        return SessionAggregation(gap=processor._gap, grace=processor._grace, retention=store.retention_period, **fields)
+
+    return task_aggregation(sid, built, builder, config, readback, agg,
+                            "session-count" if counts else "session-aggregate", aggregation)  # fmt: skip
+
+
+def task_aggregation(sid: int, built: ProcessorTopology, builder: Any, config: StreamsConfig, readback: frozenset[str],
+                     agg: ProcessorNode, kind: str, aggregation: Callable[[dict[str, Any], Any], TaskAggregation],
+                     ) -> NativeSessionAggregation | str:  # fmt: skip
+    """The windowed aggregation `agg` of sub-topology `sid` as a native query of `kind` run by the
+    per-task stage, when a stateless chain feeds it and a stateless tail writes it, else why not.
+    `aggregation(tail fields, store builder)` makes its `TaskAggregation`."""
     (store,) = agg.store_names
-    if processor._emit_strategy.emits_on_close:
+    if agg.processor._emit_strategy.emits_on_close:
         return "it emits on window close"
     if config["default.deserialization.exception.handler"] == "dead_letter":
         return "the dead_letter deserialization handler writes to its topic, which the native query has no output for"
@@ -122,43 +161,42 @@ def find_native_session_aggregation(sid: int, built: ProcessorTopology, builder:
     chain_sid, chain_built, end, bypassed, fused, shuffled, key_serde, _ = chain
     if len([t for s in chain_built.sources for t in s.topics]) != 1:
         return "it reads several topics (the order across them is the task's)"
-    counts = processor._aggregator is count_add
     string_values = False
-    if not counts and bypassed is not None:  # the values cross Spark as the repartition topic's bytes
+    if kind != "session-count" and bypassed is not None:  # the values cross Spark as the repartition topic's bytes
         (repartition,) = [s for s in chain_built.sinks if s.name == end]
         string_values = same_serde(repartition.value_serde, Serdes.String())
-    fields = tail.fields() | {"partitions_of": bypassed}
-    session = SessionAggregation(gap=processor._gap, grace=processor._grace, store=store,
-                                 retention=builder.store_builder(store).retention_period, **fields)  # fmt: skip
+    session = aggregation(tail.fields() | {"partitions_of": bypassed}, builder.store_builder(store))
     return NativeSessionAggregation(chain_sid, end, sid, tail.topics[0], bypassed, same_serde(key_serde, Serdes.String()),
-                                    fused, native, shuffled, key_serde, kind="session-count" if counts else "session-aggregate",
-                                    string_values=string_values, session=session)  # fmt: skip
+                                    fused, native, shuffled, key_serde, kind=kind, string_values=string_values,
+                                    session=session)  # fmt: skip
 
 
-def _session(native: NativeCount) -> SessionAggregation:
+def _session(native: NativeCount) -> TaskAggregation:
     session = getattr(native, "session", None)
     if session is None:
-        raise TypeError(f"{native} is not a session aggregation")
+        raise TypeError(f"{native} is not an aggregation of the per-task stage")
     return session  # type: ignore[no-any-return]
 
 
-def session_functions(topology: bytes, props: Mapping[str, Any], native: NativeCount) -> SessionFunctions:
+def session_functions(topology: bytes, props: Mapping[str, Any], native: NativeCount) -> AggregateFunctions:
     """The aggregation's functions, from the shipped topology (on the executor): `COUNT` for a count,
-    else the processor's initializer, aggregator and merger (a reduce's, as the DSL builds them) with
-    its store's value serde (the application's default if the store has none) on its changelog topic."""
+    else the processor's initializer, aggregator and merger (a reduce's, as the DSL builds them; no
+    merger for time windows) with its store's value serde (the application's default if the store
+    has none) on its changelog topic."""
     if native.kind == "session-count":
         return COUNT
     built = built_shipped(topology, props, native.count_subtopology)
     (node,) = [n for n in built.processors if n.name == native.native[0]]
     processor = node.processor
-    if not isinstance(processor, KStreamSessionWindowAggregate):
-        raise StreamsError(f"{node.name!r} is not a session aggregation")
+    if not isinstance(processor, KStreamSessionWindowAggregate | KStreamWindowAggregate):
+        raise StreamsError(f"{node.name!r} is neither a session nor a time-window aggregation")
     (store,) = node.store_names
     config = StreamsConfig(props)
     serde = built.state_stores[store].value_serde or config["default.value.serde"]
     topic = store_changelog_topic(config["application.id"], store)
     serialize, deserialize = serde.serialize, serde.deserialize
-    return SessionFunctions(processor._initializer, processor._aggregator, processor._merger,
+    merger = processor._merger if isinstance(processor, KStreamSessionWindowAggregate) else None
+    return AggregateFunctions(processor._initializer, processor._aggregator, merger,
                             lambda value: serialize(topic, value), lambda data: deserialize(topic, data))  # fmt: skip
 
 
@@ -241,7 +279,7 @@ class SessionInputs:
     functions receive (None: the grouping keys themselves) and the values decoded from how
     `SessionKeys` handed them over (None: as they came)."""
 
-    functions: SessionFunctions
+    functions: AggregateFunctions
     user_key: Any = None  # Callable[[Any], Any] | None
     value: Any = None  # Callable[[Any], Any] | None
 
@@ -266,7 +304,7 @@ class SessionTask(StatefulProcessor):
     worker's live copy matches.
     """
 
-    def __init__(self, session: SessionAggregation, key_type: str, output: SessionOutput) -> None:
+    def __init__(self, session: TaskAggregation, key_type: str, output: SessionOutput) -> None:
         self.session = session
         self.key_type = key_type
         self.output = output
@@ -291,8 +329,7 @@ class SessionTask(StatefulProcessor):
         if live is not None and live[0] == version:
             sessions = live[1]
         else:
-            session = self.session
-            sessions = TaskSessions(session.gap, session.grace, session.retention, inputs.functions)
+            sessions = self.session.task_store(inputs.functions)
             if saved:
                 sessions.load(row for (chunk,) in self._log.get() for row in _read_rows(chunk))
             sessions.observed, sessions.stored, sessions.dropped = int(observed), int(stored), int(dropped)
@@ -310,36 +347,36 @@ class SessionTask(StatefulProcessor):
         if out:
             yield self.output.written(out)
 
-    def _log_changes(self, sessions: TaskSessions, dirty: Mapping[tuple[Any, int, int], _Dirty], logged: int) -> int:
+    def _log_changes(self, store: Any, dirty: Any, logged: int) -> int:
         """The micro-batch's store changes appended to the changelog in Spark state in one call, or the
-        changelog rewritten with the live sessions once it holds more than twice as many; its new length."""
-        cutoff = sessions.stored - sessions.retention
-        changes = [(key, start, end, v) for (key, start, end), (v, below) in dirty.items()
-                   if (v is None and below) or (v is not None and end > cutoff)]  # fmt: skip
+        changelog rewritten with the live sessions (windows) once it holds more than twice as many;
+        its new length."""
+        changes = store.changes(dirty)
         if not changes:
             return logged
-        live = sessions.live()
-        counts = sessions.functions.serialize is None
+        live = store.live()
         if logged + len(changes) <= 2 * live + _COMPACT_SLACK:
-            self._log.appendList([(self._rows_bytes(changes, counts),)])
+            self._log.appendList([(self._rows_bytes(changes, store),)])
             return logged + len(changes)
-        sessions.expire()
-        rows = [(key, s, e, v) for key, found in sessions.sessions.items() for s, e, v in found]
+        store.expire()
+        rows = store.rows()
         if rows:
-            self._log.put([(self._rows_bytes(rows, counts),)])
+            self._log.put([(self._rows_bytes(rows, store),)])
         else:
             self._log.clear()
         return len(rows)
 
-    def _rows_bytes(self, rows: Sequence[tuple[Any, int, int, Any]], counts: bool) -> bytes:
-        """Changelog rows as one Arrow IPC stream (key, start, end, and n for a count, else the
-        store's value bytes)."""
+    def _rows_bytes(self, rows: Sequence[tuple[Any, int, int, Any]], store: Any) -> bytes:
+        """Changelog rows as one Arrow IPC stream (key, start, the store's third column: a session's
+        end or a window's timestamp, and n for a count, else the store's value bytes)."""
         import pyarrow as pa
 
-        keys, starts, ends, values = zip(*rows, strict=True)
+        keys, starts, thirds, values = zip(*rows, strict=True)
+        counts = store.functions.serialize is None
         column = {"n": pa.array(values, pa.int64())} if counts else {"value": pa.array(values, pa.binary())}
-        table = pa.table({"key": pa.array(keys, pa.string() if self.key_type == "string" else pa.binary()),
-                          "start": pa.array(starts, pa.int64()), "end": pa.array(ends, pa.int64()), **column})  # fmt: skip
+        key, start, third = store.COLUMNS
+        table = pa.table({key: pa.array(keys, pa.string() if self.key_type == "string" else pa.binary()),
+                          start: pa.array(starts, pa.int64()), third: pa.array(thirds, pa.int64()), **column})  # fmt: skip
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)
@@ -354,8 +391,7 @@ def _read_rows(chunk: bytes) -> Iterator[tuple[Any, int, int, Any]]:
     import pyarrow as pa
 
     table = pa.ipc.open_stream(pa.py_buffer(bytes(chunk))).read_all()
-    value = "n" if "n" in table.column_names else "value"
-    return zip(*(table.column(c).to_pylist() for c in ("key", "start", "end", value)), strict=True)
+    return zip(*(table.column(i).to_pylist() for i in range(4)), strict=True)
 
 
 class SessionOutput(WindowOutput):
@@ -402,11 +438,13 @@ class SessionOutput(WindowOutput):
         deserialize = None if self.native.string_keys else self.native.key_serde.deserialize
         read = self.inputs().functions.deserialize
         topic = self.key_topic
-        for key, start, end, stored in flushed:
-            windowed = Windowed(key if deserialize is None else deserialize(topic, key), SessionWindow(start, end))
+        window_of = self._tail().window
+        for key, start, third, stored in flushed:
+            window, timestamp = window_of(start, third)
+            windowed = Windowed(key if deserialize is None else deserialize(topic, key), window)
             value = stored if read is None or stored is None else read(stored)
             for run in runs:
-                run(windowed, value, end, ())
+                run(windowed, value, timestamp, ())
         frame = pd.DataFrame({"topic": rows.topics, "key": rows.keys, "value": rows.values})
         rows.topics, rows.keys, rows.values = [], [], []
         return frame

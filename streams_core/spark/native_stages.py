@@ -272,6 +272,27 @@ class SessionAggregateStage(SessionCountStage):
     holds = "the store's value bytes"
 
 
+class WindowAggregateStage(SessionCountStage):
+    """A tumbling or hopping `aggregate()` or `reduce()`: the session stage's query, `TaskWindows` per task."""
+
+    kind, checkpoint = "window-aggregate", "native-window-aggregate"
+    label = ("mapInArrow (fused stateless chain, each record's task, key and value bytes) -> groupBy(task)"
+             ".transformWithStateInPandas (the user's functions over windows per key by the task's stream time, "
+             "then the tail)")
+
+    def operators(self, native: NativeCount) -> list[tuple[str, str]]:
+        aggregation, to_stream, *tail = native.native
+        tasks = f"partitions of {native.bypassed_topic}" if native.bypassed_topic else "source partitions"
+        return [(aggregation, f"vectorized: per task ({tasks}) in groupBy(task).transformWithStateInPandas, the "
+                              "records in Kafka Streams' order through the user's initializer and aggregator (a "
+                              "reduce's reducer) per window, closed windows dropped by the task's stream time "
+                              "(state: the window store's changelog rows, key, start, timestamp, the store's value "
+                              "bytes; the stream time)"),
+                (to_stream, "vectorized: the record cache's flush per micro-batch, one record per changed window"),
+                *((name, "python: fused stateless chain over the changed windows, in the same "
+                         "transformWithStateInPandas") for name in tail)]  # fmt: skip
+
+
 def _folded(native: NativeCount, spec: Any, values: Any) -> Any:
     """`FoldStage.fold` per key over the grouped `values` on applyInPandasWithState (the key's state,
     its value's bytes, travels with its rows: the fastest stateful API measured for it, bench/LOG.md)."""
@@ -332,5 +353,5 @@ NATIVE_STAGES: Mapping[str, NativeStage] = {
     stage.kind: stage
     for stage in (CountStage(), SparkReduceStage(), WindowCountStage(), PartialReduceStage(), OrderedFoldStage(),
                   JoinCountStage(), JoinReduceStage(), StreamJoinStage(), SessionCountStage(),
-                  SessionAggregateStage())
+                  SessionAggregateStage(), WindowAggregateStage())
 }

@@ -281,11 +281,15 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
 
 def _find_native(sid: int, built: Any, builder: Any, config: StreamsConfig, readback: frozenset[str],
                  associative_reducers: bool) -> NativeCount | str:  # fmt: skip
-    """What the sub-topology compiles to natively (a count, fold, join-count, session aggregation or
-    stream-stream join), or why not (`NO_AGGREGATION` when it has none of them)."""
-    native = find_native_count(sid, built, builder, config, readback, associative_reducers)
+    """What the sub-topology compiles to natively (a count, fold, join-count, windowed or session
+    aggregation, or stream-stream join), or why not (`NO_AGGREGATION` when it has none of them)."""
+    from streams_core.spark.native_window_aggregate import find_native_window_aggregate  # imports pyspark
+
+    native: NativeCount | str = find_native_window_aggregate(sid, built, builder, config, readback)  # a windowed count: below
     if native == NO_AGGREGATION:
-        from streams_core.spark.native_session_count import find_native_session_aggregation  # imports pyspark
+        native = find_native_count(sid, built, builder, config, readback, associative_reducers)
+    if native == NO_AGGREGATION:
+        from streams_core.spark.native_session_count import find_native_session_aggregation
 
         native = find_native_session_aggregation(sid, built, builder, config, readback)
     if native == NO_AGGREGATION:

@@ -17,7 +17,7 @@ from typing import Any
 
 from streams_core.kstream.internals.functions import count_add, zero
 
-__all__ = ["COUNT", "NO_TIME", "SessionFunctions", "TaskSessions"]
+__all__ = ["COUNT", "NO_TIME", "AggregateFunctions", "TaskSessions"]
 
 log = logging.getLogger(__name__)
 
@@ -30,21 +30,22 @@ def _sum(key: object, one: int, two: int) -> int:
 
 
 @dataclass(frozen=True)
-class SessionFunctions:
-    """The aggregation's user functions, and how its store holds the values: Kafka Streams' store
+class AggregateFunctions:
+    """The aggregation's user functions (a session aggregation's merger; None for time windows),
+    and how its store holds the values: Kafka Streams' store
     holds the value serde's bytes (`serialize`, `deserialize`: the store's serde bound to its
     changelog topic); without them the values are kept as they are (the count's ints, whose round
     trip through the Long serde is the identity)."""
 
     initializer: Callable[[], Any]
     aggregator: Callable[[Any, Any, Any], Any]
-    merger: Callable[[Any, Any, Any], Any]
+    merger: Callable[[Any, Any, Any], Any] | None
     serialize: Callable[[Any], bytes | None] | None = None
     deserialize: Callable[[bytes], Any] | None = None
 
 
 #: `count()`'s functions (the DSL's: 0, one more, the sum of two sessions' counts).
-COUNT = SessionFunctions(zero, count_add, _sum)
+COUNT = AggregateFunctions(zero, count_add, _sum)
 
 #: A changed session in a micro-batch: [its stored value, or None once removed; whether the store had it before].
 _Dirty = list[Any]
@@ -57,7 +58,10 @@ class TaskSessions:
     `sessions` is the store: key (its serde bytes, or the string for String keys) -> its sessions
     [start, end, stored value], by end."""
 
-    def __init__(self, gap: int, grace: int, retention: int, functions: SessionFunctions = COUNT) -> None:
+    #: The changelog rows' columns in Spark state, before the value.
+    COLUMNS = ("key", "start", "end")
+
+    def __init__(self, gap: int, grace: int, retention: int, functions: AggregateFunctions = COUNT) -> None:
         self.gap, self.grace, self.retention = gap, grace, retention
         self.functions = functions
         #: key -> its sessions [start, end, value], in the order they were stored.
@@ -113,6 +117,7 @@ class TaskSessions:
         gap, grace, retention = self.gap, self.grace, self.retention
         functions = self.functions
         initializer, aggregator, merger = functions.initializer, functions.aggregator, functions.merger
+        assert merger is not None, "a session aggregation has a merger"
         write, read = functions.serialize, functions.deserialize
         counting = functions is COUNT  # its functions inline (the same calls' results, no call per record)
         sessions = self.sessions
@@ -197,6 +202,17 @@ class TaskSessions:
         """What the cache's flush forwards: each changed session's stored value; a removed one's tombstone
         only if the store had it before the micro-batch (one created and removed within it: nothing)."""
         return [(key, start, end, v) for (key, start, end), (v, below) in dirty.items() if v is not None or below]
+
+    def changes(self, dirty: Mapping[tuple[Any, int, int], _Dirty]) -> list[tuple[Any, int, int, Any]]:
+        """The micro-batch's changelog rows (key, start, end, value or None): the sessions the store
+        keeps, and the removal of those it had."""
+        cutoff = self.stored - self.retention
+        return [(key, start, end, v) for (key, start, end), (v, below) in dirty.items()
+                if (v is None and below) or (v is not None and end > cutoff)]  # fmt: skip
+
+    def rows(self) -> list[tuple[Any, int, int, Any]]:
+        """The live sessions as changelog rows."""
+        return [(key, s, e, v) for key, found in self.sessions.items() for s, e, v in found]
 
 
 def _by_end(session: list[Any]) -> tuple[int, int]:

@@ -6,9 +6,11 @@ per micro-batch (`_MAX_OFFSETS`), local[2]:
     python -m tests.spark.killed_run combine BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
     python -m tests.spark.killed_run join-count BOOTSTRAP CHECKPOINT_DIR OUTPUT USERS CLICKS
     python -m tests.spark.killed_run sessions BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
+    python -m tests.spark.killed_run session-aggregate BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
 
 `combine`: test_native_combine's per-letter sum; `join-count`: test_native_join_count's clicks
-joined with users, counted per region; `sessions`: test_native_session_count's session count.
+joined with users, counted per region; `sessions`: test_native_session_count's session count;
+`session-aggregate`: test_native_session_aggregate's session aggregate.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from tests.kafka_utils import read_all
 
 ROOT = Path(__file__).parents[2]
 #: Records per micro-batch (Spark's `maxOffsetsPerTrigger`) of each job: several micro-batches each.
-_MAX_OFFSETS = {"combine": "50", "join-count": "40", "sessions": "20"}
+_MAX_OFFSETS = {"combine": "50", "join-count": "40", "sessions": "20", "session-aggregate": "20"}
 
 
 def command(job: str, bootstrap: str, checkpoints: Path, output: str, *topics: str) -> list[str]:
@@ -74,6 +76,11 @@ def _topology(job: str, output: str, topics: list[str]) -> Topology:
 
         (source,) = topics
         return sessions_topology(source, output, 10_000, 20_000, origin=0)  # this process's T0 is not the test's
+    if job == "session-aggregate":
+        from tests.spark.test_native_session_aggregate import topology
+
+        (source,) = topics
+        return topology(source, output, 10_000, 20_000, "aggregate", origin=0)
     from tests.spark.test_native_join_count import per_region
 
     users, clicks = topics

@@ -30,8 +30,9 @@ from streams_core import (
 )
 from streams_core.spark import SparkRunner
 from streams_core.spark.native_session_count import SessionAggregation, SessionInputs, SessionTask
-from streams_core.spark.task_sessions import SessionFunctions, TaskSessions
+from streams_core.spark.task_sessions import AggregateFunctions, TaskSessions
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
+from tests.spark import killed_run
 from tests.spark.engines import read_table, run_asyncio_to_end, utf8
 from tests.spark.test_native_session_count import CONFIG, T0, _Handle, _offsets, _State, _table, _Value, at
 
@@ -83,7 +84,7 @@ def topology(source: str, output: str, gap: int, grace: int, how: str, **options
     return builder.build()
 
 
-def functions(how: str) -> SessionFunctions:
+def functions(how: str) -> AggregateFunctions:
     """The DSL's functions of `how` (a reduce's as the DSL builds them), with the String serde."""
     builder = topology("in", "out", 10, 0, how).internal_topology_builder
     builder.set_application_id("o")
@@ -91,7 +92,7 @@ def functions(how: str) -> SessionFunctions:
         built = builder.build_subtopology(0, StreamsConfig({**CONFIG, "state.dir": state_dir}))
     (node,) = [n for n in built.processors if "AGGREGATE" in n.name or "REDUCE" in n.name]
     processor = node.processor
-    return SessionFunctions(processor._initializer, processor._aggregator, processor._merger,
+    return AggregateFunctions(processor._initializer, processor._aggregator, processor._merger,
                             lambda v: S.serialize("t", v), lambda b: S.deserialize("t", b))  # fmt: skip
 
 
@@ -156,7 +157,7 @@ def test_an_aggregator_returning_none_removes_the_session_as_the_caching_store_d
             for key, value, ts in records:
                 source.pipe_input(key, value, ts)
             wanted = [(kv.key, kv.value) for kv in driver.create_output_topic("out", S, S).read_key_values_to_list()]
-        step = TaskSessions(10, 100, 110, SessionFunctions(str, maybe, lambda key, one, two: one + two,
+        step = TaskSessions(10, 100, 110, AggregateFunctions(str, maybe, lambda key, one, two: one + two,
                                                            lambda v: S.serialize("t", v), lambda b: S.deserialize("t", b)))  # fmt: skip
         out = [(f"{k}@{s}-{e}", None if v is None else S.deserialize("t", v))
                for key, value, ts in records for k, s, e, v in step.flushed(step.process([key], [ts], [value]))]  # fmt: skip
@@ -318,6 +319,34 @@ async def test_a_session_reduce_of_json_values_through_a_replaced_repartition_to
     tables = {engine: await read_table(bootstrap_servers, topic, bytes.hex, utf8) for engine, topic in outputs.items()}
     assert tables["spark"] == tables["asyncio"]
     assert len(tables["spark"]) >= 4 and any(v.count(",") >= 2 for v in tables["spark"].values())
+
+
+async def test_a_session_aggregate_killed_mid_run_and_rerun_ends_with_the_task_steps_table(bootstrap_servers: str,
+                                                                                          tmp_path: Path) -> None:  # fmt: skip
+    """SIGKILL once part of the output is written, then a rerun from the checkpoint (a new Python
+    worker: the sessions' value bytes read back from Spark state): the table of the per-task step
+    over all input."""
+    suffix = unique_topic("session-agg-kill")
+    source, output = f"events-{suffix}", f"out-{suffix}"
+    for topic in (source, output):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    rnd = random.Random(12)
+    rows = {p: [(f"k{rnd.randrange(8)}", f"{p}.{i};", i * 4 + rnd.choice([0, 0, 0, -9, -40])) for i in range(90)]
+            for p in (0, 1)}  # fmt: skip
+    await produce(bootstrap_servers, source, [Rec(k.encode(), v.encode(), partition=p, timestamp_ms=at(t))
+                                              for p, part in rows.items() for k, v, t in part])  # fmt: skip
+    job = killed_run.command("session-aggregate", bootstrap_servers, tmp_path / "ck", output, source)
+    await killed_run.kill_once_written(job, bootstrap_servers, output)
+    expected: dict[str, str] = {}
+    for part in rows.values():
+        step = TaskSessions(10_000, 20_000, 30_000, functions("aggregate"))
+        flushed = step.flushed(step.process([k for k, _, _ in part], [at(t) for *_, t in part], [v for _, v, _ in part]))
+        assert step.dropped, "late records"
+        expected.update((f"{k}@{s // 1000}-{e // 1000}", S.deserialize("t", v)) for k, s, e, v in flushed if v is not None)
+    assert any("(" in v for v in expected.values()), "merged sessions"
+    assert await read_table(bootstrap_servers, output, utf8, utf8) != expected, "killed mid-run"
+    await killed_run.run_to_end(job)
+    assert await read_table(bootstrap_servers, output, utf8, utf8) == expected
 
 
 def _merged(one: list[str], two: list[str]) -> list[str]:
