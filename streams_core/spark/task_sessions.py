@@ -145,15 +145,16 @@ class TaskSessions:
                 j = i
                 while j and found[j - 1][1] >= earliest:
                     j -= 1
-                for s in found[j:i]:  # in the store's order (by end)
                     if counting:
-                        aggregate += s[2]
-                    else:
-                        aggregate = merger(user_key, aggregate, s[2] if read is None else read(s[2]))
-                    if s[0] < start:
-                        start = s[0]
-                    if s[1] > end:
-                        end = s[1]
+                        aggregate += found[j][2]
+                if i > j:  # the merged sessions, found[j:i], do not overlap: the first starts, the last ends
+                    if found[j][0] < start:
+                        start = found[j][0]
+                    if found[i - 1][1] > end:
+                        end = found[i - 1][1]
+                    if not counting:
+                        for s in found[j:i]:  # in the store's order (by end)
+                            aggregate = merger(user_key, aggregate, s[2] if read is None else read(s[2]))
             if end < observed - grace - gap:
                 dropped += 1
                 log.debug("session aggregation: skipping a late record: key=%r timestamp=%d stream time=%d", key, t,
