@@ -21,7 +21,8 @@
 
 The task is the replaced repartition topic's partition of the key (murmur2), or the source
 partition, as for the native windowed count (native_window_count.py); Spark's shuffle replaces
-the repartition topic. docs/spark.md ("The session aggregations natively") gives the rules and
+the repartition topic. The same query runs a tumbling or hopping aggregate or reduce with
+`TaskWindows` as the per-task step (native_window_aggregate.py, `TaskAggregation.task_store`). docs/spark.md ("The session aggregations natively") gives the rules and
 where they differ from Kafka Streams.
 """
 
@@ -294,8 +295,9 @@ class SessionInputs:
 
 class SessionTask(StatefulProcessor):
     """`transformWithStateInPandas` processor grouped by task: the task's rows of the micro-batch in
-    Kafka Streams' order through its `TaskSessions`; out the record cache's flush through the tail
-    and sinks (`SessionOutput`): Kafka sink rows (topic, key, value).
+    Kafka Streams' order through its store and algorithm (`TaskSessions`, or `TaskWindows` for time
+    windows); out the record cache's flush through the tail and sinks (`SessionOutput`): Kafka sink
+    rows (topic, key, value).
 
     State: `sessions`, the session store's changelog rows (key, start, end, count or the store's
     value bytes; None: removed) as Arrow IPC streams, one appended per micro-batch and rewritten as
