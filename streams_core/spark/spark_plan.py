@@ -21,6 +21,7 @@ from typing import Any
 
 from streams_core.config import StreamsConfig
 from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
+from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streams_core.kstream.internals.timestamped_stores import TimestampedKeyValueStore
 from streams_core.processor.internals.processor_node import SinkNode, SourceNode
 from streams_core.processor.processor import PunctuationType
@@ -283,13 +284,13 @@ def _find_native(sid: int, built: Any, builder: Any, config: StreamsConfig, read
                  associative_reducers: bool) -> NativeCount | str:  # fmt: skip
     """What the sub-topology compiles to natively (a count, fold, join-count, windowed or session
     aggregation, or stream-stream join), or why not (`NO_AGGREGATION` when it has none of them)."""
-    from streams_core.spark.native_window_aggregate import find_native_window_aggregate  # imports pyspark
+    if any(isinstance(n.processor, KStreamWindowAggregate) and n.processor.operation != "count" for n in built.processors):
+        from streams_core.spark.native_window_aggregate import find_native_window_aggregate  # imports pyspark
 
-    native: NativeCount | str = find_native_window_aggregate(sid, built, builder, config, readback)  # a windowed count: below
+        return find_native_window_aggregate(sid, built, builder, config, readback)  # the windowed count: below
+    native = find_native_count(sid, built, builder, config, readback, associative_reducers)
     if native == NO_AGGREGATION:
-        native = find_native_count(sid, built, builder, config, readback, associative_reducers)
-    if native == NO_AGGREGATION:
-        from streams_core.spark.native_session_count import find_native_session_aggregation
+        from streams_core.spark.native_session_count import find_native_session_aggregation  # imports pyspark
 
         native = find_native_session_aggregation(sid, built, builder, config, readback)
     if native == NO_AGGREGATION:
