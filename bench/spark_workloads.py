@@ -33,6 +33,9 @@ Jobs (`--records` N records per input):
               against `session_window(timestamp, "30 seconds")` + count, watermark 1 h, append
               mode. A last record 2 h after the others (key "~flush") moves Spark's watermark past
               every session so append mode writes them; it is left out of the comparison
+  session-sum the same events, values amounts "0".."99": `aggregate(0, total + int(amount), one + two)`
+              per session (the user's functions: the native session aggregate) against
+              `session_window` + `sum(cast(value as long))`
   join        N left and N right records over N/20 keys, timestamps spread over 10 minutes, an inner
               join within 10 s: `join(JoinWindows(10 s, grace 1 h))` against a time-range join with
               1 h watermarks (append mode); value "left+right", every pair once
@@ -73,7 +76,7 @@ from spark_wordcount import long_bytes
 from wordcount_guarantees import create_topics, make_lines
 
 from app.wordcount import build_topology as wordcount_topology
-from streams_core import JoinWindows, Serdes, SessionWindows, StreamJoined, StreamsBuilder, Topology
+from streams_core import JoinWindows, Materialized, Serdes, SessionWindows, StreamJoined, StreamsBuilder, Topology
 from streams_core.broker import DEFAULT_JVM_OPTS, LocalKafkaBroker
 
 LOAD_AT_START = os.getloadavg()[0]
@@ -204,6 +207,16 @@ def enrichment_hand(spark: Any, topics: dict[str, str]) -> tuple[Any, str]:
 
 
 def make_session(n: int, base: float) -> Data:
+    return _sessions(n, base, sums=False)
+
+
+def make_session_sum(n: int, base: float) -> Data:
+    return _sessions(n, base, sums=True)
+
+
+def _sessions(n: int, base: float, sums: bool) -> Data:
+    """The session jobs' events; expected per "user@session start": the count, or with `sums` the
+    sum of the events' amounts (values "0".."99")."""
     rnd = random.Random(3)
     users = max(1, n // 20)
     events: list[tuple[int, str]] = []
@@ -214,17 +227,19 @@ def make_session(n: int, base: float) -> Data:
             gap = rnd.randint(1_000, 60_000)
             ts += gap if gap != SESSION_GAP else gap + 1
     events = sorted(events)[:n]
+    amounts = [ts % 100 if sums else 1 for ts, _ in events]
     sessions: dict[str, int] = {}
     last: dict[str, tuple[int, int]] = {}  # user -> (session start, last event)
-    for ts, user in events:
+    for (ts, user), amount in zip(events, amounts, strict=True):
         start, end = last.get(user, (0, -10 * SESSION_GAP))
         if ts - end > SESSION_GAP:
             start = ts
         last[user] = (start, ts)
         key = f"{user}@{start}"
-        sessions[key] = sessions.get(key, 0) + 1
-    records = [(user.encode(), b"click", ts) for ts, user in events]
-    records.append((FLUSH_KEY.encode(), b"click", events[-1][0] + 2 * HOUR))
+        sessions[key] = sessions.get(key, 0) + amount
+    values = [str(a).encode() if sums else b"click" for a in amounts]
+    records = [(user.encode(), value, ts) for (ts, user), value in zip(events, values, strict=True)]
+    records.append((FLUSH_KEY.encode(), b"0" if sums else b"click", events[-1][0] + 2 * HOUR))
     return Data({"input": records}, sessions)
 
 
@@ -244,6 +259,27 @@ def session_hand(spark: Any, topics: dict[str, str]) -> tuple[Any, str]:
     sessions = rows.groupBy(F.session_window("timestamp", "30 seconds"), "key").count()
     key = F.concat(F.col("key").cast("string"), F.lit("@"), F.unix_millis("session_window.start").cast("string"))
     return sessions.select(key.cast("binary").alias("key"), long_bytes("count")), "append"
+
+
+def session_sum_topology(topics: dict[str, str], output: str) -> Topology:
+    s, long = Serdes.String(), Serdes.Long()
+    builder = StreamsBuilder()
+    (builder.stream(topics["input"], key_serde=s, value_serde=s).group_by_key()
+     .windowed_by(SessionWindows.of_inactivity_gap_and_grace(SESSION_GAP, HOUR))
+     .aggregate(lambda: 0, lambda user, amount, total: total + int(amount), lambda user, one, two: one + two,
+                Materialized.with_(value_serde=long))
+     .to_stream().map(lambda wk, total: (f"{wk.key}@{wk.window.start}", total)).to(output, key_serde=s, value_serde=long))
+    return builder.build()
+
+
+def session_sum_hand(spark: Any, topics: dict[str, str]) -> tuple[Any, str]:
+    from pyspark.sql import functions as F
+
+    rows = stream(spark, topics["input"]).withWatermark("timestamp", "1 hour")
+    amount = F.col("value").cast("string").cast("long")
+    sessions = rows.groupBy(F.session_window("timestamp", "30 seconds"), "key").agg(F.sum(amount).alias("total"))
+    key = F.concat(F.col("key").cast("string"), F.lit("@"), F.unix_millis("session_window.start").cast("string"))
+    return sessions.select(key.cast("binary").alias("key"), long_bytes("total")), "append"
 
 
 # ---- stream-stream join, 10 s window
@@ -317,6 +353,7 @@ JOBS = {job.name: job for job in (
     Job("sum-assoc", make_sum, sum_fold_topology, sum_hand, options={"associative_reducers": True}),
     Job("enrichment", make_enrichment, enrichment_topology, enrichment_hand),
     Job("session", make_session, session_topology, session_hand, ignore=FLUSH_KEY),
+    Job("session-sum", make_session_sum, session_sum_topology, session_sum_hand, ignore=FLUSH_KEY),
     Job("join", make_join, join_topology, join_hand, value=bytes.decode, pairs=True),
     Job("wordcount", make_wordcount, wordcount_ours, wordcount_hand),
 )}

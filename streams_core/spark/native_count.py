@@ -37,7 +37,7 @@ from streams_core.processor.internals.stateless_chain import Emit, compose, fuse
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
 from streams_core.serde import Serdes
 from streams_core.spark.subtopology_executor import InputRow
-from streams_core.spark.windowed_tail import windowed_tail
+from streams_core.spark.windowed_tail import WindowedTail, windowed_tail
 
 if TYPE_CHECKING:
     from streams_core.spark.native_join import StreamTableJoin
@@ -57,20 +57,13 @@ NO_AGGREGATION = "no stream aggregation"
 _MAX_PARTIAL_KEYS = 200_000
 
 
-@dataclass(frozen=True)
-class WindowCount:
-    """A windowed count's windows and what follows it: `to_stream()`, fused operators, sinks."""
+@dataclass(frozen=True, kw_only=True)
+class WindowCount(WindowedTail):
+    """A windowed count's windows, and what follows it (`WindowedTail`)."""
 
     size: int
     advance: int
     grace: int
-    to_stream: str
-    #: The fused stateless nodes between `to_stream()` and the sinks (run on the updated windows).
-    tail: tuple[str, ...]
-    sinks: tuple[str, ...]
-    topics: tuple[str, ...]
-    #: The repartition topic whose partitions are the count's tasks; None: the source's partitions.
-    partitions_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -241,8 +234,7 @@ def window_count_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowCou
     tail = windowed_tail(agg, readback)
     if isinstance(tail, str):
         return tail
-    return WindowCount(processor._size, processor._advance, processor._grace, tail.to_stream, tail.tail, tail.sinks,
-                       tail.topics)
+    return WindowCount(size=processor._size, advance=processor._advance, grace=processor._grace, **tail.fields())
 
 
 _Chain = tuple[int, ProcessorTopology, str, "str | None", tuple[str, ...], tuple[str, ...], Any, "StreamTableJoin | None"]

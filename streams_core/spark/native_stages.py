@@ -233,17 +233,20 @@ class SessionCountStage(NativeStage):
     tasks_of_bypassed = True
     label = ("mapInArrow (fused stateless chain, each record's task and key) -> groupBy(task)"
              ".transformWithStateInPandas (sessions per key by the task's stream time, then the tail)")
+    #: What the aggregation does per record and what its state holds, in the plan.
+    merges: ClassVar[str] = "merged into each key's sessions"
+    holds: ClassVar[str] = "count"
 
     def operators(self, native: NativeCount) -> list[tuple[str, str]]:
-        count, to_stream, *tail = native.native
+        aggregation, to_stream, *tail = native.native
         tasks = f"partitions of {native.bypassed_topic}" if native.bypassed_topic else "source partitions"
-        return [(count, "vectorized: per task (" + tasks + ") in groupBy(task).transformWithStateInPandas, the "
-                        "records in Kafka Streams' order merged into each key's sessions by the task's stream time "
-                        "(state: the session store's changelog rows, key, start, end, count; the stream time)"),
+        return [(aggregation, f"vectorized: per task ({tasks}) in groupBy(task).transformWithStateInPandas, the "
+                              f"records in Kafka Streams' order {self.merges} by the task's stream time "
+                              f"(state: the session store's changelog rows, key, start, end, {self.holds}; the stream time)"),
                 (to_stream, "vectorized: the record cache's flush per micro-batch, one record per changed session "
                             "(a merged-away session: a tombstone)"),
                 *((name, "python: fused stateless chain over the changed sessions, in the same "
-                         "transformWithStateInPandas") for name in tail)]
+                         "transformWithStateInPandas") for name in tail)]  # fmt: skip
 
     def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
         from streams_core.spark.native_session_count import SessionKeys, SessionOutput, SessionTask, _session
@@ -255,6 +258,39 @@ class SessionCountStage(NativeStage):
         output = SessionOutput(spec.topology, spec.props, native, session.partitions_of or query.source_topics[0])
         task = SessionTask(session, _key_type(native), output)
         return keys.groupBy("task").transformWithStateInPandas(task, output.schema, "Update", "None")
+
+
+class SessionAggregateStage(SessionCountStage):
+    """A session `aggregate()` or `reduce()`: the count's query, the user's functions per record."""
+
+    kind, checkpoint = "session-aggregate", "native-session-aggregate"
+    label = ("mapInArrow (fused stateless chain, each record's task, key and value bytes) -> groupBy(task)"
+             ".transformWithStateInPandas (the user's functions over sessions per key by the task's stream time, "
+             "then the tail)")
+    merges = ("through the user's initializer, session merger and aggregator (a reduce's reducer), merged into "
+              "each key's sessions")
+    holds = "the store's value bytes"
+
+
+class WindowAggregateStage(SessionCountStage):
+    """A tumbling or hopping `aggregate()` or `reduce()`: the session stage's query, `TaskWindows` per task."""
+
+    kind, checkpoint = "window-aggregate", "native-window-aggregate"
+    label = ("mapInArrow (fused stateless chain, each record's task, key and value bytes) -> groupBy(task)"
+             ".transformWithStateInPandas (the user's functions over windows per key by the task's stream time, "
+             "then the tail)")
+
+    def operators(self, native: NativeCount) -> list[tuple[str, str]]:
+        aggregation, to_stream, *tail = native.native
+        tasks = f"partitions of {native.bypassed_topic}" if native.bypassed_topic else "source partitions"
+        return [(aggregation, f"vectorized: per task ({tasks}) in groupBy(task).transformWithStateInPandas, the "
+                              "records in Kafka Streams' order through the user's initializer and aggregator (a "
+                              "reduce's reducer) per window, closed windows dropped by the task's stream time "
+                              "(state: the window store's changelog rows, key, start, timestamp, the store's value "
+                              "bytes; the stream time)"),
+                (to_stream, "vectorized: the record cache's flush per micro-batch, one record per changed window"),
+                *((name, "python: fused stateless chain over the changed windows, in the same "
+                         "transformWithStateInPandas") for name in tail)]  # fmt: skip
 
 
 def _folded(native: NativeCount, spec: Any, values: Any) -> Any:
@@ -316,5 +352,6 @@ def _native(query: QueryPlan) -> NativeCount:
 NATIVE_STAGES: Mapping[str, NativeStage] = {
     stage.kind: stage
     for stage in (CountStage(), SparkReduceStage(), WindowCountStage(), PartialReduceStage(), OrderedFoldStage(),
-                  JoinCountStage(), JoinReduceStage(), StreamJoinStage(), SessionCountStage())
+                  JoinCountStage(), JoinReduceStage(), StreamJoinStage(), SessionCountStage(),
+                  SessionAggregateStage(), WindowAggregateStage())
 }

@@ -21,6 +21,7 @@ from typing import Any
 
 from streams_core.config import StreamsConfig
 from streams_core.kstream.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
+from streams_core.kstream.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streams_core.kstream.internals.timestamped_stores import TimestampedKeyValueStore
 from streams_core.processor.internals.processor_node import SinkNode, SourceNode
 from streams_core.processor.processor import PunctuationType
@@ -281,13 +282,17 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
 
 def _find_native(sid: int, built: Any, builder: Any, config: StreamsConfig, readback: frozenset[str],
                  associative_reducers: bool) -> NativeCount | str:  # fmt: skip
-    """What the sub-topology compiles to natively (a count, fold, join-count, session count or stream-stream
-    join), or why not (`NO_AGGREGATION` when it has none of them)."""
+    """What the sub-topology compiles to natively (a count, fold, join-count, windowed or session
+    aggregation, or stream-stream join), or why not (`NO_AGGREGATION` when it has none of them)."""
+    if any(isinstance(n.processor, KStreamWindowAggregate) and n.processor.operation != "count" for n in built.processors):
+        from streams_core.spark.native_window_aggregate import find_native_window_aggregate  # imports pyspark
+
+        return find_native_window_aggregate(sid, built, builder, config, readback)  # the windowed count: below
     native = find_native_count(sid, built, builder, config, readback, associative_reducers)
     if native == NO_AGGREGATION:
-        from streams_core.spark.native_session_count import find_native_session_count  # imports pyspark
+        from streams_core.spark.native_session_count import find_native_session_aggregation  # imports pyspark
 
-        native = find_native_session_count(sid, built, builder, config, readback)
+        native = find_native_session_aggregation(sid, built, builder, config, readback)
     if native == NO_AGGREGATION:
         from streams_core.spark.native_stream_join import find_stream_join
 

@@ -2,12 +2,15 @@
 
 The native windowed count (native_window_count.py) and session count (native_session_count.py)
 run it in Python on their updated windows only, so it must be nothing but stateless operators
-ending in sinks to fixed topics.
+ending in sinks to fixed topics. `WindowedTail` is also the base of what those stages know of
+their windows (`WindowCount`, `SessionAggregation`): the tail, and the tasks they run per.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from streams_core.kstream.internals.ktable_processors import KTableToStream
 from streams_core.processor.internals.processor_node import ProcessorNode, SinkNode
@@ -18,12 +21,20 @@ __all__ = ["WindowedTail", "windowed_tail"]
 
 @dataclass(frozen=True)
 class WindowedTail:
-    """`to_stream()`'s node, the fused stateless nodes after it, the sinks and their topics."""
+    """`to_stream()`'s node, the fused stateless nodes after it, the sinks and their topics; the
+    tasks of the aggregation before it."""
 
     to_stream: str
+    #: The fused stateless nodes between `to_stream()` and the sinks (run on the updated windows).
     tail: tuple[str, ...]
     sinks: tuple[str, ...]
     topics: tuple[str, ...]
+    #: The repartition topic whose partitions are the aggregation's tasks; None: the source's partitions.
+    partitions_of: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """The tail's fields, to build a subclass from it (`WindowCount(size=..., **tail.fields())`)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(WindowedTail)}
 
 
 def windowed_tail(agg: ProcessorNode, readback: frozenset[str]) -> WindowedTail | str:

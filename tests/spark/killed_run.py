@@ -7,11 +7,13 @@ per micro-batch (`_MAX_OFFSETS`), local[2]:
     python -m tests.spark.killed_run join-count BOOTSTRAP CHECKPOINT_DIR OUTPUT USERS CLICKS
     python -m tests.spark.killed_run sessions BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
     python -m tests.spark.killed_run stream-join BOOTSTRAP CHECKPOINT_DIR OUTPUT LEFT RIGHT
+    python -m tests.spark.killed_run session-aggregate BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
 
 `combine`: test_native_combine's per-letter sum; `join-count`: test_native_join_count's clicks
 joined with users, counted per region; `sessions`: test_native_session_count's session count;
-`stream-join`: test_native_stream_join's outer join within `STREAM_JOIN_WINDOWS`. The tests that
-kill them: tests/spark/test_killed_runs.py.
+`stream-join`: test_native_stream_join's outer join within `STREAM_JOIN_WINDOWS`;
+`session-aggregate`: test_native_session_aggregate's session aggregate. The tests that kill them:
+tests/spark/test_killed_runs.py.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from tests.kafka_utils import read_all
 
 ROOT = Path(__file__).parents[2]
 #: Records per micro-batch (Spark's `maxOffsetsPerTrigger`) of each job: several micro-batches each.
-_MAX_OFFSETS = {"combine": "50", "join-count": "40", "sessions": "20", "stream-join": "40"}
+_MAX_OFFSETS = {"combine": "50", "join-count": "40", "sessions": "20", "stream-join": "40", "session-aggregate": "20"}
 #: The `stream-join` job's windows: 200 ms either side, 1 s grace (matched pairs, and unmatched records
 #: emitted as stream time closes their windows, both within the input's span).
 STREAM_JOIN_WINDOWS = JoinWindows.of_time_difference_and_grace(200, 1_000)
@@ -85,6 +87,11 @@ def _topology(job: str, output: str, topics: list[str]) -> Topology:
 
         left, right = topics
         return joined(left, right, output, STREAM_JOIN_WINDOWS, kind="outer_join")
+    if job == "session-aggregate":
+        from tests.spark.test_native_session_aggregate import topology
+
+        (source,) = topics
+        return topology(source, output, 10_000, 20_000, "aggregate", origin=0)
     from tests.spark.test_native_join_count import per_region
 
     users, clicks = topics

@@ -45,7 +45,8 @@ async def test_log_and_continue_skips_and_counts_a_poison_record_in_every_stage(
     builder.stream(inputs["stateless"], **STRINGS).map_values(str.upper).to(out["stateless"])
     (builder.stream(inputs["keyed"], **STRINGS).group_by_key().count(Materialized.as_("keyed").with_caching_disabled())
      .to_stream().to(out["keyed"], value_serde=Serdes.Long()))
-    (builder.stream(inputs["task"], **STRINGS).group_by_key().windowed_by(window).reduce(lambda a, b: a + b)
+    (builder.stream(inputs["task"], **STRINGS).group_by_key().windowed_by(window)  # caching off: the task stage
+     .reduce(lambda a, b: a + b, Materialized.as_("task").with_caching_disabled())
      .to_stream().map(lambda wk, v: (wk.key, v)).to(out["task"], **STRINGS))
     builder.stream(inputs["count"], **STRINGS).group_by_key().count().to_stream().to(out["count"], value_serde=Serdes.Long())
     (builder.stream(inputs["window"], **STRINGS).group_by_key().windowed_by(window).count()

@@ -14,15 +14,16 @@ from pathlib import Path
 import pytest
 
 from streams_core import Serdes
-from streams_core.spark.native_session_count import TaskSessions
 from streams_core.spark.spark_rows import kafka_order
 from streams_core.spark.stream_join_arrays import ready_order
 from streams_core.spark.subtopology_executor import InputRow
+from streams_core.spark.task_sessions import TaskSessions
 from streams_core.testing.topology_test_driver import TopologyTestDriver
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 from tests.spark import killed_run
 from tests.spark.engines import long_be, read_table, run_asyncio_to_end, utf8
 from tests.spark.test_native_join_count import _click_records, _clicks, _expected, _user_records, _users, per_region
+from tests.spark.test_native_session_aggregate import S, functions
 from tests.spark.test_native_session_count import at
 from tests.spark.test_native_stream_join import _sides, joined
 
@@ -202,3 +203,32 @@ async def test_an_outer_join_killed_mid_run_and_rerun_writes_the_test_drivers_re
         start = len(committed.get(key, []))
         assert start <= len(before), f"{key!r}: the committed micro-batches' results were all written"
         assert after[key][len(before) :] == results[start:], f"{key!r}: the rerun writes from the first uncommitted batch on"
+
+
+@pytest.mark.slow
+async def test_a_session_aggregate_killed_mid_run_and_rerun_ends_with_the_task_steps_table(bootstrap_servers: str,
+                                                                                          tmp_path: Path) -> None:  # fmt: skip
+    """SIGKILL once part of the output is written, then a rerun from the checkpoint (a new Python
+    worker: the sessions' value bytes read back from Spark state): the table of the per-task step
+    over all input."""
+    suffix = unique_topic("session-agg-kill")
+    source, output = f"events-{suffix}", f"out-{suffix}"
+    for topic in (source, output):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    rnd = random.Random(12)
+    rows = {p: [(f"k{rnd.randrange(8)}", f"{p}.{i};", i * 4 + rnd.choice([0, 0, 0, -9, -40])) for i in range(90)]
+            for p in (0, 1)}  # fmt: skip
+    await produce(bootstrap_servers, source, [Rec(k.encode(), v.encode(), partition=p, timestamp_ms=at(t))
+                                              for p, part in rows.items() for k, v, t in part])  # fmt: skip
+    job = killed_run.command("session-aggregate", bootstrap_servers, tmp_path / "ck", output, source)
+    await killed_run.kill_once_written(job, bootstrap_servers, output)
+    expected: dict[str, str] = {}
+    for part in rows.values():
+        step = TaskSessions(10_000, 20_000, 30_000, functions("aggregate"))
+        flushed = step.flushed(step.process([k for k, _, _ in part], [at(t) for *_, t in part], [v for _, v, _ in part]))
+        assert step.dropped, "late records"
+        expected.update((f"{k}@{s // 1000}-{e // 1000}", S.deserialize("t", v)) for k, s, e, v in flushed if v is not None)
+    assert any("(" in v for v in expected.values()), "merged sessions"
+    assert await read_table(bootstrap_servers, output, utf8, utf8) != expected, "killed mid-run"
+    await killed_run.run_to_end(job)
+    assert await read_table(bootstrap_servers, output, utf8, utf8) == expected

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from streams_core import (
+    EmitStrategy,
     Grouped,
     Materialized,
     Produced,
@@ -28,7 +29,7 @@ from streams_core import (
     WindowedSerdes,
 )
 from streams_core.spark import SparkRunner
-from streams_core.spark.native_session_count import TaskSessions
+from streams_core.spark.task_sessions import TaskSessions
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 from tests.spark.engines import BASE_TS, read_table, run_asyncio_to_end, utf8
 
@@ -131,6 +132,13 @@ class _Flushed:
     """SessionTask's output without a tail: the flushed sessions themselves."""
 
     @staticmethod
+    def inputs() -> Any:
+        from streams_core.spark.native_session_count import SessionInputs
+        from streams_core.spark.task_sessions import COUNT
+
+        return SessionInputs(COUNT)
+
+    @staticmethod
     def written(flushed: list[tuple[Any, int, int, int | None]]) -> Any:
         import pandas as pd
 
@@ -153,14 +161,15 @@ def test_a_task_rebuilt_from_its_spark_state_continues_as_the_live_one(monkeypat
     import pandas as pd
 
     from streams_core.spark import native_session_count
-    from streams_core.spark.native_session_count import SessionCount, SessionTask
+    from streams_core.spark.native_session_count import SessionAggregation, SessionTask
 
     monkeypatch.setattr(native_session_count, "_COMPACT_SLACK", 0)
     rnd = random.Random(7)
     rows = [(f"k{rnd.randrange(30)}", T0 + i * 3 + rnd.choice([0, 0, -25, -90])) for i in range(600)]
     outputs = []
     for rebuilt in (False, True):
-        task = SessionTask(SessionCount(20, 30, 50, "", (), (), ()), "string", _Flushed())  # type: ignore[arg-type]  # a stand-in
+        task = SessionTask(SessionAggregation(gap=20, grace=30, retention=50, to_stream="", tail=(), sinks=(), topics=()),
+                           "string", _Flushed())  # type: ignore[arg-type]  # a stand-in
         states: dict[str, _State] = {"sessions": _State(), "task": _Value()}
         task.init(_Handle(states))
         out = []
@@ -189,9 +198,9 @@ def test_plan_names_the_stage_and_why_not() -> None:
     assert query.native is None and query.stage == "task" and "not native: caching is off" in query.describe()
     builder = StreamsBuilder()
     (builder.stream("in", key_serde=S, value_serde=S).group_by_key().windowed_by(SessionWindows.with_inactivity_gap(10))
-     .aggregate(str, lambda key, value, agg: agg + value, lambda key, a, b: a + b).to_stream().to("out"))  # fmt: skip
+     .emit_strategy(EmitStrategy.on_window_close()).count().to_stream().to("out"))  # fmt: skip
     (query,) = SparkRunner(builder.build(), CONFIG).plan().queries
-    assert query.stage == "task" and "not native: a session aggregate or reduce" in query.describe()
+    assert query.stage == "task" and "not native: it emits on window close" in query.describe()
 
 
 async def test_sessions_merge_and_late_records_drop_per_task_over_micro_batches_and_two_runs(

@@ -373,12 +373,47 @@ def notes_for(query: Any, name: str) -> str:
 
 def test_windowed_aggregations_say_why_they_need_the_task_stage() -> None:
     builder, grouped = words()
-    grouped.windowed_by(TimeWindows.of_size_with_no_grace(1000)).reduce(lambda a, b: a + b).to_stream().to("out")
+    (grouped.windowed_by(TimeWindows.of_size_with_no_grace(1000)).reduce(lambda a, b: a + b)
+     .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream().to("out"))
     (query,) = plan_of(builder.build()).queries
     (aggregate,) = query.aggregations
     assert query.why.startswith("windowed_by(TimeWindows).aggregate/count/reduce needs the whole task")
-    assert "not native: a windowed aggregate or reduce (only the windowed count() is native)" in notes_for(query, aggregate)
+    assert "not native: its windowed table feeds more than to_stream() (suppress" in notes_for(query, aggregate)
     assert notes_for(query, aggregate).endswith("writes one record per changed window and micro-batch")
+
+
+@pytest.mark.parametrize("how", ["aggregate", "reduce"])
+def test_windowed_aggregate_and_reduce_are_native_per_task_stages(how: str) -> None:
+    builder, grouped = words()
+    windowed = grouped.windowed_by(TimeWindows.of_size_and_grace(1000, 100).advance_by(500))
+    table = (windowed.reduce(lambda a, b: a + b) if how == "reduce"
+             else windowed.aggregate(str, lambda key, value, agg: agg + value, Materialized.with_(value_serde=Serdes.String())))
+    table.to_stream().map(lambda windowed, value: (windowed.key, value)).to("out")
+    (query,) = plan_of(builder.build()).queries
+    assert query.stage == "native" and query.native is not None and query.native.kind == "window-aggregate"
+    (aggregate,) = query.aggregations
+    notes = dict(query.operators())
+    assert notes[aggregate].startswith("vectorized: per task (source partitions) in groupBy(task).transformWithStateInPandas")
+    assert "the user's initializer and aggregator (a reduce's reducer) per window" in notes[aggregate]
+    assert "the user's functions over windows per key" in query.describe()
+
+
+@pytest.mark.parametrize("how", ["count", "aggregate", "reduce"])
+def test_session_aggregations_are_native_per_task_stages(how: str) -> None:
+    builder, grouped = words()
+    sessions = grouped.windowed_by(SessionWindows.with_inactivity_gap(1000))
+    table = (sessions.count() if how == "count" else sessions.reduce(lambda a, b: a + b) if how == "reduce"
+             else sessions.aggregate(str, lambda key, value, agg: agg + value, lambda key, a, b: a + b,
+                                     Materialized.with_(value_serde=Serdes.String())))  # fmt: skip
+    table.to_stream().map(lambda windowed, value: (windowed.key, value)).to("out")
+    (query,) = plan_of(builder.build()).queries
+    kind = "session-count" if how == "count" else "session-aggregate"
+    assert query.stage == "native" and query.native is not None and query.native.kind == kind
+    (aggregate,) = query.aggregations
+    notes = dict(query.operators())
+    assert notes[aggregate].startswith("vectorized: per task (source partitions) in groupBy(task).transformWithStateInPandas")
+    assert ("the user's initializer, session merger and aggregator" in notes[aggregate]) == (how != "count")
+    assert "KSTREAM-MAP" in query.describe() and "transformWithStateInPandas" in query.describe()
 
 
 def test_a_global_stores_processor_may_not_schedule() -> None:
