@@ -121,6 +121,7 @@ class JoinCountStage(NativeStage):
     def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
         from streams_core.spark.native_count import CountKeys
         from streams_core.spark.native_join import JoinCountTask
+        from streams_core.spark.packed_rows import PACKED_SCHEMA, ROW_COLUMNS, PackRows
 
         native, spec = _native(query), query.spec
         count = CountKeys(spec.topology, spec.props, native)
@@ -128,8 +129,9 @@ class JoinCountStage(NativeStage):
         task = JoinCountTask(count, getattr(runner, "_waits", {}).get(query.subtopology_id, {}))
         schema = f"key {_key_type(native)}, n bigint"
         # No headers: the join and the count do not read them, and the topics are external (no runner headers).
-        rows = rows.select("topic", "partition", "offset", "timestamp", "key", "value")
-        return self._aggregated(native, rows.groupBy("partition").transformWithStateInPandas(task, schema, "Update", "None"))
+        # Packed: one row per task and Arrow batch crosses the shuffle, not one per record (packed_rows.py).
+        packed = rows.select(*ROW_COLUMNS).mapInArrow(PackRows(), PACKED_SCHEMA)
+        return self._aggregated(native, packed.groupBy("partition").transformWithStateInPandas(task, schema, "Update", "None"))
 
 
 class JoinReduceStage(JoinCountStage):
