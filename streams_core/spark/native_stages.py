@@ -97,8 +97,9 @@ def _counted(native: NativeCount, partial: Any) -> Any:
 
 class JoinCountStage(NativeStage):
     kind, checkpoint = "join-count", "native-join-count"
-    label = ("groupBy(partition).transformWithStateInPandas (the stream-table join per task in Kafka Streams' order, "
-             "the table in Spark state, partial counts) -> groupBy(key).sum() (Spark's streaming aggregation)")
+    label = ("mapInArrow (the rows packed per task) -> groupBy(partition).transformWithStateInPandas (the stream-table "
+             "join per task in Kafka Streams' order, the table in Spark state, partial counts) -> groupBy(key).sum() "
+             "(Spark's streaming aggregation)")
     fused = "python: fused stateless chain in the join's transformWithStateInPandas, once per record"
 
     def operators(self, native: NativeCount) -> list[tuple[str, str]]:
@@ -136,9 +137,9 @@ class JoinCountStage(NativeStage):
 
 class JoinReduceStage(JoinCountStage):
     kind, checkpoint = "join-spark-reduce", "native-join-spark-reduce"
-    label = ("groupBy(partition).transformWithStateInPandas (the stream-table join per task in Kafka Streams' order, "
-             "the table in Spark state, values combined per key) -> groupBy(key).agg(sum|max|min) (Spark's streaming "
-             "aggregation)")
+    label = ("mapInArrow (the rows packed per task) -> groupBy(partition).transformWithStateInPandas (the stream-table "
+             "join per task in Kafka Streams' order, the table in Spark state, values combined per key) -> "
+             "groupBy(key).agg(sum|max|min) (Spark's streaming aggregation)")
 
     def _aggregated(self, native: NativeCount, partial: Any) -> Any:
         return _combined(native, partial, "n")

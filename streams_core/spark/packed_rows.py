@@ -51,8 +51,7 @@ def unpacked(frames: Iterable[Any], held: Any) -> pa.Table | None:
     version; None: none) and its frames' blobs, as one table of `ROW_SCHEMA` (None: no rows)."""
     tables = []
     if isinstance(held, list):  # state written before the rows were packed
-        tables.append(pa.Table.from_pylist([r._asdict() for r in held], ROW_SCHEMA.append(pa.field("headers", pa.null())))
-                      .select(list(ROW_COLUMNS)))  # fmt: skip
+        tables.append(pa.Table.from_pylist([{name: getattr(row, name) for name in ROW_COLUMNS} for row in held], ROW_SCHEMA))
     elif held:
         tables.append(table_from_ipc(held))
     tables.extend(table_from_ipc(bytes(blob)) for frame in frames for blob in frame["rows"])
