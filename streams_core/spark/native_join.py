@@ -5,14 +5,16 @@ from its topic, `builder.table(topic)`) → fused operators (the `group_by` sele
 → `count()` (caching on) → `to_stream()` → `to(topic, Long)` becomes:
 
     Kafka source (the stream and table topics)
+      → mapInArrow(PackRows: each Arrow batch as one row per task, its rows an IPC blob; packed_rows.py)
       → groupBy(partition).transformWithStateInPandas(JoinCountTask: per Kafka Streams task, the
-        micro-batch's records in PartitionGroup's order, holding those that wait for a partition
-        with unread data (`partition_group.take_ready`, as the task stage); a table record upserts
-        the table's latest value per key, a stream record is joined with the table as of it and
-        runs the fused operators after the join; the new keys counted per task and micro-batch.
+        micro-batch's records in PartitionGroup's order over columns, holding those that wait for a
+        partition with unread data (`partition_group.take_ready`'s rule, as the task stage); each
+        topic's keys and values deserialized at once; a table record upserts the table's latest
+        value per key, a stream record is joined with the table as of it and runs the fused
+        operators after the join; the new keys counted per task and micro-batch.
         State: the table as its changelog (key bytes, the store's value bytes or None) in a list
         state, appended per micro-batch in one call and compacted when twice the table's size;
-        held records and read offsets in a value state)
+        held records (an IPC blob) and read offsets in a value state)
       → groupBy(key).sum(n) → the Long serde's 8 bytes by Spark expressions → Kafka sink (update)
 
 Spark's shuffle replaces the repartition topic and the count is Spark's streaming aggregation
@@ -23,14 +25,16 @@ Spark's shuffle replaces the repartition topic and the count is Spark's streamin
 
 from __future__ import annotations
 
+import itertools
 import logging
 import pickle
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from streams_core.errors import DeserializationError
@@ -42,8 +46,7 @@ from streams_core.processor.internals.processor_topology import ProcessorTopolog
 from streams_core.processor.internals.stateless_chain import Emit, compose, fused_nodes
 from streams_core.processor.timestamp_extractor import FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp
 from streams_core.spark.native_combine import SPARK_COMBINES
-from streams_core.spark.native_count import CountKeys, NativeCount, built_shipped
-from streams_core.spark.partition_group import take_ready
+from streams_core.spark.native_count import CountKeys, NativeCount, _deserialized, built_shipped
 from streams_core.spark.spark_rows import InputRow
 from streams_core.state.internals.store_names import store_changelog_topic
 
@@ -188,12 +191,12 @@ class JoinCountTask(StatefulProcessor):
         self._task = handle.getValueState("task", "task binary")
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-        from streams_core.spark.spark_stages import frame_rows
+        from streams_core.spark.packed_rows import held_blob, ready_rows, unpacked
 
         (partition,) = key
         saved = self._task.get()
         state: dict[str, Any] = (pickle.loads(saved[0]) if saved
-                                 else {"read": {}, "held": [], "lineage": uuid.uuid4().hex, "version": 0})  # fmt: skip
+                                 else {"read": {}, "held": None, "lineage": uuid.uuid4().hex, "version": 0})  # fmt: skip
         slot = (state["lineage"], int(partition))
         live = _live.pop(slot, None)
         if live is None or live[0] != state["version"]:
@@ -206,7 +209,8 @@ class JoinCountTask(StatefulProcessor):
         else:
             _, join, keys, values = live
         waits = {tp: offset for tp, offset in self.waits.items() if tp[1] == partition}
-        ready, state["held"] = take_ready(state["held"], frame_rows(rows), state["read"], waits)
+        ready, rest = ready_rows(unpacked(rows, state["held"]), state["read"], waits)
+        state["held"] = held_blob(rest)
         self._run(join, ready)
         self._log_changes(join, state)
         state["version"] += 1
@@ -250,24 +254,51 @@ class JoinCountTask(StatefulProcessor):
         state["logged"] = logged
         join.changes.clear()
 
-    def _run(self, join: _Join, ready: list[InputRow]) -> None:
-        """The ready records through their topic's way, in order (the deserialization handler deciding on failures)."""
-        sources = join.sources
-        for row in ready:
-            source, run = sources[row.topic]
+    def _run(self, join: _Join, ready: pa.Table | None) -> None:
+        """The ready rows through their topic's way, in order: per topic its keys and values
+        deserialized at once (a String serde as one Arrow cast), record by record where the
+        deserialization handler or the timestamp extractor must decide."""
+        if ready is None:
+            return
+        encoded = ready.column("topic").combine_chunks().dictionary_encode()
+        codes = encoded.indices.to_numpy()
+        runs, nexts = [], []
+        for i, topic in enumerate(encoded.dictionary.to_pylist()):
+            run, args = self._topic_way(join, topic, ready if len(encoded.dictionary) == 1 else ready.filter(pa.array(codes == i)))
+            runs.append(run)
+            nexts.append(args)
+        for code in codes.tolist():
+            runs[code](*nexts[code]())
+
+    def _topic_way(self, join: _Join, topic: str, rows: pa.Table) -> tuple[Callable[..., None], Callable[[], tuple[Any, ...]]]:
+        """(the way of `topic`'s records, the next record's arguments to it) over the topic's ready rows."""
+        source, run = join.sources[topic]
+        timestamps = rows.column("timestamp").to_pylist()
+        if min(timestamps) >= 0:
             try:
-                key = source.key_serde.deserialize(row.topic, row.key)
-                value = source.value_serde.deserialize(row.topic, row.value)
+                keys = _deserialized(rows.column("key"), source.key_serde, topic)
+                values = _deserialized(rows.column("value"), source.value_serde, topic)
+                return run, zip(keys, values, timestamps, itertools.repeat(()), strict=False).__next__
+            except DeserializationError:
+                pass  # record by record below, the handler deciding
+        partition = rows.column("partition")[0].as_py()
+        key_serde, value_serde, skip_or_raise = source.key_serde, source.value_serde, self.count._skip_or_raise
+
+        def careful(key_bytes: bytes | None, value_bytes: bytes | None, timestamp: int, offset: int) -> None:
+            try:
+                key = key_serde.deserialize(topic, key_bytes)
+                value = value_serde.deserialize(topic, value_bytes)
             except DeserializationError as exc:
-                self.count._skip_or_raise(exc, row)
-                continue
-            timestamp = row.timestamp
+                skip_or_raise(exc, InputRow(topic, partition, offset, timestamp, key_bytes, value_bytes, ()))
+                return
             if timestamp < 0:
-                timestamp = source.extract_timestamp(ConsumerRecord(row.topic, row.partition, row.offset, timestamp,
-                                                                    key, value, ()), -1)  # fmt: skip
+                timestamp = source.extract_timestamp(ConsumerRecord(topic, partition, offset, timestamp, key, value, ()), -1)
                 if timestamp < 0:
-                    continue
+                    return
             run(key, value, timestamp, ())
+
+        raw = (rows.column(name).to_pylist() for name in ("key", "value", "timestamp", "offset"))
+        return careful, zip(*raw, strict=False).__next__
 
     def close(self) -> None:
         """The live tables stay for the next micro-batch."""

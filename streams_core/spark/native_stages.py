@@ -97,8 +97,9 @@ def _counted(native: NativeCount, partial: Any) -> Any:
 
 class JoinCountStage(NativeStage):
     kind, checkpoint = "join-count", "native-join-count"
-    label = ("groupBy(partition).transformWithStateInPandas (the stream-table join per task in Kafka Streams' order, "
-             "the table in Spark state, partial counts) -> groupBy(key).sum() (Spark's streaming aggregation)")
+    label = ("mapInArrow (the rows packed per task) -> groupBy(partition).transformWithStateInPandas (the stream-table "
+             "join per task in Kafka Streams' order, the table in Spark state, partial counts) -> groupBy(key).sum() "
+             "(Spark's streaming aggregation)")
     fused = "python: fused stateless chain in the join's transformWithStateInPandas, once per record"
 
     def operators(self, native: NativeCount) -> list[tuple[str, str]]:
@@ -121,6 +122,7 @@ class JoinCountStage(NativeStage):
     def query(self, runner: SparkRunner, query: QueryPlan, rows: Any) -> Any:
         from streams_core.spark.native_count import CountKeys
         from streams_core.spark.native_join import JoinCountTask
+        from streams_core.spark.packed_rows import PACKED_SCHEMA, ROW_COLUMNS, PackRows
 
         native, spec = _native(query), query.spec
         count = CountKeys(spec.topology, spec.props, native)
@@ -128,15 +130,16 @@ class JoinCountStage(NativeStage):
         task = JoinCountTask(count, getattr(runner, "_waits", {}).get(query.subtopology_id, {}))
         schema = f"key {_key_type(native)}, n bigint"
         # No headers: the join and the count do not read them, and the topics are external (no runner headers).
-        rows = rows.select("topic", "partition", "offset", "timestamp", "key", "value")
-        return self._aggregated(native, rows.groupBy("partition").transformWithStateInPandas(task, schema, "Update", "None"))
+        # Packed: one row per task and Arrow batch crosses the shuffle, not one per record (packed_rows.py).
+        packed = rows.select(*ROW_COLUMNS).mapInArrow(PackRows(), PACKED_SCHEMA)
+        return self._aggregated(native, packed.groupBy("partition").transformWithStateInPandas(task, schema, "Update", "None"))
 
 
 class JoinReduceStage(JoinCountStage):
     kind, checkpoint = "join-spark-reduce", "native-join-spark-reduce"
-    label = ("groupBy(partition).transformWithStateInPandas (the stream-table join per task in Kafka Streams' order, "
-             "the table in Spark state, values combined per key) -> groupBy(key).agg(sum|max|min) (Spark's streaming "
-             "aggregation)")
+    label = ("mapInArrow (the rows packed per task) -> groupBy(partition).transformWithStateInPandas (the stream-table "
+             "join per task in Kafka Streams' order, the table in Spark state, values combined per key) -> "
+             "groupBy(key).agg(sum|max|min) (Spark's streaming aggregation)")
 
     def _aggregated(self, native: NativeCount, partial: Any) -> Any:
         return _combined(native, partial, "n")

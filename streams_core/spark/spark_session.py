@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_SPARK_CONF", "QUIET_SPARK_CONF", "build_session", "connector_jars", "quiet_session", "spark_conf"]
+__all__ = ["DEFAULT_SPARK_CONF", "QUIET_SPARK_CONF", "build_session", "connector_jars", "quiet_session", "spark_conf", "worker_python"]
 
 log = logging.getLogger(__name__)
 
@@ -94,15 +94,69 @@ def build_session(overrides: Mapping[str, Any] | None = None, app_name: str = "s
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-    # A SparkContext started from Python takes its workers' interpreter from $PYSPARK_PYTHON only.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     preset = dict(SparkConf().getAll()) if _under_spark_submit() else {}
+    conf = spark_conf(overrides, preset)
+    # A SparkContext started from Python takes its workers' interpreter from $PYSPARK_PYTHON only.
+    if "PYSPARK_PYTHON" not in os.environ:
+        local = conf.get("spark.master", preset.get("spark.master", "")).startswith("local")
+        os.environ["PYSPARK_PYTHON"] = worker_python() if local else sys.executable
     builder = SparkSession.builder.appName(app_name)
-    for key, value in spark_conf(overrides, preset).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     log.info("Spark session %s (master %s)", session.version, session.sparkContext.master)
     return session
+
+
+_WORKER_PYTHON = """#!/bin/sh
+# Written by streams_core.spark.spark_session: Spark's Python processes import the installed pyspark,
+# its bytecode cached, instead of its python/lib/pyspark.zip, which zipimport compiles from source at
+# every start.
+set -f
+kept=
+IFS=:
+for entry in ${{PYTHONPATH-}}; do
+    case $entry in
+        {zips}) ;;
+        *) kept=${{kept:+$kept:}}$entry ;;
+    esac
+done
+unset IFS
+PYTHONPATH=$kept
+export PYTHONPATH
+exec {python} "$@"
+"""
+
+
+def worker_python(python: str = sys.executable, directory: str | None = None) -> str:
+    """The interpreter for Spark's Python processes on this machine: `python` started without the
+    installed pyspark's `python/lib/pyspark.zip` on its path, so it imports that pyspark from its
+    package directory with cached bytecode (a process started from the zip compiles pyspark's
+    modules from source: 1-2 s per worker and per `transformWithStateInPandas` query's planning,
+    bench/LOG.md). A shell script in the temp directory, named by its content; `python` itself when
+    the installed pyspark has no zip (e.g. a Spark distribution's own)."""
+    import hashlib
+    import shlex
+    import tempfile
+
+    import pyspark
+    from pyspark.find_spark_home import _find_spark_home
+
+    package = Path(pyspark.__file__).parent
+    # The zip as Spark may name it (SPARK_HOME, found as pyspark finds it), if it is this package's own.
+    homes = (package, package.resolve(), Path(_find_spark_home()))
+    zips = {str(home / "python" / "lib" / "pyspark.zip") for home in homes if home.resolve() == package.resolve()}
+    if not any(Path(z).is_file() for z in zips):
+        return python
+    script = _WORKER_PYTHON.format(zips="|".join(shlex.quote(z) for z in sorted(zips)), python=shlex.quote(python))
+    digest = hashlib.sha256(script.encode()).hexdigest()[:16]
+    path = Path(directory or tempfile.gettempdir()) / f"streams-core-python-{digest}"
+    if not path.is_file():
+        partial = path.with_name(f"{path.name}.{os.getpid()}")
+        partial.write_text(script)
+        partial.chmod(0o755)
+        partial.replace(path)
+    return str(path)
 
 
 def quiet_session(session: Any) -> None:

@@ -125,7 +125,8 @@ async def test_join_then_count_or_sum_per_region_matches_kafka_streams_over_two_
         spark_table = await read_table(bootstrap_servers, outputs["spark"], utf8, long_be)
         assert spark_table == await read_table(bootstrap_servers, outputs["asyncio"], utf8, long_be), f"run {run}"
         assert spark_table == expected, f"run {run}"
-        assert expected["moved"] > 0 and (run == 0 or expected["late"] > 0), "the table's changes matter"
+        # Some click met each changed region (a sum of page numbers may be 0: the pages follow the clock).
+        assert "moved" in expected and (run == 0 or "late" in expected), "the table's changes matter"
 
     assert batches >= 5, "the input came over several micro-batches"
     written = await read_all(bootstrap_servers, outputs["spark"])
@@ -181,10 +182,12 @@ def test_a_task_restored_from_spark_state_joins_as_the_live_task_and_holds_for_t
     dropped before each (restored from the changelog in Spark state, compacted or not) or kept;
     the clicks wait while the users partition has unread data."""
     import pandas as pd
+    import pyarrow as pa
 
     from streams_core.spark import native_join
     from streams_core.spark.native_count import CountKeys
     from streams_core.spark.native_join import JoinCountTask, _live
+    from streams_core.spark.packed_rows import ROW_SCHEMA, PackRows
 
     monkeypatch.setattr(native_join, "_COMPACT_SLACK", compact_slack)
 
@@ -199,8 +202,11 @@ def test_a_task_restored_from_spark_state_joins_as_the_live_task_and_holds_for_t
     assert query.native is not None
 
     def frame(topic: str, rows: list[tuple[int, int, str, str | None]]) -> Any:
-        return pd.DataFrame({"topic": topic, "partition": 0, "offset": [r[0] for r in rows], "timestamp": [r[1] for r in rows],
-                             "key": [r[2].encode() for r in rows], "value": [None if r[3] is None else r[3].encode() for r in rows]})  # fmt: skip
+        """The rows as the task gets them: packed by `PackRows` before Spark's shuffle."""
+        raw = pd.DataFrame({"topic": topic, "partition": 0, "offset": [r[0] for r in rows], "timestamp": [r[1] for r in rows],
+                            "key": [r[2].encode() for r in rows], "value": [None if r[3] is None else r[3].encode() for r in rows]})  # fmt: skip
+        (packed,) = PackRows()(iter([pa.RecordBatch.from_pandas(raw, ROW_SCHEMA, preserve_index=False)]))
+        return packed.to_pandas()
 
     batches = [  # users' last offset is 2: the clicks of the first batch wait for it
         [frame("clicks", [(0, 100, "a", "/1"), (1, 300, "b", "/2")]), frame("users", [(0, 50, "a", "north")])],
