@@ -35,7 +35,9 @@ INPUT = [
     ("orders", "p1", "o2", 1250), ("prices", "p1", "7", 1050), ("orders", "p1", "o5", 1150),
     # o4 first: older than the history retention, no price (dropped); p2 deleted; o6: no price (dropped)
     ("orders", "p1", "o4", 1060), ("prices", "p2", None, 1400), ("orders", "p2", "o6", 1410),
-    ("orders", "p2", "o7", 1350), ("orders", "p1", "o8", 1450),                               # o7: 5 (before the delete), o8: 30
+    ("orders", "p2", "o7", 1350), ("orders", "p1", "o8", 1450), ("prices", "p2", "8", 1460),  # o7: 5 (before the delete), o8: 30
+    # o9, o10: 30; with a grace period of 100 older than the join's buffer time (1450) - 100: joined at once, in order
+    ("orders", "p1", "o9", 1340), ("orders", "p1", "o10", 1330), ("orders", "p1", "o11", 1700),
 ]
 
 
@@ -102,7 +104,8 @@ def test_the_task_stage_over_micro_batches_writes_what_the_driver_writes(worker:
     assert out == expected
     if grace_ms is None:
         assert dict((v.split("@")[0], v.split("@")[1]) for _, v in expected) == {
-            "o1": "10", "o3": "5", "o2": "20", "o5": "10", "o7": "5", "o8": "30"}, "as of each order's time"
+            "o1": "10", "o3": "5", "o2": "20", "o5": "10", "o7": "5", "o8": "30",
+            "o9": "30", "o10": "30", "o11": "30"}, "as of each order's time"
 
 
 @pytest.mark.slow
