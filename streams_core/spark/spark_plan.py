@@ -1,12 +1,14 @@
 """SparkPlan: how a topology maps onto Structured Streaming queries, decided (and refused) at plan time.
 
 One query per sub-topology, in dependency order (a sub-topology reading a repartition or
-`through` topic runs after the one writing it). A sub-topology without stores is a fused
-stateless stage (`mapInArrow`); one whose stores are all key-value stores of the operators in
-`KEYED_OPERATORS` is a keyed stage (`transformWithState` by key); one with operators of
-`TASK_OPERATORS` (windowed aggregations, suppress, stream-stream joins: they need the task's
-stream time or stores across keys), or a custom processor with stores or a stream-time
-punctuation, is a task stage (`transformWithStateInPandas` by source partition).
+`through` topic runs after the one writing it; a foreign-key join's response topic, read back by
+the sub-topology that sent the subscriptions, is run round by round: `QueryPlan.feedback`). A
+sub-topology without stores is a fused stateless stage (`mapInArrow`); one whose stores are all
+key-value stores of the operators in `KEYED_OPERATORS` is a keyed stage (`transformWithState` by
+key); one with operators of `TASK_OPERATORS` (windowed aggregations, suppress, stream-stream and
+foreign-key joins: they need the task's stream time or stores across keys), a versioned table, or
+a custom processor with stores or a stream-time punctuation, is a task stage
+(`transformWithStateInPandas` by source partition).
 Anything else raises `UnsupportedOnSparkError` naming the operator and its node, before a query
 starts.
 """

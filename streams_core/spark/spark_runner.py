@@ -3,8 +3,9 @@
 `plan()` compiles (or refuses) the topology; `run("available_now")` runs the queries one after
 the other in dependency order, each with `trigger(availableNow=True)` (KIP-95's incremental
 batch in Spark form: what is in the topics at start, then stop; offsets and state live in the
-checkpoint directory, so the next run takes only new records); `run("continuous")` starts them
-all together and blocks until `stop()` or a failure.
+checkpoint directory, so the next run takes only new records; a foreign-key join's queries, whose
+topics form a cycle, then run again round by round until no new record reaches the cycle);
+`run("continuous")` starts them all together and blocks until `stop()` or a failure.
 """
 
 from __future__ import annotations

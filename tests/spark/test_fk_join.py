@@ -129,11 +129,11 @@ def test_the_task_stage_round_by_round_gives_the_drivers_table(kind: str, worker
                 task, changelog = state[query.subtopology_id]
                 batch = run_task_batch(query.spec, 0, rows[start:start + 3], task,
                                        lambda changelog=changelog: [(t, k, v) for (t, k), v in changelog.items()])  # type: ignore[misc]
-                for key, changed in batch.changelog.items():
+                for entry, changed in batch.changelog.items():
                     if changed is None:
-                        changelog.pop(key, None)
+                        changelog.pop(entry, None)
                     else:
-                        changelog[key] = changed
+                        changelog[entry] = changed
                 state[query.subtopology_id] = (batch.task, changelog)
                 for row in batch.rows:
                     if row.topic == "out":

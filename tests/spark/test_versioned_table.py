@@ -27,7 +27,7 @@ HISTORY_MS = 200
 
 #: (topic, key, value, time) in batches of three, each run in Kafka Streams' order (the lowest
 #: timestamp head first): prices out of order, one too old to keep, orders as of their own time.
-INPUT = [
+INPUT: list[tuple[str, str, str | None, int]] = [
     ("prices", "p1", "10", 1000), ("prices", "p2", "5", 1000), ("orders", "p1", "o1", 1100),  # o1: 10
     # 30 then 20 (out of order: valid 1200..1300); o3: 5
     ("prices", "p1", "30", 1300), ("prices", "p1", "20", 1200), ("orders", "p2", "o3", 1310),
@@ -52,7 +52,26 @@ def topology(prices: str = "prices", orders: str = "orders", out: str = "out", g
     return builder.build()
 
 
-def driver_output(top: Topology, records: list[tuple[str, str, str | None, int]], names: dict[str, str]) -> list[tuple[str, str]]:
+Input = tuple[str, str, str | None, int]
+
+
+def as_rows(records: list[Input], shift: int = 0) -> list[InputRow]:
+    """The records as one partition per topic would hold them, timestamps shifted by `shift`."""
+    offsets = {"prices": 0, "orders": 0}
+    rows = []
+    for topic, key, value, timestamp in records:
+        rows.append(InputRow(topic, 0, offsets[topic], shift + timestamp, key.encode(), None if value is None else value.encode(), ()))
+        offsets[topic] += 1
+    return rows
+
+
+def in_kafka_order(rows: list[InputRow]) -> list[Input]:
+    """The rows as a task reads them (PartitionGroup: the head with the lowest timestamp first)."""
+    return [(r.topic, (r.key or b"").decode(), None if r.value is None else r.value.decode(), r.timestamp)
+            for r in kafka_order(rows)]  # fmt: skip
+
+
+def driver_output(top: Topology, records: list[Input], names: dict[str, str]) -> list[tuple[str, str]]:
     """The driver's output records, `records` piped in the given order."""
     with TopologyTestDriver(top, {**CONFIG, "application.id": "versioned-driver"}) as driver:
         inputs = {t: driver.create_input_topic(names[t], Serdes.String(), Serdes.String()) for t in ("prices", "orders")}
@@ -75,30 +94,23 @@ def test_the_task_stage_over_micro_batches_writes_what_the_driver_writes(worker:
     """Micro-batches of three records, the task rebuilt from its changelog for each ("rebuilt") or
     kept live; the driver is fed each batch in Kafka Streams' order (lowest timestamp head first)."""
     (query,) = SparkRunner(topology(grace_ms=grace_ms), CONFIG).plan().queries
-    offsets = {"prices": 0, "orders": 0}
-    batches = []
-    for start in range(0, len(INPUT), 3):
-        rows = []
-        for topic, key, value, timestamp in INPUT[start:start + 3]:
-            rows.append(InputRow(topic, 0, offsets[topic], timestamp, key.encode(), None if value is None else value.encode(), ()))
-            offsets[topic] += 1
-        batches.append(rows)
-    ordered = [(r.topic, r.key.decode(), None if r.value is None else r.value.decode(), r.timestamp)  # type: ignore[union-attr]
-               for rows in batches for r in kafka_order(rows)]
+    everything = as_rows(INPUT)
+    batches = [everything[start:start + 3] for start in range(0, len(everything), 3)]
+    ordered = [record for rows in batches for record in in_kafka_order(rows)]
     expected = driver_output(topology(grace_ms=grace_ms), ordered, {"prices": "prices", "orders": "orders", "out": "out"})
     changelog: dict[tuple[str, bytes], bytes] = {}
     task: bytes | None = None
-    out = []
+    out: list[tuple[str, str]] = []
     for rows in batches:
         if worker == "rebuilt":
             task_batch.drop_live_tasks()
         batch = run_task_batch(query.spec, 0, rows, task, lambda: [(t, k, v) for (t, k), v in changelog.items()])
         task = batch.task
-        for key, changed in batch.changelog.items():
+        for entry, changed in batch.changelog.items():
             if changed is None:
-                changelog.pop(key, None)
+                changelog.pop(entry, None)
             else:
-                changelog[key] = changed
+                changelog[entry] = changed
         out.extend((r.key.decode(), r.value.decode()) for r in batch.rows if r.key is not None and r.value is not None)
     task_batch.drop_live_tasks()
     assert out == expected
@@ -126,17 +138,9 @@ async def test_spark_runs_a_versioned_table_join_as_the_driver_does(bootstrap_se
                 Rec(key.encode(), None if value is None else value.encode(), timestamp_ms=BASE_TS + timestamp)])
         await asyncio.to_thread(runner.run, "available_now", tmp_path / "checkpoints")
     records = await read_all(bootstrap_servers, names["out"])
-    on_spark = [(r.key.decode(), r.value.decode()) for r in records]
+    on_spark = [((r.key or b"").decode(), (r.value or b"").decode()) for r in records]
     # Spark's task waits for the topic behind: Kafka Streams' order over each run's input
-    shifted = [(t, k, v, BASE_TS + ts) for t, k, v, ts in INPUT]
-    in_order = []
-    for part in (shifted[:half], shifted[half:]):
-        offsets = {"prices": 0, "orders": 0}
-        rows = []
-        for topic, key, value, timestamp in part:
-            rows.append(InputRow(topic, 0, offsets[topic], timestamp, key, value, ()))  # type: ignore[arg-type]
-            offsets[topic] += 1
-        in_order.extend((r.topic, r.key, r.value, r.timestamp) for r in kafka_order(rows))
-    expected = driver_output(topology(names["prices"], names["orders"], names["out"]), in_order, names)  # type: ignore[arg-type]
+    in_order = in_kafka_order(as_rows(INPUT[:half], BASE_TS)) + in_kafka_order(as_rows(INPUT[half:], BASE_TS))
+    expected = driver_output(topology(names["prices"], names["orders"], names["out"]), in_order, names)
     assert on_spark == expected
     assert len(expected) >= 5
