@@ -156,7 +156,7 @@ async def test_spark_gives_the_drivers_table(kind: str, bootstrap_servers: str, 
     for topic in names.values():
         await create_topic(bootstrap_servers, topic, partitions=2)
     runner = SparkRunner(topology(kind, names["orders"], names["customers"], names["out"]),
-                         {**CONFIG, "application.id": f"spark-{suffix}"}, spark=spark,
+                         {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers}, spark=spark,
                          source_options={"maxOffsetsPerTrigger": "6"}, progress=False)
     half = 10
     for part in (INPUT[:half], INPUT[half:]):

@@ -128,7 +128,7 @@ async def test_spark_runs_a_versioned_table_join_as_the_driver_does(bootstrap_se
     for topic in names.values():
         await create_topic(bootstrap_servers, topic, partitions=1)
     top = topology(names["prices"], names["orders"], names["out"])
-    runner = SparkRunner(top, {**CONFIG, "application.id": f"spark-{suffix}"}, spark=spark,
+    runner = SparkRunner(top, {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers}, spark=spark,
                          source_options={"maxOffsetsPerTrigger": "4"}, progress=False)
     assert runner.plan().queries[0].stage == "task"
     half = 9
