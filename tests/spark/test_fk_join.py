@@ -12,6 +12,8 @@ left join.
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -169,3 +171,42 @@ async def test_spark_gives_the_drivers_table(kind: str, bootstrap_servers: str, 
     assert on_spark == EXPECTED[kind]
     # each run: the left query, the right one, then the left one again for the responses (then nothing new)
     assert len(runner.progress[0]) > len(runner.progress[1])
+
+
+@pytest.mark.slow
+async def test_a_continuous_run_passes_the_responses_between_running_queries(
+    bootstrap_servers: str, spark: Any, tmp_path: Path
+) -> None:
+    """Both queries run together; each response reaches the left query in a later micro-batch of it."""
+    suffix = unique_topic("fk-continuous")
+    names = {"orders": f"orders-{suffix}", "customers": f"customers-{suffix}", "out": f"out-{suffix}"}
+    for topic in names.values():
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    for topic, key, value, timestamp in INPUT:
+        await produce(bootstrap_servers, names[topic], [
+            Rec(key.encode(), None if value is None else value.encode(), timestamp_ms=BASE_TS + timestamp)])
+    runner = SparkRunner(topology("left", names["orders"], names["customers"], names["out"]),
+                         {"application.id": f"spark-{suffix}", "bootstrap.servers": bootstrap_servers}, spark=spark,
+                         source_options={"maxOffsetsPerTrigger": "6"}, progress=False)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            runner.run("continuous", tmp_path / "checkpoints")
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 180
+        table: dict[str, str] = {}
+        while table != EXPECTED["left"]:
+            assert not errors, errors
+            assert time.monotonic() < deadline, f"the table did not converge: {table}"
+            await asyncio.sleep(2)
+            table = await read_table(bootstrap_servers, names["out"], utf8, utf8)
+    finally:
+        runner.stop()
+        await asyncio.to_thread(thread.join, 60)
+    assert not thread.is_alive() and not errors, errors
