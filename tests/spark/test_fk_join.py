@@ -169,8 +169,10 @@ async def test_spark_gives_the_drivers_table(kind: str, bootstrap_servers: str, 
     on_spark = await read_table(bootstrap_servers, names["out"], utf8, utf8)
     assert on_spark == driver_table(topology(kind, names["orders"], names["customers"], names["out"]), names)
     assert on_spark == EXPECTED[kind]
-    # each run: the left query, the right one, then the left one again for the responses (then nothing new)
-    assert len(runner.progress[0]) > len(runner.progress[1])
+    # each run: the left query, the right one, then both again (the left one joins the responses, the
+    # right one reads nothing: the last round); `progress` holds the last run's rounds
+    assert len({report["runId"] for report in runner.progress[0]}) == 2, "two rounds with micro-batches"
+    assert len({report["runId"] for report in runner.progress[1]}) == 1, "its second round read nothing"
 
 
 @pytest.mark.slow
