@@ -1,12 +1,14 @@
 """SparkPlan: how a topology maps onto Structured Streaming queries, decided (and refused) at plan time.
 
 One query per sub-topology, in dependency order (a sub-topology reading a repartition or
-`through` topic runs after the one writing it). A sub-topology without stores is a fused
-stateless stage (`mapInArrow`); one whose stores are all key-value stores of the operators in
-`KEYED_OPERATORS` is a keyed stage (`transformWithState` by key); one with operators of
-`TASK_OPERATORS` (windowed aggregations, suppress, stream-stream joins: they need the task's
-stream time or stores across keys), or a custom processor with stores or a stream-time
-punctuation, is a task stage (`transformWithStateInPandas` by source partition).
+`through` topic runs after the one writing it; a foreign-key join's response topic, read back by
+the sub-topology that sent the subscriptions, is run round by round: `QueryPlan.feedback`). A
+sub-topology without stores is a fused stateless stage (`mapInArrow`); one whose stores are all
+key-value stores of the operators in `KEYED_OPERATORS` is a keyed stage (`transformWithState` by
+key); one with operators of `TASK_OPERATORS` (windowed aggregations, suppress, stream-stream and
+foreign-key joins: they need the task's stream time or stores across keys), a versioned table, or
+a custom processor with stores or a stream-time punctuation, is a task stage
+(`transformWithStateInPandas` by source partition).
 Anything else raises `UnsupportedOnSparkError` naming the operator and its node, before a query
 starts.
 """
@@ -67,7 +69,18 @@ TASK_OPERATORS: Mapping[str, str] = {
     "KStreamJoinWindow": "KStream.join/left_join/outer_join (stream-stream)",
     "KStreamKStreamJoin": "KStream.join/left_join/outer_join (stream-stream)",
     "KTableSuppress": "suppress",
+    # A foreign-key join reads its subscription store by prefix (every subscriber of a foreign key)
+    # and each table's store for keys other than the record's (docs/spark.md, "Foreign-key joins").
+    "SubscriptionSend": "KTable.join/left_join with a foreign-key extractor",
+    "SubscriptionReceive": "KTable.join/left_join with a foreign-key extractor",
+    "SubscriptionJoin": "KTable.join/left_join with a foreign-key extractor",
+    "ForeignTableJoin": "KTable.join/left_join with a foreign-key extractor",
+    "ResponseJoin": "KTable.join/left_join with a foreign-key extractor",
 }
+
+#: The processor reading a foreign-key join's response topic: the topic its sub-topology reads back
+#: from the one it sent subscriptions to, a cycle run round by round (`_dependency_order`).
+_FEEDBACK_READERS = frozenset({"ResponseJoin"})
 
 #: DSL processors without stores the fused stage runs as they are. Any other DSL processor class
 #: is refused (an allowlist, so operators added to the DSL later are refused until compiled).
@@ -76,15 +89,6 @@ STATELESS_DSL_OPERATORS: frozenset[str] = frozenset({
     "KStreamSelectKey", "KStreamPeek", "KStreamPassThrough", "KStreamBranch", "KTableToStream",
     "KTableFilter", "KTableMapValues", "KTableSource", "KTableRepartitionMap",
 })
-
-#: DSL operators the runner refuses, by processor class, with the DSL name users know.
-_OPERATOR_NAMES: Mapping[str, str] = {
-    "SubscriptionSend": "KTable.join with a foreign-key extractor",
-    "SubscriptionReceive": "KTable.join with a foreign-key extractor",
-    "SubscriptionJoin": "KTable.join with a foreign-key extractor",
-    "ForeignTableJoin": "KTable.join with a foreign-key extractor",
-    "ResponseJoin": "KTable.join with a foreign-key extractor",
-}
 
 
 _STAGES: Mapping[str, str] = {
@@ -124,6 +128,11 @@ class QueryPlan:
     #: The shortest wall-clock punctuation interval its processors schedule in init(), None if none
     #: does: the task stage then runs on processing-time timers (`TaskStage`).
     wall_clock_ms: int | None = None
+    #: Topics it reads back from queries that run after it (a foreign-key join's response topic).
+    feedback_topics: tuple[str, ...] = ()
+    #: The queries writing them: `available_now` runs it again after them, round by round, until a
+    #: round brings the cycle no new records (`SparkPlan.rounds`).
+    feedback: tuple[int, ...] = ()
 
     @property
     def task_grouped(self) -> bool:
@@ -154,7 +163,8 @@ class QueryPlan:
         how = _STAGES[self.stage] if native is None else NATIVE_STAGES[native.kind].label
         lines = [
             f"Query {self.subtopology_id}: sub-topology {self.subtopology_id}"
-            + (f", after {', '.join(map(str, self.after))}" if self.after else ""),
+            + (f", after {', '.join(map(str, self.after))}" if self.after else "")
+            + (f"; again after {', '.join(map(str, self.feedback))} until no new records" if self.feedback else ""),
             f"  read   kafka {', '.join([*self.source_topics, *(f'pattern {p!r}' for p in self.source_patterns)])}",
             f"  run    {how}: {' -> '.join(self.processors) or '(pass-through)'}",
             *([f"  why    {self.why}"] if native is None and self.why else []),
@@ -176,6 +186,13 @@ class SparkPlan:
     application_id: str
     queries: tuple[QueryPlan, ...]
     internal_topics: tuple[str, ...]
+
+    @property
+    def rounds(self) -> tuple[QueryPlan, ...]:
+        """What `available_now` reruns after its first pass, round by round, while the queries writing
+        a feedback topic read new records: the queries from the first that reads one on."""
+        first = next((i for i, q in enumerate(self.queries) if q.feedback), None)
+        return () if first is None else self.queries[first:]
 
     def describe(self) -> str:
         head = f"Spark plan for {self.application_id!r}: {len(self.queries)} query(ies)"
@@ -218,6 +235,7 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
             partitioned: set[str] = set()
             per_task = False
             task_operator: str | None = None
+            feedback: set[str] = set()
             for node in built.nodes:
                 if isinstance(node, SinkNode):
                     if node.partitioner is not None:
@@ -229,6 +247,8 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
                         partitioned.add(node.topic)
                     continue
                 if isinstance(node, SourceNode):
+                    if any(type(child.processor).__name__ in _FEEDBACK_READERS for child in node.children):
+                        feedback.update(node.topics or ())
                     continue
                 processors.append(node.name)
                 local = node.store_names - global_stores  # global stores are read, filled by the runner
@@ -270,6 +290,7 @@ def plan_topology(topology: Topology, props: Mapping[str, Any], *, associative_r
                 writes=tuple((n.name, writes(n, caching)) for n in built.processors),
                 aggregations=tuple(n.name for n in built.processors if isinstance(n.processor, (*AGGREGATIONS, KStreamSessionWindowAggregate))),
                 wall_clock_ms=wall_clock,
+                feedback_topics=tuple(sorted(feedback)),
             )
     internal = set(builder.internal_topics)
     for native in natives:
@@ -333,16 +354,15 @@ def _task_operator(name: str, processor: Any, store_names: frozenset[str], store
     else:
         dsl = type(processor).__module__.startswith("streams_core.")
     if dsl and kind not in KEYED_OPERATORS and kind not in TASK_OPERATORS and kind not in STATELESS_DSL_OPERATORS:
-        raise UnsupportedOnSparkError(_OPERATOR_NAMES.get(kind, f"DSL operator {kind}"), name, "not compiled to Spark yet")
+        raise UnsupportedOnSparkError(f"DSL operator {kind}", name, "not compiled to Spark yet")
     if kind in TASK_OPERATORS:
         return TASK_OPERATORS[kind]
     if not store_names:
         return None
-    for store in store_names:
-        if isinstance(stores.get(store), VersionedKeyValueStore):
-            raise UnsupportedOnSparkError(
-                "versioned table (persistent_versioned_key_value_store)", name, f"store {store!r} is versioned"
-            )
+    if any(isinstance(stores.get(store), VersionedKeyValueStore) for store in store_names):
+        # Its versions are keyed by (key, timestamp) in the store below: carried as the task's
+        # changelog, and its observed stream time is the task's (docs/spark.md, "Versioned tables").
+        return "a versioned table (persistent_versioned_key_value_store)"
     if not dsl:
         # A custom processor may read any key of its stores, and from its punctuations: the task's
         # stores, carried between micro-batches as their changelog like the DSL's (task_batch.py).
@@ -354,12 +374,16 @@ def _task_operator(name: str, processor: Any, store_names: frozenset[str], store
 
 
 def _dependency_order(queries: Mapping[int, QueryPlan]) -> tuple[QueryPlan, ...]:
-    """Writers before readers (Kahn's algorithm, lowest id first); a cycle of topics is refused."""
+    """Writers before readers (Kahn's algorithm, lowest id first); a cycle of topics is refused, except
+    through a feedback topic (a foreign-key join's responses): its reader runs first, and again after
+    its writers (`QueryPlan.feedback`)."""
     writers = {topic: sid for sid, q in queries.items() for topic in q.sink_topics}
-    after = {
-        sid: tuple(sorted({writers[t] for t in q.source_topics if t in writers and writers[t] != sid}))
-        for sid, q in queries.items()
-    }
+
+    def written(q: QueryPlan, topics: Any) -> set[int]:
+        return {writers[t] for t in topics if t in writers and writers[t] != q.subtopology_id}
+
+    after = {sid: tuple(sorted(written(q, set(q.source_topics) - set(q.feedback_topics)))) for sid, q in queries.items()}
+    feedback = {sid: tuple(sorted(written(q, q.feedback_topics))) for sid, q in queries.items()}
     done: list[int] = []
     while len(done) < len(queries):
         ready = [sid for sid in sorted(queries) if sid not in done and all(a in done for a in after[sid])]
@@ -367,4 +391,4 @@ def _dependency_order(queries: Mapping[int, QueryPlan]) -> tuple[QueryPlan, ...]
             left = sorted(set(queries) - set(done))
             raise UnsupportedOnSparkError("through/repartition cycle", f"sub-topologies {left}", "topics form a cycle")
         done.append(ready[0])
-    return tuple(replace(queries[sid], after=after[sid]) for sid in done)
+    return tuple(replace(queries[sid], after=after[sid], feedback=feedback[sid]) for sid in done)

@@ -3,8 +3,9 @@
 `plan()` compiles (or refuses) the topology; `run("available_now")` runs the queries one after
 the other in dependency order, each with `trigger(availableNow=True)` (KIP-95's incremental
 batch in Spark form: what is in the topics at start, then stop; offsets and state live in the
-checkpoint directory, so the next run takes only new records); `run("continuous")` starts them
-all together and blocks until `stop()` or a failure.
+checkpoint directory, so the next run takes only new records; a foreign-key join's queries, whose
+topics form a cycle, then run again round by round until no new record reaches the cycle);
+`run("continuous")` starts them all together and blocks until `stop()` or a failure.
 """
 
 from __future__ import annotations
@@ -170,17 +171,14 @@ class SparkRunner:
         for query in (q for q in plan.queries if not self._topics_of(q)):
             log.warning("Query %s skipped: its patterns %s match no topic", query.subtopology_id, query.source_patterns)
         if mode == "available_now":
-            for query in queries:
-                if self._stopped:
-                    return
-                handle = self._start(query, checkpoints, available_now=True)
-                totals = self._reporter.start(handle.name, self._skipped_of(query.subtopology_id))
-                self.progress[query.subtopology_id] = totals.reports
-                while not handle.awaitTermination(0.5):  # raises the query's error if it failed
-                    self._reporter.poll([(totals, handle)])
-                    if query.wall_clock_ms is not None and timers_caught_up(totals.reports):
-                        handle.stop()  # Spark would run timer batches for ever
-                self._reporter.finish(totals, handle)
+            read = {query.subtopology_id: self._run_available_now(query, checkpoints, first=True) for query in queries}
+            # A foreign-key join's responses come back to a query that ran before their writer: run
+            # the queries from there on again, round by round, until its writers read nothing new.
+            rounds = [q for q in plan.rounds if q in queries]
+            writers = {sid for q in rounds for sid in q.feedback}
+            while rounds and any(read.get(sid) for sid in writers) and not self._stopped:
+                log.info("Queries %s again: the feedback topics have new records", [q.subtopology_id for q in rounds])
+                read.update({q.subtopology_id: self._run_available_now(q, checkpoints) for q in rounds})
             return
         handles = [self._start(query, checkpoints, available_now=False) for query in queries]
         running = [(self._reporter.start(handle.name, self._skipped_of(query.subtopology_id)), handle)
@@ -209,6 +207,23 @@ class SparkRunner:
         self._queries.clear()
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _run_available_now(self, query: QueryPlan, checkpoints: Path, *, first: bool = False) -> int:
+        """Run `query` with `availableNow` to its end; the records it read (0 once stopped). `progress`
+        holds its reports, those of its later rounds in this run appended."""
+        if self._stopped:
+            return 0
+        handle = self._start(query, checkpoints, available_now=True)
+        totals = self._reporter.start(handle.name, self._skipped_of(query.subtopology_id))
+        earlier = [] if first else self.progress.get(query.subtopology_id, [])
+        self.progress[query.subtopology_id] = totals.reports
+        while not handle.awaitTermination(0.5):  # raises the query's error if it failed
+            self._reporter.poll([(totals, handle)])
+            if query.wall_clock_ms is not None and timers_caught_up(totals.reports):
+                handle.stop()  # Spark would run timer batches for ever
+        self._reporter.finish(totals, handle)
+        totals.reports[:0] = earlier
+        return totals.records
 
     def _skipped_of(self, subtopology_id: int) -> Callable[[], int]:
         return lambda: self.skipped_records.get(subtopology_id, 0)

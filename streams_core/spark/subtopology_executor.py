@@ -51,6 +51,7 @@ from streams_core.spark.spark_rows import (
     timestamp_header,
 )
 from streams_core.state.internals.store_names import store_changelog_topic
+from streams_core.state.versioned_key_value_store import VersionedKeyValueStore
 
 __all__ = [
     "ORIGIN_HEADER",
@@ -72,6 +73,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 new_record = tuple.__new__
+
+
+#: Key of a versioned store's observed stream time in `carried_state()`: (VERSIONED, store name).
+VERSIONED = "versioned-store"
 
 
 def ship_topology(topology: Topology) -> bytes:
@@ -219,6 +224,8 @@ class SubtopologyExecutor:
             for name, store in list(built.state_stores.items()):
                 built.state_stores[name], self.stores[name] = keyed_store(store)
         self._nodes = built.nodes
+        #: Versioned stores: their observed stream time is carried with the task (their versions are in the changelog).
+        self._versioned = {name: s for name, s in built.state_stores.items() if isinstance(s, VersionedKeyValueStore)}
         self._global = _global_task(builder, config, Path(self._tmp.name, "global"), spec.global_records)
         global_stores = {} if self._global is None else dict(self._global.topology.state_stores)
         self._collector = _Collector(spec.readback_topics, spec.stamp_origin, spec.sink_partitions)
@@ -354,14 +361,18 @@ class SubtopologyExecutor:
             state = getattr(node.processor, "carried_state", None)
             if state is not None:
                 carried[node.name] = state()
+        for name, store in self._versioned.items():
+            carried[(VERSIONED, name)] = store.observed_stream_time
         return carried
 
-    def restore_carried_state(self, carried: Mapping[str, Any]) -> None:
+    def restore_carried_state(self, carried: Mapping[Any, Any]) -> None:
         """Resume from `carried_state()` of an earlier batch of the same task."""
         self._task.stream_time = carried.get("", self._task.stream_time)
         for node in self._nodes:
             if node.name and node.name in carried:
                 node.processor.restore_carried_state(carried[node.name])
+        for name, store in self._versioned.items():
+            store.observed_stream_time = carried.get((VERSIONED, name), store.observed_stream_time)
 
     def close(self) -> None:
         try:

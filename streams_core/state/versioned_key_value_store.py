@@ -117,6 +117,16 @@ class VersionedKeyValueStore:
         """The DSL reads a versioned table through the same object (`get_with_timestamp`, `get_as_of`)."""
         return self
 
+    @property
+    def observed_stream_time(self) -> int:
+        """The largest timestamp put so far (-1 before any): the history retention counts back from it."""
+        return self._observed
+
+    @observed_stream_time.setter
+    def observed_stream_time(self, timestamp: int) -> None:
+        """Resume with the stream time a runner carried over a restore (the Spark task stage)."""
+        self._observed = timestamp
+
     # -- versions -------------------------------------------------------------------------------
 
     def _history(self, key: Any) -> list[tuple[int, Any]]:

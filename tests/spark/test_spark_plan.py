@@ -155,21 +155,37 @@ def test_a_table_regrouping_is_two_keyed_queries() -> None:
     assert [q.stage for q in plan_of(builder.build()).queries] == ["keyed", "keyed"]
 
 
-def test_foreign_key_joins_are_refused() -> None:
+@pytest.mark.parametrize("kind", ["join", "left_join"])
+def test_foreign_key_joins_are_two_task_queries_in_a_cycle_of_rounds(kind: str) -> None:
+    """The left table's sub-topology reads back the responses of the right table's: it runs first,
+    and again after it (tests/spark/test_fk_join.py runs both)."""
     builder = StreamsBuilder()
     left = builder.table("left", key_serde=Serdes.String(), value_serde=Serdes.String())
     right = builder.table("right", key_serde=Serdes.String(), value_serde=Serdes.String())
-    left.join(right, lambda v: v, lambda a, b: a + b)
-    with pytest.raises(UnsupportedOnSparkError, match="foreign-key"):
-        plan_of(builder.build())
+    getattr(left, kind)(right, lambda v: v, lambda a, b: a + b).to_stream().to("out")
+    plan = plan_of(builder.build())
+    first, second = plan.queries
+    assert (first.stage, second.stage) == ("task", "task")
+    assert "foreign-key extractor needs the whole task" in first.why and "foreign-key extractor" in second.why
+    assert first.feedback == (1,) and second.after == (0,) and plan.rounds == plan.queries
+    assert first.feedback_topics == tuple(t for t in second.sink_topics if "SUBSCRIPTION-RESPONSE" in t)
 
 
-def test_versioned_tables_are_refused() -> None:
+def test_a_cycle_of_repartition_topics_without_a_feedback_reader_is_still_refused() -> None:
+    topology = (Topology()
+                .add_source("A", "t1").add_sink("TO-T2", "t2", "A")
+                .add_source("B", "t2").add_sink("TO-T1", "t1", "B"))  # fmt: skip
+    with pytest.raises(UnsupportedOnSparkError, match="cycle"):
+        plan_of(topology)
+
+
+def test_versioned_tables_run_in_the_task_stage() -> None:
     builder = StreamsBuilder()
     store = Stores.persistent_versioned_key_value_store("versions", 10_000)
     builder.table("in", Materialized.as_(store).with_key_serde(Serdes.String()).with_value_serde(Serdes.String()))
-    with pytest.raises(UnsupportedOnSparkError, match="versioned table"):
-        plan_of(builder.build())
+    (query,) = plan_of(builder.build()).queries
+    assert query.stage == "task"
+    assert query.why.startswith("a versioned table (persistent_versioned_key_value_store) needs the whole task")
 
 
 def test_a_global_table_join_is_stateless_but_refused_in_continuous_runs() -> None:

@@ -73,6 +73,16 @@ class KStreamKTableJoin(Generic[K, V, GK, VO, VR]):
     def close(self) -> None:
         """Stores are closed by their tasks."""
 
+    def carried_state(self) -> int:
+        """The grace buffer's observed stream time, for a runner that rebuilds the processor between
+        batches (carried_state.py; without a grace period, -1)."""
+        return self._buffer_time
+
+    def restore_carried_state(self, state: int) -> None:
+        """Resume from `carried_state()` of the same processor in an earlier batch (after `init`)."""
+        if self._buffer_store is not None and state > self._buffer_time:
+            self._buffer_time = self._buffer.observed_stream_time = state
+
     def process(self, record: Record[K, V]) -> None:
         key, value, timestamp, _ = record
         lookup: K | GK = key if self._key_selector is None else self._key_selector(key, value)
