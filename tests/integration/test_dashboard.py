@@ -9,6 +9,7 @@ test counted it independently. Skipped only when no chromium executable is found
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 from collections import Counter
@@ -100,11 +101,23 @@ async def test_dashboard_shows_both_instances_and_looks_up_a_key(bootstrap_serve
                     ".filter(td => td.textContent === 'RUNNING').length === 2",
                     timeout=20_000,
                 )
-                rows = {row["instance"]: row["cells"] for row in await page.evaluate(_rows_script())}
+                # The page and discovery read at about the same moment: under the streams protocol the
+                # broker may still move a task after every instance is RUNNING, so both are read again
+                # (the page polls) until they agree, by a deadline.
+                deadline = asyncio.get_running_loop().time() + 30
+                while True:
+                    rows = {row["instance"]: row["cells"] for row in await page.evaluate(_rows_script())}
+                    members = await client.ok(first.url, "/state/instances")
+                    shown = {f"{m['host']}:{m['port']}": rows.get(f"{m['host']}:{m['port']}", [None] * 3)[2] for m in members}
+                    expected = {
+                        f"{m['host']}:{m['port']}": _active_tasks(m, input_topic, output_topic, cluster.application_id)
+                        for m in members
+                    }
+                    if shown == expected or asyncio.get_running_loop().time() > deadline:
+                        break
+                    await asyncio.sleep(0.5)
                 assert sorted(rows) == sorted(i.server for i in cluster.live())
-                for member in members:
-                    expected = _active_tasks(member, input_topic, output_topic, cluster.application_id)
-                    assert rows[f"{member['host']}:{member['port']}"][2] == expected, member
+                assert shown == expected, members
                 assert rows[first.server][9] == "StreamThread-1", "one thread, on the instance's loop"
                 assert re.fullmatch(
                     r"StreamThread-1 \(worker \d+\), StreamThread-2 \(worker \d+\)", rows[second.server][9]
