@@ -78,6 +78,15 @@ class StoreNotFoundError(ApiError):
     status_code = 404
 
 
+class PartitionNotFoundError(ApiError):
+    """A `partitions` parameter names a partition the store does not have (a global store has none)."""
+
+    status_code = 404
+
+    def __init__(self, store: str, partitions: list[int] | str) -> None:
+        super().__init__("no such partition", store=store, partitions=partitions)
+
+
 class KeyNotFoundError(ApiError):
     """The instance that owns the key has no value for it."""
 

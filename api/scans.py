@@ -22,7 +22,7 @@ from typing import Any
 from fastapi import Request, Response
 
 from api.deps import StoreInfo
-from api.errors import BadRequestError, NotAvailableError
+from api.errors import BadRequestError, NotAvailableError, PartitionNotFoundError
 from api.forwarding import SERVED_BY_HEADER, Forwarder
 from api.instance import StreamsInstance
 from api.keys import render
@@ -98,16 +98,16 @@ async def scan(
 
 
 def _named_partitions(streams: StreamsInstance, store: StoreInfo, text: str) -> frozenset[int]:
-    """The partitions a `partitions` parameter names; 400 for a malformed list, a global store or a
-    partition the store does not have."""
+    """The partitions a `partitions` parameter names; 400 for a malformed list, 404 for a partition the
+    store does not have (a global store has none)."""
     if re.fullmatch(PARTITIONS_PATTERN, text) is None:
         raise BadRequestError("invalid partitions", partitions=text, reason="expected partition numbers joined by commas")
     if store.is_global:
-        raise BadRequestError("a global store has no partitions", store=store.name, partitions=text)
+        raise PartitionNotFoundError(store.name, text)
     named = frozenset(int(p) for p in text.split(","))
     unknown = named - {tp.partition for tp in streams.store_partitions(store.name)}
     if unknown:
-        raise BadRequestError("no such partition", store=store.name, partitions=sorted(unknown))
+        raise PartitionNotFoundError(store.name, sorted(unknown))
     return named
 
 
