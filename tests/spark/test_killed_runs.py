@@ -18,6 +18,7 @@ from streams_core.spark.spark_rows import kafka_order
 from streams_core.spark.stream_join_arrays import ready_order
 from streams_core.spark.subtopology_executor import InputRow
 from streams_core.spark.task_sessions import TaskSessions
+from streams_core.spark.task_windows import TaskWindows
 from streams_core.testing.topology_test_driver import TopologyTestDriver
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 from tests.spark import killed_run
@@ -26,8 +27,10 @@ from tests.spark import test_versioned_table as versioned
 from tests.spark.engines import BASE_TS, long_be, read_table, run_asyncio_to_end, utf8
 from tests.spark.test_native_join_count import _click_records, _clicks, _expected, _user_records, _users, per_region
 from tests.spark.test_native_session_aggregate import S, functions
-from tests.spark.test_native_session_count import at
+from tests.spark.test_native_session_count import _table, at
 from tests.spark.test_native_stream_join import _sides, joined
+from tests.spark.test_native_window_aggregate import S as WS
+from tests.spark.test_native_window_aggregate import functions as window_functions
 
 
 @pytest.mark.slow
@@ -231,6 +234,37 @@ async def test_a_session_aggregate_killed_mid_run_and_rerun_ends_with_the_task_s
         assert step.dropped, "late records"
         expected.update((f"{k}@{s // 1000}-{e // 1000}", S.deserialize("t", v)) for k, s, e, v in flushed if v is not None)
     assert any("(" in v for v in expected.values()), "merged sessions"
+    assert await read_table(bootstrap_servers, output, utf8, utf8) != expected, "killed mid-run"
+    await killed_run.run_to_end(job)
+    assert await read_table(bootstrap_servers, output, utf8, utf8) == expected
+
+
+@pytest.mark.slow
+async def test_a_window_aggregate_killed_mid_run_and_rerun_ends_with_the_task_steps_table(bootstrap_servers: str,
+                                                                                         tmp_path: Path) -> None:  # fmt: skip
+    """SIGKILL once part of the output is written, then a rerun from the checkpoint (a new Python
+    worker: the hopping windows' value bytes read back from Spark state): the table of the per-task
+    step over all input (an aggregate whose result depends on the order of the calls)."""
+    suffix = unique_topic("window-agg-kill")
+    source, output = f"events-{suffix}", f"out-{suffix}"
+    for topic in (source, output):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    rnd = random.Random(13)
+    # keys of one partition each (as `group_by_key` presumes): windows align, a key's windows in both tasks would collide
+    rows = {p: [(f"k{p}{rnd.randrange(8)}", f"{p}.{i};", i * 4 + rnd.choice([0, 0, 0, -9, -40])) for i in range(90)]
+            for p in (0, 1)}  # fmt: skip
+    await produce(bootstrap_servers, source, [Rec(k.encode(), v.encode(), partition=p, timestamp_ms=at(t))
+                                              for p, part in rows.items() for k, v, t in part])  # fmt: skip
+    job = killed_run.command("window-aggregate", bootstrap_servers, tmp_path / "ck", output, source)
+    await killed_run.kill_once_written(job, bootstrap_servers, output)
+    flushes: list[tuple[str, str | None]] = []
+    for part in rows.values():
+        step = TaskWindows(*killed_run.WINDOW_AGGREGATE, window_functions("aggregate"))
+        flushed = step.flushed(step.process([k for k, _, _ in part], [at(t) for *_, t in part], [v for _, v, _ in part]))
+        assert step.dropped, "late records"
+        flushes.extend((f"{k}@{s // 1000}", None if v is None else WS.deserialize("t", v)) for k, s, _, v in flushed)
+    expected = _table(flushes)
+    assert any(v.count(";") > 1 for v in expected.values()), "windows of several records"
     assert await read_table(bootstrap_servers, output, utf8, utf8) != expected, "killed mid-run"
     await killed_run.run_to_end(job)
     assert await read_table(bootstrap_servers, output, utf8, utf8) == expected
