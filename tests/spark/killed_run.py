@@ -8,11 +8,17 @@ per micro-batch (`_MAX_OFFSETS`), local[2]:
     python -m tests.spark.killed_run sessions BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
     python -m tests.spark.killed_run stream-join BOOTSTRAP CHECKPOINT_DIR OUTPUT LEFT RIGHT
     python -m tests.spark.killed_run session-aggregate BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
+    python -m tests.spark.killed_run window-aggregate BOOTSTRAP CHECKPOINT_DIR OUTPUT SOURCE
+    python -m tests.spark.killed_run fk-join BOOTSTRAP CHECKPOINT_DIR OUTPUT ORDERS CUSTOMERS
+    python -m tests.spark.killed_run versioned-join BOOTSTRAP CHECKPOINT_DIR OUTPUT PRICES ORDERS
 
 `combine`: test_native_combine's per-letter sum; `join-count`: test_native_join_count's clicks
 joined with users, counted per region; `sessions`: test_native_session_count's session count;
 `stream-join`: test_native_stream_join's outer join within `STREAM_JOIN_WINDOWS`;
-`session-aggregate`: test_native_session_aggregate's session aggregate. The tests that kill them:
+`session-aggregate`: test_native_session_aggregate's session aggregate; `window-aggregate`:
+test_native_window_aggregate's hopping aggregate (`WINDOW_AGGREGATE`); `fk-join`: test_fk_join's
+foreign-key left join; `versioned-join`: test_versioned_table's stream-table join with a grace
+period (`VERSIONED_GRACE_MS`). The tests that kill them:
 tests/spark/test_killed_runs.py.
 """
 
@@ -33,10 +39,15 @@ from tests.kafka_utils import read_all
 
 ROOT = Path(__file__).parents[2]
 #: Records per micro-batch (Spark's `maxOffsetsPerTrigger`) of each job: several micro-batches each.
-_MAX_OFFSETS = {"combine": "50", "join-count": "40", "sessions": "20", "stream-join": "40", "session-aggregate": "20"}
+_MAX_OFFSETS = {"combine": "50", "join-count": "40", "sessions": "20", "stream-join": "40", "session-aggregate": "20",
+                "window-aggregate": "20", "fk-join": "6", "versioned-join": "1"}  # fmt: skip
 #: The `stream-join` job's windows: 200 ms either side, 1 s grace (matched pairs, and unmatched records
 #: emitted as stream time closes their windows, both within the input's span).
 STREAM_JOIN_WINDOWS = JoinWindows.of_time_difference_and_grace(200, 1_000)
+#: The `window-aggregate` job's windows: size, advance and grace (ms), hopping.
+WINDOW_AGGREGATE = (20_000, 10_000, 15_000)
+#: The `versioned-join` job's grace period (ms): orders buffered until stream time passes them by it.
+VERSIONED_GRACE_MS = 100
 
 
 def command(job: str, bootstrap: str, checkpoints: Path, output: str, *topics: str) -> list[str]:
@@ -92,6 +103,21 @@ def _topology(job: str, output: str, topics: list[str]) -> Topology:
 
         (source,) = topics
         return topology(source, output, 10_000, 20_000, "aggregate", origin=0)
+    if job == "window-aggregate":
+        from tests.spark.test_native_window_aggregate import topology as windowed
+
+        (source,) = topics
+        return windowed(source, output, *WINDOW_AGGREGATE, "aggregate", origin=0)
+    if job == "fk-join":
+        from tests.spark.test_fk_join import topology as fk_joined
+
+        orders, customers = topics
+        return fk_joined("left", orders, customers, output)
+    if job == "versioned-join":
+        from tests.spark.test_versioned_table import topology as versioned
+
+        prices, orders = topics
+        return versioned(prices, orders, output, grace_ms=VERSIONED_GRACE_MS)
     from tests.spark.test_native_join_count import per_region
 
     users, clicks = topics

@@ -18,14 +18,19 @@ from streams_core.spark.spark_rows import kafka_order
 from streams_core.spark.stream_join_arrays import ready_order
 from streams_core.spark.subtopology_executor import InputRow
 from streams_core.spark.task_sessions import TaskSessions
+from streams_core.spark.task_windows import TaskWindows
 from streams_core.testing.topology_test_driver import TopologyTestDriver
 from tests.kafka_utils import Rec, create_topic, produce, read_all, unique_topic
 from tests.spark import killed_run
-from tests.spark.engines import long_be, read_table, run_asyncio_to_end, utf8
+from tests.spark import test_fk_join as fk
+from tests.spark import test_versioned_table as versioned
+from tests.spark.engines import BASE_TS, long_be, read_table, run_asyncio_to_end, utf8
 from tests.spark.test_native_join_count import _click_records, _clicks, _expected, _user_records, _users, per_region
 from tests.spark.test_native_session_aggregate import S, functions
-from tests.spark.test_native_session_count import at
+from tests.spark.test_native_session_count import _table, at
 from tests.spark.test_native_stream_join import _sides, joined
+from tests.spark.test_native_window_aggregate import S as WS
+from tests.spark.test_native_window_aggregate import functions as window_functions
 
 
 @pytest.mark.slow
@@ -232,3 +237,103 @@ async def test_a_session_aggregate_killed_mid_run_and_rerun_ends_with_the_task_s
     assert await read_table(bootstrap_servers, output, utf8, utf8) != expected, "killed mid-run"
     await killed_run.run_to_end(job)
     assert await read_table(bootstrap_servers, output, utf8, utf8) == expected
+
+
+@pytest.mark.slow
+async def test_a_window_aggregate_killed_mid_run_and_rerun_ends_with_the_task_steps_table(bootstrap_servers: str,
+                                                                                         tmp_path: Path) -> None:  # fmt: skip
+    """SIGKILL once part of the output is written, then a rerun from the checkpoint (a new Python
+    worker: the hopping windows' value bytes read back from Spark state): the table of the per-task
+    step over all input (an aggregate whose result depends on the order of the calls)."""
+    suffix = unique_topic("window-agg-kill")
+    source, output = f"events-{suffix}", f"out-{suffix}"
+    for topic in (source, output):
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    rnd = random.Random(13)
+    # keys of one partition each (as `group_by_key` presumes): windows align, a key's windows in both tasks would collide
+    rows = {p: [(f"k{p}{rnd.randrange(8)}", f"{p}.{i};", i * 4 + rnd.choice([0, 0, 0, -9, -40])) for i in range(90)]
+            for p in (0, 1)}  # fmt: skip
+    await produce(bootstrap_servers, source, [Rec(k.encode(), v.encode(), partition=p, timestamp_ms=at(t))
+                                              for p, part in rows.items() for k, v, t in part])  # fmt: skip
+    job = killed_run.command("window-aggregate", bootstrap_servers, tmp_path / "ck", output, source)
+    await killed_run.kill_once_written(job, bootstrap_servers, output)
+    flushes: list[tuple[str, str | None]] = []
+    for part in rows.values():
+        step = TaskWindows(*killed_run.WINDOW_AGGREGATE, window_functions("aggregate"))
+        flushed = step.flushed(step.process([k for k, _, _ in part], [at(t) for *_, t in part], [v for _, v, _ in part]))
+        assert step.dropped, "late records"
+        flushes.extend((f"{k}@{s // 1000}", None if v is None else WS.deserialize("t", v)) for k, s, _, v in flushed)
+    expected = _table(flushes)
+    assert any(v.count(";") > 1 for v in expected.values()), "windows of several records"
+    assert await read_table(bootstrap_servers, output, utf8, utf8) != expected, "killed mid-run"
+    await killed_run.run_to_end(job)
+    assert await read_table(bootstrap_servers, output, utf8, utf8) == expected
+
+
+async def _produce_in_order(bootstrap: str, names: dict[str, str], records: list[tuple[str, str, str | None, int]]) -> None:
+    """(topic, key, value, time) records to the topics `names` maps them to, one produce per record: the
+    order across topics kept (times from BASE_TS)."""
+    for topic, key, value, timestamp in records:
+        await produce(bootstrap, names[topic], [
+            Rec(key.encode(), None if value is None else value.encode(), timestamp_ms=BASE_TS + timestamp)])  # fmt: skip
+
+
+@pytest.mark.slow
+async def test_a_foreign_key_join_killed_mid_run_and_rerun_ends_with_the_drivers_table(bootstrap_servers: str,
+                                                                                      tmp_path: Path) -> None:  # fmt: skip
+    """SIGKILL once part of the joined table is written (at most 6 records per micro-batch: mid-way
+    through the rounds of the subscription/response cycle), then a rerun from the checkpoints (a new
+    process: both sub-topologies' stores, subscriptions included, rebuilt from Spark state; the
+    response topic's unread records read on): the final table is the TopologyTestDriver's."""
+    suffix = unique_topic("fk-kill")
+    names = {"orders": f"orders-{suffix}", "customers": f"customers-{suffix}", "out": f"out-{suffix}"}
+    for topic in names.values():
+        await create_topic(bootstrap_servers, topic, partitions=2)
+    await _produce_in_order(bootstrap_servers, names, fk.INPUT)
+    expected = fk.driver_table(fk.topology("left", names["orders"], names["customers"], names["out"]), names)
+    assert expected == fk.EXPECTED["left"]
+    job = killed_run.command("fk-join", bootstrap_servers, tmp_path / "ck", names["out"], names["orders"], names["customers"])
+    await killed_run.kill_once_written(job, bootstrap_servers, names["out"])
+    assert await read_table(bootstrap_servers, names["out"], utf8, utf8) != expected, "killed mid-run"
+    await killed_run.run_to_end(job)
+    assert await read_table(bootstrap_servers, names["out"], utf8, utf8) == expected
+
+
+@pytest.mark.slow
+async def test_a_versioned_table_join_killed_mid_run_and_rerun_writes_the_drivers_output_at_least_once(
+    bootstrap_servers: str, tmp_path: Path,
+) -> None:  # fmt: skip
+    """SIGKILL once part of the joined orders is written, then a rerun from the checkpoint (a new
+    process: the versioned store and the grace period's buffer rebuilt from Spark state).
+
+    The output is a stream (one partition, each order joined once: its values told apart), so
+    Kafka Streams' at-least-once rule is checked as is: the killed run wrote a prefix of the
+    driver's output, the rerun replays from the first micro-batch not committed and writes the
+    driver's output from that batch's first record on. Repeated may be only the contiguous part
+    written by the batch in flight when killed; nothing is missing, nothing else is written."""
+    suffix = unique_topic("versioned-kill")
+    names = {"prices": f"prices-{suffix}", "orders": f"orders-{suffix}", "out": f"out-{suffix}"}
+    for topic in names.values():
+        await create_topic(bootstrap_servers, topic, partitions=1)
+    await _produce_in_order(bootstrap_servers, names, versioned.INPUT)
+    # all input there before the run: the task waits for the topic behind, Kafka Streams' order over all of it
+    top = versioned.topology(names["prices"], names["orders"], names["out"], grace_ms=killed_run.VERSIONED_GRACE_MS)
+    expected = versioned.driver_output(top, versioned.in_kafka_order(versioned.as_rows(versioned.INPUT, BASE_TS)), names)
+    assert len(set(expected)) == len(expected) >= 5, "each output record told apart"
+
+    async def written() -> list[tuple[str, str]]:
+        return [((r.key or b"").decode(), (r.value or b"").decode()) for r in await read_all(bootstrap_servers, names["out"])]
+
+    job = killed_run.command("versioned-join", bootstrap_servers, tmp_path / "ck", names["out"], names["prices"],
+                             names["orders"])  # fmt: skip
+    await killed_run.kill_once_written(job, bootstrap_servers, names["out"])
+    killed = await written()
+    assert 0 < len(killed) < len(expected), "killed mid-run"
+    assert killed == expected[: len(killed)], "the killed run wrote a prefix of the driver's output"
+    await killed_run.run_to_end(job)
+    after = await written()
+    assert after[: len(killed)] == killed, "the killed run's records stay the topic's first"
+    rerun = after[len(killed) :]
+    starts = [start for start in range(len(killed) + 1) if rerun == expected[start:]]
+    assert starts, f"the rerun writes the driver's output from a micro-batch's start on: {rerun} after {killed}"
+    assert set(after) == set(expected), "nothing missing, nothing else written"
